@@ -1,0 +1,44 @@
+/* dagfile.h - reader of PMC DAG files into the compact model of dag.h.
+ *
+ * Grammar (PMC manual "DAG Files" and COMPAT.md "DAG file"):
+ *   TASK name [options] executable [args...]
+ *   EDGE parent child
+ *   #@ N transformation derivation   (gives the next TASK the Pegasus id N)
+ *   # comment, blank lines
+ * Task options before the executable: -m/--request-memory MB (float, rounded
+ * up), -c/--request-cpus N (float, rounded up, default 1), -t/--tries T (>=1),
+ * -p/--priority P (integer, may be negative), -f/--pipe-forward VAR=FILE,
+ * -F/--file-forward SRC=DEST (both repeatable); an option's value may also be
+ * attached as --opt=value.  Words are split on white space; ' or " opens a
+ * quoted run closed by the same character, \ makes the next character literal.
+ *
+ * The file is read with one mmap (or one read for pipes), never a malloc per
+ * line.  Every error names the file and line: "wf.dag:12: duplicate task A".
+ */
+#ifndef PMC_DAGFILE_H
+#define PMC_DAGFILE_H
+
+#include <stddef.h>
+
+#include "engine/dag.h"
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Parse the DAG file at path and return the finished DAG (dag_finish() done,
+ * cycles rejected).  The caller owns the result (dag_destroy()).  On error
+ * returns NULL and fills err with "PATH:LINE: what is wrong" (or "PATH: ..."
+ * for I/O errors and cycles).  An empty DAG (no TASK) is an error.
+ * Reentrant: no global state. */
+struct dag *dagfile_load(const char *path, struct pmc_error *err);
+
+/* The same over a buffer in memory; filename is used only in messages. */
+struct dag *dagfile_parse(const char *buf, size_t len, const char *filename,
+                          struct pmc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

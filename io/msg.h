@@ -1,0 +1,160 @@
+/* msg.h - the binary message protocol between the master and node agents.
+ *
+ * Every message is one MPI message (or one in-process hand-off) holding a
+ * 16-byte header and a body of `count` items (DESIGN.md section 4):
+ *
+ *   u32 magic 0x504d4348 ("PMCH")   u8 version (MSG_VERSION)   u8 kind
+ *   u16 reserved (0)                u32 length (whole message, header
+ *                                   included)                  u32 count
+ *
+ * All integers are little-endian fixed width; strings are NUL-terminated and
+ * their NUL lies inside the message; doubles are IEEE-754 binary64 in
+ * little-endian order.  Items, by kind:
+ *
+ *   HELLO    (node -> master, count 1): u32 host_rank, u32 host_ranks,
+ *            u32 cpus, u32 pad, u64 memory_mb, str hostname
+ *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
+ *            u32 flags, u32 argc, u32 nfwd, str name, str pegasus_id,
+ *            argc x str argv, nfwd x (u8 kind, str src, str dest)
+ *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
+ *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
+ *            (seconds since the Unix epoch), f64 duration (seconds), u32 nfwd,
+ *            nfwd x (u32 fwd_index, u32 len, len bytes)
+ *   SHUTDOWN (master -> node, count 0): finish and reply BYE
+ *   BYE      (node -> master, count 0): the node's output files are closed
+ *   ABORT    (either way, count 0): stop at once
+ *
+ * A received message is validated completely before use (msg_open() and the
+ * msg_next_*() readers check every length against the buffer): a malformed
+ * message is an error, never a crash.
+ *
+ * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
+ */
+#ifndef PMC_MSG_H
+#define PMC_MSG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MSG_MAGIC 0x504d4348u
+#define MSG_VERSION 1
+#define MSG_HEADER_SIZE 16
+
+enum msg_kind {
+    MSG_HELLO = 1,
+    MSG_TASKS = 2,
+    MSG_RESULTS = 3,
+    MSG_SHUTDOWN = 4,
+    MSG_BYE = 5,
+    MSG_ABORT = 6,
+};
+
+struct msg_hello {
+    uint32_t host_rank;  /* this rank's index among the ranks on its host */
+    uint32_t host_ranks; /* number of ranks on the host */
+    uint32_t cpus;       /* CPUs this rank offers */
+    uint64_t memory_mb;  /* memory this rank offers, MB */
+    const char *hostname;
+};
+
+/* One task of a TASKS message.  When decoded, the pointers point into the
+ * message buffer and live as long as it does. */
+struct msg_task {
+    uint32_t id;
+    uint32_t attempt; /* 1 for the first try */
+    uint32_t cpus;
+    uint32_t memory_mb;
+    uint32_t flags; /* reserved, 0 */
+    const char *name;
+    const char *pegasus_id; /* "" when the task has none */
+    uint32_t argc;
+    const char *argv; /* argc consecutive NUL-terminated strings */
+    uint32_t nfwd;
+    const char *fwd; /* nfwd x (u8 kind, src NUL, dest NUL), packed */
+};
+
+/* One result of a RESULTS message; data pointers as in struct msg_task. */
+struct msg_result {
+    uint32_t id;
+    uint32_t attempt;
+    int32_t status;     /* raw wait status, as waitpid() gives it */
+    int32_t exec_errno; /* nonzero: the executable could not be started */
+    double start;       /* seconds since the Unix epoch */
+    double duration;    /* seconds */
+    uint32_t nfwd;      /* forwarded data blocks */
+    const uint8_t *fwd; /* nfwd x (u32 fwd_index, u32 len, bytes), packed */
+    size_t fwd_len;     /* bytes at fwd */
+};
+
+/* A growable message being built.  Zero-initialise, then msg_begin(). */
+struct msgbuf {
+    uint8_t *data;
+    size_t len;
+    size_t cap;
+    uint32_t count;
+};
+
+/* Start a message of the given kind in b (reusing its storage).
+ * Returns 0, or -1 with ENOMEM. */
+int msg_begin(struct msgbuf *b, enum msg_kind kind);
+
+/* Append one item.  Returns 0, or -1 with ENOMEM (b is then unchanged). */
+int msg_add_hello(struct msgbuf *b, const struct msg_hello *h);
+int msg_add_task(struct msgbuf *b, const struct msg_task *t);
+/* fwd/fwd_len of r must already be in the packed form described above; see
+ * msg_pack_fwd_data() to build it. */
+int msg_add_result(struct msgbuf *b, const struct msg_result *r);
+
+/* Append one forwarded data block (u32 index, u32 len, bytes) to a packing
+ * buffer that becomes msg_result.fwd.  out is a plain byte buffer (its
+ * count is not used).  Returns 0 or -1 with ENOMEM. */
+int msg_pack_fwd_data(struct msgbuf *out, uint32_t fwd_index, const void *data, uint32_t len);
+
+/* Patch the header's length and count.  After this b->data/b->len is the
+ * complete message.  Returns the length. */
+size_t msg_end(struct msgbuf *b);
+
+/* Free the storage; the struct may be reused after msg_begin(). */
+void msg_free(struct msgbuf *b);
+
+/* A cursor over a received message. */
+struct msg_reader {
+    const uint8_t *p;
+    const uint8_t *end;
+    uint32_t kind;
+    uint32_t count;     /* items announced by the header */
+    uint32_t remaining; /* items not yet read */
+};
+
+/* Validate the header of a received message of len bytes and set up r.
+ * Returns 0, or -1 with err text ("bad magic", "version 7 not supported",
+ * "length 40 does not match 36 received", "unknown kind 9"). */
+int msg_open(struct msg_reader *r, const void *data, size_t len, struct pmc_error *err);
+
+/* Read the next item.  Return 1 with *out filled, 0 when all `count` items
+ * were read (and no bytes remain), -1 with err on a malformed item, a kind
+ * mismatch, or trailing bytes. */
+int msg_next_hello(struct msg_reader *r, struct msg_hello *out, struct pmc_error *err);
+int msg_next_task(struct msg_reader *r, struct msg_task *out, struct pmc_error *err);
+int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_error *err);
+
+/* Iterate forwarded data blocks of a decoded result: *pos starts at 0.
+ * Returns 1 with the block, 0 at the end, -1 if malformed. */
+int msg_result_next_fwd(const struct msg_result *r, size_t *pos, uint32_t *fwd_index,
+                        const uint8_t **data, uint32_t *len);
+
+/* Iterate the forwards of a decoded task the same way: *pos starts at 0.
+ * Returns 1 with kind/src/dest, 0 at the end, -1 if malformed. */
+int msg_task_next_fwd(const struct msg_task *t, uint32_t *pos, uint32_t *kind, const char **src,
+                      const char **dest);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
