@@ -1,0 +1,571 @@
+/* agent.c - the node agent thread; see agent.h.
+ *
+ * State owned by the agent thread only: the slot table (one struct slot per
+ * running task, reused; epoll events carry the slot index), the result batch
+ * being built, and the two output files.  Slots keep their capture files and
+ * buffers between tasks, so a warmed-up agent does not allocate per task.
+ */
+#include "engine/agent.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/spawn.h"
+#include "io/log.h"
+#include "io/msg.h"
+#include "io/records.h"
+#include "io/taskio.h"
+
+#define MAILBOX_EVENT UINT64_MAX
+
+extern char **environ;
+
+struct slot {
+    bool in_use;
+    uint32_t id, attempt, cpus, memory_mb;
+    pid_t pid;
+    int pidfd;
+    int out_fd, err_fd; /* capture files, kept open and reused */
+    double start;       /* epoch seconds */
+    struct timespec t0; /* CLOCK_MONOTONIC at spawn */
+    char *strs;         /* name NUL pegasus_id NUL app NUL */
+    size_t strs_cap;
+    char **argv; /* pointers into the TASKS mail, valid during spawn */
+    uint32_t argv_cap;
+    char **envp; /* base environment + PMC_* variables */
+    char *envbuf;
+    size_t envbuf_cap;
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct mailbox box;
+    struct comm *comm;
+    pthread_t thread;
+    bool started;
+    int epfd;
+    struct slot *slots;
+    uint32_t nslots, running;
+    char **base_env; /* environ without the PMC_* variables we set */
+    size_t base_env_n;
+    struct msgbuf results;
+    struct taskio_file out, err;
+    bool shutting, aborting, failed, sent_abort;
+    struct timespec kill_deadline;
+    bool killed_hard;
+};
+
+/* ---- small helpers ---------------------------------------------------- */
+
+static double agent_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double agent_elapsed(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static bool agent_env_is_ours(const char *kv)
+{
+    static const char *const ours[] = {"PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=",
+                                       "PMC_HOST_RANK="};
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
+            return true;
+    return false;
+}
+
+static int agent_snapshot_env(struct agent *a)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    a->base_env = calloc(n + 1, sizeof *a->base_env);
+    if (!a->base_env)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!agent_env_is_ours(environ[i]))
+            a->base_env[a->base_env_n++] = environ[i];
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+/* ---- output ----------------------------------------------------------- */
+
+static int agent_open_outputs(struct agent *a)
+{
+    if (a->out.fd >= 0)
+        return 0;
+    char path[4096];
+    struct pmc_error err;
+    snprintf(path, sizeof path, "%s.out.%d", a->cfg.dag_path, a->cfg.rank);
+    if (taskio_file_open(&a->out, path, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s.err.%d", a->cfg.dag_path, a->cfg.rank);
+    if (taskio_file_open(&a->err, path, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Append the task's stdout + record and its stderr to the rank's files. */
+static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
+{
+    if (agent_open_outputs(a) < 0) {
+        a->failed = true;
+        return;
+    }
+    const char *name = s->strs;
+    const char *pegasus_id = name + strlen(name) + 1;
+    const char *app = pegasus_id + strlen(pegasus_id) + 1;
+    struct task_record r = {pegasus_id, name,          s->start, duration,     status,
+                            app,        a->cfg.hostname, a->cfg.rank, s->cpus, s->memory_mb};
+    char line[4096];
+    size_t len = records_format_task(line, sizeof line, &r);
+    if (len >= sizeof line)
+        len = sizeof line - 1;
+    if (taskio_file_append(&a->out, s->out_fd, line, len) < 0 ||
+        taskio_file_append(&a->err, s->err_fd, NULL, 0) < 0) {
+        log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
+        a->failed = true;
+    }
+}
+
+static void agent_add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
+                             double duration)
+{
+    struct msg_result r = {.id = s->id,
+                           .attempt = s->attempt,
+                           .status = status,
+                           .exec_errno = exec_errno,
+                           .start = s->start,
+                           .duration = duration};
+    if (a->results.count == 0 && msg_begin(&a->results, MSG_RESULTS) < 0)
+        goto oom;
+    if (msg_add_result(&a->results, &r) == 0)
+        return;
+oom:
+    log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
+    a->failed = true;
+}
+
+static void agent_flush_results(struct agent *a)
+{
+    if (a->results.count == 0)
+        return;
+    msg_end(&a->results);
+    if (comm_send(a->comm, 0, COMM_TO_MASTER, &a->results) < 0) {
+        log_error("Cannot send results: %s", strerror(errno));
+        a->failed = true;
+    }
+}
+
+static void agent_send_empty(struct agent *a, enum msg_kind kind)
+{
+    struct msgbuf b = {0};
+    if (msg_begin(&b, kind) < 0) {
+        a->failed = true;
+        return;
+    }
+    msg_end(&b);
+    comm_send(a->comm, 0, COMM_TO_MASTER, &b);
+    msg_free(&b);
+}
+
+/* ---- slots ------------------------------------------------------------ */
+
+static int agent_slot_init(struct slot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->pidfd = -1;
+    s->out_fd = taskio_capture_open();
+    s->err_fd = taskio_capture_open();
+    return s->out_fd < 0 || s->err_fd < 0 ? -1 : 0;
+}
+
+/* Find a free slot (growing the table when all are busy).  -1 on error. */
+static int agent_slot_get(struct agent *a)
+{
+    for (uint32_t i = 0; i < a->nslots; i++)
+        if (!a->slots[i].in_use)
+            return (int)i;
+    uint32_t n = a->nslots ? a->nslots * 2 : 8;
+    struct slot *t = realloc(a->slots, n * sizeof *t);
+    if (!t)
+        return -1;
+    a->slots = t;
+    for (uint32_t i = a->nslots; i < n; i++)
+        if (agent_slot_init(&t[i]) < 0) {
+            a->nslots = i;
+            return -1;
+        }
+    uint32_t first = a->nslots;
+    a->nslots = n;
+    return (int)first;
+}
+
+/* Copy name, pegasus id and app into the slot's string buffer. */
+static int agent_slot_strings(struct slot *s, const struct msg_task *t, const char *app)
+{
+    size_t ln = strlen(t->name) + 1, lp = strlen(t->pegasus_id) + 1, la = strlen(app) + 1;
+    if (grow((void **)&s->strs, &s->strs_cap, ln + lp + la, 1) < 0)
+        return -1;
+    memcpy(s->strs, t->name, ln);
+    memcpy(s->strs + ln, t->pegasus_id, lp);
+    memcpy(s->strs + ln + lp, app, la);
+    return 0;
+}
+
+static int agent_slot_argv(struct slot *s, const struct msg_task *t)
+{
+    size_t cap = s->argv_cap;
+    if (grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
+        return -1;
+    s->argv_cap = (uint32_t)cap;
+    const char *p = t->argv;
+    for (uint32_t i = 0; i < t->argc; i++) {
+        s->argv[i] = (char *)p;
+        p += strlen(p) + 1;
+    }
+    s->argv[t->argc] = NULL;
+    return 0;
+}
+
+/* envp = base environment + PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK,
+ * PMC_HOST_RANK (COMPAT.md "Task environment"). */
+static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    size_t need = strlen(t->name) + 160;
+    if (grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
+        return -1;
+    if (!s->envp && !(s->envp = calloc(a->base_env_n + 6, sizeof(char *))))
+        return -1;
+    memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
+    char *p = s->envbuf, **e = s->envp + a->base_env_n;
+    int n;
+    *e++ = p, n = sprintf(p, "PMC_TASK=%s", t->name), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_MEMORY=%u", t->memory_mb), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_CPUS=%u", t->cpus), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_RANK=%d", a->cfg.rank), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_HOST_RANK=%d", a->cfg.host_rank), p += n + 1;
+    *e = NULL;
+    return 0;
+}
+
+/* ---- launching and reaping -------------------------------------------- */
+
+static void agent_exec_failed(struct agent *a, struct slot *s, int e)
+{
+    const char *app = s->argv[0];
+    dprintf(s->err_fd, "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app,
+            strerror(e));
+    int status = spawn_exec_exit_code(e) << 8;
+    agent_write_output(a, s, status, 0.0);
+    agent_add_result(a, s, status, e, 0.0);
+    taskio_capture_reset(s->out_fd);
+    taskio_capture_reset(s->err_fd);
+    s->in_use = false;
+}
+
+static void agent_launch(struct agent *a, const struct msg_task *t)
+{
+    int i = agent_slot_get(a);
+    const char *app = t->argv;
+    struct slot *s = i >= 0 ? &a->slots[i] : NULL;
+    if (!s || agent_slot_strings(s, t, app) < 0 || agent_slot_argv(s, t) < 0 ||
+        agent_slot_env(a, s, t) < 0) {
+        log_fatal("Out of memory or descriptors starting task %s", t->name);
+        a->failed = true;
+        return;
+    }
+    s->in_use = true;
+    s->id = t->id;
+    s->attempt = t->attempt;
+    s->cpus = t->cpus;
+    s->memory_mb = t->memory_mb;
+    s->start = agent_now();
+    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    log_debug("Running task %s", t->name);
+    struct spawn_request req = {s->argv, s->envp, s->out_fd, s->err_fd, NULL, 0};
+    int e = spawn_task(&req, &s->pid, &s->pidfd);
+    if (e) {
+        agent_exec_failed(a, s, e);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
+    epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev);
+    a->running++;
+}
+
+static void agent_reap(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        return; /* not exited yet (spurious wake-up) */
+    double duration = agent_elapsed(&s->t0);
+    int status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
+                                          : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
+    close(s->pidfd);
+    s->pidfd = -1;
+    agent_write_output(a, s, status, duration);
+    agent_add_result(a, s, status, 0, duration);
+    taskio_capture_reset(s->out_fd);
+    taskio_capture_reset(s->err_fd);
+    s->in_use = false;
+    a->running--;
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+static void agent_handle_tasks(struct agent *a, struct msg_reader *r)
+{
+    struct msg_task t;
+    struct pmc_error err;
+    int rc;
+    while ((rc = msg_next_task(r, &t, &err)) == 1) {
+        if (a->aborting)
+            continue; /* too late to start anything */
+        agent_launch(a, &t);
+    }
+    if (rc < 0) {
+        log_error("Bad TASKS message from the master: %s", err.text);
+        a->failed = true;
+    }
+}
+
+static void agent_kill_all(struct agent *a, int sig)
+{
+    for (uint32_t i = 0; i < a->nslots; i++)
+        if (a->slots[i].in_use && a->slots[i].pidfd >= 0)
+            kill(-a->slots[i].pid, sig);
+}
+
+static void agent_begin_abort(struct agent *a)
+{
+    if (a->aborting)
+        return;
+    a->aborting = true;
+    a->shutting = true;
+    agent_kill_all(a, SIGTERM);
+    clock_gettime(CLOCK_MONOTONIC, &a->kill_deadline);
+    a->kill_deadline.tv_sec += AGENT_KILL_GRACE_MS / 1000;
+}
+
+static void agent_handle_mail(struct agent *a, struct mail *m)
+{
+    struct msg_reader r;
+    struct pmc_error err;
+    if (msg_open(&r, m->data, m->len, &err) < 0) {
+        log_error("Bad message from rank %d: %s", m->peer, err.text);
+        a->failed = true;
+        return;
+    }
+    if (r.kind == MSG_TASKS)
+        agent_handle_tasks(a, &r);
+    else if (r.kind == MSG_SHUTDOWN)
+        a->shutting = true;
+    else if (r.kind == MSG_ABORT)
+        agent_begin_abort(a);
+    else
+        log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);
+}
+
+static void agent_drain_mailbox(struct agent *a)
+{
+    struct mail *m;
+    while ((m = mailbox_pop(&a->box)) != NULL) {
+        agent_handle_mail(a, m);
+        mail_free(m);
+    }
+}
+
+/* ms until the kill deadline during an abort, else -1 (no timeout). */
+static int agent_wait_timeout(struct agent *a)
+{
+    if (!a->aborting || a->killed_hard)
+        return -1;
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    long ms = (a->kill_deadline.tv_sec - now.tv_sec) * 1000 +
+              (a->kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
+    if (ms <= 0) {
+        agent_kill_all(a, SIGKILL);
+        a->killed_hard = true;
+        return -1;
+    }
+    return (int)ms;
+}
+
+static void agent_wait_events(struct agent *a)
+{
+    struct epoll_event ev[64];
+    int timeout = agent_wait_timeout(a);
+    if (mailbox_prepare_sleep(&a->box))
+        timeout = 0;
+    int n = epoll_wait(a->epfd, ev, 64, timeout);
+    mailbox_awake(&a->box);
+    for (int i = 0; i < n; i++)
+        if (ev[i].data.u64 != MAILBOX_EVENT)
+            agent_reap(a, (uint32_t)ev[i].data.u64);
+}
+
+static void agent_send_hello(struct agent *a)
+{
+    struct msgbuf b = {0};
+    struct msg_hello h = {(uint32_t)a->cfg.host_rank, (uint32_t)a->cfg.host_ranks, a->cfg.cpus,
+                          a->cfg.memory_mb, a->cfg.hostname};
+    if (msg_begin(&b, MSG_HELLO) < 0 || msg_add_hello(&b, &h) < 0) {
+        a->failed = true;
+        msg_free(&b);
+        return;
+    }
+    msg_end(&b);
+    comm_send(a->comm, 0, COMM_TO_MASTER, &b);
+    msg_free(&b);
+}
+
+static void *agent_main(void *arg)
+{
+    struct agent *a = arg;
+    agent_send_hello(a);
+    while (!(a->shutting && a->running == 0)) {
+        agent_drain_mailbox(a);
+        agent_flush_results(a);
+        if (a->failed && !a->sent_abort) {
+            /* this rank cannot go on: have the master end the run */
+            agent_send_empty(a, MSG_ABORT);
+            a->sent_abort = true;
+            agent_begin_abort(a);
+        }
+        if (a->shutting && a->running == 0)
+            break;
+        agent_wait_events(a);
+        agent_flush_results(a);
+    }
+    agent_flush_results(a);
+    if (taskio_file_close(&a->out) < 0 || taskio_file_close(&a->err) < 0)
+        a->failed = true;
+    agent_send_empty(a, MSG_BYE);
+    return NULL;
+}
+
+/* ---- life cycle ------------------------------------------------------- */
+
+struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err)
+{
+    struct agent *a = calloc(1, sizeof *a);
+    if (!a) {
+        pmc_errorf(err, "out of memory");
+        return NULL;
+    }
+    a->cfg = *cfg;
+    a->cfg.hostname = strdup(cfg->hostname);
+    a->cfg.dag_path = strdup(cfg->dag_path);
+    a->out.fd = a->err.fd = -1;
+    a->box.efd = -1;
+    a->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (!a->cfg.hostname || !a->cfg.dag_path || a->epfd < 0 || mailbox_init(&a->box) < 0 ||
+        agent_snapshot_env(a) < 0) {
+        pmc_errorf(err, "cannot create the node agent: %m");
+        agent_destroy(a);
+        return NULL;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MAILBOX_EVENT};
+    epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->box.efd, &ev);
+    return a;
+}
+
+struct mailbox *agent_mailbox(struct agent *a)
+{
+    return &a->box;
+}
+
+int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
+{
+    a->comm = c;
+    int rc = pthread_create(&a->thread, NULL, agent_main, a);
+    if (rc != 0) {
+        errno = rc;
+        return pmc_errorf(err, "cannot start the node agent thread: %m");
+    }
+    a->started = true;
+    return 0;
+}
+
+int agent_join(struct agent *a)
+{
+    if (a->started) {
+        pthread_join(a->thread, NULL);
+        a->started = false;
+    }
+    return a->failed ? -1 : 0;
+}
+
+static void agent_slot_free(struct slot *s)
+{
+    if (s->out_fd >= 0)
+        close(s->out_fd);
+    if (s->err_fd >= 0)
+        close(s->err_fd);
+    free(s->strs);
+    free(s->argv);
+    free(s->envp);
+    free(s->envbuf);
+}
+
+void agent_destroy(struct agent *a)
+{
+    if (!a)
+        return;
+    agent_join(a);
+    for (uint32_t i = 0; i < a->nslots; i++)
+        agent_slot_free(&a->slots[i]);
+    free(a->slots);
+    free(a->base_env);
+    msg_free(&a->results);
+    taskio_file_close(&a->out);
+    taskio_file_close(&a->err);
+    if (a->box.efd >= 0)
+        mailbox_destroy(&a->box);
+    if (a->epfd >= 0)
+        close(a->epfd);
+    free((char *)a->cfg.hostname);
+    free((char *)a->cfg.dag_path);
+    free(a);
+}

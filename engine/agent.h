@@ -1,0 +1,68 @@
+/* agent.h - the node agent: runs the tasks the master sends to this rank.
+ *
+ * One agent per rank (DESIGN.md sections 1-2).  Its thread registers the
+ * rank with the master (HELLO: hostname, host rank, CPUs, memory), then
+ * loops on one epoll set holding its mailbox's eventfd and a pidfd per
+ * running task: it launches every task of each TASKS batch at once with
+ * posix_spawn (the master only sends what fits the node), reaps exited tasks
+ * through their pidfds, appends each task's captured stdout + cluster-task
+ * record to DAGFILE.out.R and its stderr to DAGFILE.err.R, and returns the
+ * results of everything reaped in one wake-up as one RESULTS batch (so
+ * batches grow with load and a lone result goes out at once).  No thread per
+ * task, no busy wait.
+ *
+ * SHUTDOWN: finish running tasks, close the files, reply BYE, end.
+ * ABORT: SIGTERM every running task's process group, SIGKILL after
+ * AGENT_KILL_GRACE_MS, report them, close the files, reply BYE, end.
+ *
+ * Thread-safety: agent_create/agent_start/agent_join/agent_destroy are
+ * called by the rank's main thread; everything else runs on the agent
+ * thread.
+ */
+#ifndef PMC_AGENT_H
+#define PMC_AGENT_H
+
+#include <stdint.h>
+
+#include "engine/comm.h"
+#include "engine/error.h"
+#include "engine/mailbox.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AGENT_KILL_GRACE_MS 2000
+
+struct agent_config {
+    int rank;
+    int host_rank;  /* index of this rank among the ranks of its host */
+    int host_ranks; /* ranks on this host */
+    const char *hostname;
+    uint32_t cpus;      /* CPUs this rank offers */
+    uint64_t memory_mb; /* memory this rank offers, MB */
+    const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
+};
+
+struct agent;
+
+/* Allocate the agent and its mailbox (the strings of cfg are copied).
+ * NULL with err. */
+struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err);
+
+/* The inbox that comm_create() must deliver TASKS/SHUTDOWN/ABORT into. */
+struct mailbox *agent_mailbox(struct agent *a);
+
+/* Start the agent thread; it sends HELLO through c first.  0, or -1 with err. */
+int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
+
+/* Wait for the agent thread to end (after SHUTDOWN or ABORT).  Returns 0 if
+ * it ended cleanly, -1 if it had to stop on an error (already logged). */
+int agent_join(struct agent *a);
+
+void agent_destroy(struct agent *a); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,235 @@
+/* comm.c - the MPI progress thread and local hand-offs; see comm.h.
+ *
+ * Threads: comm_send() runs on any thread and only pushes to the outbox
+ * (lock-free).  The progress thread owns every MPI request and the pending
+ * table.  comm_create()/comm_close() run on the main thread.
+ */
+#include "engine/comm.h"
+
+#include <errno.h>
+#include <mpi.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#define IDLE_MIN_US 20
+#define IDLE_MAX_US 2000
+
+struct pending {
+    MPI_Request *reqs;
+    struct mail **mails;
+    int *done_idx;
+    MPI_Status *statuses;
+    int n, cap;
+};
+
+struct comm {
+    int rank, size;
+    struct mailbox *master_box, *agent_box;
+    struct mailbox outbox; /* mails to send; peer = destination */
+    struct pending pending;
+    pthread_t thread;
+    bool has_thread;
+    atomic_bool stop;
+    atomic_uint_fast64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
+};
+
+static void comm_deliver(struct comm *c, struct mail *m)
+{
+    struct mailbox *box = m->tag == COMM_TO_MASTER ? c->master_box : c->agent_box;
+    if (box)
+        mailbox_push(box, m);
+    else
+        mail_free(m); /* no such inbox here: a protocol error the peer will time out on */
+}
+
+static int pending_grow(struct pending *p)
+{
+    int cap = p->cap ? p->cap * 2 : 64;
+    MPI_Request *r = realloc(p->reqs, sizeof *r * cap);
+    if (!r)
+        return -1;
+    p->reqs = r;
+    struct mail **m = realloc(p->mails, sizeof *m * cap);
+    if (!m)
+        return -1;
+    p->mails = m;
+    int *d = realloc(p->done_idx, sizeof *d * cap);
+    if (!d)
+        return -1;
+    p->done_idx = d;
+    MPI_Status *s = realloc(p->statuses, sizeof *s * cap);
+    if (!s)
+        return -1;
+    p->statuses = s;
+    p->cap = cap;
+    return 0;
+}
+
+/* Start MPI_Isend for every mail in the outbox.  Returns how many. */
+static int comm_post_sends(struct comm *c)
+{
+    int posted = 0;
+    struct mail *m;
+    while ((m = mailbox_pop(&c->outbox)) != NULL) {
+        struct pending *p = &c->pending;
+        if (p->n == p->cap && pending_grow(p) < 0) {
+            MPI_Send(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD);
+            mail_free(m); /* out of memory for the table: send synchronously */
+            continue;
+        }
+        MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD,
+                  &p->reqs[p->n]);
+        p->mails[p->n++] = m;
+        atomic_fetch_add_explicit(&c->msgs_sent, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes_sent, m->len, memory_order_relaxed);
+        posted++;
+    }
+    return posted;
+}
+
+/* Complete finished sends, free their mails, compact the table. */
+static int comm_complete_sends(struct comm *c)
+{
+    struct pending *p = &c->pending;
+    if (p->n == 0)
+        return 0;
+    int ndone = 0;
+    MPI_Testsome(p->n, p->reqs, &ndone, p->done_idx, p->statuses);
+    if (ndone <= 0 || ndone == MPI_UNDEFINED)
+        return 0;
+    for (int i = 0; i < ndone; i++) {
+        mail_free(p->mails[p->done_idx[i]]);
+        p->mails[p->done_idx[i]] = NULL;
+    }
+    int j = 0;
+    for (int i = 0; i < p->n; i++) {
+        if (p->mails[i]) {
+            p->reqs[j] = p->reqs[i];
+            p->mails[j++] = p->mails[i];
+        }
+    }
+    p->n = j;
+    return ndone;
+}
+
+/* Receive every message that has arrived.  Returns how many. */
+static int comm_receive(struct comm *c)
+{
+    int got = 0;
+    for (;;) {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &msg, &st);
+        if (!flag)
+            return got;
+        int count = 0;
+        MPI_Get_count(&st, MPI_BYTE, &count);
+        uint8_t *buf = malloc(count > 0 ? (size_t)count : 1);
+        MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        struct mail *m = buf ? mail_new(st.MPI_SOURCE, st.MPI_TAG, buf, (size_t)count) : NULL;
+        if (m)
+            comm_deliver(c, m);
+        atomic_fetch_add_explicit(&c->msgs_recv, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&c->bytes_recv, (uint64_t)count, memory_order_relaxed);
+        got++;
+    }
+}
+
+static void *comm_progress_main(void *arg)
+{
+    struct comm *c = arg;
+    long idle_us = IDLE_MIN_US;
+    for (;;) {
+        int moved = comm_post_sends(c) + comm_complete_sends(c) + comm_receive(c);
+        if (moved) {
+            idle_us = IDLE_MIN_US;
+            continue;
+        }
+        if (atomic_load_explicit(&c->stop, memory_order_acquire) && c->pending.n == 0 &&
+            !mailbox_prepare_sleep(&c->outbox))
+            break;
+        mailbox_awake(&c->outbox);
+        mailbox_wait(&c->outbox, idle_us);
+        idle_us = idle_us * 2 > IDLE_MAX_US ? IDLE_MAX_US : idle_us * 2;
+    }
+    mailbox_awake(&c->outbox);
+    return NULL;
+}
+
+struct comm *comm_create(int rank, int size, struct mailbox *master_box,
+                         struct mailbox *agent_box, struct pmc_error *err)
+{
+    struct comm *c = calloc(1, sizeof *c);
+    if (!c) {
+        pmc_errorf(err, "out of memory");
+        return NULL;
+    }
+    c->rank = rank;
+    c->size = size;
+    c->master_box = master_box;
+    c->agent_box = agent_box;
+    if (mailbox_init(&c->outbox) < 0) {
+        pmc_errorf(err, "eventfd: %m");
+        free(c);
+        return NULL;
+    }
+    if (size > 1) {
+        int rc = pthread_create(&c->thread, NULL, comm_progress_main, c);
+        if (rc != 0) {
+            errno = rc;
+            pmc_errorf(err, "cannot start the MPI progress thread: %m");
+            mailbox_destroy(&c->outbox);
+            free(c);
+            return NULL;
+        }
+        c->has_thread = true;
+    }
+    return c;
+}
+
+int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
+{
+    struct mail *m = mail_new(dst, box, b->data, b->len);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->count = 0;
+    if (!m) {
+        errno = ENOMEM;
+        return -1;
+    }
+    if (dst == c->rank) {
+        m->peer = c->rank;
+        comm_deliver(c, m);
+        return 0;
+    }
+    mailbox_push(&c->outbox, m);
+    return 0;
+}
+
+void comm_get_stats(const struct comm *c, struct comm_stats *out)
+{
+    out->msgs_sent = atomic_load(&c->msgs_sent);
+    out->bytes_sent = atomic_load(&c->bytes_sent);
+    out->msgs_recv = atomic_load(&c->msgs_recv);
+    out->bytes_recv = atomic_load(&c->bytes_recv);
+}
+
+void comm_close(struct comm *c)
+{
+    if (!c)
+        return;
+    if (c->has_thread) {
+        atomic_store_explicit(&c->stop, true, memory_order_release);
+        mailbox_wake(&c->outbox);
+        pthread_join(c->thread, NULL);
+    }
+    mailbox_destroy(&c->outbox);
+    free(c->pending.reqs);
+    free(c->pending.mails);
+    free(c->pending.done_idx);
+    free(c->pending.statuses);
+    free(c);
+}

@@ -1,0 +1,144 @@
+/* mailbox.c - Vyukov's intrusive MPSC queue with an eventfd for sleeping
+ * consumers; see mailbox.h for the algorithm and the wake-up argument. */
+#include "engine/mailbox.h"
+
+#include <poll.h>
+#include <stdlib.h>
+#include <time.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len)
+{
+    struct mail *m = malloc(sizeof *m);
+    if (!m) {
+        free(data);
+        return NULL;
+    }
+    atomic_init(&m->next, NULL);
+    m->peer = peer;
+    m->tag = tag;
+    m->len = len;
+    m->data = data;
+    return m;
+}
+
+void mail_free(struct mail *m)
+{
+    if (m) {
+        free(m->data);
+        free(m);
+    }
+}
+
+int mailbox_init(struct mailbox *mb)
+{
+    atomic_init(&mb->stub.next, NULL);
+    atomic_init(&mb->head, &mb->stub);
+    mb->tail = &mb->stub;
+    atomic_init(&mb->sleeping, 0);
+    mb->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return mb->efd < 0 ? -1 : 0;
+}
+
+void mailbox_destroy(struct mailbox *mb)
+{
+    struct mail *m;
+    while ((m = mailbox_pop(mb)) != NULL)
+        mail_free(m);
+    if (mb->efd >= 0)
+        close(mb->efd);
+    mb->efd = -1;
+}
+
+/* Link n after the current head.  The exchange (seq_cst) publishes n as the
+ * new head; the release store makes n's contents visible to the consumer
+ * that follows prev->next. */
+static void mailbox_link(struct mailbox *mb, struct mail *n)
+{
+    atomic_store_explicit(&n->next, NULL, memory_order_relaxed);
+    struct mail *prev = atomic_exchange_explicit(&mb->head, n, memory_order_seq_cst);
+    atomic_store_explicit(&prev->next, n, memory_order_release);
+}
+
+void mailbox_wake(struct mailbox *mb)
+{
+    uint64_t one = 1;
+    ssize_t w = write(mb->efd, &one, sizeof one);
+    (void)w; /* EAGAIN only when the counter is saturated: already awake */
+}
+
+void mailbox_push(struct mailbox *mb, struct mail *m)
+{
+    mailbox_link(mb, m);
+    if (atomic_load_explicit(&mb->sleeping, memory_order_seq_cst))
+        mailbox_wake(mb);
+}
+
+struct mail *mailbox_pop(struct mailbox *mb)
+{
+    struct mail *tail = mb->tail;
+    struct mail *next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (tail == &mb->stub) {
+        if (!next)
+            return NULL;
+        mb->tail = next;
+        tail = next;
+        next = atomic_load_explicit(&next->next, memory_order_acquire);
+    }
+    if (next) {
+        mb->tail = next;
+        return tail;
+    }
+    /* tail is the last linked node: unless a push is in flight, re-insert
+     * the stub behind it so that tail can be handed out. */
+    if (tail != atomic_load_explicit(&mb->head, memory_order_acquire))
+        return NULL; /* a producer is between exchange and link */
+    mailbox_link(mb, &mb->stub);
+    next = atomic_load_explicit(&tail->next, memory_order_acquire);
+    if (next) {
+        mb->tail = next;
+        return tail;
+    }
+    return NULL;
+}
+
+/* Non-empty test for the consumer: true when a node is linked or a push is
+ * in flight (head moved away from the tail). */
+static int mailbox_nonempty(struct mailbox *mb)
+{
+    struct mail *tail = mb->tail;
+    if (tail != &mb->stub) /* tail is a node not yet handed out */
+        return 1;
+    if (atomic_load_explicit(&tail->next, memory_order_acquire))
+        return 1;
+    return atomic_load_explicit(&mb->head, memory_order_seq_cst) != tail;
+}
+
+int mailbox_prepare_sleep(struct mailbox *mb)
+{
+    atomic_store_explicit(&mb->sleeping, 1, memory_order_seq_cst);
+    if (mailbox_nonempty(mb)) {
+        atomic_store_explicit(&mb->sleeping, 0, memory_order_relaxed);
+        return 1;
+    }
+    return 0;
+}
+
+void mailbox_awake(struct mailbox *mb)
+{
+    atomic_store_explicit(&mb->sleeping, 0, memory_order_relaxed);
+    uint64_t v;
+    while (read(mb->efd, &v, sizeof v) == (ssize_t)sizeof v)
+        ; /* drain; EAGAIN ends the loop */
+}
+
+void mailbox_wait(struct mailbox *mb, long timeout_us)
+{
+    if (mailbox_prepare_sleep(mb))
+        return;
+    struct pollfd p = {.fd = mb->efd, .events = POLLIN};
+    struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
+    (void)ppoll(&p, 1, timeout_us < 0 ? NULL : &ts, NULL); /* EINTR: a spurious return */
+    mailbox_awake(mb);
+}

@@ -1,0 +1,80 @@
+/* mailbox.h - a thread's inbox of messages: many producers, one consumer.
+ *
+ * Producers (the MPI progress thread, a local node agent, the master) push
+ * received messages without a lock; the one consuming thread pops them and
+ * sleeps on an eventfd when the box is empty.  The queue is Dmitry Vyukov's
+ * intrusive non-blocking MPSC queue ("Intrusive MPSC node-based queue",
+ * 1024cores.net, 2010): push is one atomic exchange plus one store, pop is
+ * wait-free except for the short window in which a producer has exchanged the
+ * head but not yet linked its node (pop then reports "empty, retry").
+ *
+ * Wake-ups: the consumer announces that it is about to sleep (sleeping = 1,
+ * seq_cst), re-checks the queue, and only then blocks on the eventfd; a
+ * producer pushes (seq_cst exchange) and then reads `sleeping`.  In the single
+ * total order of seq_cst operations either the consumer's re-check sees the
+ * push or the producer sees sleeping == 1 and writes the eventfd, so no
+ * wake-up is lost; an extra wake-up is harmless.
+ */
+#ifndef PMC_MAILBOX_H
+#define PMC_MAILBOX_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One message.  data/len own a malloc'd buffer (freed by mail_free()). */
+struct mail {
+    struct mail *_Atomic next;
+    int peer;      /* sending rank (received) or destination rank (outgoing) */
+    int tag;       /* which inbox: COMM_TO_MASTER or COMM_TO_AGENT (comm.h) */
+    size_t len;    /* bytes at data */
+    uint8_t *data; /* the encoded message (io/msg.h) */
+};
+
+/* Wrap data (malloc'd, ownership taken) in a new mail.  NULL with ENOMEM
+ * (data is then freed). */
+struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len);
+void mail_free(struct mail *m); /* NULL is a no-op */
+
+struct mailbox {
+    struct mail *_Atomic head; /* producers exchange here */
+    struct mail *tail;         /* consumer only */
+    struct mail stub;
+    atomic_int sleeping; /* consumer is about to block on efd */
+    int efd;             /* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
+};
+
+/* Initialise.  Returns 0, or -1 with errno from eventfd(). */
+int mailbox_init(struct mailbox *mb);
+
+/* Free the remaining mails and close the eventfd. */
+void mailbox_destroy(struct mailbox *mb);
+
+/* Push m (ownership passes to the box).  Any thread; lock-free. */
+void mailbox_push(struct mailbox *mb, struct mail *m);
+
+/* Pop the oldest mail or NULL if none is ready.  Consumer thread only. */
+struct mail *mailbox_pop(struct mailbox *mb);
+
+/* Block until a mail may be ready, the eventfd is written by
+ * mailbox_wake(), or timeout_us microseconds pass (-1: no timeout).
+ * Consumer only.  Spurious returns are allowed. */
+void mailbox_wait(struct mailbox *mb, long timeout_us);
+
+/* Call before blocking on mb->efd in your own poll/epoll set: returns 1 if
+ * the box is non-empty (do not block), 0 after marking the consumer as
+ * sleeping.  Call mailbox_awake() after the blocking call returns. */
+int mailbox_prepare_sleep(struct mailbox *mb);
+void mailbox_awake(struct mailbox *mb);
+
+/* Wake the consumer (e.g. from a signal handler: only write(2) is used). */
+void mailbox_wake(struct mailbox *mb);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

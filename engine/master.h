@@ -1,0 +1,68 @@
+/* master.h - rank 0's workflow engine: the DAG, the dependency engine, the
+ * global scheduler, the rescue log and the end-of-run report.
+ *
+ * The master runs on rank 0's main thread (DESIGN.md sections 1-2).  It
+ * waits for every node agent's HELLO, checks that each task fits some node
+ * (else "FATAL ERROR: No host is capable of running task NAME"), rewrites
+ * the rescue log, then loops: apply RESULTS batches (release children whose
+ * last parent finished, retry or fail the task), dispatch ready tasks in
+ * priority order with PMC's deferral rule to the nodes with room (per-node
+ * CPU and memory accounting, round-robin across nodes), one TASKS batch per
+ * node per round.  It ends with SHUTDOWN (or ABORT) to every agent, waits
+ * for their BYE, merges the ranks' stdio files, and prints the statistics
+ * and the [cluster-summary] record.
+ *
+ * Thread-safety: master_* functions run on one thread; only the mailbox
+ * and master_request_abort() may be used from other threads.
+ */
+#ifndef PMC_MASTER_H
+#define PMC_MASTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/comm.h"
+#include "engine/error.h"
+#include "engine/mailbox.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct master_config {
+    const char *dag_path;
+    const char *rescue_path; /* default DAG_PATH.rescue */
+    bool skip_rescue;        /* -s: do not read the old rescue log */
+    const char *out_path;    /* -o, NULL = our stdout */
+    const char *err_path;    /* -e, NULL = our stderr */
+    uint32_t max_failures;   /* -m, 0 = unlimited */
+    uint32_t tries;          /* -t, >= 1 */
+    double max_wall_time;    /* seconds, 0 = unlimited */
+    const char *program;     /* app= of the summary */
+    int nranks;              /* MPI ranks */
+    bool master_only;        /* rank 0 runs no agent */
+};
+
+struct master;
+
+/* Load the DAG and the old rescue log.  Nothing is written.  NULL with err
+ * ("wf.dag:12: ..." ) on bad input. */
+struct master *master_create(const struct master_config *cfg, struct pmc_error *err);
+
+/* The inbox that comm_create() delivers HELLO/RESULTS/BYE/ABORT into. */
+struct mailbox *master_mailbox(struct master *m);
+
+/* Run the workflow to its end.  Returns the process exit status: 0 when
+ * every task succeeded, 1 otherwise. */
+int master_run(struct master *m, struct comm *c);
+
+/* Ask the running master to abort (signals, from a handler: async-signal-
+ * safe).  reason is a static string. */
+void master_request_abort(struct master *m, const char *reason);
+
+void master_destroy(struct master *m); /* NULL is a no-op */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,228 @@
+/* options.c - getopt_long over PMC's options; see options.h. */
+#include "engine/options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum {
+    OPT_HOST_SCRIPT = 256,
+    OPT_HOST_MEMORY,
+    OPT_HOST_CPUS,
+    OPT_STRICT_LIMITS,
+    OPT_MAX_WALL_TIME,
+    OPT_PER_TASK_STDIO,
+    OPT_JOBSTATE_LOG,
+    OPT_MONITORD_HACK,
+    OPT_NO_RESOURCE_LOG,
+    OPT_NO_SLEEP_ON_RECV,
+    OPT_MAXFDS,
+    OPT_KEEP_AFFINITY,
+    OPT_SET_AFFINITY,
+    OPT_MASTER_ONLY,
+};
+
+static const struct option long_options[] = {
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {"verbose", no_argument, NULL, 'v'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"skip-rescue", no_argument, NULL, 's'},
+    {"stdout", required_argument, NULL, 'o'},
+    {"stderr", required_argument, NULL, 'e'},
+    {"max-failures", required_argument, NULL, 'm'},
+    {"tries", required_argument, NULL, 't'},
+    {"nolock", no_argument, NULL, 'n'},
+    {"rescue", required_argument, NULL, 'r'},
+    {"host-script", required_argument, NULL, OPT_HOST_SCRIPT},
+    {"host-memory", required_argument, NULL, OPT_HOST_MEMORY},
+    {"host-cpus", required_argument, NULL, OPT_HOST_CPUS},
+    {"strict-limits", no_argument, NULL, OPT_STRICT_LIMITS},
+    {"max-wall-time", required_argument, NULL, OPT_MAX_WALL_TIME},
+    {"per-task-stdio", no_argument, NULL, OPT_PER_TASK_STDIO},
+    {"jobstate-log", no_argument, NULL, OPT_JOBSTATE_LOG},
+    {"monitord-hack", no_argument, NULL, OPT_MONITORD_HACK},
+    {"no-resource-log", no_argument, NULL, OPT_NO_RESOURCE_LOG},
+    {"no-sleep-on-recv", no_argument, NULL, OPT_NO_SLEEP_ON_RECV},
+    {"maxfds", required_argument, NULL, OPT_MAXFDS},
+    {"keep-affinity", no_argument, NULL, OPT_KEEP_AFFINITY},
+    {"set-affinity", no_argument, NULL, OPT_SET_AFFINITY},
+    {"master-only", no_argument, NULL, OPT_MASTER_ONLY},
+    {NULL, 0, NULL, 0},
+};
+
+const char *options_usage(void)
+{
+    return "Usage: pmc-hybrid [options] DAGFILE\n"
+           "\n"
+           "  -h, --help               print this help and exit\n"
+           "  -V, --version            print version information and exit\n"
+           "  -v, --verbose            more logging (repeatable)\n"
+           "  -q, --quiet              less logging (repeatable)\n"
+           "  -s, --skip-rescue        ignore the rescue log (a new one is still written)\n"
+           "  -o, --stdout PATH        file for task stdout (default: our stdout)\n"
+           "  -e, --stderr PATH        file for task stderr (default: our stderr)\n"
+           "  -m, --max-failures M     stop submitting after M failed tasks (0: no limit)\n"
+           "  -t, --tries T            attempts per task before it fails (default 1)\n"
+           "  -n, --nolock             do not lock DAGFILE\n"
+           "  -r, --rescue PATH        rescue log (default DAGFILE.rescue)\n"
+           "      --host-script PATH   run PATH once on each host before any task\n"
+           "      --host-memory MB     memory of each host (default: physical RAM)\n"
+           "      --host-cpus N        CPUs of each host (default: detected)\n"
+           "      --strict-limits      enforce each task's memory request\n"
+           "      --max-wall-time MIN  abort the workflow after MIN minutes\n"
+           "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
+           "      --jobstate-log       write jobstate.log next to the DAG\n"
+           "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
+           "      --no-resource-log    do not write DAGFILE.resource\n"
+           "      --no-sleep-on-recv   accepted for PMC compatibility (never spins)\n"
+           "      --maxfds N           descriptors cached for I/O forwarding\n"
+           "      --keep-affinity      keep inherited CPU affinity and memory policy\n"
+           "      --set-affinity       bind multicore tasks to CPUs (PMC_AFFINITY)\n"
+           "      --master-only        rank 0 runs no tasks\n"
+           "\n"
+           "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_MAX_WALL_TIME.\n";
+}
+
+static int parse_u64(const char *s, uint64_t min, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return -1;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_u32(const char *s, uint32_t min, uint32_t *out)
+{
+    uint64_t v;
+    if (parse_u64(s, min, &v) < 0 || v > UINT32_MAX)
+        return -1;
+    *out = (uint32_t)v;
+    return 0;
+}
+
+static int parse_minutes(const char *s, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s)
+        return -1;
+    double v = strtod(s, &end);
+    if (errno || *end || !isfinite(v) || v < 0)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int bad_value(struct pmc_error *err, const char *opt, const char *val, const char *why)
+{
+    return pmc_errorf(err, "invalid value for %s: '%s' (%s)", opt, val ? val : "", why);
+}
+
+/* Defaults from the environment aliases (PMC manual "Environment Variables"). */
+static int options_from_env(struct options *o, struct pmc_error *err)
+{
+    const char *v;
+    if ((v = getenv("PMC_HOST_SCRIPT")) && *v)
+        o->host_script = v;
+    if ((v = getenv("PMC_HOST_MEMORY")) && *v && parse_u64(v, 1, &o->host_memory) < 0)
+        return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB >= 1");
+    if ((v = getenv("PMC_HOST_CPUS")) && *v && parse_u32(v, 1, &o->host_cpus) < 0)
+        return bad_value(err, "PMC_HOST_CPUS", v, "must be a whole number >= 1");
+    if ((v = getenv("PMC_MAX_WALL_TIME")) && *v && parse_minutes(v, &o->max_wall_time) < 0)
+        return bad_value(err, "PMC_MAX_WALL_TIME", v, "must be a number of minutes >= 0");
+    return 0;
+}
+
+static int options_flag(struct options *o, int c)
+{
+    switch (c) {
+    case 'h': o->help = true; break;
+    case 'V': o->version = true; break;
+    case 'v': o->verbosity++; break;
+    case 'q': o->verbosity--; break;
+    case 's': o->skip_rescue = true; break;
+    case 'n': o->nolock = true; break;
+    case OPT_STRICT_LIMITS: o->strict_limits = true; break;
+    case OPT_PER_TASK_STDIO: o->per_task_stdio = true; break;
+    case OPT_JOBSTATE_LOG: o->jobstate_log = true; break;
+    case OPT_MONITORD_HACK: o->monitord_hack = o->per_task_stdio = true; break;
+    case OPT_NO_RESOURCE_LOG: o->no_resource_log = true; break;
+    case OPT_NO_SLEEP_ON_RECV: o->no_sleep_on_recv = true; break;
+    case OPT_KEEP_AFFINITY: o->keep_affinity = true; break;
+    case OPT_SET_AFFINITY: o->set_affinity = true; break;
+    case OPT_MASTER_ONLY: o->master_only = true; break;
+    default: return 0;
+    }
+    return 1;
+}
+
+static int options_value(struct options *o, int c, const char *v, struct pmc_error *err)
+{
+    switch (c) {
+    case 'o': o->out_path = v; return 0;
+    case 'e': o->err_path = v; return 0;
+    case 'r': o->rescue_path = v; return 0;
+    case OPT_HOST_SCRIPT: o->host_script = v; return 0;
+    case 'm':
+        return parse_u32(v, 0, &o->max_failures) < 0
+                   ? bad_value(err, "-m/--max-failures", v, "must be a whole number >= 0")
+                   : 0;
+    case 't':
+        return parse_u32(v, 1, &o->tries) < 0
+                   ? bad_value(err, "-t/--tries", v, "must be a whole number >= 1")
+                   : 0;
+    case OPT_HOST_CPUS:
+        return parse_u32(v, 1, &o->host_cpus) < 0
+                   ? bad_value(err, "--host-cpus", v, "must be a whole number >= 1")
+                   : 0;
+    case OPT_HOST_MEMORY:
+        return parse_u64(v, 1, &o->host_memory) < 0
+                   ? bad_value(err, "--host-memory", v, "must be a whole number of MB >= 1")
+                   : 0;
+    case OPT_MAX_WALL_TIME:
+        return parse_minutes(v, &o->max_wall_time) < 0
+                   ? bad_value(err, "--max-wall-time", v, "must be a number of minutes >= 0")
+                   : 0;
+    case OPT_MAXFDS:
+        return parse_u32(v, 1, &o->maxfds) < 0
+                   ? bad_value(err, "--maxfds", v, "must be a whole number >= 1")
+                   : 0;
+    }
+    return pmc_errorf(err, "unknown option");
+}
+
+int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err)
+{
+    memset(o, 0, sizeof *o);
+    o->tries = 1;
+    if (options_from_env(o, err) < 0)
+        return -1;
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, ":hVvqso:e:m:t:nr:", long_options, NULL)) != -1) {
+        if (c == '?')
+            return optopt ? pmc_errorf(err, "unknown option '-%c'", optopt)
+                          : pmc_errorf(err, "unknown option '%s'", argv[optind - 1]);
+        if (c == ':')
+            return pmc_errorf(err, "option '%s' needs a value", argv[optind - 1]);
+        if (!options_flag(o, c) && options_value(o, c, optarg, err) < 0)
+            return -1;
+    }
+    if (o->help || o->version)
+        return 0;
+    if (optind >= argc)
+        return pmc_errorf(err, "missing DAGFILE");
+    if (optind + 1 < argc)
+        return pmc_errorf(err, "unexpected argument '%s' after DAGFILE", argv[optind + 1]);
+    o->dag_path = argv[optind];
+    return 0;
+}

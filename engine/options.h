@@ -1,0 +1,52 @@
+/* options.h - pmc-hybrid's command line (PMC manual "Options", COMPAT.md
+ * "Command line"), parsed with getopt_long.
+ *
+ * Environment aliases PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS and
+ * PMC_MAX_WALL_TIME give defaults; the command line wins.
+ *
+ * Thread-safety: not thread-safe (getopt_long keeps global state); call
+ * once from main.
+ */
+#ifndef PMC_OPTIONS_H
+#define PMC_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct options {
+    const char *dag_path;
+    const char *rescue_path; /* -r, NULL = DAG.rescue */
+    const char *out_path;    /* -o, NULL = stdout */
+    const char *err_path;    /* -e, NULL = stderr */
+    const char *host_script; /* --host-script */
+    int verbosity;           /* +1 per -v, -1 per -q */
+    bool help, version;
+    bool skip_rescue, nolock;
+    uint32_t max_failures; /* -m, 0 = unlimited */
+    uint32_t tries;        /* -t, >= 1 */
+    uint32_t host_cpus;    /* 0 = detect */
+    uint64_t host_memory;  /* MB, 0 = detect */
+    double max_wall_time;  /* minutes, 0 = unlimited */
+    uint32_t maxfds;       /* 0 = from RLIMIT_NOFILE */
+    bool strict_limits, per_task_stdio, jobstate_log, monitord_hack;
+    bool no_resource_log, no_sleep_on_recv, keep_affinity, set_affinity;
+    bool master_only;
+};
+
+/* Parse argv into o.  Returns 0, or -1 with err naming the option and the
+ * bad value ("invalid value for -t/--tries: '0' (must be at least 1)"). */
+int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err);
+
+/* The --help text. */
+const char *options_usage(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

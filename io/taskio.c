@@ -1,0 +1,180 @@
+/* taskio.c - capture files, single-writer output files and the merge; see
+ * taskio.h. */
+#include "io/taskio.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *taskio_tmpdir(void)
+{
+    const char *d = getenv("TMPDIR");
+    return d && d[0] ? d : "/tmp";
+}
+
+int taskio_capture_open(void)
+{
+    const char *dir = taskio_tmpdir();
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+        return fd;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/pmc-hybrid.XXXXXX", dir);
+    fd = mkostemp(path, O_CLOEXEC);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
+int taskio_capture_reset(int fd)
+{
+    if (ftruncate(fd, 0) < 0)
+        return -1;
+    return lseek(fd, 0, SEEK_SET) < 0 ? -1 : 0;
+}
+
+/* Write all of buf at *off of fd (pwrite), advancing *off. */
+static int taskio_pwrite_all(int fd, const char *buf, size_t len, off_t *off)
+{
+    while (len > 0) {
+        ssize_t w = pwrite(fd, buf, len, *off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        buf += w;
+        len -= (size_t)w;
+        *off += w;
+    }
+    return 0;
+}
+
+/* Copy len bytes of src (from *soff) into dst at *doff with read/pwrite. */
+static int taskio_copy_slow(int dst, int src, off_t *soff, off_t *doff, off_t len)
+{
+    char buf[65536];
+    while (len > 0) {
+        ssize_t r = pread(src, buf, len < (off_t)sizeof buf ? (size_t)len : sizeof buf, *soff);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return r == 0 ? 0 : -1;
+        if (taskio_pwrite_all(dst, buf, (size_t)r, doff) < 0)
+            return -1;
+        *soff += r;
+        len -= r;
+    }
+    return 0;
+}
+
+/* Copy len bytes of src from offset 0 into a regular file dst at *doff. */
+static int taskio_copy_to_file(int dst, int src, off_t len, off_t *doff)
+{
+    off_t soff = 0;
+    while (len > 0) {
+        ssize_t n = copy_file_range(src, &soff, dst, doff, (size_t)len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                      errno == EOPNOTSUPP || errno == EBADF))
+            return taskio_copy_slow(dst, src, &soff, doff, len);
+        if (n <= 0)
+            return n == 0 ? 0 : -1;
+        len -= n;
+    }
+    return 0;
+}
+
+int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err)
+{
+    f->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (f->fd < 0)
+        return pmc_errorf(err, "%s: %m", path);
+    f->end = lseek(f->fd, 0, SEEK_END);
+    f->path = strdup(path);
+    if (f->end < 0 || !f->path) {
+        pmc_errorf(err, "%s: %m", path);
+        taskio_file_close(f);
+        return -1;
+    }
+    return 0;
+}
+
+int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
+                       size_t trailer_len)
+{
+    struct stat st;
+    if (src_fd >= 0) {
+        if (fstat(src_fd, &st) < 0)
+            return -1;
+        if (st.st_size > 0 && taskio_copy_to_file(f->fd, src_fd, st.st_size, &f->end) < 0)
+            return -1;
+    }
+    if (trailer_len > 0)
+        return taskio_pwrite_all(f->fd, trailer, trailer_len, &f->end);
+    return 0;
+}
+
+int taskio_file_close(struct taskio_file *f)
+{
+    int rc = 0;
+    if (f->fd >= 0)
+        rc = close(f->fd);
+    f->fd = -1;
+    free(f->path);
+    f->path = NULL;
+    return rc;
+}
+
+/* Copy all of src to dst at dst's current position: sendfile handles files,
+ * pipes and ttys; fall back to read/write. */
+static int taskio_copy_stream(int dst, int src)
+{
+    for (;;) {
+        ssize_t n = sendfile(dst, src, NULL, 1 << 30);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EINVAL || errno == ENOSYS))
+            break;
+        if (n <= 0)
+            return (int)n;
+    }
+    char buf[65536];
+    for (;;) {
+        ssize_t r = read(src, buf, sizeof buf);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return (int)r;
+        for (ssize_t done = 0; done < r;) {
+            ssize_t w = write(dst, buf + done, (size_t)(r - done));
+            if (w < 0 && errno == EINTR)
+                continue;
+            if (w <= 0)
+                return -1;
+            done += w;
+        }
+    }
+}
+
+int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err)
+{
+    int src = open(src_path, O_RDONLY | O_CLOEXEC);
+    if (src < 0)
+        return errno == ENOENT ? 0 : pmc_errorf(err, "%s: %m", src_path);
+    int rc = taskio_copy_stream(dst_fd, src);
+    int e = errno;
+    close(src);
+    if (rc < 0) {
+        errno = e;
+        return pmc_errorf(err, "merging %s: %m", src_path);
+    }
+    if (unlink(src_path) < 0)
+        return pmc_errorf(err, "%s: %m", src_path);
+    return 0;
+}

@@ -1,0 +1,62 @@
+/* taskio.h - task stdio: capture each task's output separately, append it to
+ * the rank's output file as one block followed by its record, and merge the
+ * ranks' files at the end (COMPAT.md "Task stdio").
+ *
+ * A task's stdout and stderr go to two anonymous temporary files (O_TMPFILE
+ * in $TMPDIR, default /tmp; they vanish when closed).  When the task exits,
+ * its whole output is copied into DAGFILE.out.R (then the cluster-task line)
+ * and DAGFILE.err.R by the rank's agent thread, the only writer of those
+ * files, so output of concurrent tasks never interleaves.  Copies are done
+ * in the kernel (copy_file_range, else sendfile, else read/write).
+ *
+ * Thread-safety: a struct taskio_file belongs to one thread.
+ */
+#ifndef PMC_TASKIO_H
+#define PMC_TASKIO_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Open an anonymous read-write temporary file (O_CLOEXEC).  Returns the fd,
+ * or -1 with errno. */
+int taskio_capture_open(void);
+
+/* Reset a capture file for reuse: truncate to 0 and rewind.  0 or -1. */
+int taskio_capture_reset(int fd);
+
+/* An output file written only by its owner thread, in append fashion
+ * (opened without O_APPEND so that kernel copies can target it; the owner
+ * tracks the end offset). */
+struct taskio_file {
+    int fd;
+    off_t end;
+    char *path;
+};
+
+/* Open (create if needed, never truncate) path for appending.  0, or -1 with
+ * err "PATH: <strerror>". */
+int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err);
+
+/* Append the whole content of src_fd (from offset 0), then trailer (may be
+ * NULL/0), as one block.  0, or -1 with errno. */
+int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
+                       size_t trailer_len);
+
+/* fsync-free close; frees path.  Safe on a closed/zeroed struct. */
+int taskio_file_close(struct taskio_file *f);
+
+/* Copy the whole file at src_path to dst_fd (a file, pipe or tty, written
+ * at its current position) and unlink src_path.  A missing src_path is not
+ * an error (returns 0: that rank ran no task).  -1 with err otherwise. */
+int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
