@@ -7,15 +7,17 @@
  *   u16 reserved (0)                u32 length (whole message, header
  *                                   included)                  u32 count
  *
+ * so a message is at most 4 GiB - 1 bytes long.
+ *
  * All integers are little-endian fixed width; strings are NUL-terminated and
  * their NUL lies inside the message; doubles are IEEE-754 binary64 in
  * little-endian order.  Items, by kind:
  *
  *   HELLO    (node -> master, count 1): u32 host_rank, u32 host_ranks,
- *            u32 cpus, u32 pad, u64 memory_mb, str hostname
+ *            u32 cpus, u32 pad (0), u64 memory_mb, str hostname
  *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
  *            u32 flags, u32 argc, u32 nfwd, str name, str pegasus_id,
- *            argc x str argv, nfwd x (u8 kind, str src, str dest)
+ *            argc x str argv, nfwd x (u8 kind (0 or 1), str src, str dest)
  *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
  *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
  *            (seconds since the Unix epoch), f64 duration (seconds), u32 nfwd,
@@ -26,7 +28,8 @@
  *
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
- * message is an error, never a crash.
+ * message is an error, never a crash.  Reserved fields and pads must be 0;
+ * HELLO has count 1, SHUTDOWN/BYE/ABORT count 0 and no body.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -77,6 +80,8 @@ struct msg_task {
     const char *argv; /* argc consecutive NUL-terminated strings */
     uint32_t nfwd;
     const char *fwd; /* nfwd x (u8 kind, src NUL, dest NUL), packed */
+    size_t fwd_len;  /* bytes at fwd: set by msg_next_task(); msg_add_task()
+                        ignores it (it measures the nfwd forwards itself) */
 };
 
 /* One result of a RESULTS message; data pointers as in struct msg_task. */
@@ -104,7 +109,9 @@ struct msgbuf {
  * Returns 0, or -1 with ENOMEM. */
 int msg_begin(struct msgbuf *b, enum msg_kind kind);
 
-/* Append one item.  Returns 0, or -1 with ENOMEM (b is then unchanged). */
+/* Append one item.  Returns 0, or -1 with ENOMEM, or EMSGSIZE when the message
+ * would pass 4 GiB - 1 bytes (b is then unchanged).  Strings are copied up to
+ * their NUL; a NULL pegasus_id is sent as "". */
 int msg_add_hello(struct msgbuf *b, const struct msg_hello *h);
 int msg_add_task(struct msgbuf *b, const struct msg_task *t);
 /* fwd/fwd_len of r must already be in the packed form described above; see
@@ -112,8 +119,11 @@ int msg_add_task(struct msgbuf *b, const struct msg_task *t);
 int msg_add_result(struct msgbuf *b, const struct msg_result *r);
 
 /* Append one forwarded data block (u32 index, u32 len, bytes) to a packing
- * buffer that becomes msg_result.fwd.  out is a plain byte buffer (its
- * count is not used).  Returns 0 or -1 with ENOMEM. */
+ * buffer that becomes msg_result.fwd.  out is a plain byte buffer without a
+ * header: start from a zeroed struct (or set len = count = 0 to reuse it),
+ * never msg_begin().  out->count counts the blocks, so msg_result.fwd/fwd_len/
+ * nfwd = out->data/len/count.  Returns 0, or -1 with ENOMEM or EMSGSIZE (out
+ * is then unchanged). */
 int msg_pack_fwd_data(struct msgbuf *out, uint32_t fwd_index, const void *data, uint32_t len);
 
 /* Patch the header's length and count.  After this b->data/b->len is the
@@ -133,13 +143,17 @@ struct msg_reader {
 };
 
 /* Validate the header of a received message of len bytes and set up r.
- * Returns 0, or -1 with err text ("bad magic", "version 7 not supported",
- * "length 40 does not match 36 received", "unknown kind 9"). */
+ * Returns 0, or -1 with errno EBADMSG and err text ("bad magic 0x...",
+ * "version 7 not supported", "length 40 does not match 36 received",
+ * "unknown kind 9"); r is then untouched. */
 int msg_open(struct msg_reader *r, const void *data, size_t len, struct pmc_error *err);
 
 /* Read the next item.  Return 1 with *out filled, 0 when all `count` items
- * were read (and no bytes remain), -1 with err on a malformed item, a kind
- * mismatch, or trailing bytes. */
+ * were read (and no bytes remain), -1 with errno EBADMSG and err ("TASKS item
+ * 3: argv[1] runs past the end of the message") on a malformed item, a kind
+ * mismatch, or trailing bytes (reported with the last item).  The item is
+ * validated whole before *out is written; after -1, r and *out are unchanged,
+ * so the next call fails the same way. */
 int msg_next_hello(struct msg_reader *r, struct msg_hello *out, struct pmc_error *err);
 int msg_next_task(struct msg_reader *r, struct msg_task *out, struct pmc_error *err);
 int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_error *err);
@@ -149,8 +163,9 @@ int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_err
 int msg_result_next_fwd(const struct msg_result *r, size_t *pos, uint32_t *fwd_index,
                         const uint8_t **data, uint32_t *len);
 
-/* Iterate the forwards of a decoded task the same way: *pos starts at 0.
- * Returns 1 with kind/src/dest, 0 at the end, -1 if malformed. */
+/* Iterate the forwards of a decoded task (bounded by t->fwd_len) the same
+ * way: *pos starts at 0.  Returns 1 with kind/src/dest, 0 at the end, -1 if
+ * malformed. */
 int msg_task_next_fwd(const struct msg_task *t, uint32_t *pos, uint32_t *kind, const char **src,
                       const char **dest);
 

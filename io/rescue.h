@@ -17,8 +17,12 @@
  * fsyncs it, and renames it over PATH, so the old log is never half-written.
  * Then one writer thread appends "DONE name\n" records with group commit: it
  * takes every record queued so far (at most RESCUE_BATCH_MAX), issues one
- * write() and one fdatasync(), and repeats; a record is durable at most
- * RESCUE_FLUSH_USEC after it was queued, or sooner under load.
+ * write() and one fdatasync(), and repeats.  It never waits to fill a batch:
+ * an idle writer starts on a record at once, a busy one as soon as the batch
+ * it is syncing is durable, so a record is durable within two write+fdatasync
+ * times, and batches grow by themselves under load.  The idle writer also
+ * wakes every RESCUE_FLUSH_USEC (a safety net; the wake-up protocol does not
+ * need it).
  */
 #ifndef PMC_RESCUE_H
 #define PMC_RESCUE_H
@@ -34,41 +38,63 @@ extern "C" {
 #endif
 
 #define RESCUE_BATCH_MAX 65536  /* records per write()+fdatasync() */
-#define RESCUE_FLUSH_USEC 50000 /* longest wait before a queued record is written */
+#define RESCUE_FLUSH_USEC 50000 /* longest sleep of an idle writer (a safety net) */
 
 /* Read the rescue log at path and set done[t] = 1 for every task t recorded
  * as done (done has dag->ntasks bytes, zeroed by the caller).  A missing file
  * is not an error (returns 0, nothing marked).  *ndone gets the number of
- * distinct tasks marked.  Warnings about an ignored torn tail are printed
- * through log_warn() and counted in *ntorn (may be NULL).  Returns -1 with err
- * "PATH:LINE: ..." for an unknown task or a bad record before the tail, or
- * "PATH: ..." when the file cannot be read. */
+ * distinct tasks marked (a task listed twice counts once).
+ *
+ * The tail: an unterminated last line (torn), and the bad lines after the
+ * last record (garbage, e.g. a zero-filled block after a crash), are ignored;
+ * each is reported once through log_warn() ("PATH:LINE: ignoring incomplete
+ * last record", "PATH:LINE: ignoring garbage at the end of the file") and
+ * counted in *ntorn (may be NULL).  A complete, well-formed record naming an
+ * unknown task is an error even at the end (a rescue file of another DAG).
+ *
+ * Returns -1 with err "PATH:LINE: bad record" (a bad line followed by a
+ * record), "PATH:LINE: unknown task NAME", or "PATH: <strerror>" when the
+ * file cannot be read (EACCES, EISDIR, ...); done[] is zeroed again and
+ * *ndone is 0.  Reentrant; the file is mapped, nothing is allocated per
+ * line. */
 int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t *ndone,
                 uint32_t *ntorn, struct pmc_error *err);
 
 struct rescue_writer;
 
 /* Create the log at path holding exactly the tasks with done[t] != 0 (written
- * in id order through PATH.tmp + fsync + rename), then start the writer
- * thread.  The writer keeps a pointer to dag (it must outlive the writer).
- * Returns NULL with err set when the file cannot be created; nothing at path
- * is changed in that case. */
+ * in id order through PATH.tmp + fsync + rename + fsync of the directory),
+ * then start the writer thread.  A stale PATH.tmp left by a crash is
+ * replaced (a directory there is an error).  The descriptor of PATH.tmp (O_WRONLY|O_APPEND|
+ * O_CLOEXEC) becomes the log's, so nothing can fail between the rename and
+ * the first append.  The writer keeps a pointer to dag (it must outlive the
+ * writer).  Returns NULL with err set when the file cannot be created
+ * ("PATH.tmp: write failed: No space left on device"); PATH.tmp is removed
+ * and nothing at path is changed, except when syncing the directory fails
+ * after the rename (path then holds the new log; the run must fail anyway). */
 struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag,
                                          const uint8_t *done, struct pmc_error *err);
 
-/* Queue "DONE name\n" for task t.  Never blocks on I/O and never allocates
- * after the queue has grown to its working size.  Single producer: call from
- * one thread only (the master's scheduler thread). */
+/* Queue "DONE name\n" for task t.  No lock and no allocation in the common
+ * case: a store into a fixed ring of 65536 ids, plus a wake-up of the writer
+ * only when it sleeps.  Backpressure: when 65536 records are already waiting (the writer
+ * is stuck in a slow fdatasync), append waits until the writer takes a batch;
+ * no record is ever dropped while the log is healthy.  After a failure the
+ * records are dropped (see rescue_writer_failed()).  Single producer: call
+ * from one thread only (the master's scheduler thread). */
 void rescue_writer_append(struct rescue_writer *w, dag_task_t t);
 
 /* True once a write() or fdatasync() has failed: the caller must stop
- * dispatching and fail the run.  The first error's text is kept; see
- * rescue_writer_error().  Any thread. */
+ * dispatching and fail the run.  The first error's text is kept
+ * ("PATH: write failed: No space left on device", also logged with
+ * log_error()); rescue_writer_error() returns it, or "" while the log is
+ * healthy.  Any thread. */
 bool rescue_writer_failed(const struct rescue_writer *w);
 const char *rescue_writer_error(const struct rescue_writer *w);
 
-/* Write and sync every queued record, waiting for the writer thread.
- * Returns 0, or -1 if the log has failed.  Same thread as append(). */
+/* Wait until every record queued so far is written and synced (or dropped
+ * because the log failed).  Returns 0, or -1 if the log has failed.  Same
+ * thread as append(). */
 int rescue_writer_flush(struct rescue_writer *w);
 
 /* Flush, stop the thread, close the file, free.  Returns what the last flush

@@ -1,0 +1,806 @@
+/* rescue.c - the rescue log: its reader and its group-commit writer.
+ *
+ * Reader.  The file is mapped (a pipe or device is read into one growing
+ * buffer instead) and scanned once with memchr(); names are looked up in
+ * place, nothing is allocated per line.  A bad record is not an error at
+ * once: it is held as "pending" and becomes "PATH:LINE: bad record" only
+ * when a later line holds a record; if none follows, it and everything after
+ * it are the garbage tail, reported once and ignored.  An unterminated last
+ * line is a torn record (ignored with a warning), except in PMC's style
+ * ("\nDONE name", first byte '\n'), where every record ends at end of file
+ * or at the next record's newline, so a valid last record counts.
+ *
+ * Writer.  Two threads share the struct: the producer (the one thread that
+ * calls append/flush/close, the master's scheduler) and the writer thread,
+ * which owns the file descriptor and the format buffer once started.  They
+ * meet in a bounded single-producer single-consumer ring of task ids
+ * (Lamport, "Specifying concurrent program modules", TOPLAS 1983; the
+ * producer caches the consumer's index as in FastForward, Giacomoni et al.
+ * PPoPP 2008, and Concurrency Kit's ck_ring).  Counters run free over
+ * uint32_t and are compared by difference; they start 1024 below the wrap
+ * (like Linux's INITIAL_JIFFIES) so every run longer than 1024 records
+ * crosses it.
+ *
+ * Group commit (DeWitt et al., SIGMOD 1984): the writer takes every id queued
+ * so far (at most RESCUE_BATCH_MAX), formats them into one buffer, issues one
+ * write() loop and one fdatasync(), and publishes how far the file is
+ * durable.  It does not wait to fill a batch: while one batch syncs, the next
+ * accumulates, so batches are large under load and latency is one sync when
+ * quiet.  A full ring makes the producer wait for the writer (backpressure):
+ * no record is ever dropped while the log is healthy.  After the first write
+ * or sync error the writer records the error, sets `failed`, and keeps
+ * draining the ring without writing, so nobody ever waits forever.
+ *
+ * Invariants (counters modulo 2^32): synced <= deq <= enq <= deq + RING_SIZE;
+ * ring slots [deq, enq) belong to the writer, the others to the producer;
+ * on a healthy log the file holds the carried-over set followed by exactly
+ * the records below synced, in append order.  Opening writes the carried-over
+ * set to PATH.tmp, fsyncs it, renames it over PATH and fsyncs the directory,
+ * so PATH is always either the old log or the complete new one.
+ *
+ * Sleeping and waking.  Neither side spins.  The writer sleeps on writer_cv
+ * and the producer (ring full, or flush) on producer_cv, both under `lock`;
+ * the side that makes progress takes the lock only when the other announces
+ * it sleeps.  The lost-wakeup argument is in writer_sleep().
+ */
+#include "io/rescue.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/log.h"
+
+#define RING_SIZE (1u << 16) /* ids; a power of two, >= RESCUE_BATCH_MAX */
+#define RING_MASK (RING_SIZE - 1)
+#define SEQ_START (UINT32_MAX - 1023u) /* counters wrap after 1024 records */
+#define BUF_INITIAL (1u << 20)         /* format buffer; grows to fit a batch */
+#define REWRITE_CHUNK (1u << 20)       /* rewrite: write() every MiB */
+#define READ_CHUNK (1u << 16)          /* reading a pipe or device */
+#define RECORD_OVERHEAD 6              /* "DONE " + '\n' */
+
+static const char *errstr(int e, char *buf, size_t len)
+{
+    return strerror_r(e, buf, len); /* GNU variant: thread-safe, returns the text */
+}
+
+/* ------------------------------------------------------------------------ */
+/* Reader                                                                    */
+/* ------------------------------------------------------------------------ */
+
+enum record_kind {
+    RECORD_SKIP, /* blank or comment */
+    RECORD_DONE, /* "DONE name" */
+    RECORD_BAD,  /* anything else */
+};
+
+struct scan {
+    const char *path;
+    const struct dag *dag;
+    uint8_t *done;
+    uint32_t ndone;
+    uint32_t ntorn;
+    size_t bad_line; /* first bad line not yet followed by a record, 0 = none */
+    bool pmc_style;  /* first byte '\n': records end at the next newline or EOF */
+    struct pmc_error *err;
+};
+
+static bool is_space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static const char *skip_space(const char *p, const char *end)
+{
+    while (p < end && is_space(*p))
+        p++;
+    return p;
+}
+
+static const char *skip_word(const char *p, const char *end)
+{
+    while (p < end && !is_space(*p))
+        p++;
+    return p;
+}
+
+static bool is_name(const char *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
+            return false; /* NULs and control bytes: a torn or zero-filled block */
+    return true;
+}
+
+/* Classify the line [p, end) (newline excluded); for a DONE record, point
+ * name/len at the task name. */
+static enum record_kind parse_line(const char *p, const char *end, const char **name, size_t *len)
+{
+    p = skip_space(p, end);
+    if (p == end || *p == '#')
+        return RECORD_SKIP;
+    const char *kw = p;
+    p = skip_word(p, end);
+    if (p - kw != 4 || memcmp(kw, "DONE", 4) != 0)
+        return RECORD_BAD;
+    *name = skip_space(p, end);
+    p = skip_word(*name, end);
+    *len = (size_t)(p - *name);
+    if (*len == 0 || !is_name(*name, *len) || skip_space(p, end) != end)
+        return RECORD_BAD;
+    return RECORD_DONE;
+}
+
+static void mark_done(struct scan *s, dag_task_t t)
+{
+    if (!s->done[t]) {
+        s->done[t] = 1;
+        s->ndone++;
+    }
+}
+
+/* Report the pending garbage tail, if any. */
+static void warn_garbage(struct scan *s)
+{
+    if (s->bad_line) {
+        log_warn("%s:%zu: ignoring garbage at the end of the file", s->path, s->bad_line);
+        s->ntorn++;
+        s->bad_line = 0;
+    }
+}
+
+/* The last line has no newline: count it only when the file is in PMC's
+ * style and it is a valid record of a known task. */
+static int scan_unterminated(struct scan *s, size_t line, enum record_kind kind, const char *name,
+                             size_t len)
+{
+    dag_task_t t;
+    if (s->pmc_style && kind == RECORD_DONE && dag_lookup(s->dag, name, len, &t) == 0) {
+        if (s->bad_line)
+            return pmc_errorf(s->err, "%s:%zu: bad record", s->path, s->bad_line);
+        mark_done(s, t);
+        return 0;
+    }
+    warn_garbage(s);
+    log_warn("%s:%zu: ignoring incomplete last record", s->path, line);
+    s->ntorn++;
+    return 0;
+}
+
+static int scan_line(struct scan *s, const char *p, const char *end, size_t line, bool complete)
+{
+    const char *name = NULL;
+    size_t len = 0;
+    enum record_kind kind = parse_line(p, end, &name, &len);
+    if (kind == RECORD_SKIP)
+        return 0;
+    if (!complete)
+        return scan_unterminated(s, line, kind, name, len);
+    if (kind == RECORD_BAD) {
+        if (!s->bad_line)
+            s->bad_line = line;
+        return 0;
+    }
+    if (s->bad_line) /* a record follows: the bad line was no tail */
+        return pmc_errorf(s->err, "%s:%zu: bad record", s->path, s->bad_line);
+    dag_task_t t;
+    if (dag_lookup(s->dag, name, len, &t) < 0)
+        return pmc_errorf(s->err, "%s:%zu: unknown task %.*s", s->path, line, (int)len, name);
+    mark_done(s, t);
+    return 0;
+}
+
+static int scan_buffer(struct scan *s, const char *buf, size_t size)
+{
+    if (size == 0)
+        return 0;
+    const char *p = buf, *end = buf + size;
+    s->pmc_style = size > 0 && buf[0] == '\n';
+    for (size_t line = 1; p < end; line++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (scan_line(s, p, nl ? nl : end, line, nl != NULL) < 0)
+            return -1;
+        p = nl ? nl + 1 : end;
+    }
+    warn_garbage(s);
+    return 0;
+}
+
+/* The file's bytes: mapped when it is a regular file, else read whole. */
+struct file_bytes {
+    char *data;
+    size_t size;
+    bool mapped;
+};
+
+static int read_all(int fd, struct file_bytes *fb)
+{
+    size_t cap = 0;
+    for (;;) {
+        if (cap - fb->size < READ_CHUNK) {
+            char *p = realloc(fb->data, cap ? 2 * cap : READ_CHUNK);
+            if (!p)
+                return -1;
+            fb->data = p;
+            cap = cap ? 2 * cap : READ_CHUNK;
+        }
+        ssize_t n = read(fd, fb->data + fb->size, cap - fb->size);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        if (n == 0)
+            return 0;
+        fb->size += (size_t)n;
+    }
+}
+
+static int load_fd(int fd, struct file_bytes *fb)
+{
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -1;
+    if (S_ISDIR(st.st_mode)) {
+        errno = EISDIR;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode))
+        return read_all(fd, fb);
+    if ((uintmax_t)st.st_size > SIZE_MAX) {
+        errno = EFBIG;
+        return -1;
+    }
+    fb->size = (size_t)st.st_size;
+    if (fb->size == 0)
+        return 0;
+    void *p = mmap(NULL, fb->size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    madvise(p, fb->size, MADV_SEQUENTIAL); /* a hint; failure is harmless */
+    fb->data = p;
+    fb->mapped = true;
+    return 0;
+}
+
+static void unload(struct file_bytes *fb)
+{
+    if (fb->mapped)
+        munmap(fb->data, fb->size);
+    else
+        free(fb->data);
+}
+
+int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t *ndone,
+                uint32_t *ntorn, struct pmc_error *err)
+{
+    char eb[128];
+    *ndone = 0;
+    if (ntorn)
+        *ntorn = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT)
+        return 0;
+    if (fd < 0)
+        return pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
+    struct file_bytes fb = {0};
+    int rc = load_fd(fd, &fb);
+    if (rc < 0)
+        pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
+    close(fd);
+    struct scan s = {.path = path, .dag = dag, .done = done, .err = err};
+    if (rc == 0)
+        rc = scan_buffer(&s, fb.data, fb.size);
+    unload(&fb);
+    if (rc < 0) {
+        if (dag->ntasks > 0)
+            memset(done, 0, dag->ntasks); /* no side effect on failure */
+        return -1;
+    }
+    *ndone = s.ndone;
+    if (ntorn)
+        *ntorn = s.ntorn;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Writer                                                                    */
+/* ------------------------------------------------------------------------ */
+
+struct rescue_writer {
+    /* Producer's cache line: written only by the producer. */
+    alignas(64) _Atomic uint32_t enq; /* ids queued so far (free-running) */
+    uint32_t deq_cache;               /* the producer's last view of deq */
+    _Atomic int producer_waiting;     /* producer sleeps on producer_cv */
+    _Atomic bool stop;                /* set by close(), under lock */
+
+    /* Writer's cache line: written only by the writer thread. */
+    alignas(64) _Atomic uint32_t deq; /* ids taken off the ring */
+    _Atomic uint32_t synced;          /* ids written and synced, or dropped */
+    _Atomic int writer_sleeping;      /* writer sleeps on writer_cv */
+    _Atomic bool failed;              /* errtext is set (release/acquire) */
+
+    /* Set by open(), read-only while the thread runs. */
+    alignas(64) dag_task_t *ring; /* RING_SIZE slots */
+    const struct dag *dag;
+    int fd;
+    char *path; /* path, path.tmp and the directory, one allocation */
+    char *tmp;
+    char *dir;
+    pthread_t thread;
+    bool sync_ready;      /* lock and condition variables initialised */
+    pthread_mutex_t lock; /* only for sleeping and waking */
+    pthread_cond_t writer_cv;
+    pthread_cond_t producer_cv;
+
+    /* Owned by whoever writes the file: open(), then the writer thread. */
+    char *buf;
+    size_t bufcap;
+    char errtext[512];
+};
+
+/* a is at or after b, for free-running counters less than 2^31 apart */
+static bool seq_reached(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) >= 0;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+static int datasync(int fd)
+{
+    int rc;
+    do
+        rc = fdatasync(fd); /* retried only on EINTR: an I/O error is final */
+    while (rc < 0 && errno == EINTR);
+    return rc;
+}
+
+/* Append "DONE name\n" for task t at buf[*len], growing the buffer. */
+static int buf_put(struct rescue_writer *w, size_t *len, dag_task_t t)
+{
+    const char *name = dag_task_name(w->dag, t);
+    size_t n = strlen(name);
+    if (w->bufcap - *len < n + RECORD_OVERHEAD) {
+        size_t cap = w->bufcap;
+        while (cap - *len < n + RECORD_OVERHEAD)
+            cap *= 2;
+        char *p = realloc(w->buf, cap);
+        if (!p)
+            return -1;
+        w->buf = p;
+        w->bufcap = cap;
+    }
+    char *p = w->buf + *len;
+    memcpy(p, "DONE ", 5);
+    memcpy(p + 5, name, n);
+    p[5 + n] = '\n';
+    *len += n + RECORD_OVERHEAD;
+    return 0;
+}
+
+/* Record the first failure (writer thread only) and publish it. */
+static void writer_fail(struct rescue_writer *w, const char *what)
+{
+    char eb[128];
+    snprintf(w->errtext, sizeof w->errtext, "%s: %s failed: %s", w->path, what,
+             errstr(errno, eb, sizeof eb));
+    /* release: a reader that sees failed (acquire) sees errtext */
+    atomic_store_explicit(&w->failed, true, memory_order_release);
+    log_error("%s", w->errtext);
+}
+
+/* Format ids [d, d + n) of the ring into buf; returns the length or -1. */
+static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t *len)
+{
+    *len = 0;
+    for (uint32_t i = 0; i < n; i++)
+        if (buf_put(w, len, w->ring[(d + i) & RING_MASK]) < 0)
+            return -1;
+    return 0;
+}
+
+static void writer_commit(struct rescue_writer *w, size_t len)
+{
+    if (write_all(w->fd, w->buf, len) < 0)
+        writer_fail(w, "write");
+    else if (datasync(w->fd) < 0)
+        writer_fail(w, "fdatasync");
+}
+
+/* Wake the producer if it announced that it sleeps.  Called by the writer
+ * right after a seq_cst store to deq or synced: the store-load pair mirrors
+ * the one in producer_wait(), see writer_sleep(). */
+static void wake_producer(struct rescue_writer *w)
+{
+    if (atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst)) {
+        pthread_mutex_lock(&w->lock);
+        pthread_cond_signal(&w->producer_cv);
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+static void wake_writer(struct rescue_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    pthread_cond_signal(&w->writer_cv);
+    pthread_mutex_unlock(&w->lock);
+}
+
+static struct timespec deadline_after(long usec)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_nsec += usec * 1000;
+    ts.tv_sec += ts.tv_nsec / 1000000000;
+    ts.tv_nsec %= 1000000000;
+    return ts;
+}
+
+/* Sleep until the ring holds more than d ids, close() asks to stop, or
+ * RESCUE_FLUSH_USEC passes (a safety net; the protocol needs no timeout).
+ *
+ * Why no wakeup is lost.  The writer stores writer_sleeping = 1 and then
+ * loads enq; the producer stores enq and then loads writer_sleeping; all four
+ * are seq_cst, so they are in one total order (the store-buffering pattern of
+ * Dekker's algorithm): either the writer's load sees the new enq and it does
+ * not sleep, or the producer's load sees writer_sleeping = 1 and it signals.
+ * The signal is sent under lock, and the writer checks enq under lock before
+ * pthread_cond_timedwait() releases it atomically, so a signal cannot fall
+ * between the check and the wait.  The producer's waits (producer_wait) use
+ * the same argument with producer_waiting against deq and synced. */
+static void writer_sleep(struct rescue_writer *w, uint32_t d)
+{
+    struct timespec deadline = deadline_after(RESCUE_FLUSH_USEC);
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
+    while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d &&
+           !atomic_load_explicit(&w->stop, memory_order_relaxed)) /* stop: written under lock */
+        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+            break;
+    atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Take up to RESCUE_BATCH_MAX ids starting at d, write them (unless the log
+ * has failed), and publish progress.  Returns the new d. */
+static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
+{
+    size_t len = 0;
+    bool healthy = !atomic_load_explicit(&w->failed, memory_order_relaxed); /* own flag */
+    if (healthy && writer_format(w, d, n, &len) < 0) {
+        errno = ENOMEM;
+        writer_fail(w, "format");
+        healthy = false;
+    }
+    d += n;
+    /* seq_cst: release hands slots [d - n, d) back to the producer after we
+     * read them; seq_cst orders it before the load in wake_producer(). */
+    atomic_store_explicit(&w->deq, d, memory_order_seq_cst);
+    wake_producer(w);
+    if (healthy)
+        writer_commit(w, len);
+    /* seq_cst: release makes failed/errtext visible with synced; the order
+     * against wake_producer()'s load is the lost-wakeup pair. */
+    atomic_store_explicit(&w->synced, d, memory_order_seq_cst);
+    wake_producer(w);
+    return d;
+}
+
+static void *writer_main(void *arg)
+{
+    struct rescue_writer *w = arg;
+    uint32_t d = atomic_load_explicit(&w->deq, memory_order_relaxed); /* own counter */
+    for (;;) {
+        /* acquire: pairs with the producer's release of enq, so the ring
+         * slots below enq are written before we read them */
+        uint32_t e = atomic_load_explicit(&w->enq, memory_order_acquire);
+        if (e != d) {
+            uint32_t n = e - d < RESCUE_BATCH_MAX ? e - d : RESCUE_BATCH_MAX;
+            d = writer_batch(w, d, n);
+        } else if (atomic_load_explicit(&w->stop, memory_order_acquire)) {
+            break; /* close() flushed first, so nothing is left */
+        } else {
+            writer_sleep(w, d);
+        }
+    }
+    return NULL;
+}
+
+/* Sleep until the writer has taken (ring full) or synced (flush) up to
+ * target.  Producer only. */
+static uint32_t producer_wait(struct rescue_writer *w, _Atomic uint32_t *counter, uint32_t target)
+{
+    /* acquire: what the writer did before advancing counter (reading ring
+     * slots, writing the file, setting failed) happens before what we do
+     * next */
+    uint32_t v = atomic_load_explicit(counter, memory_order_acquire);
+    if (seq_reached(v, target))
+        return v;
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->producer_waiting, 1, memory_order_seq_cst);
+    while (!seq_reached(v = atomic_load_explicit(counter, memory_order_seq_cst), target))
+        pthread_cond_wait(&w->producer_cv, &w->lock);
+    atomic_store_explicit(&w->producer_waiting, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
+    return v;
+}
+
+void rescue_writer_append(struct rescue_writer *w, dag_task_t t)
+{
+    uint32_t e = atomic_load_explicit(&w->enq, memory_order_relaxed); /* own counter */
+    if (e - w->deq_cache == RING_SIZE) /* full as far as we know: look, then wait */
+        w->deq_cache = producer_wait(w, &w->deq, e - RING_SIZE + 1);
+    w->ring[e & RING_MASK] = t;
+    /* seq_cst: release publishes ring[e] to the writer's acquire of enq;
+     * seq_cst keeps the load of writer_sleeping below after this store (the
+     * lost-wakeup pair, see writer_sleep()). */
+    atomic_store_explicit(&w->enq, e + 1, memory_order_seq_cst);
+    if (atomic_load_explicit(&w->writer_sleeping, memory_order_seq_cst))
+        wake_writer(w);
+}
+
+bool rescue_writer_failed(const struct rescue_writer *w)
+{
+    return atomic_load_explicit(&w->failed, memory_order_acquire);
+}
+
+const char *rescue_writer_error(const struct rescue_writer *w)
+{
+    return rescue_writer_failed(w) ? w->errtext : "";
+}
+
+int rescue_writer_flush(struct rescue_writer *w)
+{
+    uint32_t target = atomic_load_explicit(&w->enq, memory_order_relaxed); /* own counter */
+    producer_wait(w, &w->synced, target);
+    return rescue_writer_failed(w) ? -1 : 0;
+}
+
+/* Ask the thread to stop once the ring is empty, and join it. */
+static void writer_stop(struct rescue_writer *w)
+{
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->stop, true, memory_order_release);
+    pthread_cond_signal(&w->writer_cv);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->thread, NULL);
+}
+
+static void writer_free(struct rescue_writer *w)
+{
+    if (w->sync_ready) {
+        pthread_cond_destroy(&w->producer_cv);
+        pthread_cond_destroy(&w->writer_cv);
+        pthread_mutex_destroy(&w->lock);
+    }
+    free(w->buf);
+    free(w->ring);
+    free(w->path);
+    free(w);
+}
+
+int rescue_writer_close(struct rescue_writer *w)
+{
+    if (!w)
+        return 0;
+    char eb[128];
+    int rc = rescue_writer_flush(w);
+    writer_stop(w);
+    if (close(w->fd) < 0 && rc == 0) {
+        log_error("%s: close failed: %s", w->path, errstr(errno, eb, sizeof eb));
+        rc = -1;
+    }
+    writer_free(w);
+    return rc;
+}
+
+/* path, path.tmp and the directory holding path, in one allocation. */
+static int writer_paths(struct rescue_writer *w, const char *path)
+{
+    size_t n = strlen(path);
+    const char *slash = strrchr(path, '/');
+    w->path = malloc(3 * n + 8);
+    if (!w->path)
+        return -1;
+    memcpy(w->path, path, n + 1);
+    w->tmp = w->path + n + 1;
+    memcpy(w->tmp, path, n);
+    memcpy(w->tmp + n, ".tmp", 5);
+    w->dir = w->tmp + n + 5;
+    if (!slash)
+        strcpy(w->dir, ".");
+    else if (slash == path)
+        strcpy(w->dir, "/");
+    else {
+        memcpy(w->dir, path, (size_t)(slash - path));
+        w->dir[slash - path] = '\0';
+    }
+    return 0;
+}
+
+static int cond_init_monotonic(pthread_cond_t *cv)
+{
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return -1;
+    int rc = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    if (rc == 0)
+        rc = pthread_cond_init(cv, &attr);
+    pthread_condattr_destroy(&attr);
+    return rc == 0 ? 0 : -1;
+}
+
+/* The mutex and the two condition variables, all or none. */
+static int sync_init(struct rescue_writer *w)
+{
+    if (pthread_mutex_init(&w->lock, NULL) != 0)
+        return -1;
+    if (cond_init_monotonic(&w->writer_cv) < 0)
+        goto fail_lock;
+    if (cond_init_monotonic(&w->producer_cv) < 0)
+        goto fail_cv;
+    w->sync_ready = true;
+    return 0;
+fail_cv:
+    pthread_cond_destroy(&w->writer_cv);
+fail_lock:
+    pthread_mutex_destroy(&w->lock);
+    return -1;
+}
+
+static struct rescue_writer *writer_alloc(const char *path, const struct dag *dag)
+{
+    struct rescue_writer *w = aligned_alloc(64, sizeof *w);
+    if (!w)
+        return NULL;
+    memset(w, 0, sizeof *w);
+    atomic_init(&w->enq, SEQ_START);
+    atomic_init(&w->deq, SEQ_START);
+    atomic_init(&w->synced, SEQ_START);
+    w->deq_cache = SEQ_START;
+    w->dag = dag;
+    w->fd = -1;
+    w->bufcap = BUF_INITIAL;
+    w->ring = malloc(RING_SIZE * sizeof *w->ring);
+    w->buf = malloc(w->bufcap);
+    if (!w->ring || !w->buf || writer_paths(w, path) < 0 || sync_init(w) < 0) {
+        writer_free(w);
+        errno = ENOMEM;
+        return NULL;
+    }
+    return w;
+}
+
+/* Write the carried-over set into a fresh path.tmp and sync it; w->fd stays
+ * open on it (O_APPEND) and becomes the log's descriptor after the rename. */
+static int rewrite(struct rescue_writer *w, const uint8_t *done, struct pmc_error *err)
+{
+    char eb[128];
+    if (unlink(w->tmp) < 0 && errno != ENOENT) /* a stale one from a crash */
+        return pmc_errorf(err, "%s: %s", w->tmp, errstr(errno, eb, sizeof eb));
+    w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
+    if (w->fd < 0)
+        return pmc_errorf(err, "%s: %s", w->tmp, errstr(errno, eb, sizeof eb));
+    size_t len = 0;
+    for (dag_task_t t = 0; t < w->dag->ntasks; t++) {
+        if (!done[t])
+            continue;
+        if (buf_put(w, &len, t) < 0)
+            return pmc_errorf(err, "%s: %s", w->tmp, errstr(ENOMEM, eb, sizeof eb));
+        if (len >= REWRITE_CHUNK) {
+            if (write_all(w->fd, w->buf, len) < 0)
+                goto fail_write;
+            len = 0;
+        }
+    }
+    if (write_all(w->fd, w->buf, len) < 0)
+        goto fail_write;
+    if (fsync(w->fd) < 0)
+        return pmc_errorf(err, "%s: fsync failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
+    return 0;
+fail_write:
+    return pmc_errorf(err, "%s: write failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
+}
+
+/* Make the rename durable.  EINVAL/EBADF mean the file system cannot sync a
+ * directory at all (PostgreSQL's fsync_fname() accepts them too). */
+static int fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    if (rc < 0 && (errno == EINVAL || errno == EBADF))
+        rc = 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
+/* Start the writer thread with every signal blocked: signals are for the
+ * threads that handle them. */
+static int writer_start(struct rescue_writer *w)
+{
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&w->thread, NULL, writer_main, w);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        errno = rc;
+        return -1;
+    }
+    pthread_setname_np(w->thread, "pmc-rescue"); /* for top -H and gdb only */
+    return 0;
+}
+
+/* Undo a failed open: stop the thread (if started), drop path.tmp (if it is
+ * still ours), close, free. */
+static void writer_abort(struct rescue_writer *w, bool started, bool renamed)
+{
+    if (started)
+        writer_stop(w);
+    if (w->fd >= 0 && !renamed)
+        unlink(w->tmp); /* created with O_EXCL: it is ours */
+    if (w->fd >= 0)
+        close(w->fd);
+    writer_free(w);
+}
+
+struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag,
+                                         const uint8_t *done, struct pmc_error *err)
+{
+    char eb[128];
+    struct rescue_writer *w = writer_alloc(path, dag);
+    if (!w) {
+        pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
+        return NULL;
+    }
+    if (rewrite(w, done, err) < 0) {
+        writer_abort(w, false, false);
+        return NULL;
+    }
+    if (writer_start(w) < 0) {
+        pmc_errorf(err, "%s: cannot start the writer thread: %s", path,
+                   errstr(errno, eb, sizeof eb));
+        writer_abort(w, false, false);
+        return NULL;
+    }
+    if (rename(w->tmp, w->path) < 0) {
+        pmc_errorf(err, "%s: cannot rename to %s: %s", w->tmp, w->path,
+                   errstr(errno, eb, sizeof eb));
+        writer_abort(w, true, false);
+        return NULL;
+    }
+    if (fsync_dir(w->dir) < 0) { /* too late to restore path: the caller fails the run */
+        pmc_errorf(err, "%s: cannot sync directory %s: %s", path, w->dir,
+                   errstr(errno, eb, sizeof eb));
+        writer_abort(w, true, true);
+        return NULL;
+    }
+    return w;
+}

@@ -1,0 +1,720 @@
+// test_rescue.cc - unit tests of io/rescue.h.
+//
+// Reader: both record styles, blank and comment lines, torn and garbage
+// tails (ignored, warned, counted), bad and unknown records before the tail
+// (errors naming the line), missing and unreadable files.  Writer: the
+// carried-over set rewritten through PATH.tmp, appends in order, flush and
+// the time bound, a rewrite that cannot finish leaving PATH untouched, write
+// errors provoked with RLIMIT_FSIZE (no test hook in the library), and a
+// 1,000,000-record stress test that also crosses the ring's counter wrap and
+// its backpressure; run it under ThreadSanitizer too.
+//
+// Each test gets its own directory under $TMPDIR; log output is captured
+// through a pipe so warnings can be checked and never hit a size-limited file.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/dag.h"
+#include "io/log.h"
+#include "io/rescue.h"
+
+namespace fs = std::filesystem;
+
+namespace
+{
+
+using DagPtr = std::unique_ptr<dag, decltype(&dag_destroy)>;
+
+DagPtr make_dag(const std::vector<std::string> &names)
+{
+    DagPtr d(dag_create(), dag_destroy);
+    EXPECT_NE(d, nullptr);
+    static const char *const argv[] = {"/bin/true"};
+    static const size_t argv_len[] = {9};
+    for (size_t i = 0; i < names.size(); i++) {
+        dag_task_spec s{};
+        s.name = names[i].data();
+        s.name_len = names[i].size();
+        s.argv = argv;
+        s.argv_len = argv_len;
+        s.argc = 1;
+        s.cpus = 1;
+        s.line = static_cast<uint32_t>(i + 1);
+        dag_task_t id;
+        EXPECT_EQ(dag_add_task(d.get(), &s, &id), 0) << names[i];
+        EXPECT_EQ(id, i);
+    }
+    pmc_error err{};
+    EXPECT_EQ(dag_finish(d.get(), &err), 0) << err.text;
+    return d;
+}
+
+std::vector<std::string> numbered(const char *fmt, size_t n)
+{
+    std::vector<std::string> v(n);
+    char buf[64];
+    for (size_t i = 0; i < n; i++) {
+        snprintf(buf, sizeof buf, fmt, i);
+        v[i] = buf;
+    }
+    return v;
+}
+
+void write_file(const std::string &path, const std::string &bytes)
+{
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f << bytes;
+    ASSERT_TRUE(f.good()) << path;
+}
+
+// A string literal with its NUL bytes.
+template <size_t N> std::string bytes(const char (&s)[N])
+{
+    return std::string(s, N - 1);
+}
+
+std::string slurp(const std::string &path)
+{
+    std::ifstream f(path, std::ios::binary);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+}
+
+// The log goes to a non-blocking pipe for the life of the object.
+class LogCapture
+{
+  public:
+    LogCapture()
+    {
+        if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
+            ADD_FAILURE() << "pipe2: " << strerror(errno);
+        fcntl(fds_[1], F_SETPIPE_SZ, 1 << 20);
+        log_set_fd(fds_[1]);
+    }
+    ~LogCapture()
+    {
+        log_set_fd(2);
+        close(fds_[0]);
+        close(fds_[1]);
+    }
+    // Everything logged since the last call.
+    std::string take()
+    {
+        std::string out;
+        char buf[4096];
+        ssize_t n;
+        while ((n = read(fds_[0], buf, sizeof buf)) > 0)
+            out.append(buf, static_cast<size_t>(n));
+        return out;
+    }
+
+  private:
+    int fds_[2] = {-1, -1};
+};
+
+// RLIMIT_FSIZE lowered for the life of the object, SIGXFSZ ignored so that
+// writes past the limit fail with EFBIG instead of killing the process.
+class FileSizeLimit
+{
+  public:
+    explicit FileSizeLimit(rlim_t bytes)
+    {
+        getrlimit(RLIMIT_FSIZE, &old_);
+        old_sig_ = signal(SIGXFSZ, SIG_IGN);
+        rlimit r = {bytes, old_.rlim_max};
+        EXPECT_EQ(setrlimit(RLIMIT_FSIZE, &r), 0) << strerror(errno);
+    }
+    ~FileSizeLimit()
+    {
+        setrlimit(RLIMIT_FSIZE, &old_);
+        signal(SIGXFSZ, old_sig_);
+    }
+
+  private:
+    rlimit old_{};
+    sighandler_t old_sig_;
+};
+
+struct ReadResult {
+    int rc = 0;
+    uint32_t ndone = 0;
+    uint32_t ntorn = 0;
+    std::set<std::string> names; // tasks marked done
+    bool all_zero = true;
+    std::string err;
+};
+
+class RescueTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        std::string tmpl = (fs::temp_directory_path() / "test_rescue.XXXXXX").string();
+        ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << strerror(errno);
+        dir_ = tmpl;
+        path_ = dir_ + "/wf.dag.rescue";
+        dag_ = make_dag({"a", "b", "c", "d", "task1", "task10"});
+    }
+    void TearDown() override
+    {
+        chmod(dir_.c_str(), 0700);
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+
+    ReadResult read(const std::string &path, const dag *d = nullptr)
+    {
+        d = d ? d : dag_.get();
+        ReadResult r;
+        std::vector<uint8_t> done(d->ntasks, 0);
+        pmc_error err{};
+        r.ndone = 12345; // must be overwritten
+        r.ntorn = 12345;
+        r.rc = rescue_read(path.c_str(), d, done.data(), &r.ndone, &r.ntorn, &err);
+        for (dag_task_t t = 0; t < d->ntasks; t++) {
+            if (done[t])
+                r.names.insert(dag_task_name(d, t));
+            r.all_zero = r.all_zero && done[t] == 0;
+        }
+        if (r.rc != 0)
+            r.err = err.text;
+        return r;
+    }
+    ReadResult read_text(const std::string &bytes)
+    {
+        write_file(path_, bytes);
+        return read(path_);
+    }
+    std::vector<uint8_t> done_set(const std::set<std::string> &names)
+    {
+        std::vector<uint8_t> done(dag_->ntasks, 0);
+        for (const auto &n : names) {
+            dag_task_t t;
+            EXPECT_EQ(dag_lookup(dag_.get(), n.data(), n.size(), &t), 0) << n;
+            done[t] = 1;
+        }
+        return done;
+    }
+    rescue_writer *open_writer(const std::set<std::string> &names, pmc_error *err)
+    {
+        auto done = done_set(names);
+        return rescue_writer_open(path_.c_str(), dag_.get(), done.data(), err);
+    }
+    dag_task_t id(const char *name)
+    {
+        dag_task_t t = 0;
+        EXPECT_EQ(dag_lookup(dag_.get(), name, strlen(name), &t), 0) << name;
+        return t;
+    }
+
+    std::string dir_;
+    std::string path_;
+    DagPtr dag_{nullptr, dag_destroy};
+    LogCapture log_;
+};
+
+using Names = std::set<std::string>;
+
+// ---------------------------------------------------------------- reading
+
+TEST_F(RescueTest, ReadsOurStyle)
+{
+    ReadResult r = read_text("DONE a\nDONE c\nDONE task10\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "c", "task10"}));
+    EXPECT_EQ(r.ndone, 3u);
+    EXPECT_EQ(r.ntorn, 0u);
+    EXPECT_EQ(log_.take(), "");
+}
+
+TEST_F(RescueTest, ReadsPmcStyleWithUnterminatedLastRecord)
+{
+    ReadResult r = read_text("\nDONE a\nDONE task1\nDONE d");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "task1", "d"}));
+    EXPECT_EQ(r.ndone, 3u);
+    EXPECT_EQ(r.ntorn, 0u);
+    EXPECT_EQ(log_.take(), "");
+}
+
+TEST_F(RescueTest, IgnoresBlankAndCommentLinesAndToleratesWhitespace)
+{
+    ReadResult r = read_text("# written by hand\n\n   \n  DONE\ta  \n\t# DONE b\n"
+                             "DONE   c\r\n#\n\f\n DONE d\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "c", "d"}));
+    EXPECT_EQ(r.ntorn, 0u);
+}
+
+TEST_F(RescueTest, EmptyFileMarksNothing)
+{
+    ReadResult r = read_text("");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(r.all_zero);
+    EXPECT_EQ(r.ndone, 0u);
+    EXPECT_EQ(r.ntorn, 0u);
+}
+
+TEST_F(RescueTest, TornTailInOurStyleIsIgnoredAndWarned)
+{
+    // "DONE task1" may be a cut "DONE task10": never trust it.
+    ReadResult r = read_text("DONE a\nDONE b\nDONE task1");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "b"}));
+    EXPECT_EQ(r.ndone, 2u);
+    EXPECT_EQ(r.ntorn, 1u);
+    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring incomplete last record\n");
+}
+
+TEST_F(RescueTest, UnterminatedBlankOrCommentIsNotTorn)
+{
+    ReadResult r = read_text("DONE a\n# a comment");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a"}));
+    EXPECT_EQ(r.ntorn, 0u);
+    EXPECT_EQ(log_.take(), "");
+}
+
+TEST_F(RescueTest, PmcStyleInvalidUnterminatedTailIsIgnoredAndWarned)
+{
+    for (const char *tail : {"DONE ta", "DON", "DONE nosuch"}) {
+        ReadResult r = read_text(std::string("\nDONE a\nDONE b\n") + tail);
+        ASSERT_EQ(r.rc, 0) << tail << ": " << r.err;
+        EXPECT_EQ(r.names, (Names{"a", "b"})) << tail;
+        EXPECT_EQ(r.ntorn, 1u) << tail;
+        EXPECT_EQ(log_.take(), "[warn] " + path_ + ":4: ignoring incomplete last record\n") << tail;
+    }
+}
+
+TEST_F(RescueTest, GarbageTailIsIgnoredAndWarned)
+{
+    ReadResult r = read_text("DONE a\nDONE b\nxx yy\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "b"}));
+    EXPECT_EQ(r.ntorn, 1u);
+    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring garbage at the end of the file\n");
+}
+
+TEST_F(RescueTest, ZeroFilledMultiLineTailIsOneGarbageTail)
+{
+    // What a crash can leave: the file grew, its last blocks never written.
+    ReadResult r = read_text(bytes("DONE a\n\0\0\0\n\0\0\n\n# x\n"));
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a"}));
+    EXPECT_EQ(r.ntorn, 1u);
+    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":2: ignoring garbage at the end of the file\n");
+}
+
+TEST_F(RescueTest, GarbageThenTornLineGivesTwoWarnings)
+{
+    ReadResult r = read_text("DONE a\n#\nxx\nDONE b");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a"}));
+    EXPECT_EQ(r.ntorn, 2u);
+    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring garbage at the end of the file\n" +
+                               "[warn] " + path_ + ":4: ignoring incomplete last record\n");
+}
+
+TEST_F(RescueTest, BadRecordBeforeGoodOnesIsAnErrorWithItsLine)
+{
+    const char *bad[] = {"bogus", "DONE", "DONE a b", "done a", "DONEa", "DONE\ta\tb\t"};
+    for (const char *b : bad) {
+        ReadResult r = read_text(std::string("DONE a\n") + b + "\n\n# c\nDONE c\n");
+        EXPECT_EQ(r.rc, -1) << b;
+        EXPECT_EQ(r.err, path_ + ":2: bad record") << b;
+        EXPECT_TRUE(r.all_zero) << b << ": a failed read must leave done[] zeroed";
+        EXPECT_EQ(r.ndone, 0u) << b;
+    }
+}
+
+TEST_F(RescueTest, ControlBytesInANameMakeABadRecord)
+{
+    ReadResult r = read_text(bytes("DONE a\nDONE b\0x\nDONE c\n"));
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, path_ + ":2: bad record");
+}
+
+TEST_F(RescueTest, PmcStyleBadRecordBeforeValidLastRecordIsAnError)
+{
+    ReadResult r = read_text("\nDONE a\nbogus\nDONE b");
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, path_ + ":3: bad record");
+}
+
+TEST_F(RescueTest, UnknownTaskIsAnErrorWithItsLine)
+{
+    ReadResult r = read_text("DONE a\n\nDONE nosuch\nDONE b\n");
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, path_ + ":3: unknown task nosuch");
+    EXPECT_TRUE(r.all_zero);
+    EXPECT_EQ(r.ndone, 0u);
+}
+
+TEST_F(RescueTest, UnknownTaskInACompleteLastRecordIsStillAnError)
+{
+    // Complete and well formed: a rescue file of another DAG, not a torn write.
+    ReadResult r = read_text("DONE a\nDONE nosuch\n");
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, path_ + ":2: unknown task nosuch");
+}
+
+TEST_F(RescueTest, MissingFileMarksNothing)
+{
+    ReadResult r = read(dir_ + "/no-such-file");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_TRUE(r.all_zero);
+    EXPECT_EQ(r.ndone, 0u);
+    EXPECT_EQ(r.ntorn, 0u);
+}
+
+TEST_F(RescueTest, DirectoryIsAnError)
+{
+    ReadResult r = read(dir_);
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, dir_ + ": Is a directory");
+}
+
+TEST_F(RescueTest, UnreadableFileIsAnError)
+{
+    if (geteuid() == 0)
+        GTEST_SKIP() << "root reads files whatever their mode";
+    write_file(path_, "DONE a\n");
+    ASSERT_EQ(chmod(path_.c_str(), 0), 0);
+    ReadResult r = read(path_);
+    EXPECT_EQ(r.rc, -1);
+    EXPECT_EQ(r.err, path_ + ": Permission denied");
+}
+
+TEST_F(RescueTest, ReadsFromAPipe)
+{
+    // Not a regular file: read whole instead of mapped.
+    int fds[2];
+    ASSERT_EQ(pipe(fds), 0);
+    const char text[] = "DONE b\nDONE d\n";
+    ASSERT_EQ(write(fds[1], text, sizeof text - 1), (ssize_t)(sizeof text - 1));
+    close(fds[1]);
+    ReadResult r = read("/proc/self/fd/" + std::to_string(fds[0]));
+    close(fds[0]);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"b", "d"}));
+}
+
+TEST_F(RescueTest, DuplicateRecordsCountOnce)
+{
+    ReadResult r = read_text("DONE a\nDONE b\nDONE a\nDONE a\n");
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "b"}));
+    EXPECT_EQ(r.ndone, 2u);
+}
+
+TEST_F(RescueTest, NtornMayBeNull)
+{
+    write_file(path_, "DONE a\nDONE b");
+    std::vector<uint8_t> done(dag_->ntasks, 0);
+    uint32_t ndone = 0;
+    pmc_error err{};
+    ASSERT_EQ(rescue_read(path_.c_str(), dag_.get(), done.data(), &ndone, nullptr, &err), 0);
+    EXPECT_EQ(ndone, 1u);
+}
+
+// ---------------------------------------------------------------- writing
+
+TEST_F(RescueTest, OpenRewritesTheCarriedOverSetInIdOrder)
+{
+    write_file(path_, "DONE c\nDONE a\nDONE a\nxx\n");
+    write_file(path_ + ".tmp", "stale from a crash");
+    pmc_error err{};
+    rescue_writer *w = open_writer({"task1", "c", "a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    EXPECT_EQ(slurp(path_), "DONE a\nDONE c\nDONE task1\n");
+    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+    EXPECT_FALSE(rescue_writer_failed(w));
+    EXPECT_STREQ(rescue_writer_error(w), "");
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_EQ(slurp(path_), "DONE a\nDONE c\nDONE task1\n");
+}
+
+TEST_F(RescueTest, OpenWithAnEmptySetCreatesAnEmptyLog)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    EXPECT_TRUE(fs::exists(path_));
+    EXPECT_EQ(slurp(path_), "");
+    EXPECT_EQ(rescue_writer_close(w), 0);
+}
+
+TEST_F(RescueTest, AppendsAreWrittenInOrder)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"b"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    for (const char *n : {"task10", "a", "d", "task1"})
+        rescue_writer_append(w, id(n));
+    EXPECT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(slurp(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\n");
+    rescue_writer_append(w, id("c"));
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_EQ(slurp(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\nDONE c\n");
+}
+
+TEST_F(RescueTest, FlushMakesRecordsVisibleToAFreshRead)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("c"));
+    rescue_writer_append(w, id("task10"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    ReadResult r = read(path_);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "c", "task10"}));
+    EXPECT_EQ(r.ntorn, 0u);
+    EXPECT_EQ(rescue_writer_close(w), 0);
+}
+
+TEST_F(RescueTest, FlushWithNothingQueuedReturnsAtOnce)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    EXPECT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_close(w), 0);
+}
+
+TEST_F(RescueTest, RecordsBecomeDurableWithoutFlush)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("d"));
+    // The bound is RESCUE_FLUSH_USEC plus one sync; allow a slow disk.
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (slurp(path_) != "DONE d\n" && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    EXPECT_EQ(slurp(path_), "DONE d\n");
+    EXPECT_EQ(rescue_writer_close(w), 0);
+}
+
+TEST_F(RescueTest, AppendFlushPingPong)
+{
+    // Every flush finds the writer asleep: exercises the wake-up protocol.
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    std::string expect;
+    for (int i = 0; i < 300; i++) {
+        const char *n = i % 2 ? "task1" : "b";
+        rescue_writer_append(w, id(n));
+        ASSERT_EQ(rescue_writer_flush(w), 0);
+        expect += std::string("DONE ") + n + "\n";
+        ASSERT_EQ(fs::file_size(path_), expect.size()) << "after record " << i;
+    }
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_EQ(slurp(path_), expect);
+}
+
+double median(std::vector<double> v)
+{
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+TEST_F(RescueTest, FlushWakesTheWriterInsteadOfWaitingForTheTimeout)
+{
+    // A lost wake-up would be hidden by the writer's RESCUE_FLUSH_USEC safety
+    // net, so compare, in one run on the same disk, a flush of one record
+    // with a raw write()+fdatasync(): the flush must not cost a timeout more.
+    using clock = std::chrono::steady_clock;
+    constexpr int kRounds = 41;
+    std::vector<double> raw, flush;
+    int fd = open((dir_ + "/scratch").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    for (int i = 0; i < kRounds; i++) {
+        auto t0 = clock::now();
+        ASSERT_EQ(write(fd, "DONE a\n", 7), 7);
+        ASSERT_EQ(fdatasync(fd), 0);
+        raw.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
+    }
+    close(fd);
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    for (int i = 0; i < kRounds; i++) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200)); // let the writer sleep
+        auto t0 = clock::now();
+        rescue_writer_append(w, id("a"));
+        ASSERT_EQ(rescue_writer_flush(w), 0);
+        flush.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
+    }
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_LT(median(flush), median(raw) + RESCUE_FLUSH_USEC / 2)
+        << "median flush " << median(flush) << " us, median write+fdatasync " << median(raw)
+        << " us";
+}
+
+TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
+{
+    write_file(path_, "DONE a\nDONE b\n");
+    ASSERT_EQ(mkdir((path_ + ".tmp").c_str(), 0700), 0); // works even as root
+    pmc_error err{};
+    rescue_writer *w = open_writer({"c"}, &err);
+    EXPECT_EQ(w, nullptr);
+    EXPECT_EQ(std::string(err.text), path_ + ".tmp: Is a directory");
+    EXPECT_EQ(slurp(path_), "DONE a\nDONE b\n");
+    EXPECT_TRUE(fs::is_directory(path_ + ".tmp")) << "not ours: must not be removed";
+}
+
+TEST_F(RescueTest, OpenFailsInAReadOnlyDirectory)
+{
+    if (geteuid() == 0)
+        GTEST_SKIP() << "root writes into read-only directories";
+    write_file(path_, "DONE a\n");
+    ASSERT_EQ(chmod(dir_.c_str(), 0500), 0);
+    pmc_error err{};
+    rescue_writer *w = open_writer({"c"}, &err);
+    EXPECT_EQ(w, nullptr);
+    EXPECT_EQ(std::string(err.text), path_ + ".tmp: Permission denied");
+    EXPECT_EQ(slurp(path_), "DONE a\n");
+}
+
+TEST_F(RescueTest, RewriteThatCannotFinishLeavesPathAlone)
+{
+    auto names = numbered("task-%05zu", 1000); // 16,000 bytes of records
+    DagPtr big = make_dag(names);
+    write_file(path_, "DONE task-00007\n");
+    std::vector<uint8_t> done(big->ntasks, 1);
+    pmc_error err{};
+    rescue_writer *w;
+    {
+        FileSizeLimit limit(4096);
+        w = rescue_writer_open(path_.c_str(), big.get(), done.data(), &err);
+    }
+    EXPECT_EQ(w, nullptr);
+    rescue_writer_close(w);
+    EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
+    EXPECT_EQ(slurp(path_), "DONE task-00007\n");
+    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+}
+
+TEST_F(RescueTest, WriteErrorSetsFailedAndDropsLaterRecords)
+{
+    auto names = numbered("t%04zu", 300); // "DONE tNNNN\n" is 11 bytes
+    DagPtr big = make_dag(names);
+    std::vector<uint8_t> none(big->ntasks, 0);
+    pmc_error err{};
+    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    std::string expect;
+    int flushed;
+    {
+        FileSizeLimit limit(100); // nothing but the writer writes files in here
+        for (dag_task_t t = 0; t < 20; t++) {
+            rescue_writer_append(w, t);
+            expect += "DONE " + names[t] + "\n";
+        }
+        flushed = rescue_writer_flush(w);
+    }
+    EXPECT_EQ(flushed, -1);
+    EXPECT_TRUE(rescue_writer_failed(w));
+    const std::string msg = path_ + ": write failed: File too large";
+    EXPECT_EQ(std::string(rescue_writer_error(w)), msg);
+    EXPECT_EQ(log_.take(), "[error] " + msg + "\n");
+    // More than the ring holds: dropped, never blocking, never written.
+    for (uint32_t i = 0; i < 200000; i++)
+        rescue_writer_append(w, i % big->ntasks);
+    EXPECT_EQ(rescue_writer_flush(w), -1);
+    EXPECT_EQ(rescue_writer_close(w), -1);
+    EXPECT_EQ(slurp(path_), expect.substr(0, 100)) << "the limit cuts the tenth record";
+    std::vector<uint8_t> done(big->ntasks, 0);
+    uint32_t ndone = 0, ntorn = 0;
+    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), &ndone, &ntorn, &err), 0)
+        << err.text;
+    EXPECT_EQ(ndone, 9u);
+    EXPECT_EQ(ntorn, 1u);
+}
+
+TEST_F(RescueTest, CloseOfNullIsANoOp)
+{
+    EXPECT_EQ(rescue_writer_close(nullptr), 0);
+}
+
+TEST_F(RescueTest, StressMillionAppendsInOrder)
+{
+    constexpr uint32_t kTasks = 100000;
+    constexpr uint32_t kAppends = 1000000;
+    constexpr uint32_t kStride = 7919; // prime, so each run of kTasks is a permutation
+    auto names = numbered("task%06zu", kTasks);
+    DagPtr big = make_dag(names);
+    std::vector<uint8_t> none(kTasks, 0);
+    pmc_error err{};
+    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), &err);
+    ASSERT_NE(w, nullptr) << err.text;
+
+    // A third thread polls the "any thread" calls while the writer works.
+    std::atomic<bool> stop{false};
+    std::thread watcher([&] {
+        while (!stop.load(std::memory_order_relaxed)) {
+            if (rescue_writer_failed(w))
+                ADD_FAILURE() << rescue_writer_error(w);
+            std::this_thread::yield();
+        }
+    });
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t i = 0; i < kAppends; i++) {
+        rescue_writer_append(w, (dag_task_t)((uint64_t)i * kStride % kTasks));
+        if (i == kAppends / 2) {
+            EXPECT_EQ(rescue_writer_flush(w), 0);
+        }
+    }
+    stop = true;
+    watcher.join();
+    ASSERT_EQ(rescue_writer_close(w), 0);
+    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    printf("[ stats    ] %u records appended and synced in %.3f s: %.0f records/s\n", kAppends,
+           secs, kAppends / secs);
+    RecordProperty("records_per_second", std::to_string((long)(kAppends / secs)));
+
+    std::ifstream f(path_, std::ios::binary);
+    std::string line;
+    uint32_t n = 0;
+    while (std::getline(f, line)) {
+        const std::string &want = names[(uint64_t)n * kStride % kTasks];
+        if (line != "DONE " + want) {
+            ADD_FAILURE() << "line " << n + 1 << ": got \"" << line << "\", want DONE " << want;
+            break;
+        }
+        n++;
+    }
+    EXPECT_EQ(n, kAppends);
+    std::vector<uint8_t> done(kTasks, 0);
+    uint32_t ndone = 0, ntorn = 0;
+    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), &ndone, &ntorn, &err), 0)
+        << err.text;
+    EXPECT_EQ(ndone, kTasks);
+    EXPECT_EQ(ntorn, 0u);
+}
+
+} // namespace
