@@ -1,0 +1,736 @@
+/* dag.c - the compact DAG model of dag.h: struct-of-arrays tasks, one string
+ * arena, a name index, CSR children and Kahn's cycle check.
+ *
+ * Invariants (before dag_finish()):
+ *   - every per-task array has room for priv->task_cap >= ntasks entries;
+ *   - arena[0] == '\0' (offset 0 is the empty string) and every string in
+ *     the arena is NUL-terminated; arena_len <= UINT32_MAX, so offsets fit;
+ *   - the name index is a power-of-two open-addressing table, linear probing,
+ *     load <= 1/2; a slot is 0 (empty) or (hash32 << 32 | (id + 1));
+ *   - edges are kept as raw (parent, child) pairs, duplicates included.
+ * dag_finish() turns the pairs into CSR arrays in O(V + E): a counting sort by
+ * parent (stable, so children keep file order), then duplicates are dropped
+ * per parent segment with a "last parent seen" stamp per child, then the
+ * in-degrees are counted.  Acyclicity is checked with Kahn's algorithm
+ * (A. B. Kahn, "Topological sorting of large networks", CACM 5(11), 1962).
+ * If Kahn's algorithm leaves tasks unprocessed, every one of them still has an
+ * unprocessed parent, so walking from any of them to such a parent must
+ * revisit a task: that walk, reversed, is the cycle that is reported.
+ *
+ * The name hash mixes 8-byte blocks with the block mix of MurmurHash3 x64 and
+ * ends with its fmix64 finaliser (A. Appleby, SMHasher, 2011).
+ *
+ * Memory: every array's allocated size is recorded in priv->bytes.  Arrays of
+ * 64 KiB or more live in their own anonymous mappings, so they grow with
+ * mremap() (no copy, no heap holes) and are given back by munmap() at once,
+ * whatever malloc the program is linked with (on a 1M-task DAG, glibc kept
+ * ~16 MB of heap holes and jemalloc ~15 MB of dirty pages otherwise).  dag_finish()
+ * frees the raw pairs before it allocates Kahn's queue, runs Kahn's algorithm
+ * on nparents itself (recounting it afterwards) and shrinks every array to
+ * its final size, to keep the peak low.
+ *
+ * Thread-safety: one thread builds; after a successful dag_finish() the DAG is
+ * immutable and any number of threads may read it (dag_lookup() included).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* mremap() */
+#endif
+#include "engine/dag.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define DAG__MAP_MIN ((size_t)1 << 16) /* arrays this big get their own mapping */
+#define DAG__MIN_TASKS 1024u
+#define DAG__MIN_ARENA 65536u
+#define DAG__MIN_EDGES 1024u
+#define DAG__MIN_SLOTS 2048u
+#define DAG__CYCLE_TEXT 400 /* bytes of cycle text, leaving room for a path */
+
+struct dag__edge {
+    dag_task_t parent;
+    dag_task_t child;
+};
+
+/* Every array of struct dag, each listed once for allocation and freeing. */
+/* clang-format off */
+#define DAG__TASK_ARRAYS(X) \
+    X(name) X(pegasus_id) X(argv) X(argc) X(cpus) X(memory_mb) X(priority) X(tries) X(line) \
+    X(fwd_first) X(nfwd)
+#define DAG__OTHER_ARRAYS(X) X(arena) X(fwd) X(child_first) X(children) X(nparents)
+/* clang-format on */
+
+/* The allocated size in bytes of each array (0 when NULL). */
+struct dag__bytes {
+#define DAG__X(f) size_t f;
+    DAG__TASK_ARRAYS(DAG__X)
+    DAG__OTHER_ARRAYS(DAG__X)
+#undef DAG__X
+    size_t edges;
+    size_t slots;
+};
+
+struct dag_private {
+    struct dag__bytes bytes;
+    uint32_t task_cap; /* every per-task array holds at least this many */
+
+    struct dag__edge *edges; /* raw pairs until dag_finish() */
+    size_t nedges_raw;
+
+    uint64_t *slots; /* name index, see the banner */
+    size_t slot_mask;
+
+    bool finished;
+};
+
+/* ---- memory ---------------------------------------------------------------- */
+
+static bool is_mapped(size_t bytes)
+{
+    return bytes >= DAG__MAP_MIN;
+}
+
+static void *map_zeroed(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void mem_free(void *p, size_t bytes)
+{
+    if (is_mapped(bytes))
+        munmap(p, bytes);
+    else
+        free(p);
+}
+
+static void *mem_zalloc(size_t bytes)
+{
+    return is_mapped(bytes) ? map_zeroed(bytes) : calloc(1, bytes ? bytes : 1);
+}
+
+/* Resize p from old to new bytes, keeping the common prefix; NULL on failure
+ * with p untouched.  Buffers of DAG__MAP_MIN bytes or more live in their own
+ * anonymous mapping: growing is an mremap() (no copy, no heap holes) and
+ * freeing returns the pages at once, whatever malloc the program uses. */
+static void *mem_resize(void *p, size_t old_bytes, size_t new_bytes)
+{
+    bool old_mapped = is_mapped(old_bytes), new_mapped = is_mapped(new_bytes);
+    if (!old_mapped && !new_mapped)
+        return realloc(p, new_bytes ? new_bytes : 1);
+    if (old_mapped && new_mapped) {
+        void *q = mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
+        return q == MAP_FAILED ? NULL : q;
+    }
+    void *q = new_mapped ? map_zeroed(new_bytes) : malloc(new_bytes ? new_bytes : 1);
+    if (!q)
+        return NULL;
+    if (p)
+        memcpy(q, p, old_bytes < new_bytes ? old_bytes : new_bytes);
+    mem_free(p, old_bytes);
+    return q;
+}
+
+/* Resize array ptr, whose size in bytes is the lvalue size, to n elements;
+ * on failure return -1 from the caller with both untouched. */
+#define DAG__RESIZE(ptr, size, n)                                                                  \
+    do {                                                                                           \
+        size_t b_ = (size_t)(n) * sizeof *(ptr);                                                   \
+        void *q_ = mem_resize((ptr), (size), b_);                                                  \
+        if (!q_)                                                                                   \
+            return -1;                                                                             \
+        (ptr) = q_;                                                                                \
+        (size) = b_;                                                                               \
+    } while (0)
+
+/* ---- hashing and the name index ---------------------------------------- */
+
+static inline uint64_t rotl64(uint64_t x, int r)
+{
+    return (x << r) | (x >> (64 - r));
+}
+
+static uint64_t fmix64(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+}
+
+static inline uint64_t mix_block(uint64_t h, uint64_t k)
+{
+    k *= 0x87c37b91114253d5ULL;
+    k = rotl64(k, 31);
+    k *= 0x4cf5ad432745937fULL;
+    h ^= k;
+    return rotl64(h, 27) * 5 + 0x52dce729;
+}
+
+static uint32_t hash_name(const char *s, size_t len)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ULL ^ len;
+    uint64_t k;
+    for (; len >= 8; s += 8, len -= 8) {
+        memcpy(&k, s, 8);
+        h = mix_block(h, k);
+    }
+    k = 0;
+    memcpy(&k, s, len);
+    h = mix_block(h, k);
+    h = fmix64(h);
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static bool name_equals(const struct dag *dag, dag_task_t t, const char *name, size_t len)
+{
+    const char *s = dag->arena + dag->name[t];
+    return memcmp(s, name, len) == 0 && s[len] == '\0';
+}
+
+/* The slot holding name, or the empty slot where it would go. */
+static size_t index_find(const struct dag *dag, const char *name, size_t len, uint32_t h)
+{
+    const struct dag_private *p = dag->priv;
+    size_t i = h & p->slot_mask;
+    for (;; i = (i + 1) & p->slot_mask) {
+        uint64_t s = p->slots[i];
+        if (s == 0)
+            return i;
+        if ((uint32_t)(s >> 32) == h && name_equals(dag, (dag_task_t)s - 1, name, len))
+            return i;
+    }
+}
+
+static void index_put(uint64_t *slots, size_t mask, uint64_t entry)
+{
+    size_t i = (uint32_t)(entry >> 32) & mask;
+    while (slots[i] != 0)
+        i = (i + 1) & mask;
+    slots[i] = entry;
+}
+
+/* Make room for one more name at load <= 1/2. */
+static int index_reserve(struct dag *dag)
+{
+    struct dag_private *p = dag->priv;
+    size_t cap = p->slot_mask + 1;
+    if (((size_t)dag->ntasks + 1) * 2 <= cap)
+        return 0;
+    uint64_t *slots = mem_zalloc(cap * 2 * sizeof *slots);
+    if (!slots)
+        return -1;
+    for (size_t i = 0; i < cap; i++) {
+        if (p->slots[i])
+            index_put(slots, cap * 2 - 1, p->slots[i]);
+    }
+    mem_free(p->slots, p->bytes.slots);
+    p->slots = slots;
+    p->bytes.slots = cap * 2 * sizeof *slots;
+    p->slot_mask = cap * 2 - 1;
+    return 0;
+}
+
+/* ---- amortised growth ---------------------------------------------------- */
+
+/* Each array is resized on its own and its size recorded; task_cap changes
+ * only when all have been, so a failure half-way is harmless. */
+static int tasks_resize(struct dag *dag, size_t cap)
+{
+    struct dag__bytes *b = &dag->priv->bytes;
+#define DAG__X(f) DAG__RESIZE(dag->f, b->f, cap);
+    DAG__TASK_ARRAYS(DAG__X)
+#undef DAG__X
+    dag->priv->task_cap = (uint32_t)cap;
+    return 0;
+}
+
+static int tasks_reserve(struct dag *dag)
+{
+    uint32_t cap = dag->priv->task_cap;
+    if (dag->ntasks < cap)
+        return 0;
+    return tasks_resize(dag,
+                        cap ? (cap > DAG_MAX_TASKS / 2 ? DAG_MAX_TASKS : cap * 2) : DAG__MIN_TASKS);
+}
+
+static int arena_reserve(struct dag *dag, size_t more)
+{
+    size_t cap = dag->priv->bytes.arena;
+    if (more > UINT32_MAX - dag->arena_len) {
+        errno = E2BIG;
+        return -1;
+    }
+    size_t need = dag->arena_len + more;
+    if (need <= cap)
+        return 0;
+    while (cap < need)
+        cap *= 2;
+    DAG__RESIZE(dag->arena, dag->priv->bytes.arena, cap);
+    return 0;
+}
+
+static int fwd_reserve(struct dag *dag, uint32_t more)
+{
+    size_t cap = dag->priv->bytes.fwd / sizeof *dag->fwd;
+    if (more > UINT32_MAX - dag->fwd_count) {
+        errno = E2BIG;
+        return -1;
+    }
+    size_t need = (size_t)dag->fwd_count + more;
+    if (need <= cap)
+        return 0;
+    cap = cap ? cap : 64;
+    while (cap < need)
+        cap *= 2;
+    DAG__RESIZE(dag->fwd, dag->priv->bytes.fwd, cap);
+    return 0;
+}
+
+static int edges_grow(struct dag_private *p)
+{
+    size_t cap = p->bytes.edges / sizeof *p->edges;
+    DAG__RESIZE(p->edges, p->bytes.edges, cap ? cap * 2 : DAG__MIN_EDGES);
+    return 0;
+}
+
+/* ---- create / destroy ---------------------------------------------------- */
+
+struct dag *dag_create(void)
+{
+    struct dag *dag = calloc(1, sizeof *dag);
+    if (!dag)
+        return NULL;
+    struct dag_private *p = dag->priv = calloc(1, sizeof *dag->priv);
+    if (!p)
+        goto fail;
+    dag->arena = mem_zalloc(DAG__MIN_ARENA);
+    p->slots = mem_zalloc(DAG__MIN_SLOTS * sizeof *p->slots);
+    if (!dag->arena || !p->slots)
+        goto fail;
+    p->bytes.arena = DAG__MIN_ARENA;
+    p->bytes.slots = DAG__MIN_SLOTS * sizeof *p->slots;
+    p->slot_mask = DAG__MIN_SLOTS - 1;
+    dag->arena_len = 1; /* arena[0] == '\0' */
+    return dag;
+fail:
+    if (p) {
+        mem_free(dag->arena, dag->arena ? DAG__MIN_ARENA : 0);
+        mem_free(p->slots, p->slots ? DAG__MIN_SLOTS * sizeof *p->slots : 0);
+        free(p);
+    }
+    free(dag);
+    errno = ENOMEM;
+    return NULL;
+}
+
+void dag_destroy(struct dag *dag)
+{
+    if (!dag)
+        return;
+    struct dag_private *p = dag->priv;
+#define DAG__X(f) mem_free(dag->f, p->bytes.f);
+    DAG__TASK_ARRAYS(DAG__X)
+    DAG__OTHER_ARRAYS(DAG__X)
+#undef DAG__X
+    mem_free(p->edges, p->bytes.edges);
+    mem_free(p->slots, p->bytes.slots);
+    free(p);
+    free(dag);
+}
+
+/* ---- adding tasks -------------------------------------------------------- */
+
+static bool has_nul(const char *s, size_t len)
+{
+    return len && memchr(s, '\0', len) != NULL;
+}
+
+/* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL). */
+static int spec_check(const struct dag_task_spec *spec, size_t *bytes)
+{
+    if (!spec->name || spec->name_len == 0 || spec->argc == 0 || spec->cpus == 0 ||
+        has_nul(spec->name, spec->name_len))
+        return -1;
+    size_t n = spec->name_len + 1;
+    if (spec->pegasus_id && spec->pegasus_id_len) {
+        if (has_nul(spec->pegasus_id, spec->pegasus_id_len))
+            return -1;
+        n += spec->pegasus_id_len + 1;
+    }
+    for (uint32_t i = 0; i < spec->argc; i++) {
+        if (has_nul(spec->argv[i], spec->argv_len[i]))
+            return -1;
+        n += spec->argv_len[i] + 1;
+    }
+    for (uint32_t i = 0; i < spec->nforwards; i++) {
+        const struct dag_forward_spec *f = &spec->forwards[i];
+        if (f->kind > DAG_FORWARD_FILE || has_nul(f->src, f->src_len) ||
+            has_nul(f->dest, f->dest_len))
+            return -1;
+        n += f->src_len + f->dest_len + 2;
+    }
+    *bytes = n;
+    return 0;
+}
+
+/* Copy len bytes and a NUL to the arena (space already reserved). */
+static uint32_t arena_put(struct dag *dag, const char *s, size_t len)
+{
+    uint32_t off = (uint32_t)dag->arena_len;
+    if (len)
+        memcpy(dag->arena + off, s, len);
+    dag->arena[off + len] = '\0';
+    dag->arena_len += len + 1;
+    return off;
+}
+
+static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_spec *spec)
+{
+    dag->fwd_first[t] = dag->fwd_count;
+    dag->nfwd[t] = spec->nforwards;
+    for (uint32_t i = 0; i < spec->nforwards; i++) {
+        const struct dag_forward_spec *f = &spec->forwards[i];
+        struct dag_forward *out = &dag->fwd[dag->fwd_count++];
+        out->kind = f->kind;
+        out->src = arena_put(dag, f->src, f->src_len);
+        out->dest = arena_put(dag, f->dest, f->dest_len);
+    }
+}
+
+static void store_task(struct dag *dag, const struct dag_task_spec *spec)
+{
+    dag_task_t t = dag->ntasks;
+    dag->name[t] = arena_put(dag, spec->name, spec->name_len);
+    dag->pegasus_id[t] = DAG_NO_STRING;
+    if (spec->pegasus_id && spec->pegasus_id_len)
+        dag->pegasus_id[t] = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
+    dag->argv[t] = (uint32_t)dag->arena_len;
+    for (uint32_t i = 0; i < spec->argc; i++)
+        arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    dag->argc[t] = spec->argc;
+    dag->cpus[t] = spec->cpus;
+    dag->memory_mb[t] = spec->memory_mb;
+    dag->priority[t] = spec->priority;
+    dag->tries[t] = spec->tries;
+    dag->line[t] = spec->line;
+    store_forwards(dag, t, spec);
+    dag->ntasks++;
+}
+
+/* Every allocation a new task needs, done before anything is stored. */
+static int reserve_task(struct dag *dag, const struct dag_task_spec *spec, size_t bytes)
+{
+    if (dag->ntasks >= DAG_MAX_TASKS) {
+        errno = E2BIG;
+        return -1;
+    }
+    errno = ENOMEM;
+    if (tasks_reserve(dag) || fwd_reserve(dag, spec->nforwards) || arena_reserve(dag, bytes))
+        return -1;
+    return 0;
+}
+
+int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *id)
+{
+    size_t bytes;
+    if (dag->priv->finished || spec_check(spec, &bytes)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (index_reserve(dag)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    uint32_t h = hash_name(spec->name, spec->name_len);
+    size_t slot = index_find(dag, spec->name, spec->name_len, h);
+    if (dag->priv->slots[slot]) {
+        *id = (dag_task_t)dag->priv->slots[slot] - 1;
+        errno = EEXIST;
+        return -1;
+    }
+    if (reserve_task(dag, spec, bytes))
+        return -1;
+    *id = dag->ntasks;
+    dag->priv->slots[slot] = (uint64_t)h << 32 | ((uint64_t)dag->ntasks + 1);
+    store_task(dag, spec);
+    return 0;
+}
+
+int dag_lookup(const struct dag *dag, const char *name, size_t len, dag_task_t *id)
+{
+    uint64_t s = dag->priv->slots[index_find(dag, name, len, hash_name(name, len))];
+    if (s == 0) {
+        errno = ENOENT;
+        return -1;
+    }
+    *id = (dag_task_t)s - 1;
+    return 0;
+}
+
+/* ---- adding edges -------------------------------------------------------- */
+
+int dag_add_edge(struct dag *dag, dag_task_t parent, dag_task_t child)
+{
+    struct dag_private *p = dag->priv;
+    if (p->finished || parent == child || parent >= dag->ntasks || child >= dag->ntasks) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (p->nedges_raw >= UINT32_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    if (p->nedges_raw == p->bytes.edges / sizeof *p->edges && edges_grow(p)) {
+        errno = ENOMEM;
+        return -1;
+    }
+    p->edges[p->nedges_raw++] = (struct dag__edge){parent, child};
+    return 0;
+}
+
+/* ---- dag_finish: CSR ----------------------------------------------------- */
+
+/* Counting sort of the raw pairs by parent into children[]; stable, so each
+ * parent's children stay in the order their EDGE lines came. */
+static void csr_fill(struct dag *dag)
+{
+    const struct dag_private *p = dag->priv;
+    uint32_t n = dag->ntasks;
+    uint32_t *first = dag->child_first;
+    memset(first, 0, ((size_t)n + 1) * sizeof *first);
+    for (size_t i = 0; i < p->nedges_raw; i++)
+        first[p->edges[i].parent + 1]++;
+    for (uint32_t t = 0; t < n; t++)
+        first[t + 1] += first[t];
+    for (size_t i = 0; i < p->nedges_raw; i++)
+        dag->children[first[p->edges[i].parent]++] = p->edges[i].child;
+    /* first[t] now holds the end of t's segment, i.e. the start of t+1's. */
+    for (uint32_t t = n; t > 0; t--)
+        first[t] = first[t - 1];
+    first[0] = 0;
+}
+
+/* Drop repeated children inside each parent's segment, compacting in place.
+ * stamp[c] == t + 1 means t already has child c; stamp is ntasks zeros. */
+static void csr_dedupe(struct dag *dag, uint32_t *stamp)
+{
+    uint32_t n = dag->ntasks, w = 0, start = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        uint32_t end = dag->child_first[t + 1];
+        dag->child_first[t] = w;
+        for (uint32_t k = start; k < end; k++) {
+            dag_task_t c = dag->children[k];
+            if (stamp[c] != t + 1) {
+                stamp[c] = t + 1;
+                dag->children[w++] = c;
+            }
+        }
+        start = end;
+    }
+    dag->child_first[n] = w;
+    dag->nedges = w;
+}
+
+static void count_parents(struct dag *dag)
+{
+    memset(dag->nparents, 0, (size_t)dag->ntasks * sizeof *dag->nparents);
+    for (uint32_t k = 0; k < dag->nedges; k++)
+        dag->nparents[dag->children[k]]++;
+}
+
+/* ---- dag_finish: Kahn's algorithm and the cycle report ------------------- */
+
+/* Kahn 1962.  indeg starts as the in-degrees and is decremented; on return
+ * indeg[t] > 0 exactly for the tasks never freed (on or after a cycle).
+ * queue has ntasks entries.  Returns the number of tasks processed. */
+static uint32_t kahn(const struct dag *dag, uint32_t *indeg, uint32_t *queue)
+{
+    uint32_t head = 0, tail = 0;
+    for (uint32_t t = 0; t < dag->ntasks; t++) {
+        if (indeg[t] == 0)
+            queue[tail++] = t;
+    }
+    while (head < tail) {
+        dag_task_t t = queue[head++];
+        for (uint32_t k = dag->child_first[t]; k < dag->child_first[t + 1]; k++) {
+            if (--indeg[dag->children[k]] == 0)
+                queue[tail++] = dag->children[k];
+        }
+    }
+    return tail;
+}
+
+/* For every unprocessed task, one unprocessed parent (exists by Kahn). */
+static void pick_parents(const struct dag *dag, const uint32_t *indeg, uint32_t *pick)
+{
+    for (uint32_t t = 0; t < dag->ntasks; t++) {
+        if (indeg[t] == 0)
+            continue;
+        for (uint32_t k = dag->child_first[t]; k < dag->child_first[t + 1]; k++) {
+            if (indeg[dag->children[k]] > 0)
+                pick[dag->children[k]] = t;
+        }
+    }
+}
+
+/* Walk parent links from an unprocessed task until one repeats; store the
+ * cycle in ring[0..k-1] with ring[i+1] -> ring[i] an edge; return k. */
+static uint32_t walk_cycle(uint32_t *indeg, const uint32_t *pick, uint32_t *ring)
+{
+    dag_task_t v = 0;
+    while (indeg[v] == 0)
+        v++;
+    while (indeg[v] != 0) { /* indeg 0 now marks "visited" */
+        indeg[v] = 0;
+        v = pick[v];
+    }
+    uint32_t k = 0;
+    dag_task_t u = v;
+    do {
+        ring[k++] = u;
+        u = pick[u];
+    } while (u != v);
+    return k;
+}
+
+/* "cycle: A -> B -> A", starting at the cycle's earliest task; when the
+ * names do not fit in DAG__CYCLE_TEXT bytes the rest of the cycle up to the
+ * closing name is shown as "...": "cycle: A -> B -> ... -> A". */
+static void cycle_text(const struct dag *dag, const uint32_t *ring, uint32_t k,
+                       struct pmc_error *err)
+{
+    uint32_t j = 0;
+    for (uint32_t i = 1; i < k; i++) {
+        if (ring[i] < ring[j])
+            j = i;
+    }
+    const char *first = dag_task_name(dag, ring[j]);
+    char text[DAG__CYCLE_TEXT];
+    const size_t reserve = sizeof " -> ...";
+    int len = snprintf(text, sizeof text, "cycle: %s", first);
+    for (uint32_t s = 1; s < k && len >= 0 && (size_t)len < sizeof text; s++) {
+        const char *name = dag_task_name(dag, ring[(j + k - s) % k]);
+        if ((size_t)len + strlen(name) + 4 + reserve >= sizeof text) {
+            len += snprintf(text + len, sizeof text - (size_t)len, " -> ...");
+            break;
+        }
+        len += snprintf(text + len, sizeof text - (size_t)len, " -> %s", name);
+    }
+    pmc_errorf(err, "%s -> %s", text, first);
+}
+
+static void report_cycle(const struct dag *dag, uint32_t *indeg, uint32_t *queue,
+                         struct pmc_error *err)
+{
+    pick_parents(dag, indeg, queue);
+    uint32_t k = walk_cycle(indeg, queue, indeg);
+    /* walk_cycle() wrote ring over indeg after it was done with it. */
+    cycle_text(dag, indeg, k, err);
+}
+
+/* Give back the unused tail of the growable arrays (shrinking resizes; a
+ * failure leaves an array larger than needed, which is harmless). */
+static int shrink(struct dag *dag)
+{
+    struct dag__bytes *b = &dag->priv->bytes;
+    DAG__RESIZE(dag->arena, b->arena, dag->arena_len);
+    if (dag->nedges)
+        DAG__RESIZE(dag->children, b->children, dag->nedges);
+    if (dag->fwd_count)
+        DAG__RESIZE(dag->fwd, b->fwd, dag->fwd_count);
+    return dag->ntasks ? tasks_resize(dag, dag->ntasks) : 0;
+}
+
+static int csr_alloc_arrays(struct dag *dag)
+{
+    size_t n = dag->ntasks, e = dag->priv->nedges_raw;
+    struct dag__bytes *b = &dag->priv->bytes;
+    DAG__RESIZE(dag->child_first, b->child_first, n + 1);
+    DAG__RESIZE(dag->children, b->children, e ? e : 1);
+    DAG__RESIZE(dag->nparents, b->nparents, n ? n : 1);
+    memset(dag->nparents, 0, b->nparents);
+    return 0;
+}
+
+/* The CSR arrays; on failure nothing is changed. */
+static int csr_alloc(struct dag *dag)
+{
+    if (csr_alloc_arrays(dag) == 0)
+        return 0;
+    struct dag__bytes *b = &dag->priv->bytes;
+    mem_free(dag->child_first, b->child_first);
+    mem_free(dag->children, b->children);
+    mem_free(dag->nparents, b->nparents);
+    dag->child_first = dag->children = dag->nparents = NULL;
+    b->child_first = b->children = b->nparents = 0;
+    errno = ENOMEM;
+    return -1;
+}
+
+/* Kahn's algorithm over nparents (used as the in-degree counters and
+ * recounted afterwards), with the queue allocated only now that the raw
+ * pairs are gone, to keep the peak memory down. */
+static int check_acyclic(struct dag *dag, struct pmc_error *err)
+{
+    size_t bytes = (dag->ntasks ? dag->ntasks : 1) * sizeof(uint32_t);
+    uint32_t *queue = mem_zalloc(bytes);
+    if (!queue) {
+        errno = ENOMEM;
+        return pmc_errorf(err, "out of memory checking the DAG for cycles");
+    }
+    bool acyclic = kahn(dag, dag->nparents, queue) == dag->ntasks;
+    if (!acyclic)
+        report_cycle(dag, dag->nparents, queue, err);
+    mem_free(queue, bytes);
+    count_parents(dag);
+    if (acyclic)
+        return 0;
+    errno = ELOOP;
+    return -1;
+}
+
+int dag_finish(struct dag *dag, struct pmc_error *err)
+{
+    struct dag_private *p = dag->priv;
+    if (p->finished) {
+        errno = EINVAL;
+        return pmc_errorf(err, "dag_finish called twice");
+    }
+    if (csr_alloc(dag))
+        return pmc_errorf(err, "out of memory building the DAG");
+    p->finished = true;
+    csr_fill(dag);
+    mem_free(p->edges, p->bytes.edges);
+    p->edges = NULL;
+    p->nedges_raw = p->bytes.edges = 0;
+    csr_dedupe(dag, dag->nparents); /* nparents is all zeros: a free stamp */
+    count_parents(dag);
+    (void)shrink(dag);
+    return check_acyclic(dag, err);
+}
+
+/* ---- argv access --------------------------------------------------------- */
+
+const char *dag_task_arg(const struct dag *dag, dag_task_t t, uint32_t i)
+{
+    const char *s = dag->arena + dag->argv[t];
+    while (i-- > 0)
+        s += strlen(s) + 1;
+    return s;
+}
+
+size_t dag_task_argv_bytes(const struct dag *dag, dag_task_t t)
+{
+    const char *start = dag->arena + dag->argv[t];
+    const char *s = start;
+    for (uint32_t i = 0; i < dag->argc[t]; i++)
+        s += strlen(s) + 1;
+    return (size_t)(s - start);
+}

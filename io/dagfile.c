@@ -1,0 +1,674 @@
+/* dagfile.c - PMC DAG file reader (grammar in dagfile.h and COMPAT.md).
+ *
+ * One pass over the bytes: lines are found with memchr(), trimmed, and
+ * dispatched on their first word, which must be exactly TASK or EDGE (a
+ * comment starts with '#').  The record keyword, the task name and the EDGE
+ * names are split on white space only, as PMC does, so names never contain
+ * white space or quotes.  The rest of a TASK line (options, executable,
+ * arguments) is split with quoting, unquoted into one scratch buffer reused
+ * for every line; options are read up to the first word not starting with
+ * '-', and the words from there on become argv, which dag_add_task() copies
+ * into the DAG's arena.  No allocation happens per line: the scratch arrays
+ * only grow to the longest line.
+ *
+ * Quoting (PMC's split_args(), with two fixes): ' or " opens a run closed by
+ * the same character, in which white space is kept; pieces join into one
+ * word (a"b c"d is "ab cd"); \ makes the next character literal everywhere,
+ * inside single and double quotes too (as in PMC); a \ ending the line is a
+ * literal \ (as in PMC).  Fixes: an unterminated quote is an error (PMC ends
+ * the line silently) and a closing quote does not end the word.  "" is an
+ * empty argument.
+ *
+ * Choices where PMC's manual is silent: "#@" must be followed by white space
+ * and a word (N); "#@" alone or "#@x" is an ordinary comment; the id sticks
+ * until the next TASK, a later #@ replacing it.  Only long options take an
+ * attached value (--tries=3); -t3 and -t=3 are unknown options.  Numbers:
+ * -m and -c take decimal floats (no hex, inf or nan), -t an integer in
+ * 1..INT32_MAX, -p an integer in INT32_MIN..INT32_MAX.  A NUL byte in a line
+ * and an empty executable ("") are errors.
+ *
+ * Files are mapped with mmap(); pages already parsed are given back with
+ * MADV_DONTNEED every 4 MB so that a large DAG file does not stay resident
+ * next to the DAG built from it.  Non-regular files are read into one buffer.
+ *
+ * Thread-safety: reentrant; all state lives in a struct parser on the stack.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "io/dagfile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DAGFILE__DROP_EVERY ((size_t)4 << 20)
+#define DAGFILE__SHOW 200 /* at most this many bytes of a name or value in a message */
+
+struct parser {
+    const char *path; /* for messages only */
+    struct pmc_error *err;
+    struct dag *dag;
+    uint32_t line; /* current line, from 1 */
+
+    const char *task; /* name of the TASK being parsed, for messages */
+    size_t task_len;
+
+    char *buf; /* unquoted words of the current line, NUL-separated */
+    size_t buf_cap;
+    const char **word;
+    size_t *word_len;
+    size_t nwords, word_cap;
+    struct dag_forward_spec *fwd;
+    size_t fwd_cap;
+
+    char *pegid; /* pending "#@ N" id */
+    size_t pegid_len, pegid_cap;
+    bool have_pegid;
+
+    const char *map; /* the mapped file, or NULL */
+    size_t dropped;  /* bytes of map already given back */
+};
+
+/* ---- errors ---------------------------------------------------------------- */
+
+static int show(size_t len)
+{
+    return len > DAGFILE__SHOW ? DAGFILE__SHOW : (int)len;
+}
+
+/* "PATH:LINE: message", errno EINVAL; returns -1. */
+__attribute__((format(printf, 2, 3))) static int syntax(struct parser *p, const char *fmt, ...)
+{
+    char msg[sizeof p->err->text];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    errno = EINVAL;
+    return pmc_errorf(p->err, "%s:%" PRIu32 ": %s", p->path, p->line, msg);
+}
+
+static int out_of_memory(struct parser *p)
+{
+    errno = ENOMEM;
+    return pmc_errorf(p->err, "%s:%" PRIu32 ": out of memory", p->path, p->line);
+}
+
+/* "PATH: strerror(errno)", errno kept; returns NULL. */
+static struct dag *io_error(const char *path, struct pmc_error *err)
+{
+    char buf[128];
+    pmc_errorf(err, "%s: %s", path, strerror_r(errno, buf, sizeof buf));
+    return NULL;
+}
+
+/* ---- scratch space ------------------------------------------------------- */
+
+/* Grow ptr (an array of cap elements) to hold need; -1 from the caller on
+ * failure. */
+#define DAGFILE__RESERVE(ptr, cap, need)                                                           \
+    do {                                                                                           \
+        if ((need) > (cap)) {                                                                      \
+            size_t n_ = (cap) ? (cap) : 16;                                                        \
+            while (n_ < (need))                                                                    \
+                n_ *= 2;                                                                           \
+            void *q_ = realloc((ptr), n_ * sizeof *(ptr));                                         \
+            if (!q_)                                                                               \
+                return -1;                                                                         \
+            (ptr) = q_;                                                                            \
+            (cap) = n_;                                                                            \
+        }                                                                                          \
+    } while (0)
+
+static int reserve_bytes(char **buf, size_t *cap, size_t need)
+{
+    DAGFILE__RESERVE(*buf, *cap, need);
+    return 0;
+}
+
+static int reserve_buf(struct parser *p, size_t need)
+{
+    DAGFILE__RESERVE(p->buf, p->buf_cap, need);
+    return 0;
+}
+
+static int reserve_words(struct parser *p, size_t need)
+{
+    size_t cap = p->word_cap;
+    DAGFILE__RESERVE(p->word, cap, need);
+    cap = p->word_cap;
+    DAGFILE__RESERVE(p->word_len, cap, need);
+    p->word_cap = cap;
+    return 0;
+}
+
+static int reserve_fwd(struct parser *p, size_t need)
+{
+    DAGFILE__RESERVE(p->fwd, p->fwd_cap, need);
+    return 0;
+}
+
+static int keep_pegid(struct parser *p, const char *s, size_t len)
+{
+    DAGFILE__RESERVE(p->pegid, p->pegid_cap, len);
+    memcpy(p->pegid, s, len);
+    p->pegid_len = len;
+    p->have_pegid = true;
+    return 0;
+}
+
+static void parser_free(struct parser *p)
+{
+    free(p->buf);
+    free(p->word);
+    free(p->word_len);
+    free(p->fwd);
+    free(p->pegid);
+}
+
+/* ---- splitting ----------------------------------------------------------- */
+
+enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE };
+
+static const unsigned char ch_class[256] = {
+    [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE, ['\v'] = CH_SPACE,
+    ['\f'] = CH_SPACE, ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE,
+};
+
+static inline bool is_space(char c)
+{
+    return ch_class[(unsigned char)c] == CH_SPACE;
+}
+
+static const char *skip_space(const char *s, const char *e)
+{
+    while (s < e && is_space(*s))
+        s++;
+    return s;
+}
+
+/* End of the white-space-delimited word starting at s (no quoting). */
+static const char *word_end(const char *s, const char *e)
+{
+    while (s < e && !is_space(*s))
+        s++;
+    return s;
+}
+
+/* Copy a quoted run (s just after the opening quote q) to *out; returns the
+ * position after the closing quote, or NULL if the line ends first. */
+static const char *unquote_run(const char *s, const char *e, char q, char **out)
+{
+    char *o = *out;
+    for (; s < e && *s != q; s++) {
+        if (*s == '\\' && s + 1 < e)
+            s++;
+        *o++ = *s;
+    }
+    *out = o;
+    return s < e ? s + 1 : NULL;
+}
+
+/* Unquote one word starting at *ps into out; returns the end of the output,
+ * or NULL on an unterminated quote (its character in *bad). */
+static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
+{
+    const char *s = *ps;
+    while (s < e) {
+        char c = *s;
+        switch (ch_class[(unsigned char)c]) {
+        case CH_SPACE:
+            *ps = s;
+            return out;
+        case CH_PLAIN:
+            *out++ = c;
+            s++;
+            break;
+        case CH_ESCAPE:
+            s++;
+            *out++ = s < e ? *s++ : '\\';
+            break;
+        default:
+            s = unquote_run(s + 1, e, c, &out);
+            if (!s) {
+                *bad = c;
+                return NULL;
+            }
+        }
+    }
+    *ps = s;
+    return out;
+}
+
+/* Split [s, e) into p->word[], unquoted into p->buf (output <= input + 1). */
+static int tokenise(struct parser *p, const char *s, const char *e)
+{
+    if (reserve_buf(p, (size_t)(e - s) + 1))
+        return out_of_memory(p);
+    char *out = p->buf;
+    p->nwords = 0;
+    for (s = skip_space(s, e); s < e; s = skip_space(s, e)) {
+        if (reserve_words(p, p->nwords + 1))
+            return out_of_memory(p);
+        char *w = out, bad = 0;
+        out = unquote_word(&s, e, out, &bad);
+        if (!out)
+            return syntax(p, "unterminated %c quote", bad);
+        *out++ = '\0';
+        p->word[p->nwords] = w;
+        p->word_len[p->nwords++] = (size_t)(out - 1 - w);
+    }
+    return 0;
+}
+
+/* ---- option values --------------------------------------------------------- */
+
+static bool parse_float(const char *s, double *out)
+{
+    size_t len = strlen(s);
+    if (len == 0 || strspn(s, "0123456789.eE+-") != len)
+        return false;
+    char *end;
+    double d = strtod(s, &end);
+    if (*end != '\0' || !isfinite(d))
+        return false;
+    *out = d;
+    return true;
+}
+
+static bool parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+    size_t len = strlen(s);
+    if (len == 0 || strspn(s, "0123456789+-") != len)
+        return false;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end != '\0' || errno == ERANGE || v < lo || v > hi)
+        return false;
+    *out = v;
+    return true;
+}
+
+static bool opt_memory(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    double d;
+    if (!parse_float(val, &d) || d < 0 || ceil(d) > UINT32_MAX)
+        return false;
+    spec->memory_mb = (uint32_t)ceil(d);
+    return true;
+}
+
+static bool opt_cpus(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    double d;
+    if (!parse_float(val, &d) || d <= 0 || ceil(d) > UINT32_MAX)
+        return false;
+    spec->cpus = (uint32_t)ceil(d);
+    return true;
+}
+
+static bool opt_tries(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    long long v;
+    if (!parse_int(val, 1, INT32_MAX, &v))
+        return false;
+    spec->tries = (uint32_t)v;
+    return true;
+}
+
+static bool opt_priority(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    long long v;
+    if (!parse_int(val, INT32_MIN, INT32_MAX, &v))
+        return false;
+    spec->priority = (int32_t)v;
+    return true;
+}
+
+/* Appends to p->fwd (== spec->forwards), which has room for one forward per
+ * two words of the line. */
+static bool add_forward(struct parser *p, struct dag_task_spec *spec, uint32_t kind,
+                        const char *val)
+{
+    const char *eq = strchr(val, '=');
+    if (!eq || eq == val || eq[1] == '\0')
+        return false;
+    p->fwd[spec->nforwards++] =
+        (struct dag_forward_spec){kind, val, (size_t)(eq - val), eq + 1, strlen(eq + 1)};
+    return true;
+}
+
+static bool opt_pipe(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    return add_forward(p, spec, DAG_FORWARD_PIPE, val);
+}
+
+static bool opt_file(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    return add_forward(p, spec, DAG_FORWARD_FILE, val);
+}
+
+struct task_option {
+    char short_name;
+    const char *long_name;
+    bool (*apply)(struct parser *p, struct dag_task_spec *spec, const char *val);
+    const char *expects;
+};
+
+static const struct task_option task_options[] = {
+    {'m', "request-memory", opt_memory, "a number of MB >= 0"},
+    {'c', "request-cpus", opt_cpus, "a number of CPUs > 0"},
+    {'t', "tries", opt_tries, "an integer >= 1"},
+    {'p', "priority", opt_priority, "an integer"},
+    {'f', "pipe-forward", opt_pipe, "VAR=FILE"},
+    {'F', "file-forward", opt_file, "SRC=DEST"},
+};
+
+/* Which option word w is; *val gets an attached value (--opt=value). */
+static const struct task_option *match_option(const char *w, const char **val)
+{
+    size_t n = sizeof task_options / sizeof task_options[0];
+    *val = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const struct task_option *o = &task_options[i];
+        size_t len = strlen(o->long_name);
+        if (w[1] == o->short_name && w[2] == '\0')
+            return o;
+        if (w[1] == '-' && strncmp(w + 2, o->long_name, len) == 0) {
+            if (w[2 + len] == '=')
+                *val = w + 3 + len;
+            if (w[2 + len] == '=' || w[2 + len] == '\0')
+                return o;
+        }
+    }
+    return NULL;
+}
+
+/* Apply the options among p->word[]; *next gets the executable's index. */
+static int parse_options(struct parser *p, struct dag_task_spec *spec, size_t *next)
+{
+    size_t i = 0;
+    while (i < p->nwords && p->word[i][0] == '-') {
+        const char *w = p->word[i++], *val;
+        const struct task_option *o = match_option(w, &val);
+        if (!o)
+            return syntax(p, "task %.*s: unknown option %.*s", show(p->task_len), p->task,
+                          show(p->word_len[i - 1]), w);
+        if (!val && i == p->nwords)
+            return syntax(p, "task %.*s: -%c/--%s needs a value", show(p->task_len), p->task,
+                          o->short_name, o->long_name);
+        if (!val)
+            val = p->word[i++];
+        if (!o->apply(p, spec, val))
+            return syntax(p, "task %.*s: bad value '%.*s' for -%c/--%s (expected %s)",
+                          show(p->task_len), p->task, show(strlen(val)), val, o->short_name,
+                          o->long_name, o->expects);
+    }
+    *next = i;
+    return 0;
+}
+
+/* ---- records --------------------------------------------------------------- */
+
+static int add_task(struct parser *p, const struct dag_task_spec *spec)
+{
+    dag_task_t id;
+    if (dag_add_task(p->dag, spec, &id) == 0) {
+        p->have_pegid = false;
+        return 0;
+    }
+    if (errno == EEXIST)
+        return syntax(p, "duplicate task %.*s", show(p->task_len), p->task);
+    if (errno == E2BIG)
+        return syntax(p, "DAG too large at task %.*s", show(p->task_len), p->task);
+    if (errno == EINVAL)
+        return syntax(p, "invalid task %.*s", show(p->task_len), p->task);
+    return out_of_memory(p);
+}
+
+static int parse_task(struct parser *p, const char *s, const char *e)
+{
+    s = skip_space(s, e);
+    if (s == e)
+        return syntax(p, "TASK with no name");
+    p->task = s;
+    s = word_end(s, e);
+    p->task_len = (size_t)(s - p->task);
+    if (tokenise(p, s, e))
+        return -1;
+    if (reserve_fwd(p, p->nwords / 2 + 1))
+        return out_of_memory(p);
+    struct dag_task_spec spec = {
+        .name = p->task, .name_len = p->task_len, .cpus = 1, .line = p->line, .forwards = p->fwd};
+    size_t exe = 0;
+    if (parse_options(p, &spec, &exe))
+        return -1;
+    if (exe == p->nwords)
+        return syntax(p, "TASK %.*s has no executable", show(p->task_len), p->task);
+    if (p->word_len[exe] == 0)
+        return syntax(p, "TASK %.*s has an empty executable", show(p->task_len), p->task);
+    spec.argv = p->word + exe;
+    spec.argv_len = p->word_len + exe;
+    spec.argc = (uint32_t)(p->nwords - exe);
+    if (p->have_pegid) {
+        spec.pegasus_id = p->pegid;
+        spec.pegasus_id_len = p->pegid_len;
+    }
+    return add_task(p, &spec);
+}
+
+static int lookup(struct parser *p, const char *name, size_t len, dag_task_t *id)
+{
+    if (dag_lookup(p->dag, name, len, id) == 0)
+        return 0;
+    return syntax(p, "EDGE names unknown task %.*s", show(len), name);
+}
+
+static int parse_edge(struct parser *p, const char *s, const char *e)
+{
+    const char *w[3];
+    size_t n[3];
+    int k;
+    for (k = 0, s = skip_space(s, e); k < 3 && s < e; k++, s = skip_space(s, e)) {
+        w[k] = s;
+        s = word_end(s, e);
+        n[k] = (size_t)(s - w[k]);
+    }
+    if (k != 2)
+        return syntax(p, "EDGE needs a parent and a child");
+    dag_task_t parent, child;
+    if (lookup(p, w[0], n[0], &parent) || lookup(p, w[1], n[1], &child))
+        return -1;
+    if (parent == child)
+        return syntax(p, "EDGE from task %.*s to itself", show(n[0]), w[0]);
+    if (dag_add_edge(p->dag, parent, child) == 0)
+        return 0;
+    return errno == E2BIG ? syntax(p, "too many edges") : out_of_memory(p);
+}
+
+/* "#@ N transformation derivation" keeps N for the next TASK; any other
+ * comment is ignored. */
+static int parse_comment(struct parser *p, const char *s, const char *e)
+{
+    if (e - s < 3 || s[1] != '@' || !is_space(s[2]))
+        return 0;
+    s = skip_space(s + 2, e);
+    const char *id = s;
+    s = word_end(s, e);
+    if (s > id && keep_pegid(p, id, (size_t)(s - id)))
+        return out_of_memory(p);
+    return 0;
+}
+
+static int parse_line(struct parser *p, const char *s, const char *e)
+{
+    s = skip_space(s, e);
+    while (e > s && is_space(e[-1]))
+        e--;
+    if (s == e)
+        return 0;
+    if (memchr(s, '\0', (size_t)(e - s)))
+        return syntax(p, "NUL character in line");
+    if (*s == '#')
+        return parse_comment(p, s, e);
+    const char *kw = s;
+    s = word_end(s, e);
+    if (s - kw == 4 && memcmp(kw, "TASK", 4) == 0)
+        return parse_task(p, s, e);
+    if (s - kw == 4 && memcmp(kw, "EDGE", 4) == 0)
+        return parse_edge(p, s, e);
+    return syntax(p, "unknown record %.*s", show((size_t)(s - kw)), kw);
+}
+
+/* ---- the file -------------------------------------------------------------- */
+
+/* Give back the mapped pages before s (whole pages, every 4 MB). */
+static void drop_parsed(struct parser *p, const char *s)
+{
+    size_t done = (size_t)(s - p->map);
+    if (!p->map || done - p->dropped < DAGFILE__DROP_EVERY)
+        return;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    done &= ~(page - 1);
+    (void)madvise((void *)(p->map + p->dropped), done - p->dropped, MADV_DONTNEED);
+    p->dropped = done;
+}
+
+static int parse_lines(struct parser *p, const char *buf, size_t len)
+{
+    const char *s = buf, *end = buf + len;
+    while (s < end) {
+        const char *nl = memchr(s, '\n', (size_t)(end - s));
+        const char *eol = nl ? nl : end;
+        p->line++;
+        if (parse_line(p, s, eol))
+            return -1;
+        s = nl ? nl + 1 : end;
+        drop_parsed(p, s);
+    }
+    return 0;
+}
+
+static int finish(struct parser *p)
+{
+    struct pmc_error e;
+    if (p->dag->ntasks == 0) {
+        errno = EINVAL;
+        return pmc_errorf(p->err, "%s: no tasks in DAG", p->path);
+    }
+    if (dag_finish(p->dag, &e))
+        return pmc_errorf(p->err, "%s: %s", p->path, e.text);
+    return 0;
+}
+
+static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
+                                struct pmc_error *err, bool mapped)
+{
+    struct parser p = {.path = path, .err = err, .map = mapped ? buf : NULL};
+    p.dag = dag_create();
+    if (!p.dag) {
+        pmc_errorf(err, "%s: out of memory", path);
+        return NULL;
+    }
+    int rc = parse_lines(&p, buf, len);
+    if (rc == 0)
+        rc = finish(&p);
+    parser_free(&p);
+    if (rc == 0)
+        return p.dag;
+    int saved = errno;
+    dag_destroy(p.dag);
+    errno = saved;
+    return NULL;
+}
+
+struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, struct pmc_error *err)
+{
+    return parse_buffer(buf, len, filename, err, false);
+}
+
+/* Read all of fd into one malloc'ed buffer; -1 with errno on failure. */
+static int read_all(int fd, char **pbuf, size_t *plen)
+{
+    size_t len = 0, cap = 0;
+    char *buf = NULL;
+    for (;;) {
+        if (len == cap && reserve_bytes(&buf, &cap, cap ? cap * 2 : 1 << 20)) {
+            free(buf);
+            errno = ENOMEM;
+            return -1;
+        }
+        ssize_t n = read(fd, buf + len, cap - len);
+        if (n == 0)
+            break;
+        if (n < 0 && errno != EINTR) {
+            free(buf);
+            return -1;
+        }
+        len += n > 0 ? (size_t)n : 0;
+    }
+    *pbuf = buf;
+    *plen = len;
+    return 0;
+}
+
+/* Pipes and other files that cannot be mapped. */
+static struct dag *load_read(int fd, const char *path, struct pmc_error *err)
+{
+    char *buf;
+    size_t len;
+    if (read_all(fd, &buf, &len))
+        return io_error(path, err);
+    struct dag *dag = dagfile_parse(buf, len, path, err);
+    int saved = errno;
+    free(buf);
+    errno = saved;
+    return dag;
+}
+
+static struct dag *load_mapped(int fd, size_t size, const char *path, struct pmc_error *err)
+{
+    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED)
+        return load_read(fd, path, err);
+    (void)madvise(map, size, MADV_SEQUENTIAL);
+    struct dag *dag = parse_buffer(map, size, path, err, true);
+    int saved = errno;
+    munmap(map, size);
+    errno = saved;
+    return dag;
+}
+
+struct dag *dagfile_load(const char *path, struct pmc_error *err)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return io_error(path, err);
+    struct stat st;
+    struct dag *dag;
+    if (fstat(fd, &st) < 0)
+        dag = io_error(path, err);
+    else if (S_ISREG(st.st_mode) && st.st_size > 0)
+        dag = load_mapped(fd, (size_t)st.st_size, path, err);
+    else
+        dag = load_read(fd, path, err);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return dag;
+}
