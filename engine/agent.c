@@ -153,8 +153,11 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
     const char *app = pegasus_id + strlen(pegasus_id) + 1;
     struct task_record r = {pegasus_id, name,          s->start, duration,     status,
                             app,        a->cfg.hostname, a->cfg.rank, s->cpus, s->memory_mb};
+    /* the record starts a line even after output without a final newline */
     char line[4096];
-    size_t len = records_format_task(line, sizeof line, &r);
+    size_t nl = taskio_needs_newline(s->out_fd) ? 1 : 0;
+    line[0] = '\n';
+    size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
     if (len >= sizeof line)
         len = sizeof line - 1;
     if (taskio_file_append(&a->out, s->out_fd, line, len) < 0 ||

@@ -120,6 +120,15 @@ int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
     return 0;
 }
 
+int taskio_needs_newline(int fd)
+{
+    struct stat st;
+    char last;
+    if (fstat(fd, &st) < 0 || st.st_size == 0)
+        return 0;
+    return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+}
+
 int taskio_file_close(struct taskio_file *f)
 {
     int rc = 0;

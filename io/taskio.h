@@ -48,6 +48,10 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
 int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
                        size_t trailer_len);
 
+/* True when the file at fd is non-empty and its last byte is not '\n'
+ * (the record that follows must still start a line). */
+int taskio_needs_newline(int fd);
+
 /* fsync-free close; frees path.  Safe on a closed/zeroed struct. */
 int taskio_file_close(struct taskio_file *f);
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""test_restart.py - SIGKILL mid-way, then restart from the rescue file (case d).
+
+A DAG of 60 tasks of 0.2 s in 4 chains (pmc-gendag --shape chain) is
+started; once the rescue file holds at least 8 complete DONE records the run
+is killed with SIGKILL: the pmc-hybrid process itself with 1 rank, the
+mpiexec process group with 4 ranks.  The DONE set on disk at that moment (a
+torn last line does not count) is the snapshot.  The same command is run
+again and must exit 0 with stat="ok"; no task of the snapshot may run again,
+every other task runs exactly once successfully in dependency order, and the
+final rescue file lists all 60 tasks.
+
+Records that started before the restart (output of the killed run that the
+restart merges from the per-rank files, which COMPAT.md opens in append
+mode) are not counted as runs of the second execution.
+"""
+
+import os
+import signal
+import sys
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmcrun  # noqa: E402
+
+NTASKS = 60
+KILL_AFTER = 8  # DONE records
+
+
+class Restart(pmcrun.TestCase):
+    def kill_and_restart(self, ranks):
+        dag_path = self.path("chains.dag")
+        pmcrun.gendag(["--shape", "chain", "--width", "4", "--tasks", str(NTASKS), "--runtime",
+                       "0.2"], dag_path)
+        dag = pmcrun.parse_dag(dag_path)
+        rescue = dag_path + ".rescue"
+        args = ["--host-cpus", "16", dag_path]
+
+        proc = self.start_pmc(args, ranks=ranks)
+        deadline = time.monotonic() + 60
+        done = set()
+        while time.monotonic() < deadline and proc.poll() is None:
+            done = pmcrun.parse_rescue(rescue, complete_only=True).done_set
+            if len(done) >= KILL_AFTER:
+                break
+            time.sleep(0.01)
+        if proc.poll() is not None:
+            first = pmcrun.finish(proc)
+            self.fail("the first run ended (exit %s) before %d tasks were DONE in the rescue "
+                      "file (it had %d)\n%s" % (proc.returncode, KILL_AFTER, len(done),
+                                                first.describe()))
+        if len(done) < KILL_AFTER:
+            pmcrun.kill_session(proc)
+            first = pmcrun.finish(proc, timeout=5)
+            self.fail("no %d DONE records in the rescue file after 60 s (had %d)\n%s"
+                      % (KILL_AFTER, len(done), first.describe()))
+        if ranks == 1:
+            os.kill(proc.pid, signal.SIGKILL)
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        snapshot = pmcrun.parse_rescue(rescue, complete_only=True).done_set
+        if ranks > 1 and not pmcrun.wait_session_gone(proc.pid, timeout=10):
+            pmcrun.kill_session(proc)  # ranks that outlived their mpiexec
+        pmcrun.finish(proc, timeout=5)
+        self.assertLess(len(snapshot), NTASKS, "every task was DONE before the kill")
+
+        res = self.run_pmc(args, ranks=ranks)
+        problems = pmcrun.success_problems(res, dag, skipped=snapshot, since=res.started)
+        self.check(problems, res, "ranks=%d, %d tasks DONE at the kill" % (ranks, len(snapshot)))
+
+    def test_kill_restart_ranks1(self):
+        self.kill_and_restart(1)
+
+    def test_kill_restart_ranks4(self):
+        self.kill_and_restart(4)
+
+
+if __name__ == "__main__":
+    pmcrun.main()

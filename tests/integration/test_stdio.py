@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""test_stdio.py - task stdout/stderr and the per-rank files (case g).
+
+Four tasks print three lines each with pauses in between while running at
+the same time, one task writes to stdout and stderr, one prints text without
+a final newline.  With -o FILE -e FILE, and without (default: pmc-hybrid's
+own stdout/stderr), each with 1 and 4 ranks:
+  * each task's output is contiguous (never interleaved with another task's)
+    and immediately followed by its own cluster-task line;
+  * every record starts at column 0, even after output without a newline;
+  * stderr text lands in the -e FILE (or pmc-hybrid's stderr);
+  * with -o, no task output appears on pmc-hybrid's stdout, and exactly one
+    cluster-summary is printed (on stdout or in FILE);
+  * after the successful run the per-rank DAG.out.R / DAG.err.R files are
+    gone, every task is DONE and the run exits 0.
+"""
+
+import os
+import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmcrun  # noqa: E402
+
+MULTI = ("a", "b", "c", "d")
+
+
+def dag_text():
+    lines = ['TASK multi_%s /bin/sh -c "echo %s-1; sleep 0.1; echo %s-2; sleep 0.1; echo %s-3"'
+             % (x, x, x, x) for x in MULTI]
+    lines.append('TASK both /bin/sh -c "echo err-line 1>&2; echo out-line"')
+    lines.append('TASK nonl /bin/sh -c "printf no-newline"')
+    return "\n".join(lines) + "\n"
+
+
+EXPECTED = {"multi_%s" % x: ["%s-1" % x, "%s-2" % x, "%s-3" % x] for x in MULTI}
+EXPECTED["both"] = ["out-line"]
+
+
+def block_problems(text, where):
+    """Each task's lines directly precede its record in text."""
+    out = pmcrun.parse_output(text)
+    problems = ["%s: %s" % (where, p) for p in out.problems]
+    lines = out.lines
+    for name, want in EXPECTED.items():
+        recs = [r for r in out.tasks if r.name == name]
+        if len(recs) != 1:
+            problems.append("%s: %d records for %s" % (where, len(recs), name))
+            continue
+        i = recs[0].lineno - 1
+        got = lines[max(0, i - len(want)):i]
+        if got != want:
+            problems.append("%s: the %d lines before %s's record are %r, expected %r"
+                            % (where, len(want), name, got, want))
+    if not any(line.startswith("no-newline") for line in lines):
+        problems.append("%s: output without newline ('no-newline') is missing" % where)
+    return problems, out
+
+
+class Stdio(pmcrun.TestCase):
+    def test_stdio(self):
+        for files in (True, False):
+            for ranks in (1, 4):
+                case = "%s ranks=%d" % ("-o/-e files" if files else "default stdio", ranks)
+                with self.subTest(case=case):
+                    sub = os.path.join(self.tmp, "%s.%d" % ("files" if files else "std", ranks))
+                    os.mkdir(sub)
+                    self.check(self.one_case(sub, files, ranks), self.last, case)
+
+    def one_case(self, sub, files, ranks):
+        dag_path = os.path.join(sub, "io.dag")
+        with open(dag_path, "w") as f:
+            f.write(dag_text())
+        dag = pmcrun.parse_dag(dag_path)
+        out_file, err_file = os.path.join(sub, "task.out"), os.path.join(sub, "task.err")
+        opts = ["-o", out_file, "-e", err_file] if files else []
+        res = self.last = pmcrun.run(opts + ["--host-cpus", "8", dag_path], ranks=ranks,
+                                     cwd=sub, timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 0:
+            problems.append("exit status %s, expected 0" % res.returncode)
+        if files:
+            try:
+                with open(out_file) as f:
+                    text = f.read()
+                with open(err_file) as f:
+                    err_text = f.read()
+            except OSError as e:
+                return problems + ["-o/-e file missing: %s" % e]
+            if "a-1" in res.stdout or "out-line" in res.stdout:
+                problems.append("task output on pmc-hybrid's stdout despite -o")
+            summaries = len(res.summaries) + len(pmcrun.parse_output(text).summaries)
+            if summaries != 1:
+                problems.append("%d cluster-summary records in stdout and -o FILE" % summaries)
+        else:
+            text, err_text = res.stdout, res.stderr
+            if len(res.summaries) != 1:
+                problems.append("%d cluster-summary records on stdout" % len(res.summaries))
+        where = "-o FILE" if files else "stdout"
+        more, out = block_problems(text, where)
+        problems += more
+        if "err-line" not in err_text:
+            problems.append("'err-line' (task stderr) missing from %s"
+                            % ("-e FILE" if files else "stderr"))
+        if any(r.status != 0 for r in out.tasks) or len(out.tasks) != len(dag):
+            problems.append("records: %s" % [(r.name, r.status) for r in out.tasks])
+        problems += pmcrun.order_problems(dag, out.tasks)
+        left = pmcrun.stdio_leftovers(dag_path)
+        if left:
+            problems.append("per-rank stdio files left after a successful run: %s"
+                            % ", ".join(left))
+        done = pmcrun.parse_rescue(dag_path + ".rescue").done_set
+        if done != set(dag.tasks):
+            problems.append("rescue DONE set %s" % sorted(done))
+        return problems
+
+
+if __name__ == "__main__":
+    pmcrun.main()
