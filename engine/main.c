@@ -51,6 +51,7 @@ static void install_signal_handlers(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
     signal(SIGPIPE, SIG_IGN);
+    signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE fails a write with EFBIG instead */
 }
 
 static void print_version(void)

@@ -191,14 +191,16 @@ class Result:
                 % (" ".join(self.argv), status, self.elapsed, tail(self.stderr), tail(self.stdout)))
 
 
-def start(args, ranks=1, cwd=None, env=None):
-    """Launch pmc-hybrid without waiting, in a new session.  Returns the Popen
-    with .argv and .started attributes; finish it with finish()."""
+def start(args, ranks=1, cwd=None, env=None, preexec=None):
+    """Launch pmc-hybrid without waiting, in a new session (preexec, if
+    given, runs in the child before exec, e.g. to set a resource limit).
+    Returns the Popen with .argv and .started attributes; finish it with
+    finish()."""
     argv = command(args, ranks)
     started = time.time()
     proc = subprocess.Popen(argv, cwd=cwd, env=run_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=preexec)
     proc.argv = argv
     proc.started = started
     proc.t0 = time.monotonic()
@@ -221,9 +223,9 @@ def finish(proc, timeout=RUN_TIMEOUT):
                   err.decode("utf-8", "replace"), elapsed, timed_out, proc.started)
 
 
-def run(args, ranks=1, cwd=None, timeout=RUN_TIMEOUT, env=None):
+def run(args, ranks=1, cwd=None, timeout=RUN_TIMEOUT, env=None, preexec=None):
     """Run pmc-hybrid to the end and return its Result."""
-    return finish(start(args, ranks, cwd, env), timeout)
+    return finish(start(args, ranks, cwd, env, preexec), timeout)
 
 
 def gendag(args, output, timeout=60):
