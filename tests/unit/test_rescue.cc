@@ -31,7 +31,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <grp.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/dag.h"
@@ -164,6 +166,47 @@ struct ReadResult {
     bool all_zero = true;
     std::string err;
 };
+
+/* Run fn (returning rc and error text) with the permissions of an ordinary
+ * user, so permission checks also hold when the suite runs as root (as CI
+ * does): as root, fn runs in a forked child that drops to uid/gid 65534
+ * ("nobody") and reports back through a pipe; otherwise it runs here. */
+struct Outcome {
+    int rc = -2;
+    std::string err;
+};
+
+template <typename Fn> static Outcome unprivileged(Fn fn)
+{
+    if (geteuid() != 0)
+        return fn();
+    int fds[2];
+    if (pipe(fds) != 0)
+        return Outcome{-3, "pipe failed"};
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        Outcome o{-4, "cannot drop privileges"};
+        if (setgroups(0, nullptr) == 0 && setgid(65534) == 0 && setuid(65534) == 0)
+            o = fn();
+        std::string msg = std::to_string(o.rc) + "\n" + o.err;
+        ssize_t w = write(fds[1], msg.data(), msg.size());
+        _exit(w == (ssize_t)msg.size() ? 0 : 1);
+    }
+    close(fds[1]);
+    std::string msg;
+    char buf[512];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0)
+        msg.append(buf, (size_t)n);
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    size_t nl = msg.find('\n');
+    if (nl == std::string::npos)
+        return Outcome{-5, "child reported nothing"};
+    return Outcome{std::stoi(msg.substr(0, nl)), msg.substr(nl + 1)};
+}
 
 class RescueTest : public ::testing::Test
 {
@@ -397,13 +440,15 @@ TEST_F(RescueTest, DirectoryIsAnError)
 
 TEST_F(RescueTest, UnreadableFileIsAnError)
 {
-    if (geteuid() == 0)
-        GTEST_SKIP() << "root reads files whatever their mode";
     write_file(path_, "DONE a\n");
     ASSERT_EQ(chmod(path_.c_str(), 0), 0);
-    ReadResult r = read(path_);
-    EXPECT_EQ(r.rc, -1);
-    EXPECT_EQ(r.err, path_ + ": Permission denied");
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0); /* the file, not the folder, is unreadable */
+    Outcome o = unprivileged([&] {
+        ReadResult r = read(path_);
+        return Outcome{r.rc, r.err};
+    });
+    EXPECT_EQ(o.rc, -1);
+    EXPECT_EQ(o.err, path_ + ": Permission denied");
 }
 
 TEST_F(RescueTest, ReadsFromAPipe)
@@ -589,14 +634,18 @@ TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
 
 TEST_F(RescueTest, OpenFailsInAReadOnlyDirectory)
 {
-    if (geteuid() == 0)
-        GTEST_SKIP() << "root writes into read-only directories";
     write_file(path_, "DONE a\n");
-    ASSERT_EQ(chmod(dir_.c_str(), 0500), 0);
-    pmc_error err{};
-    rescue_writer *w = open_writer({"c"}, &err);
-    EXPECT_EQ(w, nullptr);
-    EXPECT_EQ(std::string(err.text), path_ + ".tmp: Permission denied");
+    ASSERT_EQ(chmod(path_.c_str(), 0666), 0);
+    ASSERT_EQ(chmod(dir_.c_str(), 0555), 0); /* readable, not writable, by anyone */
+    Outcome o = unprivileged([&] {
+        pmc_error err{};
+        rescue_writer *w = open_writer({"c"}, &err);
+        Outcome r{w ? 0 : -1, err.text};
+        rescue_writer_close(w);
+        return r;
+    });
+    EXPECT_EQ(o.rc, -1);
+    EXPECT_EQ(o.err, path_ + ".tmp: Permission denied");
     EXPECT_EQ(slurp(path_), "DONE a\n");
 }
 
