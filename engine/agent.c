@@ -21,12 +21,21 @@
 #include <unistd.h>
 
 #include "engine/spawn.h"
+#include "sched/node_queue.h"
 #include "io/log.h"
 #include "io/msg.h"
 #include "io/records.h"
 #include "io/taskio.h"
 
 #define MAILBOX_EVENT UINT64_MAX
+#define RESULT_BATCH 24      /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2    /* longest a result waits for companions */
+
+/* A received TASKS message, kept until its last queued task has started. */
+struct batch {
+    struct mail *mail;
+    uint32_t refs;
+};
 
 extern char **environ;
 
@@ -60,7 +69,11 @@ struct agent {
     size_t base_env_n;
     struct msgbuf results;
     struct taskio_file out, err;
-    bool shutting, aborting, failed, sent_abort;
+    struct node_queue queue; /* received, not started (prefetch window) */
+    uint32_t cpus_free;      /* local accounting of the rank's share */
+    uint64_t memory_free;
+    struct timespec first_result; /* when the oldest unsent result was added */
+    bool shutting, aborting, draining, failed, sent_abort;
     struct timespec kill_deadline;
     bool killed_hard;
 };
@@ -176,8 +189,11 @@ static void agent_add_result(struct agent *a, const struct slot *s, int status, 
                            .exec_errno = exec_errno,
                            .start = s->start,
                            .duration = duration};
-    if (a->results.count == 0 && msg_begin(&a->results, MSG_RESULTS) < 0)
-        goto oom;
+    if (a->results.count == 0) {
+        if (msg_begin(&a->results, MSG_RESULTS) < 0)
+            goto oom;
+        clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+    }
     if (msg_add_result(&a->results, &r) == 0)
         return;
 oom:
@@ -185,9 +201,25 @@ oom:
     a->failed = true;
 }
 
-static void agent_flush_results(struct agent *a)
+/* Adaptive batching (DESIGN.md section 2): send at once when this node is
+ * about to run dry (fewer queued tasks than CPUs: the master must refill it),
+ * when ending, or when RESULT_BATCH results wait; otherwise let results
+ * gather for at most RESULT_DELAY_MS.  A quiet system therefore sees every
+ * result immediately and a loaded one sends big batches. */
+static long agent_result_wait_ms(const struct agent *a)
 {
     if (a->results.count == 0)
+        return -1;
+    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) < a->cfg.cpus || a->shutting ||
+        a->draining)
+        return 0;
+    long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
+    return waited >= RESULT_DELAY_MS ? 0 : RESULT_DELAY_MS - waited;
+}
+
+static void agent_flush_results(struct agent *a)
+{
+    if (agent_result_wait_ms(a) != 0)
         return;
     msg_end(&a->results);
     if (comm_send(a->comm, 0, COMM_TO_MASTER, &a->results) < 0) {
@@ -290,6 +322,15 @@ static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task
 
 /* ---- launching and reaping -------------------------------------------- */
 
+static void agent_slot_release(struct agent *a, struct slot *s)
+{
+    taskio_capture_reset(s->out_fd);
+    taskio_capture_reset(s->err_fd);
+    a->cpus_free += s->cpus;
+    a->memory_free += s->memory_mb;
+    s->in_use = false;
+}
+
 static void agent_exec_failed(struct agent *a, struct slot *s, int e)
 {
     const char *app = s->argv[0];
@@ -298,9 +339,15 @@ static void agent_exec_failed(struct agent *a, struct slot *s, int e)
     int status = spawn_exec_exit_code(e) << 8;
     agent_write_output(a, s, status, 0.0);
     agent_add_result(a, s, status, e, 0.0);
-    taskio_capture_reset(s->out_fd);
-    taskio_capture_reset(s->err_fd);
-    s->in_use = false;
+    agent_slot_release(a, s);
+}
+
+static void agent_batch_unref(struct batch *b)
+{
+    if (b && --b->refs == 0) {
+        mail_free(b->mail);
+        free(b);
+    }
 }
 
 static void agent_launch(struct agent *a, const struct msg_task *t)
@@ -315,6 +362,8 @@ static void agent_launch(struct agent *a, const struct msg_task *t)
         return;
     }
     s->in_use = true;
+    a->cpus_free -= t->cpus;
+    a->memory_free -= t->memory_mb;
     s->id = t->id;
     s->attempt = t->attempt;
     s->cpus = t->cpus;
@@ -348,28 +397,75 @@ static void agent_reap(struct agent *a, uint32_t i)
     s->pidfd = -1;
     agent_write_output(a, s, status, duration);
     agent_add_result(a, s, status, 0, duration);
-    taskio_capture_reset(s->out_fd);
-    taskio_capture_reset(s->err_fd);
-    s->in_use = false;
+    agent_slot_release(a, s);
     a->running--;
 }
 
 /* ---- messages --------------------------------------------------------- */
 
-static void agent_handle_tasks(struct agent *a, struct msg_reader *r)
+/* --null-executor: the task "succeeds" at once; nothing runs or is written. */
+static void agent_null_task(struct agent *a, const struct msg_task *t)
 {
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    agent_add_result(a, &s, 0, 0, 0.0);
+}
+
+/* Give a task back to the master unstarted (after DRAIN or ABORT). */
+static void agent_cancel_task(struct agent *a, const struct msg_task *t)
+{
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    agent_add_result(a, &s, 0, ECANCELED, 0.0);
+}
+
+/* Start queued tasks while this rank's CPUs and memory allow. */
+static void agent_pump(struct agent *a)
+{
+    struct node_task nt;
+    while (!a->failed && nq_take_fit(&a->queue, a->cpus_free, a->memory_free, &nt) == 1) {
+        agent_launch(a, &nt.t);
+        agent_batch_unref(nt.batch);
+    }
+}
+
+static void agent_cancel_queued(struct agent *a)
+{
+    struct node_task nt;
+    while (nq_pop(&a->queue, &nt) == 1) {
+        agent_cancel_task(a, &nt.t);
+        agent_batch_unref(nt.batch);
+    }
+}
+
+/* Queue the tasks of m; returns true when m is now owned by the queue. */
+static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reader *r)
+{
+    struct batch *b = calloc(1, sizeof *b);
     struct msg_task t;
     struct pmc_error err;
     int rc;
+    if (!b) {
+        a->failed = true;
+        return false;
+    }
+    b->mail = m;
+    b->refs = 1; /* held while this loop runs */
     while ((rc = msg_next_task(r, &t, &err)) == 1) {
-        if (a->aborting)
-            continue; /* too late to start anything */
-        agent_launch(a, &t);
+        if (a->cfg.null_executor)
+            agent_null_task(a, &t);
+        else if (a->aborting || a->draining)
+            agent_cancel_task(a, &t); /* too late to start anything */
+        else if (nq_push(&a->queue, &t, b) == 0)
+            b->refs++;
+        else
+            a->failed = true;
     }
     if (rc < 0) {
         log_error("Bad TASKS message from the master: %s", err.text);
         a->failed = true;
     }
+    agent_pump(a);
+    agent_batch_unref(b);
+    return true;
 }
 
 static void agent_kill_all(struct agent *a, int sig)
@@ -385,41 +481,51 @@ static void agent_begin_abort(struct agent *a)
         return;
     a->aborting = true;
     a->shutting = true;
+    agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
     clock_gettime(CLOCK_MONOTONIC, &a->kill_deadline);
     a->kill_deadline.tv_sec += AGENT_KILL_GRACE_MS / 1000;
 }
 
-static void agent_handle_mail(struct agent *a, struct mail *m)
+/* Handle one message; returns true when the mail was kept (TASKS). */
+static bool agent_handle_mail(struct agent *a, struct mail *m)
 {
     struct msg_reader r;
     struct pmc_error err;
     if (msg_open(&r, m->data, m->len, &err) < 0) {
         log_error("Bad message from rank %d: %s", m->peer, err.text);
         a->failed = true;
-        return;
+        return false;
     }
-    if (r.kind == MSG_TASKS)
-        agent_handle_tasks(a, &r);
-    else if (r.kind == MSG_SHUTDOWN)
+    switch (r.kind) {
+    case MSG_TASKS:
+        return agent_handle_tasks(a, m, &r);
+    case MSG_SHUTDOWN:
         a->shutting = true;
-    else if (r.kind == MSG_ABORT)
+        break;
+    case MSG_DRAIN:
+        a->draining = true;
+        agent_cancel_queued(a);
+        break;
+    case MSG_ABORT:
         agent_begin_abort(a);
-    else
+        break;
+    default:
         log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);
+    }
+    return false;
 }
 
 static void agent_drain_mailbox(struct agent *a)
 {
     struct mail *m;
-    while ((m = mailbox_pop(&a->box)) != NULL) {
-        agent_handle_mail(a, m);
-        mail_free(m);
-    }
+    while ((m = mailbox_pop(&a->box)) != NULL)
+        if (!agent_handle_mail(a, m))
+            mail_free(m);
 }
 
 /* ms until the kill deadline during an abort, else -1 (no timeout). */
-static int agent_wait_timeout(struct agent *a)
+static int agent_kill_timeout(struct agent *a)
 {
     if (!a->aborting || a->killed_hard)
         return -1;
@@ -435,6 +541,16 @@ static int agent_wait_timeout(struct agent *a)
     return (int)ms;
 }
 
+/* The epoll timeout: the sooner of the kill deadline and the result delay. */
+static int agent_wait_timeout(struct agent *a)
+{
+    int kill_ms = agent_kill_timeout(a);
+    long result_ms = agent_result_wait_ms(a);
+    if (result_ms < 0)
+        return kill_ms;
+    return kill_ms < 0 || result_ms < kill_ms ? (int)result_ms : kill_ms;
+}
+
 static void agent_wait_events(struct agent *a)
 {
     struct epoll_event ev[64];
@@ -446,6 +562,8 @@ static void agent_wait_events(struct agent *a)
     for (int i = 0; i < n; i++)
         if (ev[i].data.u64 != MAILBOX_EVENT)
             agent_reap(a, (uint32_t)ev[i].data.u64);
+    if (!a->aborting && !a->draining)
+        agent_pump(a);
 }
 
 static void agent_send_hello(struct agent *a)
@@ -467,7 +585,7 @@ static void *agent_main(void *arg)
 {
     struct agent *a = arg;
     agent_send_hello(a);
-    while (!(a->shutting && a->running == 0)) {
+    while (!(a->shutting && a->running == 0 && nq_len(&a->queue) == 0)) {
         agent_drain_mailbox(a);
         agent_flush_results(a);
         if (a->failed && !a->sent_abort) {
@@ -476,11 +594,12 @@ static void *agent_main(void *arg)
             a->sent_abort = true;
             agent_begin_abort(a);
         }
-        if (a->shutting && a->running == 0)
+        if (a->shutting && a->running == 0 && nq_len(&a->queue) == 0)
             break;
         agent_wait_events(a);
         agent_flush_results(a);
     }
+    a->shutting = true; /* makes the last flush unconditional */
     agent_flush_results(a);
     if (taskio_file_close(&a->out) < 0 || taskio_file_close(&a->err) < 0)
         a->failed = true;
@@ -498,6 +617,8 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         return NULL;
     }
     a->cfg = *cfg;
+    a->cpus_free = cfg->cpus;
+    a->memory_free = cfg->memory_mb;
     a->cfg.hostname = strdup(cfg->hostname);
     a->cfg.dag_path = strdup(cfg->dag_path);
     a->out.fd = a->err.fd = -1;
@@ -561,6 +682,10 @@ void agent_destroy(struct agent *a)
         agent_slot_free(&a->slots[i]);
     free(a->slots);
     free(a->base_env);
+    struct node_task nt;
+    while (nq_pop(&a->queue, &nt) == 1)
+        agent_batch_unref(nt.batch);
+    nq_free(&a->queue);
     msg_free(&a->results);
     taskio_file_close(&a->out);
     taskio_file_close(&a->err);

@@ -22,6 +22,7 @@
 #ifndef PMC_AGENT_H
 #define PMC_AGENT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "engine/comm.h"
@@ -42,6 +43,7 @@ struct agent_config {
     uint32_t cpus;      /* CPUs this rank offers */
     uint64_t memory_mb; /* memory this rank offers, MB */
     const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
+    bool null_executor;   /* complete every task at once without running it */
 };
 
 struct agent;

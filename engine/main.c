@@ -144,7 +144,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
         struct master_config mc = {o->dag_path,    o->rescue_path,           o->skip_rescue,
                                    o->out_path,    o->err_path,              o->max_failures,
                                    o->tries,       o->max_wall_time * 60.0,  program,
-                                   ri->size,       o->master_only};
+                                   ri->size,       o->master_only,           o->null_executor};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {
@@ -161,7 +161,7 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
     if (ri->rank == 0 && o->master_only)
         return NULL;
     struct agent_config ac = {ri->rank, ri->host_rank, ri->host_ranks, ri->hostname, 0, 0,
-                              o->dag_path};
+                              o->dag_path, o->null_executor};
     rank_resources(o, ri, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
     struct agent *a = agent_create(&ac, &err);

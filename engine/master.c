@@ -4,8 +4,16 @@
  * state, attempts), beside the read-only DAG.  Invariants:
  *   - a task is in the ready queue iff state == TASK_READY;
  *   - remaining[t] == number of parents of t not yet TASK_DONE;
- *   - for every node, cpus_free + sum(cpus of its running tasks) == cpus
- *     (same for memory), and inflight == number of TASK_RUNNING tasks.
+ *   - for every node, committed_cpus == sum(cpus of the tasks sent to it
+ *     and not yet reported back: running or queued there) (same for
+ *     memory), and inflight == number of TASK_RUNNING tasks.
+ *
+ * Dispatch (DESIGN.md section 2): a node may be sent tasks up to its CPUs
+ * plus a prefetch window of W = max(PREFETCH_MIN, cpus) CPUs (and its memory
+ * twice over), so it never idles for a round trip; the agent starts them as
+ * its own accounting allows.  A node is refilled only once its commitment
+ * fell to cpus + W/2 (hysteresis), so under load every TASKS message carries
+ * at least W/2 CPUs' worth of tasks.
  * All of it is owned by the master thread; other threads only reach the
  * mailbox and the abort flag.
  */
@@ -33,6 +41,7 @@
 #include "sched/ready_queue.h"
 
 #define HELLO_TIMEOUT_S 120.0
+#define PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
 #define IDLE_WAIT_US 500000
 
 enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
@@ -40,8 +49,11 @@ enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED
 struct node {
     int rank;
     uint32_t host_rank;
-    uint32_t cpus, cpus_free;
-    uint64_t memory_mb, memory_free;
+    uint32_t cpus;           /* CPUs the node offers */
+    uint32_t window;         /* prefetch window, CPUs */
+    uint32_t committed_cpus; /* of tasks sent and not reported back */
+    uint64_t memory_mb, committed_mem;
+    bool open;               /* may receive tasks this round */
     char *hostname;
     bool said_hello, said_bye;
     struct msgbuf batch; /* TASKS being built this round */
@@ -71,7 +83,8 @@ struct master {
     int nnodes, nagents_expected;
     int *node_of_rank; /* rank -> index in nodes, -1 if none */
     int rr;            /* round-robin start of the node search */
-    uint32_t cpus_free_total, cpus_total;
+    uint32_t cpus_total;
+    uint64_t room; /* CPUs that open nodes may still be sent this round */
     uint32_t inflight;
     struct mailbox box;
     struct comm *comm;
@@ -194,13 +207,13 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     memset(n, 0, sizeof *n);
     n->rank = rank;
     n->host_rank = h->host_rank;
-    n->cpus = n->cpus_free = h->cpus;
-    n->memory_mb = n->memory_free = h->memory_mb;
+    n->cpus = h->cpus;
+    n->window = h->cpus > PREFETCH_MIN ? h->cpus : PREFETCH_MIN;
+    n->memory_mb = h->memory_mb;
     n->hostname = strdup(h->hostname);
     n->said_hello = true;
     m->node_of_rank[rank] = m->nnodes++;
     m->cpus_total += h->cpus;
-    m->cpus_free_total += h->cpus;
     log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname,
               h->host_rank, h->cpus, (unsigned long)h->memory_mb);
     return n->hostname ? 0 : -1;
@@ -261,14 +274,40 @@ static int master_check_capable(struct master *m)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* Can node n take a task of cpus/mem now (within its window)? */
+static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
+{
+    return n->open && cpus <= n->cpus && mem <= n->memory_mb &&
+           n->committed_cpus + cpus <= n->cpus + n->window &&
+           n->committed_mem + mem <= 2 * n->memory_mb;
+}
+
+static uint32_t node_room(const struct node *n)
+{
+    uint32_t cap = n->cpus + n->window;
+    return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
+}
+
+/* Open the nodes whose commitment fell to the low-water mark; sum their
+ * room.  O(nodes) per round. */
+static void master_open_nodes(struct master *m)
+{
+    m->room = 0;
+    for (int i = 0; i < m->nnodes; i++) {
+        struct node *n = &m->nodes[i];
+        n->open = n->committed_cpus <= n->cpus + n->window / 2;
+        if (n->open)
+            m->room += node_room(n);
+    }
+}
+
 static int master_find_node(struct master *m, uint32_t t)
 {
     uint32_t cpus = m->dag->cpus[t];
     uint64_t mem = m->dag->memory_mb[t];
     for (int k = 0; k < m->nnodes; k++) {
         int i = (m->rr + k) % m->nnodes;
-        struct node *n = &m->nodes[i];
-        if (n->cpus_free >= cpus && n->memory_free >= mem)
+        if (node_has_room(&m->nodes[i], cpus, mem))
             return i;
     }
     return -1;
@@ -301,9 +340,9 @@ static int master_assign(struct master *m, uint32_t t, int i)
     if (m->attempts[t] > 1)
         m->st.extra++;
     m->state[t] = TASK_RUNNING;
-    n->cpus_free -= m->dag->cpus[t];
-    n->memory_free -= m->dag->memory_mb[t];
-    m->cpus_free_total -= m->dag->cpus[t];
+    n->committed_cpus += m->dag->cpus[t];
+    n->committed_mem += m->dag->memory_mb[t];
+    m->room = m->room > m->dag->cpus[t] ? m->room - m->dag->cpus[t] : 0;
     m->inflight++;
     m->st.submitted++;
     m->rr = (i + 1) % m->nnodes;
@@ -331,7 +370,7 @@ static int master_dispatch_bucket(struct master *m, size_t b)
 {
     size_t n = rq_bucket_size(m->ready, b), ndef = 0;
     int32_t prio = rq_bucket_priority(m->ready, b);
-    for (size_t k = 0; k < n && m->cpus_free_total > 0; k++) {
+    for (size_t k = 0; k < n && m->room > 0; k++) {
         uint32_t t = rq_bucket_pop(m->ready, b);
         int i = master_find_node(m, t);
         if (i < 0 ? master_defer(m, ndef++, t) < 0 : master_assign(m, t, i) < 0)
@@ -361,9 +400,10 @@ static void master_send_batches(struct master *m)
 
 static void master_dispatch(struct master *m)
 {
-    if (m->stop_dispatch || m->cpus_free_total == 0 || rq_size(m->ready) == 0)
+    if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
-    for (size_t b = 0; b < rq_buckets(m->ready) && m->cpus_free_total > 0; b++) {
+    master_open_nodes(m);
+    for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
         if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
             log_fatal("Out of memory while scheduling");
             m->fatal = true;
@@ -420,12 +460,28 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
     }
 }
 
+/* A task the node gave back unstarted (DRAIN/ABORT): it is ready again and
+ * this attempt does not count. */
+static void master_task_returned(struct master *m, uint32_t t)
+{
+    m->attempts[t]--;
+    if (m->attempts[t] >= 1)
+        m->st.extra--;
+    m->st.submitted--;
+    m->state[t] = TASK_READY;
+    if (rq_push_front(m->ready, t, m->dag->priority[t]) < 0) {
+        log_fatal("Out of memory for the ready queue");
+        m->fatal = true;
+    }
+}
+
 static void master_task_succeeded(struct master *m, uint32_t t)
 {
     log_debug("Task %s finished", task_name(m, t));
     m->state[t] = TASK_DONE;
     m->st.succeeded++;
-    rescue_writer_append(m->rescue, t);
+    if (m->rescue)
+        rescue_writer_append(m->rescue, t);
     master_release_children(m, t);
 }
 
@@ -438,10 +494,13 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
                   t, r->attempt);
         return -1;
     }
-    n->cpus_free += m->dag->cpus[t];
-    n->memory_free += m->dag->memory_mb[t];
-    m->cpus_free_total += m->dag->cpus[t];
+    n->committed_cpus -= m->dag->cpus[t];
+    n->committed_mem -= m->dag->memory_mb[t];
     m->inflight--;
+    if (r->exec_errno == ECANCELED) {
+        master_task_returned(m, t);
+        return 0;
+    }
     m->st.runtime += r->duration;
     if (m->st.first_start == 0 || r->start < m->st.first_start)
         m->st.first_start = r->start;
@@ -569,13 +628,18 @@ static void master_broadcast(struct master *m, enum msg_kind kind)
 
 static void master_loop(struct master *m)
 {
-    bool abort_sent = false;
+    bool abort_sent = false, drain_sent = false;
     for (;;) {
         master_drain(m);
         master_check_stop(m);
         if (m->aborting && !abort_sent) {
             master_broadcast(m, MSG_ABORT);
-            abort_sent = true;
+            abort_sent = drain_sent = true;
+        }
+        if (m->stop_dispatch && !drain_sent) {
+            /* -m reached: tasks queued at nodes come back unstarted */
+            master_broadcast(m, MSG_DRAIN);
+            drain_sent = true;
         }
         master_dispatch(m);
         if (master_finished(m))
@@ -727,6 +791,8 @@ static int master_prepare(struct master *m)
 static int master_start_rescue(struct master *m)
 {
     struct pmc_error err;
+    if (m->cfg.null_executor)
+        return 0; /* nothing runs, so nothing may be recorded as done */
     m->rescue = rescue_writer_open(m->rescue_path, m->dag, m->done_before, &err);
     if (!m->rescue) {
         log_fatal("%s", err.text);

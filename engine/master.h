@@ -41,6 +41,7 @@ struct master_config {
     const char *program;     /* app= of the summary */
     int nranks;              /* MPI ranks */
     bool master_only;        /* rank 0 runs no agent */
+    bool null_executor;      /* benchmark: no rescue log is written */
 };
 
 struct master;

@@ -22,6 +22,7 @@ enum {
     OPT_KEEP_AFFINITY,
     OPT_SET_AFFINITY,
     OPT_MASTER_ONLY,
+    OPT_NULL_EXECUTOR,
 };
 
 static const struct option long_options[] = {
@@ -50,6 +51,7 @@ static const struct option long_options[] = {
     {"keep-affinity", no_argument, NULL, OPT_KEEP_AFFINITY},
     {"set-affinity", no_argument, NULL, OPT_SET_AFFINITY},
     {"master-only", no_argument, NULL, OPT_MASTER_ONLY},
+    {"null-executor", no_argument, NULL, OPT_NULL_EXECUTOR},
     {NULL, 0, NULL, 0},
 };
 
@@ -82,6 +84,8 @@ const char *options_usage(void)
            "      --keep-affinity      keep inherited CPU affinity and memory policy\n"
            "      --set-affinity       bind multicore tasks to CPUs (PMC_AFFINITY)\n"
            "      --master-only        rank 0 runs no tasks\n"
+           "      --null-executor      benchmark the engine: every task completes at once\n"
+           "                           without running; no output, no rescue log written\n"
            "\n"
            "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_MAX_WALL_TIME.\n";
 }
@@ -159,6 +163,7 @@ static int options_flag(struct options *o, int c)
     case OPT_KEEP_AFFINITY: o->keep_affinity = true; break;
     case OPT_SET_AFFINITY: o->set_affinity = true; break;
     case OPT_MASTER_ONLY: o->master_only = true; break;
+    case OPT_NULL_EXECUTOR: o->null_executor = true; break;
     default: return 0;
     }
     return 1;

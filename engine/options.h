@@ -37,6 +37,7 @@ struct options {
     bool strict_limits, per_task_stdio, jobstate_log, monitord_hack;
     bool no_resource_log, no_sleep_on_recv, keep_affinity, set_affinity;
     bool master_only;
+    bool null_executor; /* benchmark mode: tasks complete at once, nothing runs */
 };
 
 /* Parse argv into o.  Returns 0, or -1 with err naming the option and the

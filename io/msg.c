@@ -127,11 +127,12 @@ static const struct kind_info kinds[] = {
     [MSG_SHUTDOWN] = {"SHUTDOWN", 0},
     [MSG_BYE] = {"BYE", 0},
     [MSG_ABORT] = {"ABORT", 0},
+    [MSG_DRAIN] = {"DRAIN", 0},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_ABORT;
+    return kind >= MSG_HELLO && kind <= MSG_DRAIN;
 }
 
 static const char *kind_name(uint32_t kind)

@@ -25,11 +25,14 @@
  *   SHUTDOWN (master -> node, count 0): finish and reply BYE
  *   BYE      (node -> master, count 0): the node's output files are closed
  *   ABORT    (either way, count 0): stop at once
+ *   DRAIN    (master -> node, count 0): start nothing more; return every
+ *            queued task unstarted (a RESULTS item with exec_errno
+ *            ECANCELED), let running tasks finish
  *
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields and pads must be 0;
- * HELLO has count 1, SHUTDOWN/BYE/ABORT count 0 and no body.
+ * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN count 0 and no body.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -56,6 +59,7 @@ enum msg_kind {
     MSG_SHUTDOWN = 4,
     MSG_BYE = 5,
     MSG_ABORT = 6,
+    MSG_DRAIN = 7,
 };
 
 struct msg_hello {

@@ -365,7 +365,7 @@ TEST(MsgWire, ResultBytes)
 
 TEST(MsgWire, EmptyKindsAreBareHeaders)
 {
-    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT}) {
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN}) {
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes m = take(&b);
@@ -814,7 +814,7 @@ TEST(MsgMalformed, Header)
     x = m;
     x[4] = 7;
     expect_bad(x, "version 7 not supported");
-    for (uint8_t k : {0, 7, 9, 255}) {
+    for (uint8_t k : {0, 8, 9, 255}) {
         x = m;
         x[5] = k;
         expect_bad(x, "unknown kind " + std::to_string(k));
