@@ -18,17 +18,24 @@
 #ifndef PMC_MAILBOX_H
 #define PMC_MAILBOX_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* C11 atomics, spelled so that C++ code (the unit tests) can include this
+ * header: std::atomic<T> has the size, alignment and lock-free
+ * representation of _Atomic(T) on GCC and Clang. */
 #ifdef __cplusplus
+#include <atomic>
+#define PMC_ATOMIC(T) std::atomic<T>
 extern "C" {
+#else
+#include <stdatomic.h>
+#define PMC_ATOMIC(T) _Atomic(T)
 #endif
 
 /* One message.  data/len own a malloc'd buffer (freed by mail_free()). */
 struct mail {
-    struct mail *_Atomic next;
+    PMC_ATOMIC(struct mail *) next;
     int peer;      /* sending rank (received) or destination rank (outgoing) */
     int tag;       /* which inbox: COMM_TO_MASTER or COMM_TO_AGENT (comm.h) */
     size_t len;    /* bytes at data */
@@ -41,10 +48,10 @@ struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len);
 void mail_free(struct mail *m); /* NULL is a no-op */
 
 struct mailbox {
-    struct mail *_Atomic head; /* producers exchange here */
+    PMC_ATOMIC(struct mail *) head; /* producers exchange here */
     struct mail *tail;         /* consumer only */
     struct mail stub;
-    atomic_int sleeping; /* consumer is about to block on efd */
+    PMC_ATOMIC(int) sleeping; /* consumer is about to block on efd */
     int efd;             /* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
 };
 

@@ -1,6 +1,7 @@
 /* options.c - getopt_long over PMC's options; see options.h. */
 #include "engine/options.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -94,7 +95,7 @@ static int parse_u64(const char *s, uint64_t min, uint64_t *out)
 {
     char *end;
     errno = 0;
-    if (!s || !*s || *s == '-')
+    if (!s || !isdigit((unsigned char)*s)) /* strtoull would skip spaces and negate "-1" */
         return -1;
     unsigned long long v = strtoull(s, &end, 10);
     if (errno || *end || v < min)
@@ -204,6 +205,23 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
     return pmc_errorf(err, "unknown option");
 }
 
+#define SHORT_OPTIONS ":hVvqso:e:m:t:nr:"
+
+/* Name an unknown option as the user wrote it: glibc sets optopt to the
+ * character of an unknown short option, but to the option's own value (a
+ * short letter or an OPT_* number) for a long option given a value it does
+ * not take (--nolock=yes). */
+static int options_unknown(char **argv, int opt, struct pmc_error *err)
+{
+    const char *arg = argv[optind - 1];
+    bool is_short_unknown = opt > 0 && opt < 256 && !strchr(SHORT_OPTIONS, opt);
+    if (is_short_unknown && arg[0] == '-' && arg[1] != '-')
+        return pmc_errorf(err, "unknown option '-%c'", opt);
+    if (arg[0] == '-' && arg[1] == '-' && strchr(arg, '='))
+        return pmc_errorf(err, "option '%.*s' takes no value", (int)(strchr(arg, '=') - arg), arg);
+    return pmc_errorf(err, "unknown option '%s'", arg);
+}
+
 int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -211,12 +229,11 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     if (options_from_env(o, err) < 0)
         return -1;
     opterr = 0;
-    optind = 1;
+    optind = 0; /* glibc: 0 is the full reset (1 keeps a pointer into the last argv) */
     int c;
-    while ((c = getopt_long(argc, argv, ":hVvqso:e:m:t:nr:", long_options, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, SHORT_OPTIONS, long_options, NULL)) != -1) {
         if (c == '?')
-            return optopt ? pmc_errorf(err, "unknown option '-%c'", optopt)
-                          : pmc_errorf(err, "unknown option '%s'", argv[optind - 1]);
+            return options_unknown(argv, optopt, err);
         if (c == ':')
             return pmc_errorf(err, "option '%s' needs a value", argv[optind - 1]);
         if (!options_flag(o, c) && options_value(o, c, optarg, err) < 0)

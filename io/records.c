@@ -10,10 +10,11 @@
 
 size_t records_iso_time(double t, char *buf, size_t size)
 {
-    time_t sec = (time_t)floor(t);
-    int ms = (int)((t - (double)sec) * 1000.0);
-    if (ms > 999)
-        ms = 999;
+    /* round to the millisecond first, then split (t - floor(t) of a
+     * value like ...682.734 is 0.73399996...) */
+    double total_ms = floor(t * 1000.0 + 0.5);
+    time_t sec = (time_t)floor(total_ms / 1000.0);
+    int ms = (int)(total_ms - (double)sec * 1000.0);
     struct tm tm;
     localtime_r(&sec, &tm);
     char date[24];

@@ -92,16 +92,20 @@ static int taskio_copy_to_file(int dst, int src, off_t len, off_t *doff)
 
 int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err)
 {
+    f->path = NULL;
     f->fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
     if (f->fd < 0)
         return pmc_errorf(err, "%s: %m", path);
     f->end = lseek(f->fd, 0, SEEK_END);
-    f->path = strdup(path);
-    if (f->end < 0 || !f->path) {
+    char *copy = strdup(path);
+    if (f->end < 0 || !copy) {
         pmc_errorf(err, "%s: %m", path);
-        taskio_file_close(f);
+        close(f->fd);
+        f->fd = -1;
+        free(copy);
         return -1;
     }
+    f->path = copy;
     return 0;
 }
 
@@ -132,7 +136,7 @@ int taskio_needs_newline(int fd)
 int taskio_file_close(struct taskio_file *f)
 {
     int rc = 0;
-    if (f->fd >= 0)
+    if (f->path && f->fd >= 0) /* open iff it has a path: a zeroed struct has fd 0 */
         rc = close(f->fd);
     f->fd = -1;
     free(f->path);

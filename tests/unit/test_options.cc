@@ -1,0 +1,571 @@
+// test_options.cc - unit tests of engine/options.h (COMPAT.md "Command line").
+//
+// Every long and short option sets its field, in separate-value, attached
+// (-t3) and --opt=value forms; defaults; the environment aliases
+// PMC_HOST_CPUS/PMC_HOST_MEMORY/PMC_MAX_WALL_TIME/PMC_HOST_SCRIPT and the
+// command line winning over them; fractional --max-wall-time; GNU argument
+// permutation and "--".  Errors: unknown long/short option, missing value,
+// bad numbers, missing DAGFILE, extra argument, each naming the culprit; and
+// a parse after a failed one starts from a clean getopt state.
+//
+// Each parse gets a fresh argv (getopt_long permutes it); the environment
+// aliases and POSIXLY_CORRECT are cleared before every test.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <getopt.h>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/options.h"
+
+namespace
+{
+
+const char *const kEnvVars[] = {"PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS",
+                                "PMC_MAX_WALL_TIME", "POSIXLY_CORRECT"};
+
+class OptionsTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        for (const char *v : kEnvVars)
+            unsetenv(v);
+        reset_getopt();
+    }
+
+    // Full getopt reset (glibc: optind = 0 reinitialises, including the
+    // pointer into the previous argv), so that each test starts clean even
+    // though options_parse's own reset is incomplete (see the
+    // ParseDoesNotReadThePreviousArgv and ParseAfterErrorInsideCluster tests).
+    static void reset_getopt()
+    {
+        static char prog[] = "reset";
+        static char *argv[] = {prog, nullptr};
+        static const struct option none[] = {{nullptr, 0, nullptr, 0}};
+        opterr = 0;
+        optind = 0;
+        EXPECT_EQ(getopt_long(1, argv, ":", none, nullptr), -1);
+    }
+    void TearDown() override
+    {
+        for (const char *v : kEnvVars)
+            unsetenv(v);
+    }
+
+    // Parse "pmc-hybrid args..." from a fresh argv array (getopt may permute
+    // it).  The strings are kept for the life of the process, as a real
+    // main()'s argv is: getopt remembers a pointer into the last argv it saw.
+    // (ParseDoesNotReadThePreviousArgv checks that options_parse does not
+    // depend on that.)
+    int parse(std::initializer_list<const char *> args)
+    {
+        static std::vector<std::unique_ptr<char[]>> arena;
+        argv_.clear();
+        argv_.push_back(keep(arena, "pmc-hybrid"));
+        for (const char *a : args)
+            argv_.push_back(keep(arena, a));
+        int argc = static_cast<int>(argv_.size());
+        argv_.push_back(nullptr);
+        memset(&err_, 0, sizeof err_);
+        memset(&o_, 0x5A, sizeof o_); // options_parse must set every field
+        return options_parse(&o_, argc, argv_.data(), &err_);
+    }
+
+    static char *keep(std::vector<std::unique_ptr<char[]>> &arena, const char *s)
+    {
+        arena.emplace_back(new char[strlen(s) + 1]);
+        return strcpy(arena.back().get(), s);
+    }
+
+    std::string err() const
+    {
+        return err_.text;
+    }
+
+    struct options o_;
+    struct pmc_error err_;
+    std::vector<char *> argv_;
+};
+
+TEST_F(OptionsTest, Defaults)
+{
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "wf.dag");
+    EXPECT_EQ(o_.rescue_path, nullptr);
+    EXPECT_EQ(o_.out_path, nullptr);
+    EXPECT_EQ(o_.err_path, nullptr);
+    EXPECT_EQ(o_.host_script, nullptr);
+    EXPECT_EQ(o_.verbosity, 0);
+    EXPECT_FALSE(o_.help);
+    EXPECT_FALSE(o_.version);
+    EXPECT_FALSE(o_.skip_rescue);
+    EXPECT_FALSE(o_.nolock);
+    EXPECT_EQ(o_.max_failures, 0u);
+    EXPECT_EQ(o_.tries, 1u);
+    EXPECT_EQ(o_.host_cpus, 0u);
+    EXPECT_EQ(o_.host_memory, 0u);
+    EXPECT_EQ(o_.max_wall_time, 0.0);
+    EXPECT_EQ(o_.maxfds, 0u);
+    EXPECT_FALSE(o_.strict_limits);
+    EXPECT_FALSE(o_.per_task_stdio);
+    EXPECT_FALSE(o_.jobstate_log);
+    EXPECT_FALSE(o_.monitord_hack);
+    EXPECT_FALSE(o_.no_resource_log);
+    EXPECT_FALSE(o_.no_sleep_on_recv);
+    EXPECT_FALSE(o_.keep_affinity);
+    EXPECT_FALSE(o_.set_affinity);
+    EXPECT_FALSE(o_.master_only);
+}
+
+TEST_F(OptionsTest, ShortFlags)
+{
+    ASSERT_EQ(parse({"-s", "-n", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.skip_rescue);
+    EXPECT_TRUE(o_.nolock);
+    ASSERT_EQ(parse({"-h"}), 0) << err();
+    EXPECT_TRUE(o_.help);
+    EXPECT_FALSE(o_.version);
+    ASSERT_EQ(parse({"-V"}), 0) << err();
+    EXPECT_TRUE(o_.version);
+    EXPECT_FALSE(o_.help);
+}
+
+TEST_F(OptionsTest, LongFlags)
+{
+    ASSERT_EQ(parse({"--skip-rescue", "--nolock", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.skip_rescue);
+    EXPECT_TRUE(o_.nolock);
+    ASSERT_EQ(parse({"--help"}), 0) << err();
+    EXPECT_TRUE(o_.help);
+    ASSERT_EQ(parse({"--version"}), 0) << err();
+    EXPECT_TRUE(o_.version);
+}
+
+TEST_F(OptionsTest, HelpAndVersionNeedNoDagfile)
+{
+    ASSERT_EQ(parse({"--help"}), 0) << err();
+    EXPECT_EQ(o_.dag_path, nullptr);
+    ASSERT_EQ(parse({"-V"}), 0) << err();
+    EXPECT_EQ(o_.dag_path, nullptr);
+}
+
+TEST_F(OptionsTest, VerboseAndQuietCount)
+{
+    ASSERT_EQ(parse({"-v", "-v", "--verbose", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.verbosity, 3);
+    ASSERT_EQ(parse({"-vvv", "-q", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.verbosity, 2);
+    ASSERT_EQ(parse({"--quiet", "-qq", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.verbosity, -3);
+}
+
+TEST_F(OptionsTest, ShortOptionsWithValues)
+{
+    ASSERT_EQ(parse({"-o", "out.txt", "-e", "err.txt", "-m", "5", "-t", "3", "-r", "my.rescue",
+                     "wf.dag"}),
+              0)
+        << err();
+    EXPECT_STREQ(o_.out_path, "out.txt");
+    EXPECT_STREQ(o_.err_path, "err.txt");
+    EXPECT_EQ(o_.max_failures, 5u);
+    EXPECT_EQ(o_.tries, 3u);
+    EXPECT_STREQ(o_.rescue_path, "my.rescue");
+    EXPECT_STREQ(o_.dag_path, "wf.dag");
+}
+
+TEST_F(OptionsTest, ShortOptionsWithAttachedValues)
+{
+    ASSERT_EQ(parse({"-oout.txt", "-eerr.txt", "-m7", "-t4", "-rr.log", "-vst2", "wf.dag"}), 0)
+        << err();
+    EXPECT_STREQ(o_.out_path, "out.txt");
+    EXPECT_STREQ(o_.err_path, "err.txt");
+    EXPECT_EQ(o_.max_failures, 7u);
+    EXPECT_STREQ(o_.rescue_path, "r.log");
+    EXPECT_EQ(o_.verbosity, 1);
+    EXPECT_TRUE(o_.skip_rescue);
+    EXPECT_EQ(o_.tries, 2u) << "-vst2: the last -t wins";
+}
+
+TEST_F(OptionsTest, LongOptionsWithValues)
+{
+    ASSERT_EQ(parse({"--stdout",        "out.txt",  "--stderr",      "err.txt",
+                     "--max-failures",  "6",        "--tries",       "9",
+                     "--rescue",        "x.rescue", "--host-script", "/opt/setup.sh",
+                     "--host-memory",   "2048",     "--host-cpus",   "12",
+                     "--max-wall-time", "90",       "--maxfds",      "64",
+                     "wf.dag"}),
+              0)
+        << err();
+    EXPECT_STREQ(o_.out_path, "out.txt");
+    EXPECT_STREQ(o_.err_path, "err.txt");
+    EXPECT_EQ(o_.max_failures, 6u);
+    EXPECT_EQ(o_.tries, 9u);
+    EXPECT_STREQ(o_.rescue_path, "x.rescue");
+    EXPECT_STREQ(o_.host_script, "/opt/setup.sh");
+    EXPECT_EQ(o_.host_memory, 2048u);
+    EXPECT_EQ(o_.host_cpus, 12u);
+    EXPECT_EQ(o_.max_wall_time, 90.0);
+    EXPECT_EQ(o_.maxfds, 64u);
+    EXPECT_STREQ(o_.dag_path, "wf.dag");
+}
+
+TEST_F(OptionsTest, LongOptionsWithEqualsForm)
+{
+    ASSERT_EQ(parse({"--stdout=o.txt", "--stderr=e.txt", "--max-failures=2", "--tries=8",
+                     "--rescue=r.txt", "--host-script=/h.sh", "--host-memory=4096", "--host-cpus=3",
+                     "--max-wall-time=1.5", "--maxfds=10", "wf.dag"}),
+              0)
+        << err();
+    EXPECT_STREQ(o_.out_path, "o.txt");
+    EXPECT_STREQ(o_.err_path, "e.txt");
+    EXPECT_EQ(o_.max_failures, 2u);
+    EXPECT_EQ(o_.tries, 8u);
+    EXPECT_STREQ(o_.rescue_path, "r.txt");
+    EXPECT_STREQ(o_.host_script, "/h.sh");
+    EXPECT_EQ(o_.host_memory, 4096u);
+    EXPECT_EQ(o_.host_cpus, 3u);
+    EXPECT_EQ(o_.max_wall_time, 1.5);
+    EXPECT_EQ(o_.maxfds, 10u);
+}
+
+TEST_F(OptionsTest, EachLongOnlyFlag)
+{
+    struct {
+        const char *opt;
+        bool options::*field;
+    } flags[] = {
+        {"--strict-limits", &options::strict_limits},
+        {"--per-task-stdio", &options::per_task_stdio},
+        {"--jobstate-log", &options::jobstate_log},
+        {"--monitord-hack", &options::monitord_hack},
+        {"--no-resource-log", &options::no_resource_log},
+        {"--no-sleep-on-recv", &options::no_sleep_on_recv},
+        {"--keep-affinity", &options::keep_affinity},
+        {"--set-affinity", &options::set_affinity},
+        {"--master-only", &options::master_only},
+    };
+    for (const auto &f : flags) {
+        ASSERT_EQ(parse({f.opt, "wf.dag"}), 0) << f.opt << ": " << err();
+        EXPECT_TRUE(o_.*(f.field)) << f.opt;
+        // Only that flag (and, for --monitord-hack, --per-task-stdio) is set.
+        for (const auto &g : flags) {
+            if (g.field == f.field)
+                continue;
+            bool implied =
+                f.field == &options::monitord_hack && g.field == &options::per_task_stdio;
+            EXPECT_EQ(o_.*(g.field), implied) << f.opt << " also set " << g.opt;
+        }
+    }
+}
+
+TEST_F(OptionsTest, MonitordHackImpliesPerTaskStdio)
+{
+    ASSERT_EQ(parse({"--monitord-hack", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.monitord_hack);
+    EXPECT_TRUE(o_.per_task_stdio);
+}
+
+TEST_F(OptionsTest, FractionalMaxWallTime)
+{
+    ASSERT_EQ(parse({"--max-wall-time", "0.05", "wf.dag"}), 0) << err();
+    EXPECT_DOUBLE_EQ(o_.max_wall_time, 0.05);
+    ASSERT_EQ(parse({"--max-wall-time=0", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.max_wall_time, 0.0);
+}
+
+TEST_F(OptionsTest, MaxFailuresZeroMeansUnlimited)
+{
+    ASSERT_EQ(parse({"-m", "0", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.max_failures, 0u);
+}
+
+TEST_F(OptionsTest, OptionsAfterDagfileArePermuted)
+{
+    ASSERT_EQ(parse({"wf.dag", "-t", "5", "--nolock"}), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "wf.dag");
+    EXPECT_EQ(o_.tries, 5u);
+    EXPECT_TRUE(o_.nolock);
+}
+
+TEST_F(OptionsTest, DoubleDashEndsOptions)
+{
+    ASSERT_EQ(parse({"-v", "--", "-odd.dag"}), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "-odd.dag");
+    EXPECT_EQ(o_.verbosity, 1);
+    EXPECT_EQ(o_.out_path, nullptr);
+}
+
+TEST_F(OptionsTest, ValuesMayStartWithDash)
+{
+    ASSERT_EQ(parse({"-o", "-", "--stderr", "-x", "wf.dag"}), 0) << err();
+    EXPECT_STREQ(o_.out_path, "-");
+    EXPECT_STREQ(o_.err_path, "-x");
+}
+
+TEST_F(OptionsTest, EnvironmentAliases)
+{
+    setenv("PMC_HOST_CPUS", "6", 1);
+    setenv("PMC_HOST_MEMORY", "1024", 1);
+    setenv("PMC_MAX_WALL_TIME", "0.5", 1);
+    setenv("PMC_HOST_SCRIPT", "/env/script.sh", 1);
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.host_cpus, 6u);
+    EXPECT_EQ(o_.host_memory, 1024u);
+    EXPECT_DOUBLE_EQ(o_.max_wall_time, 0.5);
+    EXPECT_STREQ(o_.host_script, "/env/script.sh");
+}
+
+TEST_F(OptionsTest, CommandLineWinsOverEnvironment)
+{
+    setenv("PMC_HOST_CPUS", "6", 1);
+    setenv("PMC_HOST_MEMORY", "1024", 1);
+    setenv("PMC_MAX_WALL_TIME", "0.5", 1);
+    setenv("PMC_HOST_SCRIPT", "/env/script.sh", 1);
+    ASSERT_EQ(parse({"--host-cpus", "2", "--host-memory=512", "--max-wall-time", "3",
+                     "--host-script", "/cli/script.sh", "wf.dag"}),
+              0)
+        << err();
+    EXPECT_EQ(o_.host_cpus, 2u);
+    EXPECT_EQ(o_.host_memory, 512u);
+    EXPECT_EQ(o_.max_wall_time, 3.0);
+    EXPECT_STREQ(o_.host_script, "/cli/script.sh");
+}
+
+TEST_F(OptionsTest, EmptyEnvironmentValuesAreIgnored)
+{
+    setenv("PMC_HOST_CPUS", "", 1);
+    setenv("PMC_HOST_MEMORY", "", 1);
+    setenv("PMC_MAX_WALL_TIME", "", 1);
+    setenv("PMC_HOST_SCRIPT", "", 1);
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.host_cpus, 0u);
+    EXPECT_EQ(o_.host_memory, 0u);
+    EXPECT_EQ(o_.max_wall_time, 0.0);
+    EXPECT_EQ(o_.host_script, nullptr);
+}
+
+TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable)
+{
+    setenv("PMC_HOST_CPUS", "many", 1);
+    EXPECT_EQ(parse({"wf.dag"}), -1);
+    EXPECT_NE(err().find("PMC_HOST_CPUS"), std::string::npos) << err();
+    EXPECT_NE(err().find("many"), std::string::npos) << err();
+    unsetenv("PMC_HOST_CPUS");
+    setenv("PMC_MAX_WALL_TIME", "-2", 1);
+    EXPECT_EQ(parse({"wf.dag"}), -1);
+    EXPECT_NE(err().find("PMC_MAX_WALL_TIME"), std::string::npos) << err();
+    unsetenv("PMC_MAX_WALL_TIME");
+    setenv("PMC_HOST_MEMORY", "0", 1);
+    EXPECT_EQ(parse({"wf.dag"}), -1);
+    EXPECT_NE(err().find("PMC_HOST_MEMORY"), std::string::npos) << err();
+}
+
+// --- errors --------------------------------------------------------------
+
+TEST_F(OptionsTest, UnknownLongOption)
+{
+    EXPECT_EQ(parse({"--bogus", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--bogus"), std::string::npos) << err();
+    EXPECT_NE(err().find("unknown option"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, UnknownShortOption)
+{
+    EXPECT_EQ(parse({"-x", "wf.dag"}), -1);
+    EXPECT_NE(err().find("-x"), std::string::npos) << err();
+    EXPECT_NE(err().find("unknown option"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, UnknownShortOptionInsideCluster)
+{
+    EXPECT_EQ(parse({"-vZ", "wf.dag"}), -1);
+    EXPECT_NE(err().find("-Z"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, MissingValueShort)
+{
+    EXPECT_EQ(parse({"wf.dag", "-t"}), -1);
+    EXPECT_NE(err().find("-t"), std::string::npos) << err();
+    EXPECT_NE(err().find("needs a value"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, MissingValueLong)
+{
+    EXPECT_EQ(parse({"wf.dag", "--host-cpus"}), -1);
+    EXPECT_NE(err().find("--host-cpus"), std::string::npos) << err();
+    EXPECT_NE(err().find("needs a value"), std::string::npos) << err();
+}
+
+// glibc reports "--flag=value" for a flag as '?' with optopt set to the
+// option's val: the message must still name the long option as written, not
+// a short letter ('n') or a raw byte (the long-only options' val is >= 256).
+TEST_F(OptionsTest, FlagGivenAValueIsAnError)
+{
+    EXPECT_EQ(parse({"--nolock=yes", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--nolock"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--strict-limits=1", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--strict-limits"), std::string::npos) << err();
+    for (char ch : err())
+        EXPECT_TRUE(ch >= 0x20 && ch < 0x7f) << "control byte in: " << err();
+}
+
+TEST_F(OptionsTest, TriesZero)
+{
+    EXPECT_EQ(parse({"-t", "0", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--tries"), std::string::npos) << err();
+    EXPECT_NE(err().find("'0'"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, TriesNotANumber)
+{
+    EXPECT_EQ(parse({"-t", "abc", "wf.dag"}), -1);
+    EXPECT_NE(err().find("-t/--tries"), std::string::npos) << err();
+    EXPECT_NE(err().find("'abc'"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--tries=3x", "wf.dag"}), -1);
+    EXPECT_NE(err().find("'3x'"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--tries", "", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--tries"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--tries", "-1", "wf.dag"}), -1);
+    EXPECT_EQ(parse({"--tries", "4294967296", "wf.dag"}), -1) << "2^32 does not fit";
+}
+
+TEST_F(OptionsTest, HostCpusZero)
+{
+    EXPECT_EQ(parse({"--host-cpus", "0", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--host-cpus"), std::string::npos) << err();
+    EXPECT_NE(err().find("'0'"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, HostMemoryBad)
+{
+    EXPECT_EQ(parse({"--host-memory", "0", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--host-memory"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--host-memory", "1.5", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--host-memory"), std::string::npos) << err();
+}
+
+// strtoull skips leading white space and then accepts a minus sign, negating
+// the value: " -1" must not become 18446744073709551615 MB.
+TEST_F(OptionsTest, HostMemoryNegativeWithLeadingSpace)
+{
+    EXPECT_EQ(parse({"--host-memory", " -1", "wf.dag"}), -1)
+        << "accepted, host_memory = " << o_.host_memory;
+    EXPECT_NE(err().find("--host-memory"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, MaxWallTimeNegative)
+{
+    EXPECT_EQ(parse({"--max-wall-time", "-1", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--max-wall-time"), std::string::npos) << err();
+    EXPECT_NE(err().find("'-1'"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, MaxWallTimeNotFinite)
+{
+    EXPECT_EQ(parse({"--max-wall-time", "inf", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--max-wall-time"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--max-wall-time", "nan", "wf.dag"}), -1);
+    EXPECT_EQ(parse({"--max-wall-time", "5m", "wf.dag"}), -1);
+}
+
+TEST_F(OptionsTest, MaxFailuresAndMaxfdsBad)
+{
+    EXPECT_EQ(parse({"-m", "x", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--max-failures"), std::string::npos) << err();
+    EXPECT_EQ(parse({"--maxfds", "0", "wf.dag"}), -1);
+    EXPECT_NE(err().find("--maxfds"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, MissingDagfile)
+{
+    EXPECT_EQ(parse({}), -1);
+    EXPECT_NE(err().find("DAGFILE"), std::string::npos) << err();
+    EXPECT_EQ(parse({"-v", "-t", "2"}), -1);
+    EXPECT_NE(err().find("DAGFILE"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, ExtraArgument)
+{
+    EXPECT_EQ(parse({"wf.dag", "other.dag"}), -1);
+    EXPECT_NE(err().find("other.dag"), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, ErrorMessageIsOneLine)
+{
+    EXPECT_EQ(parse({"-t", "0", "wf.dag"}), -1);
+    EXPECT_FALSE(err().empty());
+    EXPECT_EQ(err().find('\n'), std::string::npos) << err();
+}
+
+TEST_F(OptionsTest, NullErrorIsAccepted)
+{
+    char a0[] = "pmc-hybrid", a1[] = "--bogus", a2[] = "wf.dag";
+    char *argv[] = {a0, a1, a2, nullptr};
+    EXPECT_EQ(options_parse(&o_, 3, argv, nullptr), -1);
+}
+
+// After a complete parse getopt still holds a pointer to the end of the last
+// option word it read.  A caller may free or reuse that argv; the next
+// options_parse must not read it.  Here the old word's terminating NUL is
+// overwritten, as reused heap memory would be: a parser that follows the stale
+// pointer counts a "-v" that is not on the new command line.
+TEST_F(OptionsTest, ParseDoesNotReadThePreviousArgv)
+{
+    char a0[] = "pmc-hybrid", a1[8] = "-s", a2[] = "first.dag";
+    char *argv1[] = {a0, a1, a2, nullptr};
+    ASSERT_EQ(options_parse(&o_, 3, argv1, &err_), 0) << err();
+    a1[2] = 'v'; // the NUL after "-s" is reused: the bytes now read "-sv"
+    char b0[] = "pmc-hybrid", b1[] = "second.dag";
+    char *argv2[] = {b0, b1, nullptr};
+    ASSERT_EQ(options_parse(&o_, 2, argv2, &err_), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "second.dag");
+    EXPECT_EQ(o_.verbosity, 0);
+}
+
+// getopt keeps its position inside a cluster of short options ("-xv") in a
+// hidden pointer that only optind = 0 resets.  After an error at 'x' that
+// pointer still aims at the old "v"; a following parse must not continue from
+// it (it would count a -v that is not there, skip the DAG file, and read
+// freed memory).
+TEST_F(OptionsTest, ParseAfterErrorInsideClusterStartsClean)
+{
+    EXPECT_EQ(parse({"-xv", "first.dag"}), -1);
+    ASSERT_EQ(parse({"second.dag"}), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "second.dag");
+    EXPECT_EQ(o_.verbosity, 0);
+}
+
+TEST_F(OptionsTest, RepeatedParsesAreIndependent)
+{
+    ASSERT_EQ(parse({"-t", "4", "-v", "a.dag"}), 0) << err();
+    EXPECT_EQ(o_.tries, 4u);
+    ASSERT_EQ(parse({"b.dag"}), 0) << err();
+    EXPECT_EQ(o_.tries, 1u);
+    EXPECT_EQ(o_.verbosity, 0);
+    EXPECT_STREQ(o_.dag_path, "b.dag");
+    EXPECT_EQ(parse({"--tries"}), -1);
+    ASSERT_EQ(parse({"c.dag", "-n"}), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "c.dag");
+    EXPECT_TRUE(o_.nolock);
+}
+
+TEST(OptionsUsage, MentionsEveryOption)
+{
+    std::string u = options_usage();
+    for (const char *opt :
+         {"-h, --help",         "-V, --version",   "-v, --verbose",   "-q, --quiet",
+          "-s, --skip-rescue",  "-o, --stdout",    "-e, --stderr",    "-m, --max-failures",
+          "-t, --tries",        "-n, --nolock",    "-r, --rescue",    "--host-script",
+          "--host-memory",      "--host-cpus",     "--strict-limits", "--max-wall-time",
+          "--per-task-stdio",   "--jobstate-log",  "--monitord-hack", "--no-resource-log",
+          "--no-sleep-on-recv", "--maxfds",        "--keep-affinity", "--set-affinity",
+          "PMC_HOST_SCRIPT",    "PMC_HOST_MEMORY", "PMC_HOST_CPUS",   "PMC_MAX_WALL_TIME"})
+        EXPECT_NE(u.find(opt), std::string::npos) << opt;
+}
+
+} // namespace

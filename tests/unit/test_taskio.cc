@@ -1,0 +1,521 @@
+// test_taskio.cc - unit tests of io/taskio.h (COMPAT.md "Task stdio").
+//
+// Capture files: anonymous (no name left in $TMPDIR), close-on-exec, reset to
+// empty.  Output files: opening never truncates; taskio_file_append adds the
+// capture's whole content plus the trailer at the end, in order over many
+// appends, an 8 MB block intact, the capture file and the trailer alone, a
+// capture on another file system (the copy_file_range fallback).  Merge: to a
+// regular file (with and without O_APPEND, at its current position) and to a
+// pipe drained by a reader thread, the source deleted; a missing source is
+// fine; an unreadable source, a bad destination or an unopenable path is an
+// error naming the path, and the source is kept.
+//
+// Each test gets its own directory under /tmp and sets TMPDIR to it.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/taskio.h"
+
+namespace fs = std::filesystem;
+
+namespace
+{
+
+std::string read_file(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const std::string &path, const std::string &data)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << data;
+}
+
+bool write_all(int fd, const std::string &data)
+{
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t w = write(fd, data.data() + done, data.size() - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        done += static_cast<size_t>(w);
+    }
+    return true;
+}
+
+std::string random_bytes(size_t n, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::string s(n, '\0');
+    for (auto &c : s)
+        c = static_cast<char>(rng());
+    return s;
+}
+
+std::vector<std::string> list_dir(const std::string &dir)
+{
+    std::vector<std::string> names;
+    for (const auto &e : fs::directory_iterator(dir))
+        names.push_back(e.path().filename().string());
+    return names;
+}
+
+class TaskioTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        char tmpl[] = "/tmp/pmc-taskio-test.XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
+        dir_ = tmpl;
+        tmpdir_ = dir_ + "/tmp";
+        ASSERT_EQ(mkdir(tmpdir_.c_str(), 0700), 0);
+        const char *old = getenv("TMPDIR");
+        had_tmpdir_ = old != nullptr;
+        if (old)
+            old_tmpdir_ = old;
+        setenv("TMPDIR", tmpdir_.c_str(), 1);
+    }
+    void TearDown() override
+    {
+        if (had_tmpdir_)
+            setenv("TMPDIR", old_tmpdir_.c_str(), 1);
+        else
+            unsetenv("TMPDIR");
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    std::string path(const std::string &name) const
+    {
+        return dir_ + "/" + name;
+    }
+    // A capture file holding data, as a task would leave it.
+    int capture_with(const std::string &data)
+    {
+        int fd = taskio_capture_open();
+        EXPECT_GE(fd, 0) << strerror(errno);
+        if (fd >= 0) {
+            EXPECT_TRUE(write_all(fd, data));
+        }
+        return fd;
+    }
+
+    std::string dir_, tmpdir_, old_tmpdir_;
+    bool had_tmpdir_ = false;
+};
+
+TEST_F(TaskioTest, CaptureFileIsAnonymousAndCloexec)
+{
+    int fd = taskio_capture_open();
+    ASSERT_GE(fd, 0) << strerror(errno);
+    int fl = fcntl(fd, F_GETFD);
+    ASSERT_NE(fl, -1);
+    EXPECT_TRUE(fl & FD_CLOEXEC);
+    int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+    EXPECT_EQ(acc, O_RDWR);
+    EXPECT_TRUE(list_dir(tmpdir_).empty()) << "capture file left a name in TMPDIR";
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode));
+    EXPECT_EQ(st.st_nlink, 0u);
+    EXPECT_EQ(st.st_size, 0);
+    close(fd);
+}
+
+TEST_F(TaskioTest, CaptureFileLivesInTmpdir)
+{
+    int fd = taskio_capture_open();
+    ASSERT_GE(fd, 0);
+    struct stat st, dst;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    ASSERT_EQ(stat(tmpdir_.c_str(), &dst), 0);
+    EXPECT_EQ(st.st_dev, dst.st_dev);
+    close(fd);
+}
+
+TEST_F(TaskioTest, CaptureResetTruncatesAndRewinds)
+{
+    int fd = capture_with("first task output, long enough\n");
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(taskio_capture_reset(fd), 0) << strerror(errno);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_size, 0);
+    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), 0);
+    ASSERT_TRUE(write_all(fd, "ab"));
+    char buf[64];
+    ssize_t n = pread(fd, buf, sizeof buf, 0);
+    EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "ab");
+    close(fd);
+}
+
+TEST_F(TaskioTest, CaptureResetOfBadFdFails)
+{
+    EXPECT_EQ(taskio_capture_reset(-1), -1);
+}
+
+TEST_F(TaskioTest, FileOpenCreatesAndNeverTruncates)
+{
+    std::string p = path("wf.dag.out.0");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    EXPECT_EQ(f.end, 0);
+    EXPECT_STREQ(f.path, p.c_str());
+    int fl = fcntl(f.fd, F_GETFD);
+    EXPECT_TRUE(fl != -1 && (fl & FD_CLOEXEC));
+    EXPECT_EQ(taskio_file_close(&f), 0);
+    EXPECT_TRUE(fs::exists(p));
+
+    write_file(p, "existing content\n");
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    EXPECT_EQ(f.end, 17);
+    EXPECT_EQ(taskio_file_close(&f), 0);
+    EXPECT_EQ(read_file(p), "existing content\n");
+}
+
+TEST_F(TaskioTest, FileOpenErrorNamesPath)
+{
+    std::string p = path("no/such/dir/out.0");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_file_open(&f, p.c_str(), &err), -1);
+    EXPECT_NE(std::string(err.text).find(p), std::string::npos) << err.text;
+    EXPECT_NE(std::string(err.text).find(strerror(ENOENT)), std::string::npos) << err.text;
+}
+
+TEST_F(TaskioTest, CloseIsSafeOnClosedStruct)
+{
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, path("x").c_str(), &err), 0) << err.text;
+    EXPECT_EQ(taskio_file_close(&f), 0);
+    EXPECT_EQ(f.fd, -1);
+    EXPECT_EQ(f.path, nullptr);
+    EXPECT_EQ(taskio_file_close(&f), 0);
+    EXPECT_EQ(f.fd, -1);
+}
+
+// The header promises close is safe on a zeroed struct; a zeroed struct has
+// fd == 0, which must not be taken for an open output file (closing the
+// process's stdin would let the next open() take descriptor 0).  fd 0 is
+// saved and restored around the call.
+TEST_F(TaskioTest, CloseOfZeroedStructLeavesStdinOpen)
+{
+    if (fcntl(STDIN_FILENO, F_GETFD) == -1) {
+        int n = open("/dev/null", O_RDONLY);
+        ASSERT_EQ(n, STDIN_FILENO);
+    }
+    int saved = fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 10);
+    ASSERT_GE(saved, 0);
+    struct taskio_file f;
+    memset(&f, 0, sizeof f);
+    taskio_file_close(&f);
+    bool still_open = fcntl(STDIN_FILENO, F_GETFD) != -1;
+    dup2(saved, STDIN_FILENO);
+    close(saved);
+    EXPECT_TRUE(still_open) << "taskio_file_close on a zeroed struct closed fd 0";
+}
+
+TEST_F(TaskioTest, AppendAddsBlockAndTrailerAtEndOfExistingFile)
+{
+    std::string p = path("wf.dag.out.1");
+    write_file(p, "earlier run\n");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    int cap = capture_with("hello from task\n");
+    ASSERT_GE(cap, 0);
+    const char trailer[] = "[cluster-task name=A]\n";
+    ASSERT_EQ(taskio_file_append(&f, cap, trailer, strlen(trailer)), 0) << strerror(errno);
+    EXPECT_EQ(f.end, static_cast<off_t>(12 + 16 + strlen(trailer)));
+    EXPECT_EQ(read_file(p), "earlier run\nhello from task\n[cluster-task name=A]\n");
+    close(cap);
+    taskio_file_close(&f);
+}
+
+// The capture's offset after the task wrote is at its end; the append copies
+// from offset 0 regardless.
+TEST_F(TaskioTest, AppendCopiesFromOffsetZero)
+{
+    std::string p = path("out");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    int cap = capture_with("0123456789");
+    ASSERT_GE(cap, 0);
+    EXPECT_EQ(lseek(cap, 0, SEEK_CUR), 10);
+    ASSERT_EQ(taskio_file_append(&f, cap, nullptr, 0), 0);
+    EXPECT_EQ(read_file(p), "0123456789");
+    close(cap);
+    taskio_file_close(&f);
+}
+
+TEST_F(TaskioTest, ManyAppendsInOrder)
+{
+    std::string p = path("wf.dag.out.2");
+    write_file(p, "HEAD\n");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    int cap = taskio_capture_open();
+    ASSERT_GE(cap, 0);
+    std::string want = "HEAD\n";
+    for (int i = 0; i < 2000; i++) {
+        ASSERT_EQ(taskio_capture_reset(cap), 0);
+        std::string out = "task " + std::to_string(i) + " " + std::string(i % 97, 'x') + "\n";
+        if (i % 5 == 0)
+            out.clear(); // a task that printed nothing
+        ASSERT_TRUE(write_all(cap, out));
+        std::string rec = "[cluster-task name=T" + std::to_string(i) + "]\n";
+        ASSERT_EQ(taskio_file_append(&f, cap, rec.data(), rec.size()), 0) << i;
+        want += out + rec;
+    }
+    EXPECT_EQ(f.end, static_cast<off_t>(want.size()));
+    taskio_file_close(&f);
+    close(cap);
+    std::string got = read_file(p);
+    EXPECT_EQ(got.size(), want.size());
+    EXPECT_TRUE(got == want) << "content differs";
+}
+
+// Reopening keeps appending after what is there (a restarted run).
+TEST_F(TaskioTest, ReopenContinuesAtEnd)
+{
+    std::string p = path("out");
+    struct pmc_error err = {};
+    for (int round = 0; round < 3; round++) {
+        struct taskio_file f = {};
+        ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+        int cap = capture_with("r" + std::to_string(round) + "\n");
+        ASSERT_EQ(taskio_file_append(&f, cap, "#\n", 2), 0);
+        close(cap);
+        taskio_file_close(&f);
+    }
+    EXPECT_EQ(read_file(p), "r0\n#\nr1\n#\nr2\n#\n");
+}
+
+TEST_F(TaskioTest, LargeBlock8MB)
+{
+    std::string p = path("big.out");
+    write_file(p, "prefix");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    std::string data = random_bytes(8u << 20, 99);
+    int cap = capture_with(data);
+    ASSERT_GE(cap, 0);
+    ASSERT_EQ(taskio_file_append(&f, cap, "END\n", 4), 0) << strerror(errno);
+    EXPECT_EQ(f.end, static_cast<off_t>(6 + data.size() + 4));
+    close(cap);
+    taskio_file_close(&f);
+    std::string got = read_file(p);
+    ASSERT_EQ(got.size(), 6 + data.size() + 4);
+    EXPECT_EQ(got.substr(0, 6), "prefix");
+    EXPECT_TRUE(got.compare(6, data.size(), data) == 0) << "8 MB block corrupted";
+    EXPECT_EQ(got.substr(6 + data.size()), "END\n");
+}
+
+TEST_F(TaskioTest, AppendTrailerOnlyAndNoSource)
+{
+    std::string p = path("out");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_EQ(taskio_file_append(&f, -1, "rec1\n", 5), 0);
+    int empty = taskio_capture_open();
+    ASSERT_EQ(taskio_file_append(&f, empty, "rec2\n", 5), 0);
+    ASSERT_EQ(taskio_file_append(&f, empty, nullptr, 0), 0);
+    close(empty);
+    taskio_file_close(&f);
+    EXPECT_EQ(read_file(p), "rec1\nrec2\n");
+}
+
+// A capture on tmpfs and the output on another file system: copy_file_range
+// may refuse (EXDEV); the fallback must produce the same bytes.
+TEST_F(TaskioTest, AppendAcrossFileSystems)
+{
+    struct stat a, b;
+    if (stat("/dev/shm", &a) != 0 || stat(dir_.c_str(), &b) != 0 || a.st_dev == b.st_dev)
+        GTEST_SKIP() << "no second file system at /dev/shm";
+    char shm[] = "/dev/shm/pmc-taskio-test.XXXXXX";
+    ASSERT_NE(mkdtemp(shm), nullptr);
+    setenv("TMPDIR", shm, 1);
+    std::string data = random_bytes(300000, 5);
+    int cap = capture_with(data);
+    ASSERT_GE(cap, 0);
+    std::string p = path("out");
+    struct taskio_file f = {};
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_EQ(taskio_file_append(&f, cap, "T\n", 2), 0) << strerror(errno);
+    close(cap);
+    taskio_file_close(&f);
+    rmdir(shm);
+    EXPECT_TRUE(read_file(p) == data + "T\n");
+}
+
+TEST_F(TaskioTest, MergeToRegularFileDeletesSource)
+{
+    std::string src = path("wf.dag.out.1");
+    std::string dst = path("final.out");
+    write_file(src, "rank 1 output\n");
+    write_file(dst, "rank 0 output\n");
+    int fd = open(dst.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_merge(fd, src.c_str(), &err), 0) << err.text;
+    close(fd);
+    EXPECT_EQ(read_file(dst), "rank 0 output\nrank 1 output\n");
+    EXPECT_FALSE(fs::exists(src)) << "source not deleted";
+}
+
+// Without O_APPEND the copy lands at the descriptor's current position, which
+// then moves past it, so merges of several ranks follow one another.
+TEST_F(TaskioTest, MergeSeveralRanksAtCurrentPosition)
+{
+    std::string dst = path("final.out");
+    int fd = open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(write_all(fd, "start\n"));
+    std::string want = "start\n";
+    struct pmc_error err = {};
+    for (int r = 0; r < 4; r++) {
+        std::string src = path("wf.dag.out." + std::to_string(r));
+        std::string data = random_bytes(1000 + r * 70000, static_cast<unsigned>(r));
+        write_file(src, data);
+        want += data;
+        ASSERT_EQ(taskio_merge(fd, src.c_str(), &err), 0) << err.text;
+        EXPECT_FALSE(fs::exists(src));
+    }
+    ASSERT_TRUE(write_all(fd, "end\n"));
+    want += "end\n";
+    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), static_cast<off_t>(want.size()));
+    close(fd);
+    EXPECT_TRUE(read_file(dst) == want);
+}
+
+TEST_F(TaskioTest, MergeToPipe)
+{
+    std::string src = path("wf.dag.err.3");
+    std::string data = random_bytes(1u << 20, 3); // far more than a pipe buffer
+    write_file(src, data);
+    int p[2];
+    ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+    std::string got;
+    std::thread reader([&] {
+        char buf[65536];
+        ssize_t n;
+        while ((n = read(p[0], buf, sizeof buf)) != 0) {
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0)
+                break;
+            got.append(buf, static_cast<size_t>(n));
+        }
+    });
+    struct pmc_error err = {};
+    int rc = taskio_merge(p[1], src.c_str(), &err);
+    close(p[1]);
+    reader.join();
+    close(p[0]);
+    EXPECT_EQ(rc, 0) << err.text;
+    EXPECT_EQ(got.size(), data.size());
+    EXPECT_TRUE(got == data) << "pipe content differs";
+    EXPECT_FALSE(fs::exists(src));
+}
+
+TEST_F(TaskioTest, MergeEmptySource)
+{
+    std::string src = path("empty");
+    write_file(src, "");
+    std::string dst = path("dst");
+    write_file(dst, "x");
+    int fd = open(dst.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_merge(fd, src.c_str(), &err), 0) << err.text;
+    close(fd);
+    EXPECT_EQ(read_file(dst), "x");
+    EXPECT_FALSE(fs::exists(src));
+}
+
+TEST_F(TaskioTest, MergeMissingSourceIsOk)
+{
+    std::string dst = path("dst");
+    write_file(dst, "unchanged");
+    int fd = open(dst.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    struct pmc_error err = {};
+    strcpy(err.text, "untouched");
+    EXPECT_EQ(taskio_merge(fd, path("wf.dag.out.7").c_str(), &err), 0);
+    close(fd);
+    EXPECT_EQ(read_file(dst), "unchanged");
+}
+
+// A directory opens read-only even for root but cannot be read: the merge
+// fails, names the path, and does not delete it.
+TEST_F(TaskioTest, MergeUnreadableSourceErrors)
+{
+    std::string src = path("wf.dag.out.4");
+    ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
+    std::string dst = path("dst");
+    write_file(dst, "");
+    int fd = open(dst.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_merge(fd, src.c_str(), &err), -1);
+    close(fd);
+    EXPECT_NE(std::string(err.text).find(src), std::string::npos) << err.text;
+    EXPECT_TRUE(fs::exists(src)) << "unreadable source was deleted";
+}
+
+TEST_F(TaskioTest, MergeSourcePathNotADirectoryErrors)
+{
+    std::string file = path("plain");
+    write_file(file, "x");
+    std::string src = file + "/wf.dag.out.0"; // ENOTDIR, not ENOENT
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_merge(STDOUT_FILENO, src.c_str(), &err), -1);
+    EXPECT_NE(std::string(err.text).find(src), std::string::npos) << err.text;
+}
+
+// A destination that cannot be written (read-only descriptor): error, and
+// the rank's output is kept for inspection.
+TEST_F(TaskioTest, MergeToBadDestinationKeepsSource)
+{
+    std::string src = path("wf.dag.out.6");
+    write_file(src, "precious output\n");
+    std::string dst = path("ro");
+    write_file(dst, "");
+    int fd = open(dst.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_merge(fd, src.c_str(), &err), -1);
+    close(fd);
+    EXPECT_NE(std::string(err.text).find(src), std::string::npos) << err.text;
+    EXPECT_TRUE(fs::exists(src));
+    EXPECT_EQ(read_file(src), "precious output\n");
+}
+
+} // namespace
