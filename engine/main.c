@@ -144,7 +144,8 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
         struct master_config mc = {o->dag_path,    o->rescue_path,           o->skip_rescue,
                                    o->out_path,    o->err_path,              o->max_failures,
                                    o->tries,       o->max_wall_time * 60.0,  program,
-                                   ri->size,       o->master_only,           o->null_executor};
+                                   ri->size,       o->master_only,           o->null_executor,
+                                   o->nolock};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {

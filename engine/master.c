@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "engine/dag.h"
+#include "io/daglock.h"
 #include "io/dagfile.h"
 #include "io/log.h"
 #include "io/msg.h"
@@ -69,6 +70,7 @@ struct master_stats {
 
 struct master {
     struct master_config cfg;
+    int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
     char *rescue_path;
     struct dag *dag;
     uint8_t *done_before; /* from the old rescue log */
@@ -146,12 +148,18 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     }
     m->cfg = *cfg;
     m->box.efd = -1;
+    m->lock_fd = -1;
     m->rescue_path = cfg->rescue_path ? strdup(cfg->rescue_path)
                                       : master_default_rescue(cfg->dag_path);
     if (!m->rescue_path || mailbox_init(&m->box) < 0) {
         pmc_errorf(err, "out of memory");
         goto fail;
     }
+    m->lock_fd = cfg->nolock ? -1 : daglock_acquire(cfg->dag_path, err);
+    if (m->lock_fd == -1 && !cfg->nolock)
+        goto fail;
+    if (m->lock_fd == -2)
+        log_warn("Cannot open %s for writing: running without the DAG lock", cfg->dag_path);
     m->dag = dagfile_load(cfg->dag_path, err);
     if (!m->dag)
         goto fail;
@@ -845,5 +853,7 @@ void master_destroy(struct master *m)
     if (m->box.efd >= 0)
         mailbox_destroy(&m->box);
     free(m->rescue_path);
+    if (m->lock_fd >= 0)
+        close(m->lock_fd);
     free(m);
 }

@@ -42,6 +42,7 @@ struct master_config {
     int nranks;              /* MPI ranks */
     bool master_only;        /* rank 0 runs no agent */
     bool null_executor;      /* benchmark: no rescue log is written */
+    bool nolock;             /* -n: do not lock the DAG file */
 };
 
 struct master;
