@@ -15,6 +15,7 @@
 
 #include "engine/agent.h"
 #include "engine/comm.h"
+#include "engine/hostscript.h"
 #include "engine/master.h"
 #include "engine/options.h"
 #include "io/log.h"
@@ -109,9 +110,9 @@ static void rank_resources(const struct options *o, const struct rank_info *ri, 
 
 static void warn_unimplemented(const struct options *o)
 {
-    if (o->host_script || o->strict_limits || o->per_task_stdio || o->jobstate_log ||
-        o->monitord_hack || o->set_affinity)
-        log_warn("--host-script, --strict-limits, --per-task-stdio, --jobstate-log, "
+    if (o->strict_limits || o->per_task_stdio || o->jobstate_log || o->monitord_hack ||
+        o->set_affinity)
+        log_warn("--strict-limits, --per-task-stdio, --jobstate-log, "
                  "--monitord-hack and --set-affinity are accepted but not implemented yet");
 }
 
@@ -171,6 +172,24 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
     return a;
 }
 
+/* Host rank 0 of every host runs the host script; every rank learns whether
+ * all of them succeeded (a collective: no task starts anywhere before every
+ * host is ready).  Returns 0 when all succeeded. */
+static int setup_host_script(const struct options *o, const struct rank_info *ri, pid_t *pgid)
+{
+    int failed = 0;
+    *pgid = 0;
+    if (o->host_script && ri->host_rank == 0) {
+        struct pmc_error err;
+        if (hostscript_run(o->host_script, pgid, &err) < 0) {
+            log_error("%s", err.text);
+            failed = 1;
+        }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    return failed ? -1 : 0;
+}
+
 /* Start the transport and the agent, run, and tear down.  Returns the exit
  * status of this rank. */
 static int run(const struct options *o, const struct rank_info *ri, struct master *m)
@@ -225,7 +244,11 @@ int main(int argc, char **argv)
     }
     signal_master = m;
     install_signal_handlers();
+    pid_t script_pgid;
+    if (setup_host_script(&o, &ri, &script_pgid) < 0 && m)
+        master_abort_at_start(m);
     rc = run(&o, &ri, m);
+    hostscript_stop(script_pgid);
     signal_master = NULL;
     master_destroy(m);
     MPI_Finalize();

@@ -93,7 +93,7 @@ struct master {
     struct rescue_writer *rescue;
     struct master_stats st;
     double start, start_mono;
-    bool stop_dispatch, max_failures_hit, aborting, fatal;
+    bool stop_dispatch, max_failures_hit, aborting, fatal, abort_at_start;
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
 };
@@ -579,6 +579,11 @@ static void master_drain(struct master *m)
 
 /* ---- the main loop ------------------------------------------------------ */
 
+void master_abort_at_start(struct master *m)
+{
+    m->abort_at_start = true;
+}
+
 void master_request_abort(struct master *m, const char *reason)
 {
     atomic_store(&m->abort_reason, reason);
@@ -818,7 +823,8 @@ int master_run(struct master *m, struct comm *c)
         log_fatal("Out of memory");
         return 1;
     }
-    if (master_wait_hellos(m) < 0 || master_check_capable(m) < 0 || master_start_rescue(m) < 0) {
+    if (master_wait_hellos(m) < 0 || m->abort_at_start || master_check_capable(m) < 0 ||
+        master_start_rescue(m) < 0) {
         m->fatal = true;
         m->aborting = true;
         master_broadcast(m, MSG_ABORT);

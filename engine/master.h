@@ -58,6 +58,11 @@ struct mailbox *master_mailbox(struct master *m);
  * every task succeeded, 1 otherwise. */
 int master_run(struct master *m, struct comm *c);
 
+/* Make master_run() abort right after the nodes registered (e.g. a host
+ * script failed): nothing runs, the summary says stat="failed".  Call
+ * before master_run(). */
+void master_abort_at_start(struct master *m);
+
 /* Ask the running master to abort (signals, from a handler: async-signal-
  * safe).  reason is a static string. */
 void master_request_abort(struct master *m, const char *reason);

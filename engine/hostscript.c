@@ -1,0 +1,86 @@
+/* hostscript.c - start, time out and stop the host script; see
+ * hostscript.h.  Uses the task launcher (spawn.h), so the script gets the
+ * same clean process state as a task. */
+#include "engine/hostscript.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/spawn.h"
+#include "io/log.h"
+
+extern char **environ;
+
+/* Wait up to ms for the pidfd to become readable; 1 exited, 0 not yet. */
+static int hostscript_wait(int pidfd, int ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int r;
+    do {
+        r = poll(&p, 1, ms);
+    } while (r < 0 && errno == EINTR);
+    return r > 0;
+}
+
+static int hostscript_status(int pidfd)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
+        return -1;
+    return si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+}
+
+int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err)
+{
+    char *argv[] = {(char *)path, NULL};
+    struct spawn_request req = {.argv = argv, .envp = environ, .stdout_fd = 2, .stderr_fd = 2};
+    pid_t pid;
+    int pidfd;
+    *pgid = 0;
+    log_debug("Launching host script %s", path);
+    int e = spawn_task(&req, &pid, &pidfd);
+    if (e) {
+        errno = e;
+        return pmc_errorf(err, "Host script %s could not be started: %m", path);
+    }
+    *pgid = pid;
+    if (!hostscript_wait(pidfd, HOSTSCRIPT_TIMEOUT_S * 1000)) {
+        kill(pid, SIGALRM);
+        if (!hostscript_wait(pidfd, HOSTSCRIPT_GRACE_MS))
+            kill(-pid, SIGKILL);
+        hostscript_status(pidfd);
+        close(pidfd);
+        return pmc_errorf(err, "Host script timed out after %d seconds", HOSTSCRIPT_TIMEOUT_S);
+    }
+    int status = hostscript_status(pidfd);
+    close(pidfd);
+    log_debug("Host script exited with status %d", status);
+    if (status != 0)
+        return pmc_errorf(err, "Host script failed with status %d", status);
+    return 0;
+}
+
+static int hostscript_group_alive(pid_t pgid)
+{
+    return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+void hostscript_stop(pid_t pgid)
+{
+    if (pgid <= 0 || !hostscript_group_alive(pgid))
+        return;
+    kill(-pgid, SIGTERM);
+    struct timespec step = {0, 50 * 1000 * 1000};
+    for (int waited = 0; waited < HOSTSCRIPT_GRACE_MS; waited += 50) {
+        if (!hostscript_group_alive(pgid))
+            return;
+        nanosleep(&step, NULL);
+    }
+    kill(-pgid, SIGKILL);
+}

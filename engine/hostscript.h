@@ -1,0 +1,43 @@
+/* hostscript.h - the host script (PMC manual "Host Scripts").
+ *
+ * One rank per host (host rank 0) starts the script before any task runs on
+ * that host, in its own process group, with stdout and stderr on the log
+ * (our stderr).  It must exit 0 within HOSTSCRIPT_TIMEOUT_S seconds; after
+ * that it gets SIGALRM (as in PMC), then SIGKILL if it still runs.  Whatever
+ * it left running (services such as memcached) stays in its process group
+ * until the end of the workflow, when the group gets SIGTERM and, after
+ * HOSTSCRIPT_GRACE_MS, SIGKILL.
+ *
+ * Thread-safety: call from the main thread (it blocks while the script
+ * runs).
+ */
+#ifndef PMC_HOSTSCRIPT_H
+#define PMC_HOSTSCRIPT_H
+
+#include <sys/types.h>
+
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HOSTSCRIPT_TIMEOUT_S 60
+#define HOSTSCRIPT_GRACE_MS 3000
+
+/* Run the script at path and wait for it.  Returns 0 when it exited 0,
+ * with its process group id in *pgid (for hostscript_stop()).  Returns -1
+ * with err "Host script failed with status N" (N: the exit code, or
+ * 128+signal), "Host script timed out after 60 seconds", or "Host script
+ * PATH could not be started: <reason>"; *pgid is set even then, so the
+ * caller can clean up what it left. */
+int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err);
+
+/* SIGTERM the script's process group; SIGKILL whatever is left after
+ * HOSTSCRIPT_GRACE_MS.  pgid <= 0 is a no-op. */
+void hostscript_stop(pid_t pgid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
