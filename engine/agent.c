@@ -24,6 +24,7 @@
 #include "sched/node_queue.h"
 #include "io/log.h"
 #include "io/msg.h"
+#include "io/forward.h"
 #include "io/records.h"
 #include "io/taskio.h"
 
@@ -51,9 +52,13 @@ struct slot {
     size_t strs_cap;
     char **argv; /* pointers into the TASKS mail, valid during spawn */
     uint32_t argv_cap;
-    char **envp; /* base environment + PMC_* variables */
+    char **envp; /* base environment + PMC_* variables + forward VARs */
+    size_t envp_cap;
     char *envbuf;
     size_t envbuf_cap;
+    struct fwd_task fwd; /* -f/-F of the running task */
+    int fwd_fds[64];     /* write ends handed to the child */
+    int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
 };
 
 struct agent {
@@ -68,6 +73,7 @@ struct agent {
     char **base_env; /* environ without the PMC_* variables we set */
     size_t base_env_n;
     struct msgbuf results;
+    struct msgbuf fwd_pack; /* forwarded data of the task being reported */
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
     uint32_t cpus_free;      /* local accounting of the rank's share */
@@ -154,10 +160,11 @@ static int agent_open_outputs(struct agent *a)
     return 0;
 }
 
-/* Append the task's stdout + record and its stderr to the rank's files. */
+/* Append the task's stdout + record and its stderr to the rank's files
+ * (or, with --per-task-stdio, the record to the task's own .out file). */
 static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
 {
-    if (agent_open_outputs(a) < 0) {
+    if (s->task_out < 0 && agent_open_outputs(a) < 0) {
         a->failed = true;
         return;
     }
@@ -168,11 +175,17 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
                             app,        a->cfg.hostname, a->cfg.rank, s->cpus, s->memory_mb};
     /* the record starts a line even after output without a final newline */
     char line[4096];
-    size_t nl = taskio_needs_newline(s->out_fd) ? 1 : 0;
+    int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
+    size_t nl = taskio_needs_newline(out_fd) ? 1 : 0;
     line[0] = '\n';
     size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
     if (len >= sizeof line)
         len = sizeof line - 1;
+    if (s->task_out >= 0) {
+        if (write(s->task_out, line, len) != (ssize_t)len)
+            log_error("Cannot write the record of task %s: %s", name, strerror(errno));
+        return;
+    }
     if (taskio_file_append(&a->out, s->out_fd, line, len) < 0 ||
         taskio_file_append(&a->err, s->err_fd, NULL, 0) < 0) {
         log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
@@ -188,13 +201,18 @@ static void agent_add_result(struct agent *a, const struct slot *s, int status, 
                            .status = status,
                            .exec_errno = exec_errno,
                            .start = s->start,
-                           .duration = duration};
+                           .duration = duration,
+                           .nfwd = a->fwd_pack.count,
+                           .fwd = a->fwd_pack.data,
+                           .fwd_len = a->fwd_pack.len};
     if (a->results.count == 0) {
         if (msg_begin(&a->results, MSG_RESULTS) < 0)
             goto oom;
         clock_gettime(CLOCK_MONOTONIC, &a->first_result);
     }
-    if (msg_add_result(&a->results, &r) == 0)
+    int rc = msg_add_result(&a->results, &r);
+    a->fwd_pack.len = a->fwd_pack.count = 0;
+    if (rc == 0)
         return;
 oom:
     log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
@@ -246,6 +264,7 @@ static int agent_slot_init(struct slot *s)
 {
     memset(s, 0, sizeof *s);
     s->pidfd = -1;
+    s->task_out = s->task_err = -1;
     s->out_fd = taskio_capture_open();
     s->err_fd = taskio_capture_open();
     return s->out_fd < 0 || s->err_fd < 0 ? -1 : 0;
@@ -306,7 +325,8 @@ static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task
     size_t need = strlen(t->name) + 160;
     if (grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
         return -1;
-    if (!s->envp && !(s->envp = calloc(a->base_env_n + 6, sizeof(char *))))
+    if (grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 6 + s->fwd.npipes, sizeof(char *)) <
+        0)
         return -1;
     memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
     char *p = s->envbuf, **e = s->envp + a->base_env_n;
@@ -316,7 +336,8 @@ static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task
     *e++ = p, n = sprintf(p, "PMC_CPUS=%u", t->cpus), p += n + 1;
     *e++ = p, n = sprintf(p, "PMC_RANK=%d", a->cfg.rank), p += n + 1;
     *e++ = p, n = sprintf(p, "PMC_HOST_RANK=%d", a->cfg.host_rank), p += n + 1;
-    *e = NULL;
+    fwd_child_env(&s->fwd, e);
+    e[s->fwd.npipes] = NULL;
     return 0;
 }
 
@@ -326,16 +347,37 @@ static void agent_slot_release(struct agent *a, struct slot *s)
 {
     taskio_capture_reset(s->out_fd);
     taskio_capture_reset(s->err_fd);
+    if (s->task_out >= 0)
+        close(s->task_out);
+    if (s->task_err >= 0)
+        close(s->task_err);
+    s->task_out = s->task_err = -1;
+    fwd_reset(&s->fwd);
     a->cpus_free += s->cpus;
     a->memory_free += s->memory_mb;
     s->in_use = false;
 }
 
+static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    s->in_use = true;
+    a->cpus_free -= t->cpus;
+    a->memory_free -= t->memory_mb;
+    s->id = t->id;
+    s->attempt = t->attempt;
+    s->cpus = t->cpus;
+    s->memory_mb = t->memory_mb;
+    s->start = agent_now();
+    agent_write_output(a, s, 256, 0.0);
+    agent_add_result(a, s, 256, 0, 0.0);
+    agent_slot_release(a, s);
+}
+
 static void agent_exec_failed(struct agent *a, struct slot *s, int e)
 {
     const char *app = s->argv[0];
-    dprintf(s->err_fd, "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app,
-            strerror(e));
+    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
+            "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app, strerror(e));
     int status = spawn_exec_exit_code(e) << 8;
     agent_write_output(a, s, status, 0.0);
     agent_add_result(a, s, status, e, 0.0);
@@ -350,15 +392,55 @@ static void agent_batch_unref(struct batch *b)
     }
 }
 
+/* Forwarding pipes and --per-task-stdio files of the task in slot s. */
+static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    struct pmc_error err;
+    if (t->nfwd > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) {
+        log_error("Task %s: more than %zu forwards", t->name,
+                  sizeof s->fwd_fds / sizeof s->fwd_fds[0]);
+        return -1;
+    }
+    if (t->nfwd && fwd_prepare(&s->fwd, t, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    fwd_child_fds(&s->fwd, s->fwd_fds);
+    if (a->cfg.per_task_stdio &&
+        taskio_open_per_task(a->cfg.task_dir, t->name, &s->task_out, &s->task_err, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Register the read ends of the task's pipes: event data is the slot index
+ * plus (forward index + 1) << 32. */
+static void agent_watch_pipes(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    for (uint32_t k = 0; k < s->fwd.n; k++) {
+        if (s->fwd.e[k].rfd < 0)
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i | ((uint64_t)(k + 1) << 32)};
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fwd.e[k].rfd, &ev);
+    }
+}
+
 static void agent_launch(struct agent *a, const struct msg_task *t)
 {
     int i = agent_slot_get(a);
     const char *app = t->argv;
     struct slot *s = i >= 0 ? &a->slots[i] : NULL;
-    if (!s || agent_slot_strings(s, t, app) < 0 || agent_slot_argv(s, t) < 0 ||
-        agent_slot_env(a, s, t) < 0) {
+    if (!s || agent_slot_strings(s, t, app) < 0 || agent_slot_argv(s, t) < 0) {
         log_fatal("Out of memory or descriptors starting task %s", t->name);
         a->failed = true;
+        return;
+    }
+    if (agent_slot_io(a, s, t) < 0 || agent_slot_env(a, s, t) < 0) {
+        /* the task cannot start: report it as failed (status 256, as PMC
+         * does when stdio cannot be opened) */
+        agent_task_unstartable(a, s, t);
         return;
     }
     s->in_use = true;
@@ -371,14 +453,21 @@ static void agent_launch(struct agent *a, const struct msg_task *t)
     s->start = agent_now();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
     log_debug("Running task %s", t->name);
-    struct spawn_request req = {s->argv, s->envp, s->out_fd, s->err_fd, NULL, 0};
+    struct spawn_request req = {.argv = s->argv,
+                                .envp = s->envp,
+                                .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
+                                .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+                                .forward_fds = s->fwd_fds,
+                                .nforward = (int)s->fwd.npipes};
     int e = spawn_task(&req, &s->pid, &s->pidfd);
+    fwd_close_write_ends(&s->fwd);
     if (e) {
         agent_exec_failed(a, s, e);
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
     epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev);
+    agent_watch_pipes(a, (uint32_t)i);
     a->running++;
 }
 
@@ -395,10 +484,26 @@ static void agent_reap(struct agent *a, uint32_t i)
     epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
     close(s->pidfd);
     s->pidfd = -1;
+    struct pmc_error err;
+    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
+        log_error("%s", err.text);
+        a->fwd_pack.len = a->fwd_pack.count = 0;
+        status = 256; /* the task failed: its forwarded data could not be read */
+    }
     agent_write_output(a, s, status, duration);
     agent_add_result(a, s, status, 0, duration);
     agent_slot_release(a, s);
     a->running--;
+}
+
+static void agent_pipe_readable(struct agent *a, uint32_t i, uint32_t k)
+{
+    struct slot *s = &a->slots[i];
+    if (!s->in_use || k >= s->fwd.n || s->fwd.e[k].rfd < 0)
+        return; /* stale event for a pipe already closed */
+    int fd = s->fwd.e[k].rfd;
+    if (fwd_read_pipe(&s->fwd, k) != 0)
+        epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL); /* closed by fwd_read_pipe */
 }
 
 /* ---- messages --------------------------------------------------------- */
@@ -559,9 +664,15 @@ static void agent_wait_events(struct agent *a)
         timeout = 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
     mailbox_awake(&a->box);
-    for (int i = 0; i < n; i++)
-        if (ev[i].data.u64 != MAILBOX_EVENT)
-            agent_reap(a, (uint32_t)ev[i].data.u64);
+    for (int i = 0; i < n; i++) {
+        uint64_t d = ev[i].data.u64;
+        if (d == MAILBOX_EVENT)
+            continue;
+        if (d >> 32)
+            agent_pipe_readable(a, (uint32_t)d, (uint32_t)(d >> 32) - 1);
+        else
+            agent_reap(a, (uint32_t)d);
+    }
     if (!a->aborting && !a->draining)
         agent_pump(a);
 }
@@ -621,10 +732,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->memory_free = cfg->memory_mb;
     a->cfg.hostname = strdup(cfg->hostname);
     a->cfg.dag_path = strdup(cfg->dag_path);
+    a->cfg.task_dir = strdup(cfg->task_dir ? cfg->task_dir : ".");
     a->out.fd = a->err.fd = -1;
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!a->cfg.hostname || !a->cfg.dag_path || a->epfd < 0 || mailbox_init(&a->box) < 0 ||
+    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || mailbox_init(&a->box) < 0 ||
         agent_snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
         agent_destroy(a);
@@ -671,6 +783,7 @@ static void agent_slot_free(struct slot *s)
     free(s->argv);
     free(s->envp);
     free(s->envbuf);
+    fwd_free(&s->fwd);
 }
 
 void agent_destroy(struct agent *a)
@@ -687,6 +800,7 @@ void agent_destroy(struct agent *a)
         agent_batch_unref(nt.batch);
     nq_free(&a->queue);
     msg_free(&a->results);
+    msg_free(&a->fwd_pack);
     taskio_file_close(&a->out);
     taskio_file_close(&a->err);
     if (a->box.efd >= 0)
@@ -695,5 +809,6 @@ void agent_destroy(struct agent *a)
         close(a->epfd);
     free((char *)a->cfg.hostname);
     free((char *)a->cfg.dag_path);
+    free((char *)a->cfg.task_dir);
     free(a);
 }

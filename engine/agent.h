@@ -44,6 +44,8 @@ struct agent_config {
     uint64_t memory_mb; /* memory this rank offers, MB */
     const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
     bool null_executor;   /* complete every task at once without running it */
+    bool per_task_stdio;  /* TASK.out.NNN / TASK.err.NNN in task_dir */
+    const char *task_dir; /* the DAG file's directory */
 };
 
 struct agent;

@@ -110,10 +110,9 @@ static void rank_resources(const struct options *o, const struct rank_info *ri, 
 
 static void warn_unimplemented(const struct options *o)
 {
-    if (o->strict_limits || o->per_task_stdio || o->jobstate_log || o->monitord_hack ||
-        o->set_affinity)
-        log_warn("--strict-limits, --per-task-stdio, --jobstate-log, "
-                 "--monitord-hack and --set-affinity are accepted but not implemented yet");
+    if (o->strict_limits || o->jobstate_log || o->monitord_hack || o->set_affinity)
+        log_warn("--strict-limits, --jobstate-log, --monitord-hack and --set-affinity are "
+                 "accepted but not implemented yet");
 }
 
 /* Parse options on every rank (they all see the same argv); only rank 0
@@ -146,7 +145,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    o->out_path,    o->err_path,              o->max_failures,
                                    o->tries,       o->max_wall_time * 60.0,  program,
                                    ri->size,       o->master_only,           o->null_executor,
-                                   o->nolock};
+                                   o->nolock,      o->maxfds};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {
@@ -162,8 +161,15 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
 {
     if (ri->rank == 0 && o->master_only)
         return NULL;
-    struct agent_config ac = {ri->rank, ri->host_rank, ri->host_ranks, ri->hostname, 0, 0,
-                              o->dag_path, o->null_executor};
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", o->dag_path);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *(slash == dir ? slash + 1 : slash) = '\0';
+    struct agent_config ac = {ri->rank,         ri->host_rank,      ri->host_ranks,
+                              ri->hostname,     0,                  0,
+                              o->dag_path,      o->null_executor,   o->per_task_stdio,
+                              slash ? dir : "."};
     rank_resources(o, ri, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
     struct agent *a = agent_create(&ac, &err);

@@ -33,6 +33,7 @@
 
 #include "engine/dag.h"
 #include "io/daglock.h"
+#include "io/fdcache.h"
 #include "io/dagfile.h"
 #include "io/log.h"
 #include "io/msg.h"
@@ -70,6 +71,9 @@ struct master_stats {
 
 struct master {
     struct master_config cfg;
+    struct fdcache *fdcache; /* I/O forwarding destinations */
+    char *fwd_scratch;       /* a task's forwards in wire form */
+    size_t fwd_scratch_cap;
     int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
     char *rescue_path;
     struct dag *dag;
@@ -167,6 +171,9 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
         pmc_errorf(err, "out of memory for %u tasks", m->dag->ntasks);
         goto fail;
     }
+    m->fdcache = fdcache_create(cfg->maxfds, err);
+    if (!m->fdcache)
+        goto fail;
     if (!cfg->skip_rescue && rescue_read(m->rescue_path, m->dag, m->done_before,
                                          &m->ndone_before, NULL, err) < 0)
         goto fail;
@@ -321,6 +328,30 @@ static int master_find_node(struct master *m, uint32_t t)
     return -1;
 }
 
+/* The task's -f/-F list in the TASKS wire form: (u8 kind, src NUL, dest
+ * NUL) per forward, in m's scratch buffer (valid until the next call). */
+static const char *master_pack_forwards(struct master *m, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    size_t need = 0;
+    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++)
+        need += 3 + strlen(d->arena + d->fwd[j].src) + strlen(d->arena + d->fwd[j].dest);
+    if (need > m->fwd_scratch_cap) {
+        char *p = realloc(m->fwd_scratch, need);
+        if (!p)
+            return NULL;
+        m->fwd_scratch = p;
+        m->fwd_scratch_cap = need;
+    }
+    char *p = m->fwd_scratch;
+    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++) {
+        *p++ = (char)d->fwd[j].kind;
+        p = stpcpy(p, d->arena + d->fwd[j].src) + 1;
+        p = stpcpy(p, d->arena + d->fwd[j].dest) + 1;
+    }
+    return m->fwd_scratch;
+}
+
 static int master_batch_task(struct master *m, struct node *n, uint32_t t)
 {
     const struct dag *d = m->dag;
@@ -333,8 +364,10 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
                           .pegasus_id = d->arena + d->pegasus_id[t],
                           .argc = d->argc[t],
                           .argv = d->arena + d->argv[t],
-                          .nfwd = 0,
-                          .fwd = NULL};
+                          .nfwd = d->nfwd[t],
+                          .fwd = d->nfwd[t] ? master_pack_forwards(m, t) : NULL};
+    if (mt.nfwd && !mt.fwd)
+        return -1;
     if (n->batch.count == 0 && msg_begin(&n->batch, MSG_TASKS) < 0)
         return -1;
     return msg_add_task(&n->batch, &mt);
@@ -445,13 +478,17 @@ static int exit_code_of(int status)
     return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : status;
 }
 
-static void master_task_failed(struct master *m, uint32_t t, const struct msg_result *r)
+static void master_task_failed(struct master *m, uint32_t t, const struct msg_result *r,
+                               bool io_failed)
 {
     const struct dag *d = m->dag;
     if (r->exec_errno)
         log_error("Task %s could not be started: %s: %s", task_name(m, t),
                   d->arena + d->argv[t], strerror(r->exec_errno));
-    log_error("Task %s failed with exitcode %d", task_name(m, t), exit_code_of(r->status));
+    if (io_failed)
+        log_error("Task %s failed due to collective I/O errors", task_name(m, t));
+    else
+        log_error("Task %s failed with exitcode %d", task_name(m, t), exit_code_of(r->status));
     uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
     if (m->attempts[t] < tries && !m->stop_dispatch) {
         log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->attempts[t] + 1,
@@ -493,6 +530,32 @@ static void master_task_succeeded(struct master *m, uint32_t t)
     master_release_children(m, t);
 }
 
+/* Append the forwarded data of a successful task to its destinations (each
+ * block whole, through the descriptor cache).  -1 when a block could not be
+ * written: the task then fails (PMC manual, I/O forwarding caveats). */
+static int master_write_forwards(struct master *m, uint32_t t, const struct msg_result *r)
+{
+    const struct dag *d = m->dag;
+    size_t pos = 0;
+    uint32_t idx, len;
+    const uint8_t *data;
+    int rc = 0, more;
+    while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
+        if (idx >= d->nfwd[t]) {
+            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
+                      d->nfwd[t]);
+            return -1;
+        }
+        struct pmc_error err;
+        const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
+        if (fdcache_write(m->fdcache, dest, data, len, &err) < 0) {
+            log_error("%s", err.text);
+            rc = -1;
+        }
+    }
+    return more < 0 ? -1 : rc;
+}
+
 /* Apply one result from node n; -1 if it does not match a running task. */
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
 {
@@ -514,10 +577,12 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         m->st.first_start = r->start;
     if (r->start + r->duration > m->st.last_end)
         m->st.last_end = r->start + r->duration;
-    if (r->status == 0 && r->exec_errno == 0)
-        master_task_succeeded(m, t);
+    if (r->status != 0 || r->exec_errno != 0)
+        master_task_failed(m, t, r, false);
+    else if (master_write_forwards(m, t, r) < 0)
+        master_task_failed(m, t, r, true);
     else
-        master_task_failed(m, t, r);
+        master_task_succeeded(m, t);
     return 0;
 }
 
@@ -859,6 +924,8 @@ void master_destroy(struct master *m)
     if (m->box.efd >= 0)
         mailbox_destroy(&m->box);
     free(m->rescue_path);
+    fdcache_destroy(m->fdcache);
+    free(m->fwd_scratch);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);

@@ -43,6 +43,7 @@ struct master_config {
     bool master_only;        /* rank 0 runs no agent */
     bool null_executor;      /* benchmark: no rescue log is written */
     bool nolock;             /* -n: do not lock the DAG file */
+    uint32_t maxfds;         /* --maxfds, 0 = from RLIMIT_NOFILE */
 };
 
 struct master;

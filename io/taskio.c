@@ -133,6 +133,32 @@ int taskio_needs_newline(int fd)
     return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
 }
 
+int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
+                         struct pmc_error *err)
+{
+    char out[4096], errp[4096];
+    for (unsigned n = 0; n < 1000000; n++) {
+        snprintf(out, sizeof out, "%s/%s.out.%03u", dir, name, n);
+        snprintf(errp, sizeof errp, "%s/%s.err.%03u", dir, name, n);
+        *out_fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (*out_fd < 0 && errno == EEXIST)
+            continue;
+        if (*out_fd < 0)
+            return pmc_errorf(err, "%s: %m", out);
+        *err_fd = open(errp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (*err_fd >= 0)
+            return 0;
+        int e = errno;
+        close(*out_fd);
+        unlink(out);
+        if (e != EEXIST) {
+            errno = e;
+            return pmc_errorf(err, "%s: %m", errp);
+        }
+    }
+    return pmc_errorf(err, "%s/%s: no unused .out.NNN number", dir, name);
+}
+
 int taskio_file_close(struct taskio_file *f)
 {
     int rc = 0;

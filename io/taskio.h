@@ -52,6 +52,13 @@ int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
  * (the record that follows must still start a line). */
 int taskio_needs_newline(int fd);
 
+/* --per-task-stdio: create DIR/NAME.out.NNN and DIR/NAME.err.NNN for one
+ * attempt, NNN the first number from 000 for which neither exists (PMC
+ * manual, --per-task-stdio).  Both are opened O_WRONLY|O_CREAT|O_EXCL|
+ * O_CLOEXEC.  0, or -1 with err "PATH: <strerror>". */
+int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
+                         struct pmc_error *err);
+
 /* fsync-free close; frees path.  Safe on a closed/zeroed struct. */
 int taskio_file_close(struct taskio_file *f);
 

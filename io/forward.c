@@ -1,0 +1,203 @@
+/* forward.c - pipes and files of I/O forwarding on the node; see forward.h.
+ *
+ * Invariant: for every entry, rfd/wfd are open descriptors or -1; data/len
+ * hold everything read so far.  fwd_reset() returns the struct to "no
+ * forwards" while keeping the arrays for the next task.
+ */
+#include "io/forward.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/dag.h"
+#include "engine/spawn.h"
+
+static int fwd_reserve(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 4;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int fwd_add(struct fwd_task *f, uint32_t kind, const char *src)
+{
+    size_t cap = f->cap;
+    if (fwd_reserve((void **)&f->e, &cap, f->n + 1, sizeof *f->e) < 0)
+        return -1;
+    f->cap = (uint32_t)cap;
+    struct fwd_entry *e = &f->e[f->n];
+    memset(e, 0, sizeof *e);
+    e->kind = kind;
+    e->rfd = e->wfd = -1;
+    e->src = strdup(src);
+    if (!e->src)
+        return -1;
+    f->n++;
+    return 0;
+}
+
+static int fwd_open_pipe(struct fwd_entry *e)
+{
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) < 0)
+        return -1;
+    e->rfd = p[0];
+    e->wfd = p[1];
+    return fcntl(e->rfd, F_SETFL, O_NONBLOCK);
+}
+
+int fwd_prepare(struct fwd_task *f, const struct msg_task *t, struct pmc_error *err)
+{
+    uint32_t pos = 0, kind;
+    const char *src, *dest;
+    int rc;
+    while ((rc = msg_task_next_fwd(t, &pos, &kind, &src, &dest)) == 1) {
+        if (fwd_add(f, kind, src) < 0)
+            return pmc_errorf(err, "Task %s: out of memory for forwards", t->name);
+        if (kind == DAG_FORWARD_PIPE) {
+            if (fwd_open_pipe(&f->e[f->n - 1]) < 0)
+                return pmc_errorf(err, "Task %s: cannot create a pipe: %m", t->name);
+            f->npipes++;
+        }
+    }
+    return rc < 0 ? pmc_errorf(err, "Task %s: malformed forwards", t->name) : 0;
+}
+
+void fwd_child_fds(const struct fwd_task *f, int *fds)
+{
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].kind == DAG_FORWARD_PIPE)
+            fds[k++] = f->e[i].wfd;
+}
+
+void fwd_child_env(struct fwd_task *f, char **envp)
+{
+    size_t need = 0;
+    for (uint32_t i = 0; i < f->n; i++)
+        need += strlen(f->e[i].src) + 16;
+    if (fwd_reserve((void **)&f->env, &f->env_cap, need, 1) < 0)
+        return; /* cannot happen for sane sizes; the task then lacks VAR */
+    char *p = f->env;
+    uint32_t k = 0;
+    for (uint32_t i = 0; i < f->n; i++) {
+        if (f->e[i].kind != DAG_FORWARD_PIPE)
+            continue;
+        envp[k] = p;
+        p += sprintf(p, "%s=%u", f->e[i].src, SPAWN_FIRST_FORWARD_FD + k) + 1;
+        k++;
+    }
+}
+
+void fwd_close_write_ends(struct fwd_task *f)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].wfd >= 0) {
+            close(f->e[i].wfd);
+            f->e[i].wfd = -1;
+        }
+}
+
+int fwd_read_pipe(struct fwd_task *f, uint32_t k)
+{
+    struct fwd_entry *e = &f->e[k];
+    for (;;) {
+        if (fwd_reserve((void **)&e->data, &e->cap, e->len + 65536, 1) < 0)
+            return -1;
+        ssize_t r = read(e->rfd, e->data + e->len, e->cap - e->len);
+        if (r > 0) {
+            e->len += (size_t)r;
+            continue;
+        }
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EAGAIN)
+            return 0;
+        close(e->rfd);
+        e->rfd = -1;
+        return r == 0 ? 1 : -1;
+    }
+}
+
+/* Read a -F source: a regular file (no symlink followed) of at most
+ * FWD_FILE_MAX bytes, then delete it. */
+static int fwd_read_file(struct fwd_entry *e, const char *task_name, struct pmc_error *err)
+{
+    int fd = open(e->src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ELOOP ? pmc_errorf(err, "Task %s: %s is not a file", task_name, e->src)
+                              : pmc_errorf(err, "Task %s: %s: %m", task_name, e->src);
+    struct stat st;
+    int rc = 0;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+        rc = pmc_errorf(err, "Task %s: %s is not a file", task_name, e->src);
+    else if (st.st_size > FWD_FILE_MAX)
+        rc = pmc_errorf(err, "Task %s: %s is larger than the 1 MB forwarding limit", task_name,
+                        e->src);
+    else if (fwd_reserve((void **)&e->data, &e->cap, (size_t)st.st_size + 1, 1) < 0)
+        rc = pmc_errorf(err, "Task %s: out of memory reading %s", task_name, e->src);
+    for (ssize_t r; rc == 0 && e->len < (size_t)st.st_size; e->len += (size_t)r) {
+        r = read(fd, e->data + e->len, (size_t)st.st_size - e->len);
+        if (r <= 0 && !(r < 0 && errno == EINTR))
+            rc = pmc_errorf(err, "Task %s: reading %s: %m", task_name, e->src);
+        if (r < 0)
+            r = 0;
+    }
+    close(fd);
+    if (rc == 0 && unlink(e->src) < 0)
+        rc = pmc_errorf(err, "Task %s: cannot delete %s: %m", task_name, e->src);
+    return rc;
+}
+
+int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
+               struct pmc_error *err)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].rfd >= 0)
+            fwd_read_pipe(f, i); /* what is there now; a lingering writer is not waited for */
+    if (status != 0)
+        return 0; /* data of a failed task is dropped */
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].kind == DAG_FORWARD_FILE && fwd_read_file(&f->e[i], task_name, err) < 0)
+            return -1;
+    for (uint32_t i = 0; i < f->n; i++)
+        if (msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0)
+            return pmc_errorf(err, "Task %s: forwarded data too large", task_name);
+    return 0;
+}
+
+void fwd_reset(struct fwd_task *f)
+{
+    for (uint32_t i = 0; i < f->n; i++) {
+        struct fwd_entry *e = &f->e[i];
+        if (e->rfd >= 0)
+            close(e->rfd);
+        if (e->wfd >= 0)
+            close(e->wfd);
+        free(e->src);
+        free(e->data);
+    }
+    f->n = 0;
+    f->npipes = 0;
+}
+
+void fwd_free(struct fwd_task *f)
+{
+    fwd_reset(f);
+    free(f->e);
+    free(f->env);
+    memset(f, 0, sizeof *f);
+}

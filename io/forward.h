@@ -1,0 +1,85 @@
+/* forward.h - the node side of I/O forwarding (PMC manual "I/O Forwarding").
+ *
+ * For one running task:
+ *   -f VAR=FILE  a pipe; the task gets the write end as descriptor 3, 4, ...
+ *                (in the order of its -f options) and VAR holds that number;
+ *                the agent reads the read end while the task runs.
+ *   -F SRC=DEST  after the task exits 0, SRC (a regular file, opened without
+ *                following symlinks, at most FWD_FILE_MAX bytes) is read and
+ *                deleted.
+ * The data of a task that succeeded goes back to the master inside the
+ * task's result (msg_pack_fwd_data blocks, indexed by the forward's position
+ * in the task's -f/-F list), which appends each block whole to DEST.  Data
+ * of a failed task is dropped.
+ *
+ * Thread-safety: a struct fwd_task belongs to the agent thread.  No memory
+ * is allocated for a task without forwards.
+ */
+#ifndef PMC_FORWARD_H
+#define PMC_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/error.h"
+#include "io/msg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define FWD_FILE_MAX (1024 * 1024) /* PMC's limit for -F files */
+
+struct fwd_entry {
+    uint32_t kind;  /* DAG_FORWARD_PIPE or DAG_FORWARD_FILE */
+    char *src;      /* VAR (pipe) or SRC path (file), owned */
+    int rfd, wfd;   /* pipe ends, -1 when closed */
+    uint8_t *data;  /* what was read, owned */
+    size_t len, cap;
+};
+
+struct fwd_task {
+    struct fwd_entry *e;
+    uint32_t n, cap;
+    uint32_t npipes;
+    char *env; /* "VAR=3\0VAR2=4\0", one per pipe */
+    size_t env_cap;
+};
+
+/* Set up the forwards of task t (pipes created O_CLOEXEC, read ends
+ * non-blocking).  0, or -1 with err. */
+int fwd_prepare(struct fwd_task *f, const struct msg_task *t, struct pmc_error *err);
+
+/* The write ends, in order (for spawn_request.forward_fds); npipes of them
+ * are written to fds, which must have room for f->npipes. */
+void fwd_child_fds(const struct fwd_task *f, int *fds);
+
+/* Append "VAR=N" pointers for the pipes to envp (room for f->npipes). */
+void fwd_child_env(struct fwd_task *f, char **envp);
+
+/* Close the write ends in the parent (after the spawn). */
+void fwd_close_write_ends(struct fwd_task *f);
+
+/* Read what pipe k (an index into e[]) has now.  Returns 1 at end of file
+ * (the read end is then closed), 0 when it would block, -1 on a read error
+ * or out of memory. */
+int fwd_read_pipe(struct fwd_task *f, uint32_t k);
+
+/* After the task exited with status: drain and close the pipes; if status
+ * is 0, read and delete the -F files and pack every forward's data into
+ * pack (msg_pack_fwd_data blocks; pack->count blocks).  Returns 0, or -1
+ * with err "Task NAME: PATH is not a file" (or another reason) when a -F
+ * file cannot be forwarded: the task then counts as failed. */
+int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
+               struct pmc_error *err);
+
+/* Close everything and forget the task's forwards (storage is kept). */
+void fwd_reset(struct fwd_task *f);
+
+/* Free all storage. */
+void fwd_free(struct fwd_task *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

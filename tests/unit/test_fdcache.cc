@@ -1,0 +1,583 @@
+// test_fdcache.cc - unit tests of io/fdcache.h (PMC manual "I/O Forwarding",
+// --maxfds; COMPAT.md "Other files", I/O forwarding bullet).
+//
+// Appending: existing content is never truncated; blocks (1 byte to 4 MiB,
+// random bytes) land whole and in order, interleaved over several files, and
+// through two spellings of one path; an empty block creates the file.
+// Bound and LRU: maxfds 1 with 50 destinations written round-robin keeps at
+// most one descriptor open (counted in /proc/self/fd) and loses nothing; the
+// least recently written file is the one closed; 800 destinations through a
+// 500-file cache (table growth, entry recycling).  Counters: hits,
+// misses, hit rate (1.0 before any write).  Directories: nested parents are
+// created.  Errors, each "PATH: <strerror>" with errno, the cache still
+// usable afterwards: a directory as destination, a path under a regular
+// file, a parent that cannot be created, a failing write (/dev/full).
+// Limits: maxfds against RLIMIT_NOFILE (the soft limit lowered with
+// setrlimit and restored), PMC's automatic rule, and running out of
+// descriptors below an explicit maxfds.
+//
+// Each test gets its own directory under /tmp.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/fdcache.h"
+
+namespace fs = std::filesystem;
+
+namespace
+{
+
+std::string read_file(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+void write_file(const std::string &path, const std::string &data)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << data;
+}
+
+std::string random_bytes(size_t n, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::string s(n, '\0');
+    for (auto &c : s)
+        c = static_cast<char>(rng());
+    return s;
+}
+
+// The targets of this process's open descriptors, without the one that
+// lists them.
+std::multiset<std::string> open_files()
+{
+    std::multiset<std::string> out;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return out;
+    int self = dirfd(d);
+    while (struct dirent *e = readdir(d)) {
+        if (e->d_name[0] == '.' || atoi(e->d_name) == self)
+            continue;
+        char buf[4096];
+        std::string link = std::string("/proc/self/fd/") + e->d_name;
+        ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+        if (n >= 0)
+            out.insert(std::string(buf, static_cast<size_t>(n)));
+    }
+    closedir(d);
+    return out;
+}
+
+size_t count_open_fds()
+{
+    return open_files().size();
+}
+
+int highest_open_fd()
+{
+    int hi = -1;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 1024;
+    while (struct dirent *e = readdir(d))
+        if (e->d_name[0] != '.')
+            hi = std::max(hi, atoi(e->d_name));
+    closedir(d);
+    return hi;
+}
+
+// Set the RLIMIT_NOFILE soft limit for one scope.
+class SoftNofile
+{
+  public:
+    explicit SoftNofile(rlim_t soft)
+    {
+        EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &saved_), 0);
+        struct rlimit rl = saved_;
+        rl.rlim_cur = soft;
+        ok_ = setrlimit(RLIMIT_NOFILE, &rl) == 0;
+        EXPECT_TRUE(ok_) << "setrlimit(" << soft << "): " << strerror(errno);
+    }
+    ~SoftNofile()
+    {
+        EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &saved_), 0) << strerror(errno);
+    }
+    bool ok() const
+    {
+        return ok_;
+    }
+
+  private:
+    struct rlimit saved_ {
+    };
+    bool ok_ = false;
+};
+
+using CachePtr = std::unique_ptr<fdcache, decltype(&fdcache_destroy)>;
+
+CachePtr make_cache(uint32_t maxfds)
+{
+    pmc_error err{};
+    CachePtr c(fdcache_create(maxfds, &err), fdcache_destroy);
+    EXPECT_NE(c, nullptr) << err.text;
+    return c;
+}
+
+class FdcacheTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        char tmpl[] = "/tmp/pmc-fdcache-test.XXXXXX";
+        ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
+        dir_ = tmpl;
+    }
+    void TearDown() override
+    {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    std::string path(const std::string &name) const
+    {
+        return dir_ + "/" + name;
+    }
+    // Write and expect success.
+    void put(fdcache *c, const std::string &p, const std::string &data)
+    {
+        pmc_error err{};
+        ASSERT_EQ(fdcache_write(c, p.c_str(), data.data(), data.size(), &err), 0) << err.text;
+    }
+    std::string dir_;
+};
+
+// ---- appending ---------------------------------------------------------------
+
+TEST_F(FdcacheTest, AppendsNeverTruncate)
+{
+    std::string p = path("out.txt");
+    write_file(p, "old line\n");
+    {
+        auto c = make_cache(4);
+        put(c.get(), p, "first ");
+        put(c.get(), p, "second\n");
+    }
+    EXPECT_EQ(read_file(p), "old line\nfirst second\n");
+    {
+        auto c = make_cache(4); // a new run appends again
+        put(c.get(), p, "third\n");
+    }
+    EXPECT_EQ(read_file(p), "old line\nfirst second\nthird\n");
+}
+
+TEST_F(FdcacheTest, NewFileIsMode0644)
+{
+    std::string p = path("new.txt");
+    mode_t old = umask(022);
+    auto c = make_cache(4);
+    put(c.get(), p, "x");
+    umask(old);
+    struct stat st;
+    ASSERT_EQ(stat(p.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0644u);
+}
+
+// Random blocks of 1 byte to 4 MiB to three files, interleaved, with a
+// small cache so files are closed and reopened between blocks.
+TEST_F(FdcacheTest, BlocksAreWholeAndInOrder)
+{
+    auto c = make_cache(2);
+    std::vector<std::string> paths = {path("a"), path("b"), path("c")};
+    std::map<std::string, std::string> want;
+    std::mt19937 rng(42);
+    std::vector<size_t> sizes = {1, 7, 4096, 65537, 1 << 20, 4 << 20, 3, 100000};
+    for (int i = 0; i < 60; i++) {
+        const std::string &p = paths[rng() % paths.size()];
+        std::string block = random_bytes(sizes[rng() % sizes.size()], static_cast<unsigned>(i));
+        put(c.get(), p, block);
+        want[p] += block;
+    }
+    ASSERT_EQ(fdcache_close_all(c.get(), nullptr), 0);
+    for (const auto &p : paths)
+        EXPECT_TRUE(read_file(p) == want[p])
+            << p << ": " << read_file(p).size() << " bytes, want " << want[p].size();
+}
+
+// "dir/x" and "dir/./x" are two cache entries but one file; O_APPEND keeps
+// every block at the end, so the order is still the write order.
+TEST_F(FdcacheTest, TwoSpellingsOfOnePathStillAppendInOrder)
+{
+    auto c = make_cache(8);
+    std::string p1 = path("x"), p2 = dir_ + "/./x";
+    std::string want;
+    for (int i = 0; i < 10; i++) {
+        std::string block = "block " + std::to_string(i) + "\n";
+        put(c.get(), i % 2 ? p1 : p2, block);
+        want += block;
+    }
+    EXPECT_EQ(fdcache_open_count(c.get()), 2u);
+    EXPECT_EQ(read_file(p1), want);
+}
+
+TEST_F(FdcacheTest, EmptyBlockCreatesTheFile)
+{
+    auto c = make_cache(4);
+    std::string p = path("empty");
+    pmc_error err{};
+    EXPECT_EQ(fdcache_write(c.get(), p.c_str(), "", 0, &err), 0) << err.text;
+    EXPECT_TRUE(fs::exists(p));
+    EXPECT_EQ(fs::file_size(p), 0u);
+}
+
+// ---- the bound and the LRU order ---------------------------------------------
+
+TEST_F(FdcacheTest, MaxfdsOneWithFiftyDestinationsRoundRobin)
+{
+    size_t before = count_open_fds();
+    auto c = make_cache(1);
+    EXPECT_EQ(fdcache_maxfds(c.get()), 1u);
+    const int files = 50, rounds = 20;
+    size_t most = 0;
+    for (int r = 0; r < rounds; r++) {
+        for (int f = 0; f < files; f++) {
+            std::string line = "file " + std::to_string(f) + " round " + std::to_string(r) + "\n";
+            put(c.get(), path("dest." + std::to_string(f)), line);
+            most = std::max(most, count_open_fds());
+            ASSERT_LE(fdcache_open_count(c.get()), 1u);
+        }
+    }
+    EXPECT_EQ(most, before + 1) << "never more than one destination open";
+    EXPECT_EQ(fdcache_misses(c.get()), static_cast<uint64_t>(files * rounds));
+    EXPECT_EQ(fdcache_hits(c.get()), 0u);
+    EXPECT_DOUBLE_EQ(fdcache_hitrate(c.get()), 0.0);
+    c.reset();
+    EXPECT_EQ(count_open_fds(), before) << "destroy closes everything";
+    for (int f = 0; f < files; f++) {
+        std::string want;
+        for (int r = 0; r < rounds; r++)
+            want += "file " + std::to_string(f) + " round " + std::to_string(r) + "\n";
+        EXPECT_EQ(read_file(path("dest." + std::to_string(f))), want) << f;
+    }
+}
+
+TEST_F(FdcacheTest, LeastRecentlyUsedClosesFirst)
+{
+    auto c = make_cache(3);
+    std::string a = path("A"), b = path("B"), cc = path("C"), d = path("D");
+    auto is_open = [](const std::string &p) { return open_files().count(p) == 1; };
+    put(c.get(), a, "1");  // MRU first: A
+    put(c.get(), b, "1");  // B A
+    put(c.get(), cc, "1"); // C B A
+    put(c.get(), a, "2");  // A C B (a hit moves A to the front)
+    put(c.get(), d, "1");  // D A C, B closed
+    EXPECT_TRUE(is_open(a));
+    EXPECT_FALSE(is_open(b));
+    EXPECT_TRUE(is_open(cc));
+    EXPECT_TRUE(is_open(d));
+    put(c.get(), b, "2"); // B D A, C closed
+    EXPECT_TRUE(is_open(a));
+    EXPECT_TRUE(is_open(b));
+    EXPECT_FALSE(is_open(cc));
+    EXPECT_TRUE(is_open(d));
+    put(c.get(), d, "2");  // D B A (hit)
+    put(c.get(), cc, "2"); // C D B, A closed
+    EXPECT_FALSE(is_open(a));
+    EXPECT_TRUE(is_open(b) && is_open(cc) && is_open(d));
+    EXPECT_EQ(fdcache_hits(c.get()), 2u);
+    EXPECT_EQ(fdcache_misses(c.get()), 6u);
+    EXPECT_EQ(fdcache_open_count(c.get()), 3u);
+    EXPECT_EQ(read_file(a), "12");
+    EXPECT_EQ(read_file(b), "12");
+    EXPECT_EQ(read_file(cc), "12");
+    EXPECT_EQ(read_file(d), "12");
+}
+
+// Many destinations through a big cache: the hash table grows, evicted
+// entries are recycled, nothing is lost or misdirected.
+TEST_F(FdcacheTest, ManyDestinations)
+{
+    size_t before = count_open_fds();
+    auto c = make_cache(500); // fits a default soft limit of 1024
+    const int files = 800;
+    for (int r = 0; r < 2; r++)
+        for (int f = 0; f < files; f++)
+            put(c.get(), path("many/d" + std::to_string(f % 7) + "/f" + std::to_string(f)),
+                std::to_string(f) + ":" + std::to_string(r) + "\n");
+    EXPECT_EQ(fdcache_open_count(c.get()), 500u);
+    EXPECT_EQ(count_open_fds(), before + 500);
+    // The last 500 files of round 1 are open: writing them again hits.
+    uint64_t hits = fdcache_hits(c.get());
+    for (int f = files - 500; f < files; f++)
+        put(c.get(), path("many/d" + std::to_string(f % 7) + "/f" + std::to_string(f)), "");
+    EXPECT_EQ(fdcache_hits(c.get()), hits + 500);
+    EXPECT_EQ(fdcache_close_all(c.get(), nullptr), 0);
+    EXPECT_EQ(count_open_fds(), before);
+    for (int f = 0; f < files; f++) {
+        std::string s = std::to_string(f);
+        EXPECT_EQ(read_file(path("many/d" + std::to_string(f % 7) + "/f" + s)),
+                  s + ":0\n" + s + ":1\n");
+    }
+}
+
+TEST_F(FdcacheTest, HitRate)
+{
+    auto c = make_cache(4);
+    EXPECT_DOUBLE_EQ(fdcache_hitrate(c.get()), 1.0) << "PMC's value before any write";
+    for (int i = 0; i < 4; i++)
+        put(c.get(), path("same"), "x");
+    EXPECT_EQ(fdcache_hits(c.get()), 3u);
+    EXPECT_EQ(fdcache_misses(c.get()), 1u);
+    EXPECT_DOUBLE_EQ(fdcache_hitrate(c.get()), 0.75);
+}
+
+TEST_F(FdcacheTest, CloseAllKeepsTheCacheUsable)
+{
+    size_t before = count_open_fds();
+    auto c = make_cache(8);
+    put(c.get(), path("p"), "a");
+    put(c.get(), path("q"), "a");
+    EXPECT_EQ(count_open_fds(), before + 2);
+    pmc_error err{};
+    EXPECT_EQ(fdcache_close_all(c.get(), &err), 0) << err.text;
+    EXPECT_EQ(count_open_fds(), before);
+    EXPECT_EQ(fdcache_open_count(c.get()), 0u);
+    put(c.get(), path("p"), "b");
+    EXPECT_EQ(fdcache_misses(c.get()), 3u) << "counters survive close_all";
+    EXPECT_EQ(read_file(path("p")), "ab");
+}
+
+TEST_F(FdcacheTest, DescriptorsAreCloseOnExec)
+{
+    auto c = make_cache(2);
+    std::string p = path("cloexec");
+    put(c.get(), p, "x");
+    bool found = false;
+    for (int fd = 0; fd <= highest_open_fd(); fd++) {
+        char buf[4096];
+        std::string link = "/proc/self/fd/" + std::to_string(fd);
+        ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+        if (n > 0 && std::string(buf, static_cast<size_t>(n)) == p) {
+            found = true;
+            EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+            EXPECT_TRUE(fcntl(fd, F_GETFL) & O_APPEND);
+        }
+    }
+    EXPECT_TRUE(found);
+}
+
+// ---- directories ---------------------------------------------------------------
+
+TEST_F(FdcacheTest, CreatesNestedDirectories)
+{
+    auto c = make_cache(4);
+    std::string p = path("a/b/c/d/out.dat");
+    put(c.get(), p, "deep\n");
+    put(c.get(), path("a/b/other"), "shallow\n"); // parents exist now
+    put(c.get(), path("a//b/x/y"), "double slash\n");
+    EXPECT_EQ(read_file(p), "deep\n");
+    EXPECT_EQ(read_file(path("a/b/other")), "shallow\n");
+    EXPECT_EQ(read_file(path("a/b/x/y")), "double slash\n");
+    EXPECT_TRUE(fs::is_directory(path("a/b/c/d")));
+}
+
+TEST_F(FdcacheTest, RelativePathsWork)
+{
+    char cwd[4096];
+    ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
+    ASSERT_EQ(chdir(dir_.c_str()), 0);
+    {
+        auto c = make_cache(4);
+        pmc_error err{};
+        EXPECT_EQ(fdcache_write(c.get(), "rel.txt", "r", 1, &err), 0) << err.text;
+        EXPECT_EQ(fdcache_write(c.get(), "sub/dir/rel.txt", "s", 1, &err), 0) << err.text;
+    }
+    ASSERT_EQ(chdir(cwd), 0);
+    EXPECT_EQ(read_file(path("rel.txt")), "r");
+    EXPECT_EQ(read_file(path("sub/dir/rel.txt")), "s");
+}
+
+// ---- errors ----------------------------------------------------------------------
+
+TEST_F(FdcacheTest, DirectoryAsDestinationIsAnError)
+{
+    auto c = make_cache(4);
+    std::string d = path("adir");
+    ASSERT_EQ(mkdir(d.c_str(), 0755), 0);
+    pmc_error err{};
+    errno = 0;
+    EXPECT_EQ(fdcache_write(c.get(), d.c_str(), "x", 1, &err), -1);
+    EXPECT_EQ(errno, EISDIR);
+    EXPECT_EQ(std::string(err.text), d + ": Is a directory");
+    EXPECT_EQ(fdcache_open_count(c.get()), 0u);
+    put(c.get(), path("fine"), "ok"); // the cache still works
+    EXPECT_EQ(read_file(path("fine")), "ok");
+}
+
+TEST_F(FdcacheTest, PathUnderARegularFileIsAnError)
+{
+    auto c = make_cache(4);
+    std::string f = path("regular");
+    write_file(f, "keep");
+    pmc_error err{};
+    std::string p = f + "/x";
+    errno = 0;
+    EXPECT_EQ(fdcache_write(c.get(), p.c_str(), "x", 1, &err), -1);
+    EXPECT_EQ(errno, ENOTDIR);
+    EXPECT_EQ(std::string(err.text), p + ": Not a directory");
+    std::string q = f + "/x/y/z";
+    EXPECT_EQ(fdcache_write(c.get(), q.c_str(), "x", 1, &err), -1);
+    EXPECT_EQ(std::string(err.text), q + ": Not a directory");
+    EXPECT_EQ(read_file(f), "keep");
+}
+
+// A parent that cannot be created (without relying on permissions, so it
+// works as root): "link" is a dangling symlink into a missing directory, so
+// open says ENOENT, mkdir("link") says EEXIST and mkdir("link/deeper") ENOENT.
+TEST_F(FdcacheTest, ParentThatCannotBeCreatedIsAnError)
+{
+    auto c = make_cache(4);
+    std::string link = path("link");
+    ASSERT_EQ(symlink(path("missing/target").c_str(), link.c_str()), 0);
+    std::string p = link + "/deeper/out";
+    pmc_error err{};
+    errno = 0;
+    EXPECT_EQ(fdcache_write(c.get(), p.c_str(), "x", 1, &err), -1);
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_EQ(std::string(err.text),
+              p + ": cannot create directory " + link + "/deeper: No such file or directory");
+    EXPECT_FALSE(fs::exists(path("missing")));
+    EXPECT_EQ(fdcache_open_count(c.get()), 0u);
+}
+
+TEST_F(FdcacheTest, WriteErrorDropsTheFile)
+{
+    if (access("/dev/full", W_OK) != 0)
+        GTEST_SKIP() << "no /dev/full";
+    auto c = make_cache(4);
+    pmc_error err{};
+    errno = 0;
+    EXPECT_EQ(fdcache_write(c.get(), "/dev/full", "data", 4, &err), -1);
+    EXPECT_EQ(errno, ENOSPC);
+    EXPECT_EQ(std::string(err.text), "/dev/full: No space left on device");
+    EXPECT_EQ(fdcache_open_count(c.get()), 0u) << "closed after a failed write";
+    EXPECT_EQ(fdcache_write(c.get(), "/dev/full", "", 0, &err), 0) << "nothing to write";
+    EXPECT_EQ(fdcache_open_count(c.get()), 1u);
+}
+
+// ---- limits ----------------------------------------------------------------------
+
+TEST(FdcacheLimits, AutomaticRule)
+{
+    EXPECT_EQ(fdcache__auto_maxfds(UINT64_MAX), 4096u) << "no limit";
+    EXPECT_EQ(fdcache__auto_maxfds(0), 1u);
+    EXPECT_EQ(fdcache__auto_maxfds(64), 1u);
+    EXPECT_EQ(fdcache__auto_maxfds(65), 1u);
+    EXPECT_EQ(fdcache__auto_maxfds(66), 2u);
+    EXPECT_EQ(fdcache__auto_maxfds(1024), 960u);
+    EXPECT_EQ(fdcache__auto_maxfds(4160), 4096u);
+    EXPECT_EQ(fdcache__auto_maxfds(4161), 4096u);
+    EXPECT_EQ(fdcache__auto_maxfds(1u << 20), 4096u);
+}
+
+TEST(FdcacheLimits, MaxfdsAgainstTheSoftLimit)
+{
+    struct rlimit rl;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &rl), 0);
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 5000)
+        GTEST_SKIP() << "hard limit " << rl.rlim_max << " too low for this test";
+    {
+        SoftNofile lim(100);
+        ASSERT_TRUE(lim.ok());
+        pmc_error err{};
+        errno = 0;
+        EXPECT_EQ(fdcache_create(101, &err), nullptr);
+        EXPECT_EQ(errno, EINVAL);
+        EXPECT_STREQ(err.text, "--maxfds 101 is more than the open files limit 100");
+        EXPECT_EQ(fdcache_create(4000000000u, nullptr), nullptr);
+        CachePtr c(fdcache_create(100, &err), fdcache_destroy);
+        ASSERT_NE(c, nullptr) << err.text;
+        EXPECT_EQ(fdcache_maxfds(c.get()), 100u);
+        CachePtr one(fdcache_create(1, &err), fdcache_destroy);
+        ASSERT_NE(one, nullptr);
+        EXPECT_EQ(fdcache_maxfds(one.get()), 1u);
+        CachePtr aut(fdcache_create(0, &err), fdcache_destroy);
+        ASSERT_NE(aut, nullptr);
+        EXPECT_EQ(fdcache_maxfds(aut.get()), 36u) << "100 - 64 reserved";
+    }
+    {
+        SoftNofile lim(50);
+        ASSERT_TRUE(lim.ok());
+        CachePtr aut(fdcache_create(0, nullptr), fdcache_destroy);
+        ASSERT_NE(aut, nullptr);
+        EXPECT_EQ(fdcache_maxfds(aut.get()), 1u) << "at least 1";
+    }
+    {
+        SoftNofile lim(5000);
+        ASSERT_TRUE(lim.ok());
+        CachePtr aut(fdcache_create(0, nullptr), fdcache_destroy);
+        ASSERT_NE(aut, nullptr);
+        EXPECT_EQ(fdcache_maxfds(aut.get()), 4096u) << "at most 4096";
+        CachePtr big(fdcache_create(5000, nullptr), fdcache_destroy);
+        EXPECT_NE(big, nullptr) << "explicit: up to the limit";
+    }
+    struct rlimit now;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &now), 0);
+    EXPECT_EQ(now.rlim_cur, rl.rlim_cur) << "limit restored";
+}
+
+// An explicit maxfds equal to the limit cannot really be reached (the
+// process has other descriptors): running out (EMFILE) closes cached files
+// instead of failing the write.
+TEST_F(FdcacheTest, RunningOutOfDescriptorsEvictsInsteadOfFailing)
+{
+    // Free descriptor numbers below the soft limit: the holes below the
+    // highest open fd, plus 3.
+    rlim_t soft = static_cast<rlim_t>(highest_open_fd() + 1 + 3);
+    size_t room = soft - count_open_fds();
+    int files = static_cast<int>(room) + 5;
+    std::vector<std::string> want(static_cast<size_t>(files));
+    {
+        SoftNofile lim(soft);
+        ASSERT_TRUE(lim.ok());
+        auto c = make_cache(static_cast<uint32_t>(soft));
+        for (int r = 0; r < 3; r++) {
+            for (int f = 0; f < files; f++) {
+                std::string line = std::to_string(f) + "/" + std::to_string(r) + "\n";
+                put(c.get(), path("emfile." + std::to_string(f)), line);
+                want[static_cast<size_t>(f)] += line;
+            }
+        }
+        EXPECT_LE(fdcache_open_count(c.get()), room);
+        EXPECT_GE(fdcache_open_count(c.get()), 1u);
+    }
+    for (int f = 0; f < files; f++)
+        EXPECT_EQ(read_file(path("emfile." + std::to_string(f))), want[static_cast<size_t>(f)]);
+}
+
+TEST(FdcacheLimits, DestroyNullIsANoOp)
+{
+    fdcache_destroy(nullptr);
+}
+
+} // namespace
