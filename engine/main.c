@@ -110,9 +110,8 @@ static void rank_resources(const struct options *o, const struct rank_info *ri, 
 
 static void warn_unimplemented(const struct options *o)
 {
-    if (o->strict_limits || o->jobstate_log || o->monitord_hack || o->set_affinity)
-        log_warn("--strict-limits, --jobstate-log, --monitord-hack and --set-affinity are "
-                 "accepted but not implemented yet");
+    if (o->strict_limits || o->set_affinity)
+        log_warn("--strict-limits and --set-affinity are accepted but not implemented yet");
 }
 
 /* Parse options on every rank (they all see the same argv); only rank 0
@@ -145,7 +144,8 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    o->out_path,    o->err_path,              o->max_failures,
                                    o->tries,       o->max_wall_time * 60.0,  program,
                                    ri->size,       o->master_only,           o->null_executor,
-                                   o->nolock,      o->maxfds};
+                                   o->nolock,      o->maxfds,
+                                   o->jobstate_log, o->monitord_hack,      !o->no_resource_log};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {

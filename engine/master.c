@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "engine/dag.h"
+#include "engine/monitor.h"
 #include "io/daglock.h"
 #include "io/fdcache.h"
 #include "io/dagfile.h"
@@ -51,6 +52,7 @@ enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED
 struct node {
     int rank;
     uint32_t host_rank;
+    uint32_t host; /* index of its host in the monitor */
     uint32_t cpus;           /* CPUs the node offers */
     uint32_t window;         /* prefetch window, CPUs */
     uint32_t committed_cpus; /* of tasks sent and not reported back */
@@ -72,6 +74,9 @@ struct master_stats {
 struct master {
     struct master_config cfg;
     struct fdcache *fdcache; /* I/O forwarding destinations */
+    struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
+    uint32_t *seq;           /* submit sequence number per task (monitor only) */
+    uint32_t next_seq;
     char *fwd_scratch;       /* a task's forwards in wire form */
     size_t fwd_scratch_cap;
     int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
@@ -188,6 +193,20 @@ struct mailbox *master_mailbox(struct master *m)
     return &m->box;
 }
 
+/* Put t in the ready queue (at the front of its priority when front, for a
+ * task given back unstarted) with a new submit sequence number.  0, or -1
+ * with ENOMEM. */
+static int master_make_ready(struct master *m, uint32_t t, bool front)
+{
+    int32_t prio = m->dag->priority[t];
+    m->state[t] = TASK_READY;
+    if (m->seq) {
+        m->seq[t] = m->next_seq++;
+        monitor_event(m->monitor, WF_TASK_QUEUED, task_name(m, t), m->seq[t], 0);
+    }
+    return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
+}
+
 /* remaining[] from the DAG and the done set; queue the tasks that can run. */
 static int master_init_ready(struct master *m)
 {
@@ -200,13 +219,9 @@ static int master_init_ready(struct master *m)
         for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
             m->remaining[d->children[e]]--;
     }
-    for (uint32_t t = 0; t < d->ntasks; t++) {
-        if (m->state[t] == TASK_WAITING && m->remaining[t] == 0) {
-            m->state[t] = TASK_READY;
-            if (rq_push(m->ready, t, d->priority[t]) < 0)
-                return -1;
-        }
-    }
+    for (uint32_t t = 0; t < d->ntasks; t++)
+        if (m->state[t] == TASK_WAITING && m->remaining[t] == 0 && master_make_ready(m, t, false) < 0)
+            return -1;
     return 0;
 }
 
@@ -227,6 +242,7 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->memory_mb = h->memory_mb;
     n->hostname = strdup(h->hostname);
     n->said_hello = true;
+    n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb);
     m->node_of_rank[rank] = m->nnodes++;
     m->cpus_total += h->cpus;
     log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname,
@@ -279,7 +295,7 @@ static int master_check_capable(struct master *m)
         for (int i = 0; i < m->nnodes && !fits; i++)
             fits = m->dag->cpus[t] <= m->nodes[i].cpus &&
                    m->dag->memory_mb[t] <= m->nodes[i].memory_mb;
-        if (!fits && m->state[t] != TASK_DONE) {
+        if (!fits && !m->done_before[t]) {
             log_fatal("FATAL ERROR: No host is capable of running task %s", task_name(m, t));
             return -1;
         }
@@ -383,6 +399,9 @@ static int master_assign(struct master *m, uint32_t t, int i)
     m->state[t] = TASK_RUNNING;
     n->committed_cpus += m->dag->cpus[t];
     n->committed_mem += m->dag->memory_mb[t];
+    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_SUBMIT, task_name(m, t), m->seq[t], 0);
     m->room = m->room > m->dag->cpus[t] ? m->room - m->dag->cpus[t] : 0;
     m->inflight++;
     m->st.submitted++;
@@ -462,8 +481,7 @@ static void master_release_children(struct master *m, uint32_t t)
     for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
         uint32_t c = d->children[e];
         if (--m->remaining[c] == 0 && m->state[c] == TASK_WAITING) {
-            m->state[c] = TASK_READY;
-            if (rq_push(m->ready, c, d->priority[c]) < 0) {
+            if (master_make_ready(m, c, false) < 0) {
                 log_fatal("Out of memory for the ready queue");
                 m->fatal = true;
             }
@@ -485,16 +503,21 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
     if (r->exec_errno)
         log_error("Task %s could not be started: %s: %s", task_name(m, t),
                   d->arena + d->argv[t], strerror(r->exec_errno));
+    int code = io_failed ? 1 : exit_code_of(r->status);
     if (io_failed)
         log_error("Task %s failed due to collective I/O errors", task_name(m, t));
     else
-        log_error("Task %s failed with exitcode %d", task_name(m, t), exit_code_of(r->status));
+        log_error("Task %s failed with exitcode %d", task_name(m, t), code);
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_FAILURE, task_name(m, t), m->seq[t], code);
     uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
     if (m->attempts[t] < tries && !m->stop_dispatch) {
         log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->attempts[t] + 1,
                  tries);
-        m->state[t] = TASK_READY;
-        rq_push(m->ready, t, d->priority[t]);
+        if (master_make_ready(m, t, false) < 0) {
+            log_fatal("Out of memory for the ready queue");
+            m->fatal = true;
+        }
         return;
     }
     m->state[t] = TASK_FAILED;
@@ -513,8 +536,7 @@ static void master_task_returned(struct master *m, uint32_t t)
     if (m->attempts[t] >= 1)
         m->st.extra--;
     m->st.submitted--;
-    m->state[t] = TASK_READY;
-    if (rq_push_front(m->ready, t, m->dag->priority[t]) < 0) {
+    if (master_make_ready(m, t, true) < 0) {
         log_fatal("Out of memory for the ready queue");
         m->fatal = true;
     }
@@ -523,6 +545,8 @@ static void master_task_returned(struct master *m, uint32_t t)
 static void master_task_succeeded(struct master *m, uint32_t t)
 {
     log_debug("Task %s finished", task_name(m, t));
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
     m->state[t] = TASK_DONE;
     m->st.succeeded++;
     if (m->rescue)
@@ -567,6 +591,8 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     }
     n->committed_cpus -= m->dag->cpus[t];
     n->committed_mem -= m->dag->memory_mb[t];
+    monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
+                         -(int64_t)m->dag->memory_mb[t]);
     m->inflight--;
     if (r->exec_errno == ECANCELED) {
         master_task_returned(m, t);
@@ -722,6 +748,7 @@ static void master_loop(struct master *m)
         master_dispatch(m);
         if (master_finished(m))
             break;
+        monitor_flush(m->monitor);
         mailbox_wait(&m->box, master_wait_us(m));
     }
 }
@@ -846,6 +873,12 @@ static int master_finish(struct master *m)
     master_merge_stdio(m);
     master_print_stats(m, wall);
     bool ok = master_workflow_ok(m);
+    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
+    monitor_close(m->monitor);
+    m->monitor = NULL;
+    struct pmc_error err;
+    if (fdcache_close_all(m->fdcache, &err) < 0)
+        log_error("%s", err.text);
     master_print_summary(m, !ok, wall);
     if (ok)
         log_info("Workflow succeeded");
@@ -863,7 +896,22 @@ static int master_prepare(struct master *m)
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
     m->nagents_expected = m->cfg.nranks - (m->cfg.master_only ? 1 : 0);
-    return master_init_ready(m);
+    struct pmc_error err;
+    struct monitor_config mc = {m->cfg.dag_path, m->cfg.jobstate_log, m->cfg.dagman_log,
+                                m->cfg.resource_log};
+    m->monitor = monitor_open(&mc, &err);
+    if (!m->monitor) {
+        log_fatal("%s", err.text);
+        return -1;
+    }
+    if (monitor_wants_tasks(m->monitor)) {
+        m->seq = calloc(m->dag->ntasks, sizeof *m->seq);
+        m->next_seq = 1;
+        if (!m->seq)
+            return -1;
+    }
+    monitor_event(m->monitor, WF_WORKFLOW_START, NULL, 0, 0);
+    return 0;
 }
 
 static int master_start_rescue(struct master *m)
@@ -885,17 +933,18 @@ int master_run(struct master *m, struct comm *c)
     m->start = now_epoch();
     m->start_mono = now_mono();
     if (master_prepare(m) < 0) {
-        log_fatal("Out of memory");
+        log_fatal("Cannot start the master");
         return 1;
     }
     if (master_wait_hellos(m) < 0 || m->abort_at_start || master_check_capable(m) < 0 ||
-        master_start_rescue(m) < 0) {
+        master_start_rescue(m) < 0 || master_init_ready(m) < 0) {
         m->fatal = true;
         m->aborting = true;
         master_broadcast(m, MSG_ABORT);
         master_shutdown_agents(m);
         return master_finish(m);
     }
+    monitor_flush(m->monitor); /* the resource log's first lines: everything free */
     log_info("Starting workflow with %u tasks (%u done before) on %d ranks, %u CPUs",
              m->dag->ntasks, m->ndone_before, m->nnodes, m->cpus_total);
     master_loop(m);
@@ -925,6 +974,8 @@ void master_destroy(struct master *m)
         mailbox_destroy(&m->box);
     free(m->rescue_path);
     fdcache_destroy(m->fdcache);
+    monitor_close(m->monitor);
+    free(m->seq);
     free(m->fwd_scratch);
     if (m->lock_fd >= 0)
         close(m->lock_fd);

@@ -44,6 +44,9 @@ struct master_config {
     bool null_executor;      /* benchmark: no rescue log is written */
     bool nolock;             /* -n: do not lock the DAG file */
     uint32_t maxfds;         /* --maxfds, 0 = from RLIMIT_NOFILE */
+    bool jobstate_log;       /* --jobstate-log */
+    bool dagman_log;         /* --monitord-hack */
+    bool resource_log;       /* not --no-resource-log */
 };
 
 struct master;

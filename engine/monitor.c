@@ -1,0 +1,205 @@
+/* monitor.c - Pegasus monitoring logs for the master; see monitor.h. */
+#include "engine/monitor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "io/log.h"
+
+struct host {
+    char *name;
+    uint32_t cpus;
+    uint64_t memory_mb;
+    int64_t committed_cpus, committed_mem;
+    bool dirty;
+};
+
+struct monitor {
+    struct jobstate_log *jobstate;
+    struct dagman_log *dagman;
+    struct resource_log *resource;
+    struct host *hosts;
+    uint32_t nhosts, cap;
+    bool dirty;
+};
+
+static char *monitor_path(const char *dag_path, const char *suffix, bool beside)
+{
+    char *p = malloc(strlen(dag_path) + strlen(suffix) + 2);
+    if (!p)
+        return NULL;
+    if (!beside) {
+        sprintf(p, "%s%s", dag_path, suffix);
+        return p;
+    }
+    const char *slash = strrchr(dag_path, '/');
+    int dir_len = slash ? (int)(slash - dag_path) + 1 : 0;
+    sprintf(p, "%.*s%s", dir_len, dag_path, suffix);
+    return p;
+}
+
+static int monitor_open_logs(struct monitor *mon, const struct monitor_config *cfg,
+                             struct pmc_error *err)
+{
+    char *p;
+    if (cfg->jobstate_log) {
+        p = monitor_path(cfg->dag_path, "jobstate.log", true);
+        mon->jobstate = p ? jobstate_log_open(p, err) : NULL;
+        free(p);
+        if (!mon->jobstate)
+            return -1;
+    }
+    if (cfg->dagman_log) {
+        p = monitor_path(cfg->dag_path, ".dagman.out", false);
+        mon->dagman = p ? dagman_log_open(p, cfg->dag_path, err) : NULL;
+        free(p);
+        if (!mon->dagman)
+            return -1;
+    }
+    if (cfg->resource_log) {
+        p = monitor_path(cfg->dag_path, ".resource", false);
+        mon->resource = p ? resource_log_open(p, err) : NULL;
+        free(p);
+        if (!mon->resource)
+            return -1;
+    }
+    return 0;
+}
+
+struct monitor *monitor_open(const struct monitor_config *cfg, struct pmc_error *err)
+{
+    struct monitor *mon = calloc(1, sizeof *mon);
+    if (!mon) {
+        pmc_errorf(err, "out of memory");
+        return NULL;
+    }
+    if (monitor_open_logs(mon, cfg, err) < 0) {
+        monitor_close(mon);
+        return NULL;
+    }
+    return mon;
+}
+
+bool monitor_wants_tasks(const struct monitor *mon)
+{
+    return mon && (mon->jobstate || mon->dagman);
+}
+
+void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
+                   int exitcode)
+{
+    struct pmc_error err;
+    if (mon->jobstate && jobstate_log_event(mon->jobstate, ev, task, seq, exitcode, &err) < 0) {
+        log_error("jobstate.log: %s", err.text);
+        jobstate_log_close(mon->jobstate, NULL);
+        mon->jobstate = NULL;
+    }
+    if (mon->dagman && dagman_log_event(mon->dagman, ev, task, seq, exitcode, &err) < 0) {
+        log_error("dagman.out: %s", err.text);
+        dagman_log_close(mon->dagman, NULL);
+        mon->dagman = NULL;
+    }
+}
+
+uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
+                          uint64_t memory_mb)
+{
+    for (uint32_t h = 0; h < mon->nhosts; h++) {
+        if (strcmp(mon->hosts[h].name, hostname) == 0) {
+            mon->hosts[h].cpus += cpus;
+            mon->hosts[h].memory_mb += memory_mb;
+            mon->hosts[h].dirty = mon->dirty = true;
+            return h;
+        }
+    }
+    if (mon->nhosts == mon->cap) {
+        uint32_t cap = mon->cap ? mon->cap * 2 : 8;
+        struct host *nh = realloc(mon->hosts, cap * sizeof *nh);
+        if (!nh)
+            return 0; /* account it to host 0: the log is only informative */
+        mon->hosts = nh;
+        mon->cap = cap;
+    }
+    struct host *h = &mon->hosts[mon->nhosts];
+    memset(h, 0, sizeof *h);
+    h->name = strdup(hostname);
+    h->cpus = cpus;
+    h->memory_mb = memory_mb;
+    h->dirty = mon->dirty = true;
+    return mon->nhosts++;
+}
+
+void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem)
+{
+    if (!mon->resource || h >= mon->nhosts)
+        return;
+    mon->hosts[h].committed_cpus += dcpus;
+    mon->hosts[h].committed_mem += dmem;
+    mon->hosts[h].dirty = mon->dirty = true;
+}
+
+static uint64_t free_of(uint64_t total, int64_t committed)
+{
+    return committed <= 0 ? total : (uint64_t)committed >= total ? 0 : total - (uint64_t)committed;
+}
+
+static void monitor_write_resources(struct monitor *mon)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    uint64_t all_cpus = 0, all_mem = 0;
+    int rc = 0;
+    struct pmc_error err;
+    for (uint32_t i = 0; i < mon->nhosts && rc == 0; i++) {
+        struct host *h = &mon->hosts[i];
+        uint64_t cpus = free_of(h->cpus, h->committed_cpus);
+        uint64_t mem = free_of(h->memory_mb, h->committed_mem);
+        all_cpus += cpus;
+        all_mem += mem;
+        if (h->dirty)
+            rc = resource_log_write(mon->resource, now, (uint32_t)cpus, (uint32_t)cpus, mem,
+                                    h->name, &err);
+        h->dirty = false;
+    }
+    if (rc == 0)
+        rc = resource_log_write(mon->resource, now, (uint32_t)all_cpus, (uint32_t)all_cpus,
+                                all_mem, "*", &err);
+    if (rc < 0) {
+        log_error("resource log: %s", err.text);
+        resource_log_close(mon->resource, NULL);
+        mon->resource = NULL;
+    }
+    mon->dirty = false;
+}
+
+void monitor_flush(struct monitor *mon)
+{
+    if (!mon)
+        return;
+    if (mon->resource && mon->dirty)
+        monitor_write_resources(mon);
+    jobstate_log_flush(mon->jobstate, NULL);
+    dagman_log_flush(mon->dagman, NULL);
+    resource_log_flush(mon->resource, NULL);
+}
+
+void monitor_close(struct monitor *mon)
+{
+    if (!mon)
+        return;
+    monitor_flush(mon);
+    struct pmc_error err;
+    if (jobstate_log_close(mon->jobstate, &err) < 0)
+        log_error("jobstate.log: %s", err.text);
+    if (dagman_log_close(mon->dagman, &err) < 0)
+        log_error("dagman.out: %s", err.text);
+    if (resource_log_close(mon->resource, &err) < 0)
+        log_error("resource log: %s", err.text);
+    for (uint32_t i = 0; i < mon->nhosts; i++)
+        free(mon->hosts[i].name);
+    free(mon->hosts);
+    free(mon);
+}

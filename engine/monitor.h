@@ -1,0 +1,67 @@
+/* monitor.h - what the master tells Pegasus's monitoring tools: jobstate.log
+ * (--jobstate-log), DAGFILE.dagman.out (--monitord-hack) and
+ * DAGFILE.resource (unless --no-resource-log), over io/eventlog.h.
+ *
+ * Hosts: nodes (ranks) with the same hostname are one host in the resource
+ * log.  A host's free CPUs are its CPUs minus what the master committed to
+ * its ranks (running or queued there, capped at its CPUs); a line is
+ * written for each host whose free resources changed since the last
+ * monitor_flush(), plus the "*" totals line, so the log has one line per
+ * change at the granularity of a scheduling round (PMC wrote two lines per
+ * task start and end; at a million tasks that alone would cost the master
+ * more than scheduling).
+ *
+ * Write errors are logged once and that log is closed; the run goes on (as
+ * in PMC).
+ *
+ * Thread-safety: the master thread only.
+ */
+#ifndef PMC_MONITOR_H
+#define PMC_MONITOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/error.h"
+#include "io/eventlog.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct monitor_config {
+    const char *dag_path;
+    bool jobstate_log;  /* jobstate.log next to the DAG */
+    bool dagman_log;    /* DAGFILE.dagman.out */
+    bool resource_log;  /* DAGFILE.resource */
+};
+
+struct monitor;
+
+/* Open the logs asked for.  NULL with err when one cannot be created. */
+struct monitor *monitor_open(const struct monitor_config *cfg, struct pmc_error *err);
+
+/* True when task events are wanted (the caller keeps sequence numbers). */
+bool monitor_wants_tasks(const struct monitor *mon);
+
+/* A task or workflow event (eventlog.h's wf_event). */
+void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
+                   int exitcode);
+
+/* Register a node; returns its host index for monitor_node_changed(). */
+uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
+                          uint64_t memory_mb);
+
+/* The master's commitment to a node of host h changed by dcpus / dmem. */
+void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem);
+
+/* Write the resource lines of changed hosts, and flush every log. */
+void monitor_flush(struct monitor *mon);
+
+/* Flush, close, free.  NULL is a no-op. */
+void monitor_close(struct monitor *mon);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
