@@ -103,6 +103,7 @@ struct master {
     struct master_stats st;
     double start, start_mono;
     bool stop_dispatch, max_failures_hit, aborting, fatal, abort_at_start;
+    bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
 };
@@ -730,27 +731,24 @@ static void master_broadcast(struct master *m, enum msg_kind kind)
     }
 }
 
-static void master_loop(struct master *m)
+bool master_step(struct master *m)
 {
-    bool abort_sent = false, drain_sent = false;
-    for (;;) {
-        master_drain(m);
-        master_check_stop(m);
-        if (m->aborting && !abort_sent) {
-            master_broadcast(m, MSG_ABORT);
-            abort_sent = drain_sent = true;
-        }
-        if (m->stop_dispatch && !drain_sent) {
-            /* -m reached: tasks queued at nodes come back unstarted */
-            master_broadcast(m, MSG_DRAIN);
-            drain_sent = true;
-        }
-        master_dispatch(m);
-        if (master_finished(m))
-            break;
-        monitor_flush(m->monitor);
-        mailbox_wait(&m->box, master_wait_us(m));
+    master_drain(m);
+    master_check_stop(m);
+    if (m->aborting && !m->abort_sent) {
+        master_broadcast(m, MSG_ABORT);
+        m->abort_sent = m->drain_sent = true;
     }
+    if (m->stop_dispatch && !m->drain_sent) {
+        /* -m reached: tasks queued at nodes come back unstarted */
+        master_broadcast(m, MSG_DRAIN);
+        m->drain_sent = true;
+    }
+    master_dispatch(m);
+    if (master_finished(m))
+        return true;
+    monitor_flush(m->monitor);
+    return false;
 }
 
 static bool master_all_bye(const struct master *m)
@@ -927,29 +925,42 @@ static int master_start_rescue(struct master *m)
     return 0;
 }
 
-int master_run(struct master *m, struct comm *c)
+int master_begin(struct master *m, struct comm *c)
 {
     m->comm = c;
     m->start = now_epoch();
     m->start_mono = now_mono();
     if (master_prepare(m) < 0) {
         log_fatal("Cannot start the master");
-        return 1;
+        m->fatal = m->aborting = true;
+        return -1;
     }
     if (master_wait_hellos(m) < 0 || m->abort_at_start || master_check_capable(m) < 0 ||
         master_start_rescue(m) < 0 || master_init_ready(m) < 0) {
-        m->fatal = true;
-        m->aborting = true;
+        m->fatal = m->aborting = true;
         master_broadcast(m, MSG_ABORT);
-        master_shutdown_agents(m);
-        return master_finish(m);
+        m->abort_sent = true;
+        return -1;
     }
     monitor_flush(m->monitor); /* the resource log's first lines: everything free */
     log_info("Starting workflow with %u tasks (%u done before) on %d ranks, %u CPUs",
              m->dag->ntasks, m->ndone_before, m->nnodes, m->cpus_total);
-    master_loop(m);
-    master_shutdown_agents(m);
+    return 0;
+}
+
+int master_end(struct master *m)
+{
+    if (m->nodes)
+        master_shutdown_agents(m);
     return master_finish(m);
+}
+
+int master_run(struct master *m, struct comm *c)
+{
+    if (master_begin(m, c) == 0)
+        while (!master_step(m))
+            mailbox_wait(&m->box, master_wait_us(m));
+    return master_end(m);
 }
 
 void master_destroy(struct master *m)

@@ -58,9 +58,22 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
 /* The inbox that comm_create() delivers HELLO/RESULTS/BYE/ABORT into. */
 struct mailbox *master_mailbox(struct master *m);
 
-/* Run the workflow to its end.  Returns the process exit status: 0 when
- * every task succeeded, 1 otherwise. */
+/* Run the workflow to its end: master_begin(), master_step() until it
+ * returns true (sleeping on the mailbox in between), master_end().  Returns
+ * the process exit status: 0 when every task succeeded, 1 otherwise. */
 int master_run(struct master *m, struct comm *c);
+
+/* The same in steps, for drivers that own time (the simulator, tests):
+ * master_begin() waits for every node's HELLO (push them into
+ * master_mailbox() first to avoid waiting), checks capability and starts
+ * the rescue log: 0, or -1 when the run already failed (then call
+ * master_end()).  master_step() applies every mail present and dispatches
+ * one round, without blocking; true when the workflow is over.
+ * master_end() shuts the agents down (waits for their BYE), merges stdio,
+ * prints the report and returns the exit status. */
+int master_begin(struct master *m, struct comm *c);
+bool master_step(struct master *m);
+int master_end(struct master *m);
 
 /* Make master_run() abort right after the nodes registered (e.g. a host
  * script failed): nothing runs, the summary says stat="failed".  Call
