@@ -29,8 +29,8 @@
 #include "io/taskio.h"
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 24      /* results that make a RESULTS message go at once */
-#define RESULT_DELAY_MS 2    /* longest a result waits for companions */
+#define RESULT_BATCH 24   /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2 /* longest a result waits for companions */
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {
@@ -56,8 +56,8 @@ struct slot {
     size_t envp_cap;
     char *envbuf;
     size_t envbuf_cap;
-    struct fwd_task fwd; /* -f/-F of the running task */
-    int fwd_fds[64];     /* write ends handed to the child */
+    struct fwd_task fwd;    /* -f/-F of the running task */
+    int fwd_fds[64];        /* write ends handed to the child */
     int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
 };
 
@@ -102,8 +102,8 @@ static double agent_elapsed(const struct timespec *t0)
 
 static bool agent_env_is_ours(const char *kv)
 {
-    static const char *const ours[] = {"PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=",
-                                       "PMC_HOST_RANK="};
+    static const char *const ours[] = {
+        "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK="};
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
             return true;
@@ -171,8 +171,8 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
     const char *name = s->strs;
     const char *pegasus_id = name + strlen(name) + 1;
     const char *app = pegasus_id + strlen(pegasus_id) + 1;
-    struct task_record r = {pegasus_id, name,          s->start, duration,     status,
-                            app,        a->cfg.hostname, a->cfg.rank, s->cpus, s->memory_mb};
+    struct task_record r = {pegasus_id,      name,        s->start, duration,    status, app,
+                            a->cfg.hostname, a->cfg.rank, s->cpus,  s->memory_mb};
     /* the record starts a line even after output without a final newline */
     char line[4096];
     int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
@@ -479,8 +479,9 @@ static void agent_reap(struct agent *a, uint32_t i)
     if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
         return; /* not exited yet (spurious wake-up) */
     double duration = agent_elapsed(&s->t0);
-    int status = si.si_code == CLD_EXITED ? (si.si_status & 0xff) << 8
-                                          : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    int status = si.si_code == CLD_EXITED
+                     ? (si.si_status & 0xff) << 8
+                     : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
     epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
     close(s->pidfd);
     s->pidfd = -1;
@@ -736,8 +737,8 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->out.fd = a->err.fd = -1;
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || mailbox_init(&a->box) < 0 ||
-        agent_snapshot_env(a) < 0) {
+    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 ||
+        mailbox_init(&a->box) < 0 || agent_snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
         agent_destroy(a);
         return NULL;

@@ -40,8 +40,8 @@ struct agent_config {
     int host_rank;  /* index of this rank among the ranks of its host */
     int host_ranks; /* ranks on this host */
     const char *hostname;
-    uint32_t cpus;      /* CPUs this rank offers */
-    uint64_t memory_mb; /* memory this rank offers, MB */
+    uint32_t cpus;        /* CPUs this rank offers */
+    uint64_t memory_mb;   /* memory this rank offers, MB */
     const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
     bool null_executor;   /* complete every task at once without running it */
     bool per_task_stdio;  /* TASK.out.NNN / TASK.err.NNN in task_dir */

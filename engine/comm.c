@@ -79,8 +79,7 @@ static int comm_post_sends(struct comm *c)
             mail_free(m); /* out of memory for the table: send synchronously */
             continue;
         }
-        MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD,
-                  &p->reqs[p->n]);
+        MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD, &p->reqs[p->n]);
         p->mails[p->n++] = m;
         atomic_fetch_add_explicit(&c->msgs_sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_sent, m->len, memory_order_relaxed);
@@ -159,8 +158,8 @@ static void *comm_progress_main(void *arg)
     return NULL;
 }
 
-struct comm *comm_create(int rank, int size, struct mailbox *master_box,
-                         struct mailbox *agent_box, struct pmc_error *err)
+struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct mailbox *agent_box,
+                         struct pmc_error *err)
 {
     struct comm *c = calloc(1, sizeof *c);
     if (!c) {

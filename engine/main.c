@@ -140,12 +140,23 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
 {
     int ok = 1;
     if (ri->rank == 0) {
-        struct master_config mc = {o->dag_path,    o->rescue_path,           o->skip_rescue,
-                                   o->out_path,    o->err_path,              o->max_failures,
-                                   o->tries,       o->max_wall_time * 60.0,  program,
-                                   ri->size,       o->master_only,           o->null_executor,
-                                   o->nolock,      o->maxfds,
-                                   o->jobstate_log, o->monitord_hack,      !o->no_resource_log};
+        struct master_config mc = {o->dag_path,
+                                   o->rescue_path,
+                                   o->skip_rescue,
+                                   o->out_path,
+                                   o->err_path,
+                                   o->max_failures,
+                                   o->tries,
+                                   o->max_wall_time * 60.0,
+                                   program,
+                                   ri->size,
+                                   o->master_only,
+                                   o->null_executor,
+                                   o->nolock,
+                                   o->maxfds,
+                                   o->jobstate_log,
+                                   o->monitord_hack,
+                                   !o->no_resource_log};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {
@@ -166,10 +177,9 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
-    struct agent_config ac = {ri->rank,         ri->host_rank,      ri->host_ranks,
-                              ri->hostname,     0,                  0,
-                              o->dag_path,      o->null_executor,   o->per_task_stdio,
-                              slash ? dir : "."};
+    struct agent_config ac = {
+        ri->rank, ri->host_rank, ri->host_ranks,   ri->hostname,      0,
+        0,        o->dag_path,   o->null_executor, o->per_task_stdio, slash ? dir : "."};
     rank_resources(o, ri, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
     struct agent *a = agent_create(&ac, &err);

@@ -1,131 +1,17 @@
-/* master.c - rank 0's dependency engine and scheduler; see master.h.
- *
- * Per-task state lives in flat arrays indexed by task id (remaining parents,
- * state, attempts), beside the read-only DAG.  Invariants:
- *   - a task is in the ready queue iff state == TASK_READY;
- *   - remaining[t] == number of parents of t not yet TASK_DONE;
- *   - for every node, committed_cpus == sum(cpus of the tasks sent to it
- *     and not yet reported back: running or queued there) (same for
- *     memory), and inflight == number of TASK_RUNNING tasks.
- *
- * Dispatch (DESIGN.md section 2): a node may be sent tasks up to its CPUs
- * plus a prefetch window of W = max(PREFETCH_MIN, cpus) CPUs (and its memory
- * twice over), so it never idles for a round trip; the agent starts them as
- * its own accounting allows.  A node is refilled only once its commitment
- * fell to cpus + W/2 (hysteresis), so under load every TASKS message carries
- * at least W/2 CPUs' worth of tasks.
- * All of it is owned by the master thread; other threads only reach the
- * mailbox and the abort flag.
- */
+/* master.c - the master's life cycle: load, register nodes, the loop,
+ * stop conditions, shutdown; see master.h and master_internal.h. */
 #include "engine/master.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <math.h>
-#include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
-#include "engine/monitor.h"
+#include "engine/master_internal.h"
 #include "io/daglock.h"
-#include "io/fdcache.h"
 #include "io/dagfile.h"
 #include "io/log.h"
-#include "io/msg.h"
-#include "io/records.h"
-#include "io/rescue.h"
-#include "io/taskio.h"
-#include "sched/ready_queue.h"
-
-#define HELLO_TIMEOUT_S 120.0
-#define PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
-#define IDLE_WAIT_US 500000
-
-enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
-
-struct node {
-    int rank;
-    uint32_t host_rank;
-    uint32_t host; /* index of its host in the monitor */
-    uint32_t cpus;           /* CPUs the node offers */
-    uint32_t window;         /* prefetch window, CPUs */
-    uint32_t committed_cpus; /* of tasks sent and not reported back */
-    uint64_t memory_mb, committed_mem;
-    bool open;               /* may receive tasks this round */
-    char *hostname;
-    bool said_hello, said_bye;
-    struct msgbuf batch; /* TASKS being built this round */
-};
-
-struct master_stats {
-    uint32_t submitted, succeeded, failed, extra;
-    double runtime;                 /* sum of task durations, s */
-    double first_start, last_end;   /* epoch s, for the makespan */
-    uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
-    uint64_t result_msgs, results_recv;
-};
-
-struct master {
-    struct master_config cfg;
-    struct fdcache *fdcache; /* I/O forwarding destinations */
-    struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
-    uint32_t *seq;           /* submit sequence number per task (monitor only) */
-    uint32_t next_seq;
-    char *fwd_scratch;       /* a task's forwards in wire form */
-    size_t fwd_scratch_cap;
-    int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
-    char *rescue_path;
-    struct dag *dag;
-    uint8_t *done_before; /* from the old rescue log */
-    uint32_t ndone_before;
-    uint32_t *remaining;
-    uint8_t *state;
-    uint16_t *attempts;
-    struct ready_queue *ready;
-    uint32_t *deferred; /* scratch for the dispatcher */
-    size_t deferred_cap;
-    struct node *nodes;
-    int nnodes, nagents_expected;
-    int *node_of_rank; /* rank -> index in nodes, -1 if none */
-    int rr;            /* round-robin start of the node search */
-    uint32_t cpus_total;
-    uint64_t room; /* CPUs that open nodes may still be sent this round */
-    uint32_t inflight;
-    struct mailbox box;
-    struct comm *comm;
-    struct rescue_writer *rescue;
-    struct master_stats st;
-    double start, start_mono;
-    bool stop_dispatch, max_failures_hit, aborting, fatal, abort_at_start;
-    bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
-    atomic_int abort_requested;
-    const char *_Atomic abort_reason;
-};
-
-static double now_epoch(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static const char *task_name(const struct master *m, uint32_t t)
-{
-    return dag_task_name(m->dag, t);
-}
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
 
@@ -159,8 +45,8 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->cfg = *cfg;
     m->box.efd = -1;
     m->lock_fd = -1;
-    m->rescue_path = cfg->rescue_path ? strdup(cfg->rescue_path)
-                                      : master_default_rescue(cfg->dag_path);
+    m->rescue_path =
+        cfg->rescue_path ? strdup(cfg->rescue_path) : master_default_rescue(cfg->dag_path);
     if (!m->rescue_path || mailbox_init(&m->box) < 0) {
         pmc_errorf(err, "out of memory");
         goto fail;
@@ -180,8 +66,8 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->fdcache = fdcache_create(cfg->maxfds, err);
     if (!m->fdcache)
         goto fail;
-    if (!cfg->skip_rescue && rescue_read(m->rescue_path, m->dag, m->done_before,
-                                         &m->ndone_before, NULL, err) < 0)
+    if (!cfg->skip_rescue &&
+        rescue_read(m->rescue_path, m->dag, m->done_before, &m->ndone_before, NULL, err) < 0)
         goto fail;
     return m;
 fail:
@@ -192,38 +78,6 @@ fail:
 struct mailbox *master_mailbox(struct master *m)
 {
     return &m->box;
-}
-
-/* Put t in the ready queue (at the front of its priority when front, for a
- * task given back unstarted) with a new submit sequence number.  0, or -1
- * with ENOMEM. */
-static int master_make_ready(struct master *m, uint32_t t, bool front)
-{
-    int32_t prio = m->dag->priority[t];
-    m->state[t] = TASK_READY;
-    if (m->seq) {
-        m->seq[t] = m->next_seq++;
-        monitor_event(m->monitor, WF_TASK_QUEUED, task_name(m, t), m->seq[t], 0);
-    }
-    return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
-}
-
-/* remaining[] from the DAG and the done set; queue the tasks that can run. */
-static int master_init_ready(struct master *m)
-{
-    const struct dag *d = m->dag;
-    memcpy(m->remaining, d->nparents, sizeof *m->remaining * d->ntasks);
-    for (uint32_t t = 0; t < d->ntasks; t++) {
-        if (!m->done_before[t])
-            continue;
-        m->state[t] = TASK_DONE;
-        for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
-            m->remaining[d->children[e]]--;
-    }
-    for (uint32_t t = 0; t < d->ntasks; t++)
-        if (m->state[t] == TASK_WAITING && m->remaining[t] == 0 && master_make_ready(m, t, false) < 0)
-            return -1;
-    return 0;
 }
 
 /* ---- nodes: HELLO and capability ---------------------------------------- */
@@ -246,8 +100,8 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb);
     m->node_of_rank[rank] = m->nnodes++;
     m->cpus_total += h->cpus;
-    log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname,
-              h->host_rank, h->cpus, (unsigned long)h->memory_mb);
+    log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname, h->host_rank,
+              h->cpus, (unsigned long)h->memory_mb);
     return n->hostname ? 0 : -1;
 }
 
@@ -304,336 +158,6 @@ static int master_check_capable(struct master *m)
     return 0;
 }
 
-/* ---- dispatch ----------------------------------------------------------- */
-
-/* Can node n take a task of cpus/mem now (within its window)? */
-static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
-{
-    return n->open && cpus <= n->cpus && mem <= n->memory_mb &&
-           n->committed_cpus + cpus <= n->cpus + n->window &&
-           n->committed_mem + mem <= 2 * n->memory_mb;
-}
-
-static uint32_t node_room(const struct node *n)
-{
-    uint32_t cap = n->cpus + n->window;
-    return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
-}
-
-/* Open the nodes whose commitment fell to the low-water mark; sum their
- * room.  O(nodes) per round. */
-static void master_open_nodes(struct master *m)
-{
-    m->room = 0;
-    for (int i = 0; i < m->nnodes; i++) {
-        struct node *n = &m->nodes[i];
-        n->open = n->committed_cpus <= n->cpus + n->window / 2;
-        if (n->open)
-            m->room += node_room(n);
-    }
-}
-
-static int master_find_node(struct master *m, uint32_t t)
-{
-    uint32_t cpus = m->dag->cpus[t];
-    uint64_t mem = m->dag->memory_mb[t];
-    for (int k = 0; k < m->nnodes; k++) {
-        int i = (m->rr + k) % m->nnodes;
-        if (node_has_room(&m->nodes[i], cpus, mem))
-            return i;
-    }
-    return -1;
-}
-
-/* The task's -f/-F list in the TASKS wire form: (u8 kind, src NUL, dest
- * NUL) per forward, in m's scratch buffer (valid until the next call). */
-static const char *master_pack_forwards(struct master *m, uint32_t t)
-{
-    const struct dag *d = m->dag;
-    size_t need = 0;
-    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++)
-        need += 3 + strlen(d->arena + d->fwd[j].src) + strlen(d->arena + d->fwd[j].dest);
-    if (need > m->fwd_scratch_cap) {
-        char *p = realloc(m->fwd_scratch, need);
-        if (!p)
-            return NULL;
-        m->fwd_scratch = p;
-        m->fwd_scratch_cap = need;
-    }
-    char *p = m->fwd_scratch;
-    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++) {
-        *p++ = (char)d->fwd[j].kind;
-        p = stpcpy(p, d->arena + d->fwd[j].src) + 1;
-        p = stpcpy(p, d->arena + d->fwd[j].dest) + 1;
-    }
-    return m->fwd_scratch;
-}
-
-static int master_batch_task(struct master *m, struct node *n, uint32_t t)
-{
-    const struct dag *d = m->dag;
-    struct msg_task mt = {.id = t,
-                          .attempt = m->attempts[t],
-                          .cpus = d->cpus[t],
-                          .memory_mb = d->memory_mb[t],
-                          .flags = 0,
-                          .name = dag_task_name(d, t),
-                          .pegasus_id = d->arena + d->pegasus_id[t],
-                          .argc = d->argc[t],
-                          .argv = d->arena + d->argv[t],
-                          .nfwd = d->nfwd[t],
-                          .fwd = d->nfwd[t] ? master_pack_forwards(m, t) : NULL};
-    if (mt.nfwd && !mt.fwd)
-        return -1;
-    if (n->batch.count == 0 && msg_begin(&n->batch, MSG_TASKS) < 0)
-        return -1;
-    return msg_add_task(&n->batch, &mt);
-}
-
-/* Account and batch task t for node i. */
-static int master_assign(struct master *m, uint32_t t, int i)
-{
-    struct node *n = &m->nodes[i];
-    m->attempts[t]++;
-    if (m->attempts[t] > 1)
-        m->st.extra++;
-    m->state[t] = TASK_RUNNING;
-    n->committed_cpus += m->dag->cpus[t];
-    n->committed_mem += m->dag->memory_mb[t];
-    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_SUBMIT, task_name(m, t), m->seq[t], 0);
-    m->room = m->room > m->dag->cpus[t] ? m->room - m->dag->cpus[t] : 0;
-    m->inflight++;
-    m->st.submitted++;
-    m->rr = (i + 1) % m->nnodes;
-    log_trace("Scheduling task %s", task_name(m, t));
-    return master_batch_task(m, n, t);
-}
-
-static int master_defer(struct master *m, size_t k, uint32_t t)
-{
-    if (k >= m->deferred_cap) {
-        size_t cap = m->deferred_cap ? m->deferred_cap * 2 : 1024;
-        uint32_t *p = realloc(m->deferred, cap * sizeof *p);
-        if (!p)
-            return -1;
-        m->deferred = p;
-        m->deferred_cap = cap;
-    }
-    m->deferred[k] = t;
-    return 0;
-}
-
-/* Dispatch from one priority bucket; tasks that fit nowhere keep their
- * place at the front.  -1 on ENOMEM. */
-static int master_dispatch_bucket(struct master *m, size_t b)
-{
-    size_t n = rq_bucket_size(m->ready, b), ndef = 0;
-    int32_t prio = rq_bucket_priority(m->ready, b);
-    for (size_t k = 0; k < n && m->room > 0; k++) {
-        uint32_t t = rq_bucket_pop(m->ready, b);
-        int i = master_find_node(m, t);
-        if (i < 0 ? master_defer(m, ndef++, t) < 0 : master_assign(m, t, i) < 0)
-            return -1;
-    }
-    while (ndef > 0)
-        if (rq_push_front(m->ready, m->deferred[--ndef], prio) < 0)
-            return -1;
-    return 0;
-}
-
-static void master_send_batches(struct master *m)
-{
-    for (int i = 0; i < m->nnodes; i++) {
-        struct node *n = &m->nodes[i];
-        if (n->batch.count == 0)
-            continue;
-        m->st.task_msgs++;
-        m->st.tasks_sent += n->batch.count;
-        msg_end(&n->batch);
-        if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->batch) < 0) {
-            log_fatal("Cannot send tasks to rank %d: %s", n->rank, strerror(errno));
-            m->fatal = true;
-        }
-    }
-}
-
-static void master_dispatch(struct master *m)
-{
-    if (m->stop_dispatch || rq_size(m->ready) == 0)
-        return;
-    master_open_nodes(m);
-    for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
-        if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
-            log_fatal("Out of memory while scheduling");
-            m->fatal = true;
-            break;
-        }
-    }
-    master_send_batches(m);
-}
-
-/* ---- results ------------------------------------------------------------ */
-
-static void master_release_children(struct master *m, uint32_t t)
-{
-    const struct dag *d = m->dag;
-    for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
-        uint32_t c = d->children[e];
-        if (--m->remaining[c] == 0 && m->state[c] == TASK_WAITING) {
-            if (master_make_ready(m, c, false) < 0) {
-                log_fatal("Out of memory for the ready queue");
-                m->fatal = true;
-            }
-        }
-    }
-}
-
-static int exit_code_of(int status)
-{
-    if (WIFEXITED(status))
-        return WEXITSTATUS(status);
-    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : status;
-}
-
-static void master_task_failed(struct master *m, uint32_t t, const struct msg_result *r,
-                               bool io_failed)
-{
-    const struct dag *d = m->dag;
-    if (r->exec_errno)
-        log_error("Task %s could not be started: %s: %s", task_name(m, t),
-                  d->arena + d->argv[t], strerror(r->exec_errno));
-    int code = io_failed ? 1 : exit_code_of(r->status);
-    if (io_failed)
-        log_error("Task %s failed due to collective I/O errors", task_name(m, t));
-    else
-        log_error("Task %s failed with exitcode %d", task_name(m, t), code);
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_FAILURE, task_name(m, t), m->seq[t], code);
-    uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
-    if (m->attempts[t] < tries && !m->stop_dispatch) {
-        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->attempts[t] + 1,
-                 tries);
-        if (master_make_ready(m, t, false) < 0) {
-            log_fatal("Out of memory for the ready queue");
-            m->fatal = true;
-        }
-        return;
-    }
-    m->state[t] = TASK_FAILED;
-    m->st.failed++;
-    if (m->cfg.max_failures && m->st.failed >= m->cfg.max_failures && !m->max_failures_hit) {
-        m->max_failures_hit = true;
-        m->stop_dispatch = true;
-    }
-}
-
-/* A task the node gave back unstarted (DRAIN/ABORT): it is ready again and
- * this attempt does not count. */
-static void master_task_returned(struct master *m, uint32_t t)
-{
-    m->attempts[t]--;
-    if (m->attempts[t] >= 1)
-        m->st.extra--;
-    m->st.submitted--;
-    if (master_make_ready(m, t, true) < 0) {
-        log_fatal("Out of memory for the ready queue");
-        m->fatal = true;
-    }
-}
-
-static void master_task_succeeded(struct master *m, uint32_t t)
-{
-    log_debug("Task %s finished", task_name(m, t));
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
-    m->state[t] = TASK_DONE;
-    m->st.succeeded++;
-    if (m->rescue)
-        rescue_writer_append(m->rescue, t);
-    master_release_children(m, t);
-}
-
-/* Append the forwarded data of a successful task to its destinations (each
- * block whole, through the descriptor cache).  -1 when a block could not be
- * written: the task then fails (PMC manual, I/O forwarding caveats). */
-static int master_write_forwards(struct master *m, uint32_t t, const struct msg_result *r)
-{
-    const struct dag *d = m->dag;
-    size_t pos = 0;
-    uint32_t idx, len;
-    const uint8_t *data;
-    int rc = 0, more;
-    while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
-        if (idx >= d->nfwd[t]) {
-            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
-                      d->nfwd[t]);
-            return -1;
-        }
-        struct pmc_error err;
-        const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
-        if (fdcache_write(m->fdcache, dest, data, len, &err) < 0) {
-            log_error("%s", err.text);
-            rc = -1;
-        }
-    }
-    return more < 0 ? -1 : rc;
-}
-
-/* Apply one result from node n; -1 if it does not match a running task. */
-static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
-{
-    uint32_t t = r->id;
-    if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || r->attempt != m->attempts[t]) {
-        log_error("Rank %d sent a result for task id %u attempt %u that is not running", n->rank,
-                  t, r->attempt);
-        return -1;
-    }
-    n->committed_cpus -= m->dag->cpus[t];
-    n->committed_mem -= m->dag->memory_mb[t];
-    monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
-                         -(int64_t)m->dag->memory_mb[t]);
-    m->inflight--;
-    if (r->exec_errno == ECANCELED) {
-        master_task_returned(m, t);
-        return 0;
-    }
-    m->st.runtime += r->duration;
-    if (m->st.first_start == 0 || r->start < m->st.first_start)
-        m->st.first_start = r->start;
-    if (r->start + r->duration > m->st.last_end)
-        m->st.last_end = r->start + r->duration;
-    if (r->status != 0 || r->exec_errno != 0)
-        master_task_failed(m, t, r, false);
-    else if (master_write_forwards(m, t, r) < 0)
-        master_task_failed(m, t, r, true);
-    else
-        master_task_succeeded(m, t);
-    return 0;
-}
-
-static int master_handle_results(struct master *m, struct mail *ml, struct msg_reader *r)
-{
-    int idx = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
-    if (idx < 0) {
-        log_error("RESULTS from rank %d, which has no node agent", ml->peer);
-        return -1;
-    }
-    m->st.result_msgs++;
-    struct msg_result res;
-    struct pmc_error err;
-    int rc;
-    while ((rc = msg_next_result(r, &res, &err)) == 1) {
-        m->st.results_recv++;
-        if (master_apply_result(m, &m->nodes[idx], &res) < 0)
-            return -1;
-    }
-    if (rc < 0)
-        log_error("Bad RESULTS from rank %d: %s", ml->peer, err.text);
-    return rc;
-}
-
 static void master_handle_mail(struct master *m, struct mail *ml)
 {
     struct msg_reader r;
@@ -644,7 +168,7 @@ static void master_handle_mail(struct master *m, struct mail *ml)
     } else if (r.kind == MSG_HELLO) {
         rc = master_handle_hello(m, ml, &r);
     } else if (r.kind == MSG_RESULTS) {
-        rc = master_handle_results(m, ml, &r);
+        rc = master__handle_results(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
         int idx = ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
         if (idx >= 0)
@@ -744,7 +268,7 @@ bool master_step(struct master *m)
         master_broadcast(m, MSG_DRAIN);
         m->drain_sent = true;
     }
-    master_dispatch(m);
+    master__dispatch(m);
     if (master_finished(m))
         return true;
     monitor_flush(m->monitor);
@@ -771,118 +295,6 @@ static void master_shutdown_agents(struct master *m)
             break;
         mailbox_wait(&m->box, IDLE_WAIT_US);
     }
-}
-
-/* ---- the end: merge, statistics, summary -------------------------------- */
-
-static int master_open_dest(const char *path, int dflt)
-{
-    if (!path)
-        return dflt;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        log_error("Unable to open %s: %s", path, strerror(errno));
-    return fd;
-}
-
-static void master_merge_stdio(struct master *m)
-{
-    int out = master_open_dest(m->cfg.out_path, 1);
-    int err = m->cfg.err_path && m->cfg.out_path && !strcmp(m->cfg.err_path, m->cfg.out_path)
-                  ? out
-                  : master_open_dest(m->cfg.err_path, 2);
-    char path[4096];
-    struct pmc_error e;
-    for (int r = 0; r < m->cfg.nranks; r++) {
-        snprintf(path, sizeof path, "%s.out.%d", m->cfg.dag_path, r);
-        if (out >= 0 && taskio_merge(out, path, &e) < 0)
-            log_error("%s", e.text);
-        snprintf(path, sizeof path, "%s.err.%d", m->cfg.dag_path, r);
-        if (err >= 0 && taskio_merge(err, path, &e) < 0)
-            log_error("%s", e.text);
-    }
-    if (out > 2)
-        close(out);
-    if (err > 2 && err != out)
-        close(err);
-}
-
-static void master_print_stats(const struct master *m, double wall)
-{
-    double rt = m->st.runtime;
-    double with = wall > 0 ? rt / (wall * (m->cpus_total + 1)) : 0;
-    double without = wall > 0 && m->cpus_total ? rt / (wall * m->cpus_total) : 0;
-    double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
-    log_info("Resource utilization (with master): %lf", with);
-    log_info("Resource utilization (without master): %lf", without);
-    log_info("Total runtime of tasks: %lf seconds (%lf minutes)", rt, rt / 60.0);
-    log_info("Wall time: %lf seconds (%lf minutes)", wall, wall / 60.0);
-    log_info("Makespan: %lf seconds", makespan);
-    log_info("Throughput: %lf tasks/second", wall > 0 ? m->st.succeeded / wall : 0.0);
-    log_info("Messages to nodes: %lu TASKS carrying %lu tasks (%.2f tasks per message)",
-             (unsigned long)m->st.task_msgs, (unsigned long)m->st.tasks_sent,
-             m->st.task_msgs ? (double)m->st.tasks_sent / m->st.task_msgs : 0.0);
-    log_info("Messages from nodes: %lu RESULTS carrying %lu results (%.2f results per message)",
-             (unsigned long)m->st.result_msgs, (unsigned long)m->st.results_recv,
-             m->st.result_msgs ? (double)m->st.results_recv / m->st.result_msgs : 0.0);
-}
-
-static void master_print_summary(const struct master *m, bool failed, double wall)
-{
-    struct summary_record s = {.failed = failed,
-                               .tasks = m->dag->ntasks,
-                               .submitted = m->st.submitted,
-                               .succeeded = m->st.succeeded,
-                               .failed_tasks = m->st.failed,
-                               .extra = m->st.extra,
-                               .start = m->start,
-                               .duration = wall,
-                               .pid = (int)getpid(),
-                               .app = m->cfg.program,
-                               .runtime = m->st.runtime,
-                               .slots = m->cpus_total,
-                               .cpus = m->cpus_total};
-    char line[2048];
-    size_t n = records_format_summary(line, sizeof line, &s);
-    if (n >= sizeof line)
-        n = sizeof line - 1;
-    fflush(stdout);
-    if (write(1, line, n) != (ssize_t)n)
-        log_error("Error writing cluster-summary: %s", strerror(errno));
-}
-
-static bool master_workflow_ok(const struct master *m)
-{
-    return !m->aborting && !m->fatal && m->st.succeeded + m->ndone_before == m->dag->ntasks;
-}
-
-static int master_finish(struct master *m)
-{
-    if (m->rescue && rescue_writer_close(m->rescue) < 0 && !m->fatal) {
-        log_fatal("Rescue log failed");
-        m->fatal = true;
-    }
-    m->rescue = NULL;
-    double wall = now_mono() - m->start_mono;
-    if (m->aborting)
-        log_error("Aborting workflow");
-    if (m->max_failures_hit)
-        log_error("Max failures reached: DAG prematurely aborted");
-    master_merge_stdio(m);
-    master_print_stats(m, wall);
-    bool ok = master_workflow_ok(m);
-    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
-    monitor_close(m->monitor);
-    m->monitor = NULL;
-    struct pmc_error err;
-    if (fdcache_close_all(m->fdcache, &err) < 0)
-        log_error("%s", err.text);
-    master_print_summary(m, !ok, wall);
-    if (ok)
-        log_info("Workflow succeeded");
-    else
-        log_error("Workflow failed");
-    return ok ? 0 : 1;
 }
 
 static int master_prepare(struct master *m)
@@ -936,7 +348,7 @@ int master_begin(struct master *m, struct comm *c)
         return -1;
     }
     if (master_wait_hellos(m) < 0 || m->abort_at_start || master_check_capable(m) < 0 ||
-        master_start_rescue(m) < 0 || master_init_ready(m) < 0) {
+        master_start_rescue(m) < 0 || master__init_ready(m) < 0) {
         m->fatal = m->aborting = true;
         master_broadcast(m, MSG_ABORT);
         m->abort_sent = true;
@@ -952,7 +364,7 @@ int master_end(struct master *m)
 {
     if (m->nodes)
         master_shutdown_agents(m);
-    return master_finish(m);
+    return master__finish(m);
 }
 
 int master_run(struct master *m, struct comm *c)

@@ -165,8 +165,8 @@ static void monitor_write_resources(struct monitor *mon)
         h->dirty = false;
     }
     if (rc == 0)
-        rc = resource_log_write(mon->resource, now, (uint32_t)all_cpus, (uint32_t)all_cpus,
-                                all_mem, "*", &err);
+        rc = resource_log_write(mon->resource, now, (uint32_t)all_cpus, (uint32_t)all_cpus, all_mem,
+                                "*", &err);
     if (rc < 0) {
         log_error("resource log: %s", err.text);
         resource_log_close(mon->resource, NULL);

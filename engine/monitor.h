@@ -31,9 +31,9 @@ extern "C" {
 
 struct monitor_config {
     const char *dag_path;
-    bool jobstate_log;  /* jobstate.log next to the DAG */
-    bool dagman_log;    /* DAGFILE.dagman.out */
-    bool resource_log;  /* DAGFILE.resource */
+    bool jobstate_log; /* jobstate.log next to the DAG */
+    bool dagman_log;   /* DAGFILE.dagman.out */
+    bool resource_log; /* DAGFILE.resource */
 };
 
 struct monitor;

@@ -149,23 +149,56 @@ static int options_from_env(struct options *o, struct pmc_error *err)
 static int options_flag(struct options *o, int c)
 {
     switch (c) {
-    case 'h': o->help = true; break;
-    case 'V': o->version = true; break;
-    case 'v': o->verbosity++; break;
-    case 'q': o->verbosity--; break;
-    case 's': o->skip_rescue = true; break;
-    case 'n': o->nolock = true; break;
-    case OPT_STRICT_LIMITS: o->strict_limits = true; break;
-    case OPT_PER_TASK_STDIO: o->per_task_stdio = true; break;
-    case OPT_JOBSTATE_LOG: o->jobstate_log = true; break;
-    case OPT_MONITORD_HACK: o->monitord_hack = o->per_task_stdio = true; break;
-    case OPT_NO_RESOURCE_LOG: o->no_resource_log = true; break;
-    case OPT_NO_SLEEP_ON_RECV: o->no_sleep_on_recv = true; break;
-    case OPT_KEEP_AFFINITY: o->keep_affinity = true; break;
-    case OPT_SET_AFFINITY: o->set_affinity = true; break;
-    case OPT_MASTER_ONLY: o->master_only = true; break;
-    case OPT_NULL_EXECUTOR: o->null_executor = true; break;
-    default: return 0;
+    case 'h':
+        o->help = true;
+        break;
+    case 'V':
+        o->version = true;
+        break;
+    case 'v':
+        o->verbosity++;
+        break;
+    case 'q':
+        o->verbosity--;
+        break;
+    case 's':
+        o->skip_rescue = true;
+        break;
+    case 'n':
+        o->nolock = true;
+        break;
+    case OPT_STRICT_LIMITS:
+        o->strict_limits = true;
+        break;
+    case OPT_PER_TASK_STDIO:
+        o->per_task_stdio = true;
+        break;
+    case OPT_JOBSTATE_LOG:
+        o->jobstate_log = true;
+        break;
+    case OPT_MONITORD_HACK:
+        o->monitord_hack = o->per_task_stdio = true;
+        break;
+    case OPT_NO_RESOURCE_LOG:
+        o->no_resource_log = true;
+        break;
+    case OPT_NO_SLEEP_ON_RECV:
+        o->no_sleep_on_recv = true;
+        break;
+    case OPT_KEEP_AFFINITY:
+        o->keep_affinity = true;
+        break;
+    case OPT_SET_AFFINITY:
+        o->set_affinity = true;
+        break;
+    case OPT_MASTER_ONLY:
+        o->master_only = true;
+        break;
+    case OPT_NULL_EXECUTOR:
+        o->null_executor = true;
+        break;
+    default:
+        return 0;
     }
     return 1;
 }
@@ -173,10 +206,18 @@ static int options_flag(struct options *o, int c)
 static int options_value(struct options *o, int c, const char *v, struct pmc_error *err)
 {
     switch (c) {
-    case 'o': o->out_path = v; return 0;
-    case 'e': o->err_path = v; return 0;
-    case 'r': o->rescue_path = v; return 0;
-    case OPT_HOST_SCRIPT: o->host_script = v; return 0;
+    case 'o':
+        o->out_path = v;
+        return 0;
+    case 'e':
+        o->err_path = v;
+        return 0;
+    case 'r':
+        o->rescue_path = v;
+        return 0;
+    case OPT_HOST_SCRIPT:
+        o->host_script = v;
+        return 0;
     case 'm':
         return parse_u32(v, 0, &o->max_failures) < 0
                    ? bad_value(err, "-m/--max-failures", v, "must be a whole number >= 0")

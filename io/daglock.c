@@ -19,8 +19,7 @@ int daglock_acquire(const char *path, struct pmc_error *err)
     int e = errno;
     close(fd);
     if (e == EAGAIN || e == EACCES)
-        return pmc_errorf(err, "%s is locked by another pmc-hybrid run (-n skips the lock)",
-                          path);
+        return pmc_errorf(err, "%s is locked by another pmc-hybrid run (-n skips the lock)", path);
     errno = e;
     return pmc_errorf(err, "%s: cannot lock: %m", path);
 }

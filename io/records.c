@@ -23,8 +23,8 @@ size_t records_iso_time(double t, char *buf, size_t size)
     char sign = off < 0 ? '-' : '+';
     if (off < 0)
         off = -off;
-    int n = snprintf(buf, size, "%s.%03d%c%02ld:%02ld", date, ms, sign, off / 3600,
-                     (off % 3600) / 60);
+    int n =
+        snprintf(buf, size, "%s.%03d%c%02ld:%02ld", date, ms, sign, off / 3600, (off % 3600) / 60);
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -52,8 +52,7 @@ size_t records_format_task(char *buf, size_t size, const struct task_record *r)
                      "app=\"%s\", hostname=\"%s\", slot=%d, cpus=%u, memory=%u]\n",
                      id, records_clean(r->name, name, sizeof name), date, r->duration, r->status,
                      records_clean(r->app, app, sizeof app),
-                     records_clean(r->hostname, host, sizeof host), r->slot, r->cpus,
-                     r->memory_mb);
+                     records_clean(r->hostname, host, sizeof host), r->slot, r->cpus, r->memory_mb);
     return n < 0 ? 0 : (size_t)n;
 }
 

@@ -80,8 +80,8 @@ static int taskio_copy_to_file(int dst, int src, off_t len, off_t *doff)
         ssize_t n = copy_file_range(src, &soff, dst, doff, (size_t)len, 0);
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
-                      errno == EOPNOTSUPP || errno == EBADF))
+        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
+                      errno == EBADF))
             return taskio_copy_slow(dst, src, &soff, doff, len);
         if (n <= 0)
             return n == 0 ? 0 : -1;
@@ -109,8 +109,7 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
     return 0;
 }
 
-int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
-                       size_t trailer_len)
+int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer, size_t trailer_len)
 {
     struct stat st;
     if (src_fd >= 0) {

@@ -1,0 +1,125 @@
+/* master_internal.h - the master's state, shared by its three files:
+ *   master.c         life cycle: create, HELLO, the loop, stop, shutdown
+ *   master_sched.c   the hot path: ready tasks, dispatch, results
+ *   master_report.c  the end: stdio merge, statistics, cluster-summary
+ * Not a public header: only these files include it.
+ *
+ * Per-task state lives in flat arrays indexed by task id (remaining parents,
+ * state, attempts), beside the read-only DAG.  Invariants:
+ *   - a task is in the ready queue iff state == TASK_READY;
+ *   - remaining[t] == number of parents of t not yet TASK_DONE;
+ *   - for every node, committed_cpus == sum(cpus of the tasks sent to it
+ *     and not yet reported back: running or queued there) (same for
+ *     memory), and inflight == number of TASK_RUNNING tasks.
+ * All of it is owned by the master thread; other threads only reach the
+ * mailbox and the abort flag.
+ */
+#ifndef PMC_MASTER_INTERNAL_H
+#define PMC_MASTER_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "engine/dag.h"
+#include "engine/master.h"
+#include "engine/monitor.h"
+#include "io/fdcache.h"
+#include "io/msg.h"
+#include "io/rescue.h"
+#include "sched/ready_queue.h"
+
+#define HELLO_TIMEOUT_S 120.0
+#define PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
+#define IDLE_WAIT_US 500000
+
+enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
+
+struct node {
+    int rank;
+    uint32_t host_rank;
+    uint32_t host;           /* index of its host in the monitor */
+    uint32_t cpus;           /* CPUs the node offers */
+    uint32_t window;         /* prefetch window, CPUs */
+    uint32_t committed_cpus; /* of tasks sent and not reported back */
+    uint64_t memory_mb, committed_mem;
+    bool open; /* may receive tasks this round */
+    char *hostname;
+    bool said_hello, said_bye;
+    struct msgbuf batch; /* TASKS being built this round */
+};
+
+struct master_stats {
+    uint32_t submitted, succeeded, failed, extra;
+    double runtime;                 /* sum of task durations, s */
+    double first_start, last_end;   /* epoch s, for the makespan */
+    uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
+    uint64_t result_msgs, results_recv;
+};
+
+struct master {
+    struct master_config cfg;
+    struct fdcache *fdcache; /* I/O forwarding destinations */
+    struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
+    uint32_t *seq;           /* submit sequence number per task (monitor only) */
+    uint32_t next_seq;
+    char *fwd_scratch; /* a task's forwards in wire form */
+    size_t fwd_scratch_cap;
+    int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
+    char *rescue_path;
+    struct dag *dag;
+    uint8_t *done_before; /* from the old rescue log */
+    uint32_t ndone_before;
+    uint32_t *remaining;
+    uint8_t *state;
+    uint16_t *attempts;
+    struct ready_queue *ready;
+    uint32_t *deferred; /* scratch for the dispatcher */
+    size_t deferred_cap;
+    struct node *nodes;
+    int nnodes, nagents_expected;
+    int *node_of_rank; /* rank -> index in nodes, -1 if none */
+    int rr;            /* round-robin start of the node search */
+    uint32_t cpus_total;
+    uint64_t room; /* CPUs that open nodes may still be sent this round */
+    uint32_t inflight;
+    struct mailbox box;
+    struct comm *comm;
+    struct rescue_writer *rescue;
+    struct master_stats st;
+    double start, start_mono;
+    bool stop_dispatch, max_failures_hit, aborting, fatal, abort_at_start;
+    bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
+    atomic_int abort_requested;
+    const char *_Atomic abort_reason;
+};
+
+static inline double now_epoch(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline double now_mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline const char *task_name(const struct master *m, uint32_t t)
+{
+    return dag_task_name(m->dag, t);
+}
+
+/* master_sched.c */
+int master__init_ready(struct master *m);
+void master__dispatch(struct master *m);
+int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
+
+/* master_report.c */
+int master__finish(struct master *m);
+
+#endif

@@ -1,0 +1,125 @@
+/* master_report.c - the end of a run: merge the ranks' stdio files, print
+ * the statistics and the [cluster-summary] record (COMPAT.md); see
+ * master_internal.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "engine/master_internal.h"
+#include "io/log.h"
+#include "io/records.h"
+#include "io/taskio.h"
+
+/* ---- the end: merge, statistics, summary -------------------------------- */
+
+static int master_open_dest(const char *path, int dflt)
+{
+    if (!path)
+        return dflt;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        log_error("Unable to open %s: %s", path, strerror(errno));
+    return fd;
+}
+
+static void master_merge_stdio(struct master *m)
+{
+    int out = master_open_dest(m->cfg.out_path, 1);
+    int err = m->cfg.err_path && m->cfg.out_path && !strcmp(m->cfg.err_path, m->cfg.out_path)
+                  ? out
+                  : master_open_dest(m->cfg.err_path, 2);
+    char path[4096];
+    struct pmc_error e;
+    for (int r = 0; r < m->cfg.nranks; r++) {
+        snprintf(path, sizeof path, "%s.out.%d", m->cfg.dag_path, r);
+        if (out >= 0 && taskio_merge(out, path, &e) < 0)
+            log_error("%s", e.text);
+        snprintf(path, sizeof path, "%s.err.%d", m->cfg.dag_path, r);
+        if (err >= 0 && taskio_merge(err, path, &e) < 0)
+            log_error("%s", e.text);
+    }
+    if (out > 2)
+        close(out);
+    if (err > 2 && err != out)
+        close(err);
+}
+
+static void master_print_stats(const struct master *m, double wall)
+{
+    double rt = m->st.runtime;
+    double with = wall > 0 ? rt / (wall * (m->cpus_total + 1)) : 0;
+    double without = wall > 0 && m->cpus_total ? rt / (wall * m->cpus_total) : 0;
+    double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
+    log_info("Resource utilization (with master): %lf", with);
+    log_info("Resource utilization (without master): %lf", without);
+    log_info("Total runtime of tasks: %lf seconds (%lf minutes)", rt, rt / 60.0);
+    log_info("Wall time: %lf seconds (%lf minutes)", wall, wall / 60.0);
+    log_info("Makespan: %lf seconds", makespan);
+    log_info("Throughput: %lf tasks/second", wall > 0 ? m->st.succeeded / wall : 0.0);
+    log_info("Messages to nodes: %lu TASKS carrying %lu tasks (%.2f tasks per message)",
+             (unsigned long)m->st.task_msgs, (unsigned long)m->st.tasks_sent,
+             m->st.task_msgs ? (double)m->st.tasks_sent / m->st.task_msgs : 0.0);
+    log_info("Messages from nodes: %lu RESULTS carrying %lu results (%.2f results per message)",
+             (unsigned long)m->st.result_msgs, (unsigned long)m->st.results_recv,
+             m->st.result_msgs ? (double)m->st.results_recv / m->st.result_msgs : 0.0);
+}
+
+static void master_print_summary(const struct master *m, bool failed, double wall)
+{
+    struct summary_record s = {.failed = failed,
+                               .tasks = m->dag->ntasks,
+                               .submitted = m->st.submitted,
+                               .succeeded = m->st.succeeded,
+                               .failed_tasks = m->st.failed,
+                               .extra = m->st.extra,
+                               .start = m->start,
+                               .duration = wall,
+                               .pid = (int)getpid(),
+                               .app = m->cfg.program,
+                               .runtime = m->st.runtime,
+                               .slots = m->cpus_total,
+                               .cpus = m->cpus_total};
+    char line[2048];
+    size_t n = records_format_summary(line, sizeof line, &s);
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    fflush(stdout);
+    if (write(1, line, n) != (ssize_t)n)
+        log_error("Error writing cluster-summary: %s", strerror(errno));
+}
+
+static bool master_workflow_ok(const struct master *m)
+{
+    return !m->aborting && !m->fatal && m->st.succeeded + m->ndone_before == m->dag->ntasks;
+}
+
+int master__finish(struct master *m)
+{
+    if (m->rescue && rescue_writer_close(m->rescue) < 0 && !m->fatal) {
+        log_fatal("Rescue log failed");
+        m->fatal = true;
+    }
+    m->rescue = NULL;
+    double wall = now_mono() - m->start_mono;
+    if (m->aborting)
+        log_error("Aborting workflow");
+    if (m->max_failures_hit)
+        log_error("Max failures reached: DAG prematurely aborted");
+    master_merge_stdio(m);
+    master_print_stats(m, wall);
+    bool ok = master_workflow_ok(m);
+    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
+    monitor_close(m->monitor);
+    m->monitor = NULL;
+    struct pmc_error err;
+    if (fdcache_close_all(m->fdcache, &err) < 0)
+        log_error("%s", err.text);
+    master_print_summary(m, !ok, wall);
+    if (ok)
+        log_info("Workflow succeeded");
+    else
+        log_error("Workflow failed");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,381 @@
+/* master_sched.c - the master's hot path: ready tasks, dispatch to nodes,
+ * results; see master_internal.h for the state and its invariants.
+ *
+ * Dispatch (DESIGN.md section 2): a node may be sent tasks up to its CPUs
+ * plus a prefetch window of W = max(PREFETCH_MIN, cpus) CPUs (and its memory
+ * twice over), so it never idles for a round trip; the agent starts them as
+ * its own accounting allows.  A node is refilled only once its commitment
+ * fell to cpus + W/2 (hysteresis), so under load every TASKS message carries
+ * at least W/2 CPUs' worth of tasks.  Priorities: larger first, FIFO among
+ * equals; a task that fits no node now keeps its place while lower ones go
+ * (PMC's deferral rule).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "engine/master_internal.h"
+#include "io/log.h"
+
+/* Put t in the ready queue (at the front of its priority when front, for a
+ * task given back unstarted) with a new submit sequence number.  0, or -1
+ * with ENOMEM. */
+static int master_make_ready(struct master *m, uint32_t t, bool front)
+{
+    int32_t prio = m->dag->priority[t];
+    m->state[t] = TASK_READY;
+    if (m->seq) {
+        m->seq[t] = m->next_seq++;
+        monitor_event(m->monitor, WF_TASK_QUEUED, task_name(m, t), m->seq[t], 0);
+    }
+    return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
+}
+
+/* remaining[] from the DAG and the done set; queue the tasks that can run. */
+int master__init_ready(struct master *m)
+{
+    const struct dag *d = m->dag;
+    memcpy(m->remaining, d->nparents, sizeof *m->remaining * d->ntasks);
+    for (uint32_t t = 0; t < d->ntasks; t++) {
+        if (!m->done_before[t])
+            continue;
+        m->state[t] = TASK_DONE;
+        for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
+            m->remaining[d->children[e]]--;
+    }
+    for (uint32_t t = 0; t < d->ntasks; t++)
+        if (m->state[t] == TASK_WAITING && m->remaining[t] == 0 &&
+            master_make_ready(m, t, false) < 0)
+            return -1;
+    return 0;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+/* Can node n take a task of cpus/mem now (within its window)? */
+static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
+{
+    return n->open && cpus <= n->cpus && mem <= n->memory_mb &&
+           n->committed_cpus + cpus <= n->cpus + n->window &&
+           n->committed_mem + mem <= 2 * n->memory_mb;
+}
+
+static uint32_t node_room(const struct node *n)
+{
+    uint32_t cap = n->cpus + n->window;
+    return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
+}
+
+/* Open the nodes whose commitment fell to the low-water mark; sum their
+ * room.  O(nodes) per round. */
+static void master_open_nodes(struct master *m)
+{
+    m->room = 0;
+    for (int i = 0; i < m->nnodes; i++) {
+        struct node *n = &m->nodes[i];
+        n->open = n->committed_cpus <= n->cpus + n->window / 2;
+        if (n->open)
+            m->room += node_room(n);
+    }
+}
+
+static int master_find_node(struct master *m, uint32_t t)
+{
+    uint32_t cpus = m->dag->cpus[t];
+    uint64_t mem = m->dag->memory_mb[t];
+    for (int k = 0; k < m->nnodes; k++) {
+        int i = (m->rr + k) % m->nnodes;
+        if (node_has_room(&m->nodes[i], cpus, mem))
+            return i;
+    }
+    return -1;
+}
+
+/* The task's -f/-F list in the TASKS wire form: (u8 kind, src NUL, dest
+ * NUL) per forward, in m's scratch buffer (valid until the next call). */
+static const char *master_pack_forwards(struct master *m, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    size_t need = 0;
+    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++)
+        need += 3 + strlen(d->arena + d->fwd[j].src) + strlen(d->arena + d->fwd[j].dest);
+    if (need > m->fwd_scratch_cap) {
+        char *p = realloc(m->fwd_scratch, need);
+        if (!p)
+            return NULL;
+        m->fwd_scratch = p;
+        m->fwd_scratch_cap = need;
+    }
+    char *p = m->fwd_scratch;
+    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++) {
+        *p++ = (char)d->fwd[j].kind;
+        p = stpcpy(p, d->arena + d->fwd[j].src) + 1;
+        p = stpcpy(p, d->arena + d->fwd[j].dest) + 1;
+    }
+    return m->fwd_scratch;
+}
+
+static int master_batch_task(struct master *m, struct node *n, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    struct msg_task mt = {.id = t,
+                          .attempt = m->attempts[t],
+                          .cpus = d->cpus[t],
+                          .memory_mb = d->memory_mb[t],
+                          .flags = 0,
+                          .name = dag_task_name(d, t),
+                          .pegasus_id = d->arena + d->pegasus_id[t],
+                          .argc = d->argc[t],
+                          .argv = d->arena + d->argv[t],
+                          .nfwd = d->nfwd[t],
+                          .fwd = d->nfwd[t] ? master_pack_forwards(m, t) : NULL};
+    if (mt.nfwd && !mt.fwd)
+        return -1;
+    if (n->batch.count == 0 && msg_begin(&n->batch, MSG_TASKS) < 0)
+        return -1;
+    return msg_add_task(&n->batch, &mt);
+}
+
+/* Account and batch task t for node i. */
+static int master_assign(struct master *m, uint32_t t, int i)
+{
+    struct node *n = &m->nodes[i];
+    m->attempts[t]++;
+    if (m->attempts[t] > 1)
+        m->st.extra++;
+    m->state[t] = TASK_RUNNING;
+    n->committed_cpus += m->dag->cpus[t];
+    n->committed_mem += m->dag->memory_mb[t];
+    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_SUBMIT, task_name(m, t), m->seq[t], 0);
+    m->room = m->room > m->dag->cpus[t] ? m->room - m->dag->cpus[t] : 0;
+    m->inflight++;
+    m->st.submitted++;
+    m->rr = (i + 1) % m->nnodes;
+    log_trace("Scheduling task %s", task_name(m, t));
+    return master_batch_task(m, n, t);
+}
+
+static int master_defer(struct master *m, size_t k, uint32_t t)
+{
+    if (k >= m->deferred_cap) {
+        size_t cap = m->deferred_cap ? m->deferred_cap * 2 : 1024;
+        uint32_t *p = realloc(m->deferred, cap * sizeof *p);
+        if (!p)
+            return -1;
+        m->deferred = p;
+        m->deferred_cap = cap;
+    }
+    m->deferred[k] = t;
+    return 0;
+}
+
+/* Dispatch from one priority bucket; tasks that fit nowhere keep their
+ * place at the front.  -1 on ENOMEM. */
+static int master_dispatch_bucket(struct master *m, size_t b)
+{
+    size_t n = rq_bucket_size(m->ready, b), ndef = 0;
+    int32_t prio = rq_bucket_priority(m->ready, b);
+    for (size_t k = 0; k < n && m->room > 0; k++) {
+        uint32_t t = rq_bucket_pop(m->ready, b);
+        int i = master_find_node(m, t);
+        if (i < 0 ? master_defer(m, ndef++, t) < 0 : master_assign(m, t, i) < 0)
+            return -1;
+    }
+    while (ndef > 0)
+        if (rq_push_front(m->ready, m->deferred[--ndef], prio) < 0)
+            return -1;
+    return 0;
+}
+
+static void master_send_batches(struct master *m)
+{
+    for (int i = 0; i < m->nnodes; i++) {
+        struct node *n = &m->nodes[i];
+        if (n->batch.count == 0)
+            continue;
+        m->st.task_msgs++;
+        m->st.tasks_sent += n->batch.count;
+        msg_end(&n->batch);
+        if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->batch) < 0) {
+            log_fatal("Cannot send tasks to rank %d: %s", n->rank, strerror(errno));
+            m->fatal = true;
+        }
+    }
+}
+
+void master__dispatch(struct master *m)
+{
+    if (m->stop_dispatch || rq_size(m->ready) == 0)
+        return;
+    master_open_nodes(m);
+    for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
+        if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
+            log_fatal("Out of memory while scheduling");
+            m->fatal = true;
+            break;
+        }
+    }
+    master_send_batches(m);
+}
+
+/* ---- results ------------------------------------------------------------ */
+
+static void master_release_children(struct master *m, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
+        uint32_t c = d->children[e];
+        if (--m->remaining[c] == 0 && m->state[c] == TASK_WAITING) {
+            if (master_make_ready(m, c, false) < 0) {
+                log_fatal("Out of memory for the ready queue");
+                m->fatal = true;
+            }
+        }
+    }
+}
+
+static int exit_code_of(int status)
+{
+    if (WIFEXITED(status))
+        return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : status;
+}
+
+static void master_task_failed(struct master *m, uint32_t t, const struct msg_result *r,
+                               bool io_failed)
+{
+    const struct dag *d = m->dag;
+    if (r->exec_errno)
+        log_error("Task %s could not be started: %s: %s", task_name(m, t), d->arena + d->argv[t],
+                  strerror(r->exec_errno));
+    int code = io_failed ? 1 : exit_code_of(r->status);
+    if (io_failed)
+        log_error("Task %s failed due to collective I/O errors", task_name(m, t));
+    else
+        log_error("Task %s failed with exitcode %d", task_name(m, t), code);
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_FAILURE, task_name(m, t), m->seq[t], code);
+    uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
+    if (m->attempts[t] < tries && !m->stop_dispatch) {
+        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->attempts[t] + 1, tries);
+        if (master_make_ready(m, t, false) < 0) {
+            log_fatal("Out of memory for the ready queue");
+            m->fatal = true;
+        }
+        return;
+    }
+    m->state[t] = TASK_FAILED;
+    m->st.failed++;
+    if (m->cfg.max_failures && m->st.failed >= m->cfg.max_failures && !m->max_failures_hit) {
+        m->max_failures_hit = true;
+        m->stop_dispatch = true;
+    }
+}
+
+/* A task the node gave back unstarted (DRAIN/ABORT): it is ready again and
+ * this attempt does not count. */
+static void master_task_returned(struct master *m, uint32_t t)
+{
+    m->attempts[t]--;
+    if (m->attempts[t] >= 1)
+        m->st.extra--;
+    m->st.submitted--;
+    if (master_make_ready(m, t, true) < 0) {
+        log_fatal("Out of memory for the ready queue");
+        m->fatal = true;
+    }
+}
+
+static void master_task_succeeded(struct master *m, uint32_t t)
+{
+    log_debug("Task %s finished", task_name(m, t));
+    if (m->seq)
+        monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
+    m->state[t] = TASK_DONE;
+    m->st.succeeded++;
+    if (m->rescue)
+        rescue_writer_append(m->rescue, t);
+    master_release_children(m, t);
+}
+
+/* Append the forwarded data of a successful task to its destinations (each
+ * block whole, through the descriptor cache).  -1 when a block could not be
+ * written: the task then fails (PMC manual, I/O forwarding caveats). */
+static int master_write_forwards(struct master *m, uint32_t t, const struct msg_result *r)
+{
+    const struct dag *d = m->dag;
+    size_t pos = 0;
+    uint32_t idx, len;
+    const uint8_t *data;
+    int rc = 0, more;
+    while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
+        if (idx >= d->nfwd[t]) {
+            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
+                      d->nfwd[t]);
+            return -1;
+        }
+        struct pmc_error err;
+        const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
+        if (fdcache_write(m->fdcache, dest, data, len, &err) < 0) {
+            log_error("%s", err.text);
+            rc = -1;
+        }
+    }
+    return more < 0 ? -1 : rc;
+}
+
+/* Apply one result from node n; -1 if it does not match a running task. */
+static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
+{
+    uint32_t t = r->id;
+    if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || r->attempt != m->attempts[t]) {
+        log_error("Rank %d sent a result for task id %u attempt %u that is not running", n->rank, t,
+                  r->attempt);
+        return -1;
+    }
+    n->committed_cpus -= m->dag->cpus[t];
+    n->committed_mem -= m->dag->memory_mb[t];
+    monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
+                         -(int64_t)m->dag->memory_mb[t]);
+    m->inflight--;
+    if (r->exec_errno == ECANCELED) {
+        master_task_returned(m, t);
+        return 0;
+    }
+    m->st.runtime += r->duration;
+    if (m->st.first_start == 0 || r->start < m->st.first_start)
+        m->st.first_start = r->start;
+    if (r->start + r->duration > m->st.last_end)
+        m->st.last_end = r->start + r->duration;
+    if (r->status != 0 || r->exec_errno != 0)
+        master_task_failed(m, t, r, false);
+    else if (master_write_forwards(m, t, r) < 0)
+        master_task_failed(m, t, r, true);
+    else
+        master_task_succeeded(m, t);
+    return 0;
+}
+
+int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r)
+{
+    int idx = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
+    if (idx < 0) {
+        log_error("RESULTS from rank %d, which has no node agent", ml->peer);
+        return -1;
+    }
+    m->st.result_msgs++;
+    struct msg_result res;
+    struct pmc_error err;
+    int rc;
+    while ((rc = msg_next_result(r, &res, &err)) == 1) {
+        m->st.results_recv++;
+        if (master_apply_result(m, &m->nodes[idx], &res) < 0)
+            return -1;
+    }
+    if (rc < 0)
+        log_error("Bad RESULTS from rank %d: %s", ml->peer, err.text);
+    return rc;
+}
