@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "engine/spawn.h"
+#include "sched/affinity.h"
 #include "sched/node_queue.h"
 #include "io/log.h"
 #include "io/msg.h"
@@ -59,6 +60,8 @@ struct slot {
     struct fwd_task fwd;    /* -f/-F of the running task */
     int fwd_fds[64];        /* write ends handed to the child */
     int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
+    bool bound;             /* cpuset taken from the agent's pool */
+    cpu_set_t cpuset;
 };
 
 struct agent {
@@ -82,6 +85,8 @@ struct agent {
     bool shutting, aborting, draining, failed, sent_abort;
     struct timespec kill_deadline;
     bool killed_hard;
+    struct cpuset_pool *pool; /* --set-affinity, else NULL */
+    bool warned_unbound;
 };
 
 /* ---- small helpers ---------------------------------------------------- */
@@ -103,7 +108,7 @@ static double agent_elapsed(const struct timespec *t0)
 static bool agent_env_is_ours(const char *kv)
 {
     static const char *const ours[] = {
-        "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK="};
+        "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
     for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
         if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
             return true;
@@ -322,10 +327,10 @@ static int agent_slot_argv(struct slot *s, const struct msg_task *t)
  * PMC_HOST_RANK (COMPAT.md "Task environment"). */
 static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    size_t need = strlen(t->name) + 160;
+    size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
     if (grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
         return -1;
-    if (grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 6 + s->fwd.npipes, sizeof(char *)) <
+    if (grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 7 + s->fwd.npipes, sizeof(char *)) <
         0)
         return -1;
     memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
@@ -336,6 +341,11 @@ static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task
     *e++ = p, n = sprintf(p, "PMC_CPUS=%u", t->cpus), p += n + 1;
     *e++ = p, n = sprintf(p, "PMC_RANK=%d", a->cfg.rank), p += n + 1;
     *e++ = p, n = sprintf(p, "PMC_HOST_RANK=%d", a->cfg.host_rank), p += n + 1;
+    if (s->bound) {
+        *e++ = p, n = sprintf(p, "PMC_AFFINITY=");
+        affinity_format(&s->cpuset, p + n, AFFINITY_LIST_MAX);
+        p += strlen(p) + 1;
+    }
     fwd_child_env(&s->fwd, e);
     e[s->fwd.npipes] = NULL;
     return 0;
@@ -353,6 +363,9 @@ static void agent_slot_release(struct agent *a, struct slot *s)
         close(s->task_err);
     s->task_out = s->task_err = -1;
     fwd_reset(&s->fwd);
+    if (s->bound)
+        cpuset_pool_give(a->pool, &s->cpuset);
+    s->bound = false;
     a->cpus_free += s->cpus;
     a->memory_free += s->memory_mb;
     s->in_use = false;
@@ -427,6 +440,28 @@ static void agent_watch_pipes(struct agent *a, uint32_t i)
     }
 }
 
+/* --set-affinity: take t->cpus PUs of the rank's pool; when they cannot be
+ * had, the task runs unbound with a warning.  Always 0. */
+static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    s->bound = false;
+    if (!a->pool)
+        return 0;
+    int rc = cpuset_pool_take(a->pool, t->cpus ? t->cpus : 1, &s->cpuset);
+    if (rc == 0) {
+        s->bound = true;
+    } else if (rc == 1) {
+        log_warn("Task %s: the free CPUs of rank %d are fragmented, running it unbound", t->name,
+                 a->cfg.rank);
+    } else if (!a->warned_unbound) {
+        a->warned_unbound = true;
+        log_warn("Rank %d runs more CPUs than it has free PUs (--host-cpus above the PU "
+                 "count?): tasks that find no free PUs run unbound",
+                 a->cfg.rank);
+    }
+    return 0;
+}
+
 static void agent_launch(struct agent *a, const struct msg_task *t)
 {
     int i = agent_slot_get(a);
@@ -437,7 +472,7 @@ static void agent_launch(struct agent *a, const struct msg_task *t)
         a->failed = true;
         return;
     }
-    if (agent_slot_io(a, s, t) < 0 || agent_slot_env(a, s, t) < 0) {
+    if (agent_slot_io(a, s, t) < 0 || agent_slot_bind(a, s, t) < 0 || agent_slot_env(a, s, t) < 0) {
         /* the task cannot start: report it as failed (status 256, as PMC
          * does when stdio cannot be opened) */
         agent_task_unstartable(a, s, t);
@@ -453,12 +488,15 @@ static void agent_launch(struct agent *a, const struct msg_task *t)
     s->start = agent_now();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
     log_debug("Running task %s", t->name);
-    struct spawn_request req = {.argv = s->argv,
-                                .envp = s->envp,
-                                .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
-                                .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
-                                .forward_fds = s->fwd_fds,
-                                .nforward = (int)s->fwd.npipes};
+    struct spawn_request req = {
+        .argv = s->argv,
+        .envp = s->envp,
+        .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
+        .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+        .forward_fds = s->fwd_fds,
+        .nforward = (int)s->fwd.npipes,
+        .affinity = s->bound ? &s->cpuset : NULL,
+        .memory_limit_bytes = a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0};
     int e = spawn_task(&req, &s->pid, &s->pidfd);
     fwd_close_write_ends(&s->fwd);
     if (e) {
@@ -721,6 +759,26 @@ static void *agent_main(void *arg)
 
 /* ---- life cycle ------------------------------------------------------- */
 
+/* The PUs of this rank: its block of the host's PUs, or, with
+ * --keep-affinity, the CPUs it inherited (a launcher's binding is already
+ * per rank).  Without a topology tasks run unbound.  -1 only without memory. */
+static int agent_create_pool(struct agent *a)
+{
+    cpu_set_t inherited;
+    bool keep = a->cfg.keep_affinity && sched_getaffinity(0, sizeof inherited, &inherited) == 0;
+    struct pmc_error perr;
+    a->pool = cpuset_pool_create(NULL, keep ? &inherited : NULL, keep ? 0 : a->cfg.host_rank,
+                                 keep ? 1 : a->cfg.host_ranks, &perr);
+    if (!a->pool && errno == ENOMEM)
+        return -1;
+    if (!a->pool)
+        log_warn("--set-affinity: %s; tasks run unbound", perr.text);
+    else if (cpuset_pool_size(a->pool) < a->cfg.cpus)
+        log_debug("Rank %d offers %u CPUs on %u PUs", a->cfg.rank, a->cfg.cpus,
+                  cpuset_pool_size(a->pool));
+    return 0;
+}
+
 struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err)
 {
     struct agent *a = calloc(1, sizeof *a);
@@ -740,6 +798,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 ||
         mailbox_init(&a->box) < 0 || agent_snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
+        agent_destroy(a);
+        return NULL;
+    }
+    if (cfg->set_affinity && agent_create_pool(a) < 0) {
+        pmc_errorf(err, "cannot create the node agent: out of memory");
         agent_destroy(a);
         return NULL;
     }
@@ -794,6 +857,7 @@ void agent_destroy(struct agent *a)
     agent_join(a);
     for (uint32_t i = 0; i < a->nslots; i++)
         agent_slot_free(&a->slots[i]);
+    cpuset_pool_destroy(a->pool);
     free(a->slots);
     free(a->base_env);
     struct node_task nt;

@@ -46,6 +46,9 @@ struct agent_config {
     bool null_executor;   /* complete every task at once without running it */
     bool per_task_stdio;  /* TASK.out.NNN / TASK.err.NNN in task_dir */
     const char *task_dir; /* the DAG file's directory */
+    bool set_affinity;    /* bind each task to PMC_CPUS PUs, export PMC_AFFINITY */
+    bool keep_affinity;   /* --keep-affinity: bind within the inherited CPUs */
+    bool strict_limits;   /* RLIMIT_AS = the task's memory request */
 };
 
 struct agent;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "engine/agent.h"
+#include "sched/affinity.h"
 #include "engine/comm.h"
 #include "engine/hostscript.h"
 #include "engine/master.h"
@@ -108,12 +109,6 @@ static void rank_resources(const struct options *o, const struct rank_info *ri, 
     *memory_mb = resources_share(host_mem, ri->host_rank, ri->host_ranks);
 }
 
-static void warn_unimplemented(const struct options *o)
-{
-    if (o->strict_limits || o->set_affinity)
-        log_warn("--strict-limits and --set-affinity are accepted but not implemented yet");
-}
-
 /* Parse options on every rank (they all see the same argv); only rank 0
  * talks.  Returns -1 to exit 1, 1 to exit 0 (help/version), 0 to run. */
 static int setup_options(struct options *o, int argc, char **argv, int rank)
@@ -177,9 +172,17 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
-    struct agent_config ac = {
-        ri->rank, ri->host_rank, ri->host_ranks,   ri->hostname,      0,
-        0,        o->dag_path,   o->null_executor, o->per_task_stdio, slash ? dir : "."};
+    struct agent_config ac = {.rank = ri->rank,
+                              .host_rank = ri->host_rank,
+                              .host_ranks = ri->host_ranks,
+                              .hostname = ri->hostname,
+                              .dag_path = o->dag_path,
+                              .null_executor = o->null_executor,
+                              .per_task_stdio = o->per_task_stdio,
+                              .task_dir = slash ? dir : ".",
+                              .set_affinity = o->set_affinity,
+                              .keep_affinity = o->keep_affinity,
+                              .strict_limits = o->strict_limits};
     rank_resources(o, ri, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
     struct agent *a = agent_create(&ac, &err);
@@ -249,8 +252,10 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc < 0 ? 1 : 0;
     }
-    if (ri.rank == 0)
-        warn_unimplemented(&o);
+    /* after MPI_Init (which may bind us), before any thread of ours */
+    struct pmc_error aerr;
+    if (affinity_reset_inherited(o.keep_affinity, &aerr) < 0)
+        log_warn("%s", aerr.text);
     char program[PATH_MAX];
     program_path(program, sizeof program, argv[0]);
     struct master *m = NULL;

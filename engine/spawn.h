@@ -1,26 +1,76 @@
 /* spawn.h - start one task process.
  *
- * Tasks are started with posix_spawn(3), which glibc implements with
- * clone(CLONE_VM | CLONE_VFORK): the cost does not grow with the size of the
- * engine's memory as fork() does (DESIGN.md section 5).  Everything the child
- * needs (argv, envp, descriptors) is prepared by the caller before the call;
- * the child only applies the file actions and attributes and calls execve.
+ * Tasks are started with clone(CLONE_VM | CLONE_VFORK): the child borrows the
+ * engine's memory until it calls execve, so the cost does not grow with the
+ * size of the engine as fork() does (DESIGN.md sections 1 and 5).
+ * posix_spawn(3) is built the same way but cannot set a CPU affinity or a
+ * resource limit, so spawn.c does what glibc's
+ * sysdeps/unix/sysv/linux/spawni.c and musl's src/process/posix_spawn.c do,
+ * with the steps pmc-hybrid needs (clone(2), "CLONE_VM" and "CLONE_VFORK").
  *
- * The child gets: argv exactly as given (no shell), the given environment,
- * stdin from /dev/null, stdout/stderr on the given descriptors, the pipe
- * forwarding descriptors dup2'ed to 3, 4, ... (in order), every other
- * descriptor closed (the engine opens everything O_CLOEXEC), its own process
- * group, an empty signal mask and default dispositions for every signal.
+ * Everything is prepared by the caller and by spawn_task() before the child
+ * exists: argv, envp, the PATH search, /dev/null for stdin, the descriptor
+ * plan, the limit.  The child runs on its own small mmap'ed stack, allocates
+ * nothing, takes no lock and makes only raw system calls (syscall(2)): libc
+ * wrappers such as sigaction() or dup2() are interposed by the sanitizers,
+ * whose bookkeeping must not run in a child that shares the parent's memory.
+ * In order, the child:
+ *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
+ *      from before clone until step 6, so no handler of the engine ever runs
+ *      on the child's stack);
+ *   2. becomes the leader of its own process group (setpgid(0, 0));
+ *   3. puts /dev/null on fd 0, stdout_fd on 1, stderr_fd on 2 and
+ *      forward_fds[i] on 3 + i, without clobbering a source that has a low
+ *      number (all sources are first copied above every source and target
+ *      when any of them sits on a target); every other descriptor the engine
+ *      opened is close-on-exec, and close_range(2) closes all above the
+ *      last target, so even descriptors inherited from the launcher without
+ *      close-on-exec do not reach the task;
+ *   4. sched_setaffinity(affinity), when given;
+ *   5. RLIMIT_AS = memory_limit_bytes (soft and hard), when given;
+ *   6. unblocks every signal (empty mask) and calls execve.
+ * The task thus gets: argv exactly as given (no shell), the given environment,
+ * its own process group, an empty signal mask and default dispositions for
+ * every signal (also glibc's internal 32 and 33, which posix_spawn leaves
+ * ignored), the CPU set and the memory limit.
  *
- * glibc's posix_spawn reports an execve() failure as its return value (the
- * child writes the errno into memory shared through CLONE_VM before exiting),
- * so "could not execute" is distinct from a task that exits 1.
+ * Memory limit: RLIMIT_AS (the whole address space), as PMC's --strict-limits
+ * did, not RLIMIT_DATA.  RLIMIT_DATA counts brk and, only since Linux 4.7,
+ * private writable mappings: shared and file mappings escape it, and on older
+ * kernels so do glibc malloc's large blocks and thread arenas.  RLIMIT_AS
+ * makes every allocation beyond the request fail, as the manual promises; its
+ * cost is that it also counts reserved but untouched address space (thread
+ * stacks, JVM heaps, sanitizer shadow), so such tasks need a request above
+ * their resident size.  The value is in bytes, 64-bit all the way (PMC
+ * computed MB * 1024 * 1024 in 32 bits and wrapped at 4096 MB).  A request
+ * above the engine's own hard limit is lowered to that hard limit (an
+ * unprivileged process cannot raise it).
  *
- * Thread-safety: spawn_task() may be called from any thread.
+ * PATH: when argv[0] has no '/', spawn_task() searches the PATH of the task's
+ * environment (envp; "/bin:/usr/bin" when it has none, an empty element being
+ * the current directory) for a regular file that access(X_OK) accepts, in the
+ * parent, before cloning.  As execvp(3): ENOENT when no candidate exists,
+ * EACCES when candidates exist but none may be executed.  No /bin/sh fallback
+ * for ENOEXEC files.
+ *
+ * Failures in the child (execve, or any step above) are reported like
+ * glibc's posix_spawn does: the child stores errno in a variable it shares
+ * with the parent through CLONE_VM and exits with 127; the parent, resumed
+ * by CLONE_VFORK only after the child's execve or exit, reads it, reaps the
+ * child and returns the errno.  So "could not execute" stays distinct from a
+ * task that exits 1 or 127.
+ *
+ * Requires Linux >= 5.4 (CLONE_PIDFD, and waitid(P_PIDFD) by the callers).
+ *
+ * Thread-safety: spawn_task() may be called from any thread, concurrently.
+ * The calling thread is suspended until the child has called execve; its
+ * signal mask is restored before the call returns.
  */
 #ifndef PMC_SPAWN_H
 #define PMC_SPAWN_H
 
+#include <sched.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #ifdef __cplusplus
@@ -30,19 +80,27 @@ extern "C" {
 #define SPAWN_FIRST_FORWARD_FD 3
 
 struct spawn_request {
-    char *const *argv; /* NULL-terminated; argv[0] is the path (PATH is searched if it has no '/') */
-    char *const *envp; /* NULL-terminated, the complete environment */
-    int stdout_fd;     /* becomes the child's fd 1 */
-    int stderr_fd;     /* becomes the child's fd 2 */
+    /* NULL-terminated; argv[0] is the path (PATH is searched if it has no '/') */
+    char *const *argv;
+    char *const *envp;      /* NULL-terminated, the complete environment */
+    int stdout_fd;          /* becomes the child's fd 1 */
+    int stderr_fd;          /* becomes the child's fd 2 */
     const int *forward_fds; /* write ends of forwarding pipes -> fds 3, 4, ... */
     int nforward;
+    /* CPUs the child may run on (sched_setaffinity); NULL: inherit the
+     * calling thread's.  Read before spawn_task() returns. */
+    const cpu_set_t *affinity;
+    /* RLIMIT_AS of the child in bytes, soft and hard; 0: inherit. */
+    uint64_t memory_limit_bytes;
 };
 
 /* Start the task.  On success returns 0 with the child's pid in *pid and a
- * pidfd (O_CLOEXEC, readable when the child exits) in *pidfd.  When the
- * executable cannot be started returns the errno of execve (ENOENT, EACCES,
- * ENOEXEC, ...) or of the spawn itself (EAGAIN, ENOMEM) and no child is
- * left behind. */
+ * pidfd (O_CLOEXEC, readable when the child exits) in *pidfd.  Otherwise
+ * returns an errno and no child is left behind: from the PATH search (ENOENT,
+ * EACCES), from execve (ENOENT, EACCES, ENOEXEC, E2BIG, ...), from a step of
+ * the child (EINVAL for an affinity without a usable CPU, EBADF for a bad
+ * stdio or forward descriptor), or from the parent (EINVAL for a request
+ * without argv, EAGAIN, ENOMEM, EMFILE). */
 int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
 
 /* The shell's exit code for an exec failure: 127 when the file was not

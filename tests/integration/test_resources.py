@@ -1,0 +1,447 @@
+#!/usr/bin/env python3
+"""test_resources.py - resource-based scheduling (issue "resource-based scheduling").
+
+What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
+--strict-limits, --keep-affinity) and COMPAT.md (task environment,
+--set-affinity, --master-only, "No host is capable" message) promise:
+
+  * cpu_accounting: --host-cpus 4, 24 tasks of -c 1/2/3 that write their own
+    start and end times (date +%s.%N) around a 0.3 s sleep: at no moment do
+    the CPUs of the running tasks add up to more than 4 (a task occupies
+    [start, end]); and the host is used (some moment has >= 3 CPUs busy).
+  * memory_accounting: the same with --host-memory 1000 --host-cpus 16 and
+    tasks of -m 300/500/700: never more than 1000 MB in use, >= 800 at some
+    moment.
+  * insufficient_cpus / insufficient_memory: a task of -c 5 with --host-cpus
+    4, a task of -m 2000 with --host-memory 1000: exit 1, stderr has "FATAL
+    ERROR: No host is capable of running task NAME", no task ran (marker
+    files), no cluster-task record, the rescue file is not created (cpus) or
+    not changed (memory, where one exists beforehand).
+  * priority_order: --host-cpus 1, five independent tasks of priority 0, 10,
+    -3, 10, 7 (file order) run by priority, highest first, FIFO among equals;
+    with -v -v the "Scheduling task NAME" lines come in the same order.
+  * priority_deferral: --host-cpus 2; L (-c 1, 1 s) and a short R start
+    first; R gates H (-p 10, -c 2) and M (-p 1, -c 1).  H cannot fit while L
+    runs, so the lower-priority M starts first (while L is still running) and
+    H starts after L ends.
+  * spread_ranks4: mpiexec -n 4, --host-cpus 8, 40 tasks of 0.2 s: every rank
+    (slot=0..3) ran at least one task.
+  * environment_ranks1 / environment_ranks2: PMC_TASK, PMC_MEMORY, PMC_CPUS,
+    PMC_RANK, PMC_HOST_RANK as seen by the task (defaults 0 MB and 1 CPU);
+    with 2 ranks PMC_RANK and PMC_HOST_RANK equal the slot= of the task's
+    record and some task ran on rank 1.
+  * set_affinity: --set-affinity --host-cpus 2: a -c 2 task's
+    Cpus_allowed_list has exactly 2 CPUs and PMC_AFFINITY names the same
+    CPUs; a -c 1 task gets exactly 1 CPU.
+  * inherited_affinity: pmc-hybrid started with the CPU affinity {first CPU}
+    (what `taskset -c 0` does; set through sched_setaffinity in the child
+    before exec): without --keep-affinity a task may use every CPU this test
+    may use; with --keep-affinity only the first one.
+  * strict_limits: --strict-limits: a -m 64 task that builds a 200 MB shell
+    string fails, the same with -m 1024 succeeds, a -m 5000 task's
+    `ulimit -v` prints 5120000; without --strict-limits all succeed and
+    `ulimit -v` prints the inherited limit.
+  * master_only: mpiexec -n 2 --master-only: no record has slot=0.
+"""
+
+import os
+import re
+import resource
+import sys
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmcrun  # noqa: E402
+
+STAMP = """#!/bin/sh
+# stamp.sh DIR NAME SECONDS: record this task's start and end around a sleep.
+date +%s.%N > "$1/$2.start"
+sleep "$3"
+date +%s.%N > "$1/$2.end"
+"""
+
+ENV = """#!/bin/sh
+# env.sh DIR NAME [SECONDS]: record the PMC_* variables, then sleep.
+printf '%s|%s|%s|%s|%s\\n' "${PMC_TASK-UNSET}" "${PMC_MEMORY-UNSET}" "${PMC_CPUS-UNSET}" \\
+    "${PMC_RANK-UNSET}" "${PMC_HOST_RANK-UNSET}" > "$1/$2.env"
+sleep "${3:-0}"
+"""
+
+AFFINITY = """#!/bin/sh
+# affinity.sh DIR NAME: record this process's CPU list and PMC_AFFINITY.
+cat /proc/self/status > "$1/$2.status"
+printf '%s\\n' "${PMC_AFFINITY-UNSET}" > "$1/$2.affinity"
+"""
+
+ALLOC = """#!/bin/sh
+# alloc.sh: hold a 200 MB string in the shell.
+x=$(head -c 200000000 /dev/zero | tr '\\000' a)
+echo "allocated ${#x}"
+"""
+
+
+def read_float(path):
+    try:
+        with open(path) as f:
+            return float(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def expand_cpus(text):
+    """'0-2,5' -> {0, 1, 2, 5}; None if text is not a CPU list."""
+    cpus = set()
+    try:
+        for part in text.strip().split(","):
+            if "-" in part:
+                lo, hi = part.split("-")
+                cpus.update(range(int(lo), int(hi) + 1))
+            else:
+                cpus.add(int(part))
+    except ValueError:
+        return None
+    return cpus
+
+
+def allowed_cpus(status_text):
+    m = re.search(r"^Cpus_allowed_list:\s*(\S+)\s*$", status_text or "", re.M)
+    return expand_cpus(m.group(1)) if m else None
+
+
+def peak_usage(intervals):
+    """intervals: [(name, start, end, amount)].  The largest sum of amounts
+    of intervals containing one moment (some interval's start), and the
+    names involved."""
+    best, who = 0, []
+    for _, s, _, _ in intervals:
+        active = [(n, a) for n, s2, e2, a in intervals if s2 <= s <= e2]
+        total = sum(a for _, a in active)
+        if total > best:
+            best, who = total, active
+    return best, who
+
+
+class Resources(pmcrun.TestCase):
+    def stamped(self, names):
+        """[(name, start, end)] from the stamp files; problems for missing."""
+        got, problems = [], []
+        for name in names:
+            s = read_float(self.path(name + ".start"))
+            e = read_float(self.path(name + ".end"))
+            if s is None or e is None:
+                problems.append("%s: missing or bad start/end stamp file" % name)
+                continue
+            got.append((name, s, e))
+        return got, problems
+
+    def ok_run_problems(self, res, dag_path, rescue=True):
+        dag = pmcrun.parse_dag(dag_path)
+        if rescue:
+            return pmcrun.success_problems(res, dag)
+        problems = []
+        if res.timed_out or res.returncode != 0:
+            problems.append("exit status %s, expected 0" % res.returncode)
+        return problems
+
+    # ------------------------------------------------------------ accounting
+
+    def accounting(self, opt, amounts, host_args, cap, min_peak, what):
+        self.write("stamp.sh", STAMP, 0o755)
+        lines, need = [], {}
+        for i in range(24):
+            name = "r%02d" % i
+            need[name] = amounts[i % len(amounts)]
+            lines.append("TASK %s %s %d /bin/sh %s/stamp.sh %s %s 0.3"
+                         % (name, opt, need[name], self.tmp, self.tmp, name))
+        dag_path = self.write("acct.dag", "\n".join(lines) + "\n")
+        res = self.run_pmc(host_args + [dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        got, more = self.stamped(need)
+        problems += more
+        peak, who = peak_usage([(n, s, e, need[n]) for n, s, e in got])
+        if peak > cap:
+            problems.append("%s in use reached %d > %d: %s running at once"
+                            % (what, peak, cap, ", ".join("%s(%d)" % x for x in who)))
+        if got and peak < min_peak:
+            problems.append("%s in use never reached %d (peak %d): the host was not used"
+                            % (what, min_peak, peak))
+        self.check(problems, res)
+
+    def test_cpu_accounting(self):
+        self.accounting("-c", [1, 2, 3], ["--host-cpus", "4"], 4, 3, "CPUs")
+
+    def test_memory_accounting(self):
+        self.accounting("-m", [300, 500, 700],
+                        ["--host-memory", "1000", "--host-cpus", "16"], 1000, 800, "memory (MB)")
+
+    # ---------------------------------------------------------- insufficient
+
+    def insufficient(self, opt, host_args, rescue_before):
+        dag_path = self.write_dag("big.dag", """
+            TASK marker /bin/touch {tmp}/ran.marker
+            TASK prev /bin/touch {tmp}/ran.prev
+            TASK big {opt} /bin/touch {tmp}/ran.big
+            TASK after /bin/touch {tmp}/ran.after
+            EDGE marker after
+            """.format(tmp=self.tmp, opt=opt))
+        rescue = dag_path + ".rescue"
+        if rescue_before is not None:
+            self.write("big.dag.rescue", rescue_before)
+        res = self.run_pmc(host_args + [dag_path], timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        want = "FATAL ERROR: No host is capable of running task big"
+        if want not in res.stderr:
+            problems.append("stderr lacks %r" % want)
+        ran = sorted(f for f in os.listdir(self.tmp) if f.startswith("ran."))
+        if ran:
+            problems.append("tasks ran although the workflow cannot run: %s" % ran)
+        if res.tasks:
+            problems.append("%d cluster-task records" % len(res.tasks))
+        if rescue_before is None:
+            if os.path.exists(rescue):
+                problems.append("rescue file created: %r" % read_text(rescue))
+        elif read_text(rescue) != rescue_before:
+            problems.append("rescue file changed from %r to %r"
+                            % (rescue_before, read_text(rescue)))
+        self.check(problems, res)
+
+    def test_insufficient_cpus(self):
+        self.insufficient("-c 5", ["--host-cpus", "4"], None)
+
+    def test_insufficient_memory(self):
+        self.insufficient("-m 2000", ["--host-memory", "1000", "--host-cpus", "4"],
+                          "DONE prev\n")
+
+    # ------------------------------------------------------------ priorities
+
+    def test_priority_order(self):
+        prios = [("p0", 0), ("p10a", 10), ("pm3", -3), ("p10b", 10), ("p7", 7)]
+        expected = ["p10a", "p10b", "p7", "p0", "pm3"]
+        dag_path = self.write("prio.dag", "".join(
+            "TASK %s -p %d /bin/sh -c 'echo %s >> %s/order; sleep 0.05'\n"
+            % (name, p, name, self.tmp) for name, p in prios))
+        res = self.run_pmc(["-v", "-v", "--host-cpus", "1", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        order = (read_text(self.path("order")) or "").split()
+        if order != expected:
+            problems.append("run order (order file) %s, expected %s" % (order, expected))
+        by_start = [r.name for r in sorted(res.tasks, key=lambda r: (r.start, r.lineno))]
+        if by_start != expected:
+            problems.append("run order (record start) %s, expected %s" % (by_start, expected))
+        names = set(expected)
+        sched = [n for n in re.findall(r"Scheduling task (\S+)", res.stderr) if n in names]
+        if sched != expected:
+            problems.append("'Scheduling task NAME' lines (-v -v) in order %s, expected %s"
+                            % (sched, expected))
+        self.check(problems, res)
+
+    def test_priority_deferral(self):
+        self.write("stamp.sh", STAMP, 0o755)
+        dag_path = self.write_dag("defer.dag", """
+            TASK L -c 1 /bin/sh {tmp}/stamp.sh {tmp} L 1.0
+            TASK R -c 1 /bin/sh {tmp}/stamp.sh {tmp} R 0.2
+            TASK H -p 10 -c 2 /bin/sh {tmp}/stamp.sh {tmp} H 0.1
+            TASK M -p 1 -c 1 /bin/sh {tmp}/stamp.sh {tmp} M 0.1
+            EDGE R H
+            EDGE R M
+            """.format(tmp=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        got, more = self.stamped("LRHM")
+        problems += more
+        t = {n: (s, e) for n, s, e in got}
+        if len(t) == 4:
+            (ls, le), (hs, he), (ms, me) = t["L"], t["H"], t["M"]
+            if not ms < hs:
+                problems.append("M (-p 1) started %.3fs after H (-p 10): H was not deferred"
+                                % (ms - hs))
+            if not ms < le:
+                problems.append("M started %.3fs after L ended: it waited for H's CPUs instead "
+                                "of running on the free CPU" % (ms - le))
+            if not hs > le:
+                problems.append("H (-c 2) started %.3fs before L ended on a 2-CPU host"
+                                % (le - hs))
+        self.check(problems, res)
+
+    # ------------------------------------------------------------- spreading
+
+    def test_spread_ranks4(self):
+        dag_path = self.write("spread.dag", "".join(
+            "TASK s%02d /bin/sleep 0.2\n" % i for i in range(40)))
+        res = self.run_pmc(["--host-cpus", "8", dag_path], ranks=4)
+        problems = self.ok_run_problems(res, dag_path)
+        slots = {}
+        for r in res.tasks:
+            slots[r.fields.get("slot")] = slots.get(r.fields.get("slot"), 0) + 1
+        for rank in range(4):
+            if not slots.get(str(rank)):
+                problems.append("rank %d ran no task (tasks per slot: %s)" % (rank, slots))
+        self.check(problems, res)
+
+    # ----------------------------------------------------------- environment
+
+    def env_of(self, name):
+        text = read_text(self.path(name + ".env"))
+        return None if text is None else text.strip()
+
+    def test_environment_ranks1(self):
+        self.write("env.sh", ENV, 0o755)
+        dag_path = self.write_dag("env.dag", """
+            TASK envtask -m 100 -c 2 /bin/sh {tmp}/env.sh {tmp} envtask
+            TASK plain /bin/sh {tmp}/env.sh {tmp} plain
+            """.format(tmp=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        want = {"envtask": "envtask|100|2|0|0", "plain": "plain|0|1|0|0"}
+        for name, line in want.items():
+            got = self.env_of(name)
+            if got != line:
+                problems.append("%s saw PMC_TASK|PMC_MEMORY|PMC_CPUS|PMC_RANK|PMC_HOST_RANK "
+                                "= %r, expected %r" % (name, got, line))
+        self.check(problems, res)
+
+    def test_environment_ranks2(self):
+        self.write("env.sh", ENV, 0o755)
+        names = ["e%d" % i for i in range(8)]
+        dag_path = self.write("env2.dag", "".join(
+            "TASK %s /bin/sh %s/env.sh %s %s 0.3\n" % (n, self.tmp, self.tmp, n) for n in names))
+        res = self.run_pmc(["--host-cpus", "4", dag_path], ranks=2)
+        problems = self.ok_run_problems(res, dag_path)
+        on_rank1 = 0
+        for r in res.tasks:
+            slot = r.fields.get("slot")
+            on_rank1 += slot == "1"
+            want = "%s|0|1|%s|%s" % (r.name, slot, slot)
+            got = self.env_of(r.name)
+            if got != want:
+                problems.append("%s (slot=%s) saw %r, expected %r" % (r.name, slot, got, want))
+        if not on_rank1:
+            problems.append("no task ran on rank 1, its environment is untested")
+        self.check(problems, res)
+
+    # -------------------------------------------------------------- affinity
+
+    def need_two_cpus(self):
+        mine = os.sched_getaffinity(0)
+        if len(mine) < 2:
+            self.skipTest("this process may use only CPUs %s; affinity needs 2" % sorted(mine))
+        return mine
+
+    def test_set_affinity(self):
+        self.need_two_cpus()
+        self.write("affinity.sh", AFFINITY, 0o755)
+        dag_path = self.write_dag("aff.dag", """
+            TASK two -c 2 /bin/sh {tmp}/affinity.sh {tmp} two
+            TASK one -c 1 /bin/sh {tmp}/affinity.sh {tmp} one
+            """.format(tmp=self.tmp))
+        res = self.run_pmc(["--set-affinity", "--host-cpus", "2", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        for name, count in (("two", 2), ("one", 1)):
+            cpus = allowed_cpus(read_text(self.path(name + ".status")))
+            env = (read_text(self.path(name + ".affinity")) or "").strip()
+            if cpus is None:
+                problems.append("%s: no Cpus_allowed_list recorded" % name)
+                continue
+            if len(cpus) != count:
+                problems.append("%s (-c %d): Cpus_allowed_list %s has %d CPUs, expected %d"
+                                % (name, count, sorted(cpus), len(cpus), count))
+            if expand_cpus(env) != cpus:
+                problems.append("%s: PMC_AFFINITY=%r, expected the CPUs %s"
+                                % (name, env, sorted(cpus)))
+        self.check(problems, res)
+
+    def test_inherited_affinity(self):
+        mine = self.need_two_cpus()
+        first = min(mine)
+        self.write("affinity.sh", AFFINITY, 0o755)
+        for keep in (False, True):
+            case = "--keep-affinity" if keep else "default (clear affinity)"
+            with self.subTest(case=case):
+                name = "keep" if keep else "clear"
+                dag_path = self.write("%s.dag" % name, "TASK %s /bin/sh %s/affinity.sh %s %s\n"
+                                      % (name, self.tmp, self.tmp, name))
+                args = (["--keep-affinity"] if keep else []) + ["--host-cpus", "2", dag_path]
+                res = pmcrun.run(args, cwd=self.tmp, timeout=60,
+                                 preexec=lambda: os.sched_setaffinity(0, {first}))
+                problems = self.ok_run_problems(res, dag_path)
+                cpus = allowed_cpus(read_text(self.path(name + ".status")))
+                if cpus is None:
+                    problems.append("no Cpus_allowed_list recorded")
+                elif keep and cpus != {first}:
+                    problems.append("with --keep-affinity the task may use CPUs %s, expected "
+                                    "only the inherited %s" % (sorted(cpus), [first]))
+                elif not keep and not cpus >= mine:
+                    problems.append("the inherited affinity {%d} was not cleared: the task may "
+                                    "use CPUs %s, expected at least %s"
+                                    % (first, sorted(cpus), sorted(mine)))
+                self.check(problems, res, case)
+
+    # ---------------------------------------------------------- strict limits
+
+    def test_strict_limits(self):
+        self.write("alloc.sh", ALLOC, 0o755)
+        dag_path = self.write_dag("limits.dag", """
+            TASK small -m 64 /bin/sh {tmp}/alloc.sh
+            TASK large -m 1024 /bin/sh {tmp}/alloc.sh
+            TASK ulim -m 5000 /bin/sh -c 'ulimit -v > {tmp}/ulimit.out'
+            """.format(tmp=self.tmp))
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        inherited = "unlimited" if soft == resource.RLIM_INFINITY else str(soft // 1024)
+        for strict in (True, False):
+            case = "--strict-limits" if strict else "without --strict-limits"
+            with self.subTest(case=case):
+                try:
+                    os.unlink(self.path("ulimit.out"))
+                except OSError:
+                    pass
+                args = (["--strict-limits"] if strict else []) + [
+                    "-s", "--host-memory", "8000", "--host-cpus", "4", dag_path]
+                res = self.run_pmc(args)
+                problems = []
+                want_rc = 1 if strict else 0
+                if res.timed_out or res.returncode != want_rc:
+                    problems.append("exit status %s, expected %d" % (res.returncode, want_rc))
+                status = {r.name: r.status for r in res.tasks}
+                if set(status) != {"small", "large", "ulim"}:
+                    problems.append("records for %s" % sorted(status))
+                if strict and status.get("small") == 0:
+                    problems.append("the -m 64 task allocated 200 MB under --strict-limits")
+                if not strict and status.get("small") != 0:
+                    problems.append("the -m 64 task failed (status %s) without --strict-limits"
+                                    % status.get("small"))
+                if status.get("large") != 0:
+                    problems.append("the -m 1024 task failed (status %s)" % status.get("large"))
+                if "allocated 200000000" not in res.stdout:
+                    problems.append("no 'allocated 200000000' line on stdout")
+                got = (read_text(self.path("ulimit.out")) or "").strip()
+                want = "5120000" if strict else inherited
+                if got != want:
+                    problems.append("the -m 5000 task's ulimit -v printed %r, expected %r"
+                                    % (got, want))
+                self.check(problems, res, case)
+
+    # ------------------------------------------------------------ master-only
+
+    def test_master_only(self):
+        dag_path = self.write("mo.dag", "".join(
+            "TASK m%d /bin/sleep 0.1\n" % i for i in range(6)))
+        res = self.run_pmc(["--master-only", "--host-cpus", "4", dag_path], ranks=2)
+        problems = self.ok_run_problems(res, dag_path)
+        on_master = [r.name for r in res.tasks if r.fields.get("slot") == "0"]
+        if on_master:
+            problems.append("--master-only, yet rank 0 ran %s" % on_master)
+        self.check(problems, res)
+
+
+if __name__ == "__main__":
+    pmcrun.main()
