@@ -1,0 +1,108 @@
+/* agent_internal.h - the node agent's state, shared by its two files:
+ *   agent.c       the thread: messages, the local queue, results, life cycle
+ *   agent_task.c  one task: slot, environment, launch, reap, output
+ * Not a public header.  Everything here is owned by the agent thread.
+ * Slots keep their capture files and buffers between tasks (epoll events
+ * carry the slot index), so a warmed-up agent does not allocate per task.
+ */
+#ifndef PMC_AGENT_INTERNAL_H
+#define PMC_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "engine/agent.h"
+#include "io/forward.h"
+#include "io/msg.h"
+#include "io/taskio.h"
+#include "sched/affinity.h"
+#include "sched/node_queue.h"
+
+#define MAILBOX_EVENT UINT64_MAX
+#define RESULT_BATCH 24   /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2 /* longest a result waits for companions */
+
+/* A received TASKS message, kept until its last queued task has started. */
+struct batch {
+    struct mail *mail;
+    uint32_t refs;
+};
+
+struct slot {
+    bool in_use;
+    uint32_t id, attempt, cpus, memory_mb;
+    pid_t pid;
+    int pidfd;
+    int out_fd, err_fd; /* capture files, kept open and reused */
+    double start;       /* epoch seconds */
+    struct timespec t0; /* CLOCK_MONOTONIC at spawn */
+    char *strs;         /* name NUL pegasus_id NUL app NUL */
+    size_t strs_cap;
+    char **argv; /* pointers into the TASKS mail, valid during spawn */
+    uint32_t argv_cap;
+    char **envp; /* base environment + PMC_* variables + forward VARs */
+    size_t envp_cap;
+    char *envbuf;
+    size_t envbuf_cap;
+    struct fwd_task fwd;    /* -f/-F of the running task */
+    int fwd_fds[64];        /* write ends handed to the child */
+    int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
+    bool bound;             /* cpuset taken from the agent's pool */
+    cpu_set_t cpuset;
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct mailbox box;
+    struct comm *comm;
+    pthread_t thread;
+    bool started;
+    int epfd;
+    struct slot *slots;
+    uint32_t nslots, running;
+    char **base_env; /* environ without the PMC_* variables we set */
+    size_t base_env_n;
+    struct msgbuf results;
+    struct msgbuf fwd_pack; /* forwarded data of the task being reported */
+    struct taskio_file out, err;
+    struct node_queue queue; /* received, not started (prefetch window) */
+    uint32_t cpus_free;      /* local accounting of the rank's share */
+    uint64_t memory_free;
+    struct timespec first_result; /* when the oldest unsent result was added */
+    bool shutting, aborting, draining, failed, sent_abort;
+    struct timespec kill_deadline;
+    bool killed_hard;
+    struct cpuset_pool *pool; /* --set-affinity, else NULL */
+    bool warned_unbound;
+};
+
+static inline double agent_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static inline double agent_elapsed(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/* agent_task.c */
+int agent__snapshot_env(struct agent *a);
+void agent__launch(struct agent *a, const struct msg_task *t);
+void agent__reap(struct agent *a, uint32_t i);
+void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
+void agent__slot_free(struct slot *s);
+
+/* agent.c */
+void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
+                       double duration);
+
+#endif

@@ -1,0 +1,393 @@
+/* agent_task.c - one task on a node: its slot, argv and environment
+ * (PMC_* variables, forward descriptors, PMC_AFFINITY), CPU binding, the
+ * launch, the reaping through its pidfd, its forwarded data and its output
+ * block with the cluster-task record (COMPAT.md "Task stdio"). */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/agent_internal.h"
+#include "engine/spawn.h"
+#include "io/log.h"
+#include "io/records.h"
+
+extern char **environ;
+
+static bool agent_env_is_ours(const char *kv)
+{
+    static const char *const ours[] = {
+        "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
+            return true;
+    return false;
+}
+
+int agent__snapshot_env(struct agent *a)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    a->base_env = calloc(n + 1, sizeof *a->base_env);
+    if (!a->base_env)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        if (!agent_env_is_ours(environ[i]))
+            a->base_env[a->base_env_n++] = environ[i];
+    return 0;
+}
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 16;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static int agent_open_outputs(struct agent *a)
+{
+    if (a->out.fd >= 0)
+        return 0;
+    char path[4096];
+    struct pmc_error err;
+    snprintf(path, sizeof path, "%s.out.%d", a->cfg.dag_path, a->cfg.rank);
+    if (taskio_file_open(&a->out, path, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s.err.%d", a->cfg.dag_path, a->cfg.rank);
+    if (taskio_file_open(&a->err, path, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Append the task's stdout + record and its stderr to the rank's files
+ * (or, with --per-task-stdio, the record to the task's own .out file). */
+static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
+{
+    if (s->task_out < 0 && agent_open_outputs(a) < 0) {
+        a->failed = true;
+        return;
+    }
+    const char *name = s->strs;
+    const char *pegasus_id = name + strlen(name) + 1;
+    const char *app = pegasus_id + strlen(pegasus_id) + 1;
+    struct task_record r = {pegasus_id,      name,        s->start, duration,    status, app,
+                            a->cfg.hostname, a->cfg.rank, s->cpus,  s->memory_mb};
+    /* the record starts a line even after output without a final newline */
+    char line[4096];
+    int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
+    size_t nl = taskio_needs_newline(out_fd) ? 1 : 0;
+    line[0] = '\n';
+    size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
+    if (len >= sizeof line)
+        len = sizeof line - 1;
+    if (s->task_out >= 0) {
+        if (write(s->task_out, line, len) != (ssize_t)len)
+            log_error("Cannot write the record of task %s: %s", name, strerror(errno));
+        return;
+    }
+    if (taskio_file_append(&a->out, s->out_fd, line, len) < 0 ||
+        taskio_file_append(&a->err, s->err_fd, NULL, 0) < 0) {
+        log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
+        a->failed = true;
+    }
+}
+
+static int agent_slot_init(struct slot *s)
+{
+    memset(s, 0, sizeof *s);
+    s->pidfd = -1;
+    s->task_out = s->task_err = -1;
+    s->out_fd = taskio_capture_open();
+    s->err_fd = taskio_capture_open();
+    return s->out_fd < 0 || s->err_fd < 0 ? -1 : 0;
+}
+
+/* Find a free slot (growing the table when all are busy).  -1 on error. */
+static int agent_slot_get(struct agent *a)
+{
+    for (uint32_t i = 0; i < a->nslots; i++)
+        if (!a->slots[i].in_use)
+            return (int)i;
+    uint32_t n = a->nslots ? a->nslots * 2 : 8;
+    struct slot *t = realloc(a->slots, n * sizeof *t);
+    if (!t)
+        return -1;
+    a->slots = t;
+    for (uint32_t i = a->nslots; i < n; i++)
+        if (agent_slot_init(&t[i]) < 0) {
+            a->nslots = i;
+            return -1;
+        }
+    uint32_t first = a->nslots;
+    a->nslots = n;
+    return (int)first;
+}
+
+/* Copy name, pegasus id and app into the slot's string buffer. */
+static int agent_slot_strings(struct slot *s, const struct msg_task *t, const char *app)
+{
+    size_t ln = strlen(t->name) + 1, lp = strlen(t->pegasus_id) + 1, la = strlen(app) + 1;
+    if (grow((void **)&s->strs, &s->strs_cap, ln + lp + la, 1) < 0)
+        return -1;
+    memcpy(s->strs, t->name, ln);
+    memcpy(s->strs + ln, t->pegasus_id, lp);
+    memcpy(s->strs + ln + lp, app, la);
+    return 0;
+}
+
+static int agent_slot_argv(struct slot *s, const struct msg_task *t)
+{
+    size_t cap = s->argv_cap;
+    if (grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
+        return -1;
+    s->argv_cap = (uint32_t)cap;
+    const char *p = t->argv;
+    for (uint32_t i = 0; i < t->argc; i++) {
+        s->argv[i] = (char *)p;
+        p += strlen(p) + 1;
+    }
+    s->argv[t->argc] = NULL;
+    return 0;
+}
+
+/* envp = base environment + PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK,
+ * PMC_HOST_RANK (COMPAT.md "Task environment"). */
+static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
+    if (grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
+        return -1;
+    if (grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 7 + s->fwd.npipes, sizeof(char *)) <
+        0)
+        return -1;
+    memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
+    char *p = s->envbuf, **e = s->envp + a->base_env_n;
+    int n;
+    *e++ = p, n = sprintf(p, "PMC_TASK=%s", t->name), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_MEMORY=%u", t->memory_mb), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_CPUS=%u", t->cpus), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_RANK=%d", a->cfg.rank), p += n + 1;
+    *e++ = p, n = sprintf(p, "PMC_HOST_RANK=%d", a->cfg.host_rank), p += n + 1;
+    if (s->bound) {
+        *e++ = p, n = sprintf(p, "PMC_AFFINITY=");
+        affinity_format(&s->cpuset, p + n, AFFINITY_LIST_MAX);
+        p += strlen(p) + 1;
+    }
+    fwd_child_env(&s->fwd, e);
+    e[s->fwd.npipes] = NULL;
+    return 0;
+}
+
+static void agent_slot_release(struct agent *a, struct slot *s)
+{
+    taskio_capture_reset(s->out_fd);
+    taskio_capture_reset(s->err_fd);
+    if (s->task_out >= 0)
+        close(s->task_out);
+    if (s->task_err >= 0)
+        close(s->task_err);
+    s->task_out = s->task_err = -1;
+    fwd_reset(&s->fwd);
+    if (s->bound)
+        cpuset_pool_give(a->pool, &s->cpuset);
+    s->bound = false;
+    a->cpus_free += s->cpus;
+    a->memory_free += s->memory_mb;
+    s->in_use = false;
+}
+
+static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    s->in_use = true;
+    a->cpus_free -= t->cpus;
+    a->memory_free -= t->memory_mb;
+    s->id = t->id;
+    s->attempt = t->attempt;
+    s->cpus = t->cpus;
+    s->memory_mb = t->memory_mb;
+    s->start = agent_now();
+    agent_write_output(a, s, 256, 0.0);
+    agent__add_result(a, s, 256, 0, 0.0);
+    agent_slot_release(a, s);
+}
+
+static void agent_exec_failed(struct agent *a, struct slot *s, int e)
+{
+    const char *app = s->argv[0];
+    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
+            "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app, strerror(e));
+    int status = spawn_exec_exit_code(e) << 8;
+    agent_write_output(a, s, status, 0.0);
+    agent__add_result(a, s, status, e, 0.0);
+    agent_slot_release(a, s);
+}
+
+/* Forwarding pipes and --per-task-stdio files of the task in slot s. */
+static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    struct pmc_error err;
+    if (t->nfwd > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) {
+        log_error("Task %s: more than %zu forwards", t->name,
+                  sizeof s->fwd_fds / sizeof s->fwd_fds[0]);
+        return -1;
+    }
+    if (t->nfwd && fwd_prepare(&s->fwd, t, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    fwd_child_fds(&s->fwd, s->fwd_fds);
+    if (a->cfg.per_task_stdio &&
+        taskio_open_per_task(a->cfg.task_dir, t->name, &s->task_out, &s->task_err, &err) < 0) {
+        log_error("%s", err.text);
+        return -1;
+    }
+    return 0;
+}
+
+/* Register the read ends of the task's pipes: event data is the slot index
+ * plus (forward index + 1) << 32. */
+static void agent_watch_pipes(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    for (uint32_t k = 0; k < s->fwd.n; k++) {
+        if (s->fwd.e[k].rfd < 0)
+            continue;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i | ((uint64_t)(k + 1) << 32)};
+        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fwd.e[k].rfd, &ev);
+    }
+}
+
+/* --set-affinity: take t->cpus PUs of the rank's pool; when they cannot be
+ * had, the task runs unbound with a warning.  Always 0. */
+static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    s->bound = false;
+    if (!a->pool)
+        return 0;
+    int rc = cpuset_pool_take(a->pool, t->cpus ? t->cpus : 1, &s->cpuset);
+    if (rc == 0) {
+        s->bound = true;
+    } else if (rc == 1) {
+        log_warn("Task %s: the free CPUs of rank %d are fragmented, running it unbound", t->name,
+                 a->cfg.rank);
+    } else if (!a->warned_unbound) {
+        a->warned_unbound = true;
+        log_warn("Rank %d runs more CPUs than it has free PUs (--host-cpus above the PU "
+                 "count?): tasks that find no free PUs run unbound",
+                 a->cfg.rank);
+    }
+    return 0;
+}
+
+void agent__launch(struct agent *a, const struct msg_task *t)
+{
+    int i = agent_slot_get(a);
+    const char *app = t->argv;
+    struct slot *s = i >= 0 ? &a->slots[i] : NULL;
+    if (!s || agent_slot_strings(s, t, app) < 0 || agent_slot_argv(s, t) < 0) {
+        log_fatal("Out of memory or descriptors starting task %s", t->name);
+        a->failed = true;
+        return;
+    }
+    if (agent_slot_io(a, s, t) < 0 || agent_slot_bind(a, s, t) < 0 || agent_slot_env(a, s, t) < 0) {
+        /* the task cannot start: report it as failed (status 256, as PMC
+         * does when stdio cannot be opened) */
+        agent_task_unstartable(a, s, t);
+        return;
+    }
+    s->in_use = true;
+    a->cpus_free -= t->cpus;
+    a->memory_free -= t->memory_mb;
+    s->id = t->id;
+    s->attempt = t->attempt;
+    s->cpus = t->cpus;
+    s->memory_mb = t->memory_mb;
+    s->start = agent_now();
+    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    log_debug("Running task %s", t->name);
+    struct spawn_request req = {
+        .argv = s->argv,
+        .envp = s->envp,
+        .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
+        .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+        .forward_fds = s->fwd_fds,
+        .nforward = (int)s->fwd.npipes,
+        .affinity = s->bound ? &s->cpuset : NULL,
+        .memory_limit_bytes = a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0};
+    int e = spawn_task(&req, &s->pid, &s->pidfd);
+    fwd_close_write_ends(&s->fwd);
+    if (e) {
+        agent_exec_failed(a, s, e);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
+    epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev);
+    agent_watch_pipes(a, (uint32_t)i);
+    a->running++;
+}
+
+void agent__reap(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+        return; /* not exited yet (spurious wake-up) */
+    double duration = agent_elapsed(&s->t0);
+    int status = si.si_code == CLD_EXITED
+                     ? (si.si_status & 0xff) << 8
+                     : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
+    close(s->pidfd);
+    s->pidfd = -1;
+    struct pmc_error err;
+    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
+        log_error("%s", err.text);
+        a->fwd_pack.len = a->fwd_pack.count = 0;
+        status = 256; /* the task failed: its forwarded data could not be read */
+    }
+    agent_write_output(a, s, status, duration);
+    agent__add_result(a, s, status, 0, duration);
+    agent_slot_release(a, s);
+    a->running--;
+}
+
+void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
+{
+    struct slot *s = &a->slots[i];
+    if (!s->in_use || k >= s->fwd.n || s->fwd.e[k].rfd < 0)
+        return; /* stale event for a pipe already closed */
+    int fd = s->fwd.e[k].rfd;
+    if (fwd_read_pipe(&s->fwd, k) != 0)
+        epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL); /* closed by fwd_read_pipe */
+}
+
+void agent__slot_free(struct slot *s)
+{
+    if (s->out_fd >= 0)
+        close(s->out_fd);
+    if (s->err_fd >= 0)
+        close(s->err_fd);
+    free(s->strs);
+    free(s->argv);
+    free(s->envp);
+    free(s->envbuf);
+    fwd_free(&s->fwd);
+}
