@@ -99,6 +99,7 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->said_hello = true;
     n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb);
     m->node_of_rank[rank] = m->nnodes++;
+    master__node_changed(m, m->nnodes - 1, 0);
     m->cpus_total += h->cpus;
     log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname, h->host_rank,
               h->cpus, (unsigned long)h->memory_mb);
@@ -301,7 +302,9 @@ static int master_prepare(struct master *m)
 {
     m->nodes = calloc((size_t)m->cfg.nranks, sizeof *m->nodes);
     m->node_of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!m->nodes || !m->node_of_rank)
+    m->open_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
+    m->batch_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
+    if (!m->nodes || !m->node_of_rank || !m->open_list || !m->batch_list)
         return -1;
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
@@ -386,6 +389,8 @@ void master_destroy(struct master *m)
     }
     free(m->nodes);
     free(m->node_of_rank);
+    free(m->open_list);
+    free(m->batch_list);
     free(m->deferred);
     rq_destroy(m->ready);
     free(m->attempts);

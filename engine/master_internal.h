@@ -44,7 +44,8 @@ struct node {
     uint32_t window;         /* prefetch window, CPUs */
     uint32_t committed_cpus; /* of tasks sent and not reported back */
     uint64_t memory_mb, committed_mem;
-    bool open; /* may receive tasks this round */
+    bool open;    /* on the open list: may be sent tasks */
+    int open_pos; /* its index in the open list */
     char *hostname;
     bool said_hello, said_bye;
     struct msgbuf batch; /* TASKS being built this round */
@@ -82,7 +83,11 @@ struct master {
     int *node_of_rank; /* rank -> index in nodes, -1 if none */
     int rr;            /* round-robin start of the node search */
     uint32_t cpus_total;
-    uint64_t room; /* CPUs that open nodes may still be sent this round */
+    uint64_t room;   /* CPUs that open nodes may still be sent */
+    int *open_list;  /* nodes that may be sent tasks (see master_sched.c) */
+    int nopen;
+    int *batch_list; /* nodes with a TASKS batch being built this round */
+    int nbatch;
     uint32_t inflight;
     struct mailbox box;
     struct comm *comm;
@@ -116,6 +121,9 @@ static inline const char *task_name(const struct master *m, uint32_t t)
 
 /* master_sched.c */
 int master__init_ready(struct master *m);
+/* Node i's commitment changed (room_before: its room before the change);
+ * opens or closes it.  Call after registering it too (room_before 0). */
+void master__node_changed(struct master *m, int i, uint32_t room_before);
 void master__dispatch(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 

@@ -56,7 +56,7 @@ int master__init_ready(struct master *m)
 /* Can node n take a task of cpus/mem now (within its window)? */
 static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
 {
-    return n->open && cpus <= n->cpus && mem <= n->memory_mb &&
+    return cpus <= n->cpus && mem <= n->memory_mb &&
            n->committed_cpus + cpus <= n->cpus + n->window &&
            n->committed_mem + mem <= 2 * n->memory_mb;
 }
@@ -67,27 +67,53 @@ static uint32_t node_room(const struct node *n)
     return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
 }
 
-/* Open the nodes whose commitment fell to the low-water mark; sum their
- * room.  O(nodes) per round. */
-static void master_open_nodes(struct master *m)
+/* The open list holds the nodes that may be sent tasks: a node opens when
+ * its commitment falls to the low-water mark cpus + W/2 and closes when it
+ * is full (cpus + W), so the scheduler never scans the nodes that cannot
+ * take anything (the simulator showed full scans dominating the master at
+ * thousands of nodes).  m->room is the sum of the open nodes' room. */
+static void open_list_add(struct master *m, int i)
 {
-    m->room = 0;
-    for (int i = 0; i < m->nnodes; i++) {
-        struct node *n = &m->nodes[i];
-        n->open = n->committed_cpus <= n->cpus + n->window / 2;
-        if (n->open)
-            m->room += node_room(n);
+    m->nodes[i].open = true;
+    m->nodes[i].open_pos = m->nopen;
+    m->open_list[m->nopen++] = i;
+}
+
+static void open_list_remove(struct master *m, int i)
+{
+    int pos = m->nodes[i].open_pos, last = m->open_list[--m->nopen];
+    m->open_list[pos] = last;
+    m->nodes[last].open_pos = pos;
+    m->nodes[i].open = false;
+}
+
+void master__node_changed(struct master *m, int i, uint32_t room_before)
+{
+    struct node *n = &m->nodes[i];
+    uint32_t room = node_room(n);
+    if (n->open) {
+        m->room = m->room - room_before + room;
+        if (room == 0)
+            open_list_remove(m, i);
+    } else if (n->committed_cpus <= n->cpus + n->window / 2) {
+        open_list_add(m, i);
+        m->room += room;
     }
 }
 
+/* First open node, round-robin, with room for task t; -1 if none.
+ * O(open nodes). */
 static int master_find_node(struct master *m, uint32_t t)
 {
     uint32_t cpus = m->dag->cpus[t];
     uint64_t mem = m->dag->memory_mb[t];
-    for (int k = 0; k < m->nnodes; k++) {
-        int i = (m->rr + k) % m->nnodes;
-        if (node_has_room(&m->nodes[i], cpus, mem))
+    for (int k = 0; k < m->nopen; k++) {
+        int pos = (m->rr + k) % m->nopen;
+        int i = m->open_list[pos];
+        if (node_has_room(&m->nodes[i], cpus, mem)) {
+            m->rr = pos + 1;
             return i;
+        }
     }
     return -1;
 }
@@ -132,8 +158,11 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
                           .fwd = d->nfwd[t] ? master_pack_forwards(m, t) : NULL};
     if (mt.nfwd && !mt.fwd)
         return -1;
-    if (n->batch.count == 0 && msg_begin(&n->batch, MSG_TASKS) < 0)
-        return -1;
+    if (n->batch.count == 0) {
+        if (msg_begin(&n->batch, MSG_TASKS) < 0)
+            return -1;
+        m->batch_list[m->nbatch++] = (int)(n - m->nodes);
+    }
     return msg_add_task(&n->batch, &mt);
 }
 
@@ -145,15 +174,15 @@ static int master_assign(struct master *m, uint32_t t, int i)
     if (m->attempts[t] > 1)
         m->st.extra++;
     m->state[t] = TASK_RUNNING;
+    uint32_t room_before = node_room(n);
     n->committed_cpus += m->dag->cpus[t];
     n->committed_mem += m->dag->memory_mb[t];
+    master__node_changed(m, i, room_before);
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
     if (m->seq)
         monitor_event(m->monitor, WF_TASK_SUBMIT, task_name(m, t), m->seq[t], 0);
-    m->room = m->room > m->dag->cpus[t] ? m->room - m->dag->cpus[t] : 0;
     m->inflight++;
     m->st.submitted++;
-    m->rr = (i + 1) % m->nnodes;
     log_trace("Scheduling task %s", task_name(m, t));
     return master_batch_task(m, n, t);
 }
@@ -192,10 +221,8 @@ static int master_dispatch_bucket(struct master *m, size_t b)
 
 static void master_send_batches(struct master *m)
 {
-    for (int i = 0; i < m->nnodes; i++) {
-        struct node *n = &m->nodes[i];
-        if (n->batch.count == 0)
-            continue;
+    for (int k = 0; k < m->nbatch; k++) {
+        struct node *n = &m->nodes[m->batch_list[k]];
         m->st.task_msgs++;
         m->st.tasks_sent += n->batch.count;
         msg_end(&n->batch);
@@ -204,13 +231,13 @@ static void master_send_batches(struct master *m)
             m->fatal = true;
         }
     }
+    m->nbatch = 0;
 }
 
 void master__dispatch(struct master *m)
 {
     if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
-    master_open_nodes(m);
     for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
         if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
             log_fatal("Out of memory while scheduling");
@@ -336,8 +363,10 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
                   r->attempt);
         return -1;
     }
+    uint32_t room_before = node_room(n);
     n->committed_cpus -= m->dag->cpus[t];
     n->committed_mem -= m->dag->memory_mb[t];
+    master__node_changed(m, (int)(n - m->nodes), room_before);
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t]);
     m->inflight--;
