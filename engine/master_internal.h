@@ -83,8 +83,8 @@ struct master {
     int *node_of_rank; /* rank -> index in nodes, -1 if none */
     int rr;            /* round-robin start of the node search */
     uint32_t cpus_total;
-    uint64_t room;   /* CPUs that open nodes may still be sent */
-    int *open_list;  /* nodes that may be sent tasks (see master_sched.c) */
+    uint64_t room;  /* CPUs that open nodes may still be sent */
+    int *open_list; /* nodes that may be sent tasks (see master_sched.c) */
     int nopen;
     int *batch_list; /* nodes with a TASKS batch being built this round */
     int nbatch;

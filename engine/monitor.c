@@ -22,8 +22,49 @@ struct monitor {
     struct resource_log *resource;
     struct host *hosts;
     uint32_t nhosts, cap;
+    uint32_t *index; /* open addressing: hostname -> host + 1, 0 = empty */
+    uint32_t index_mask;
     bool dirty;
 };
+
+/* FNV-1a, 32 bits (Fowler, Noll, Vo). */
+static uint32_t monitor_hash(const char *s)
+{
+    uint32_t h = 2166136261u;
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * 16777619u;
+    return h;
+}
+
+/* Rebuild the index at twice the host capacity (load <= 1/2). */
+static int monitor_reindex(struct monitor *mon, uint32_t cap)
+{
+    uint32_t size = 16;
+    while (size < 2 * cap)
+        size *= 2;
+    uint32_t *idx = calloc(size, sizeof *idx);
+    if (!idx)
+        return -1;
+    for (uint32_t h = 0; h < mon->nhosts; h++) {
+        uint32_t i = monitor_hash(mon->hosts[h].name) & (size - 1);
+        while (idx[i])
+            i = (i + 1) & (size - 1);
+        idx[i] = h + 1;
+    }
+    free(mon->index);
+    mon->index = idx;
+    mon->index_mask = size - 1;
+    return 0;
+}
+
+/* The slot of hostname in the index: its host or the empty slot for it. */
+static uint32_t *monitor_slot(struct monitor *mon, const char *hostname)
+{
+    uint32_t i = monitor_hash(hostname) & mon->index_mask;
+    while (mon->index[i] && strcmp(mon->hosts[mon->index[i] - 1].name, hostname) != 0)
+        i = (i + 1) & mon->index_mask;
+    return &mon->index[i];
+}
 
 static char *monitor_path(const char *dag_path, const char *suffix, bool beside)
 {
@@ -106,28 +147,34 @@ void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
                           uint64_t memory_mb)
 {
-    for (uint32_t h = 0; h < mon->nhosts; h++) {
-        if (strcmp(mon->hosts[h].name, hostname) == 0) {
-            mon->hosts[h].cpus += cpus;
-            mon->hosts[h].memory_mb += memory_mb;
-            mon->hosts[h].dirty = mon->dirty = true;
-            return h;
-        }
+    uint32_t *slot = mon->index ? monitor_slot(mon, hostname) : NULL;
+    if (slot && *slot) {
+        struct host *h = &mon->hosts[*slot - 1];
+        h->cpus += cpus;
+        h->memory_mb += memory_mb;
+        h->dirty = mon->dirty = true;
+        return *slot - 1;
     }
     if (mon->nhosts == mon->cap) {
         uint32_t cap = mon->cap ? mon->cap * 2 : 8;
         struct host *nh = realloc(mon->hosts, cap * sizeof *nh);
-        if (!nh)
+        if (!nh || monitor_reindex(mon, cap) < 0) {
+            if (nh)
+                mon->hosts = nh;
             return 0; /* account it to host 0: the log is only informative */
+        }
         mon->hosts = nh;
         mon->cap = cap;
     }
     struct host *h = &mon->hosts[mon->nhosts];
     memset(h, 0, sizeof *h);
     h->name = strdup(hostname);
+    if (!h->name)
+        return 0; /* as above */
     h->cpus = cpus;
     h->memory_mb = memory_mb;
     h->dirty = mon->dirty = true;
+    *monitor_slot(mon, hostname) = mon->nhosts + 1;
     return mon->nhosts++;
 }
 
@@ -201,5 +248,6 @@ void monitor_close(struct monitor *mon)
     for (uint32_t i = 0; i < mon->nhosts; i++)
         free(mon->hosts[i].name);
     free(mon->hosts);
+    free(mon->index);
     free(mon);
 }
