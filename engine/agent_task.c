@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
+#include "engine/grow.h"
 #include "engine/spawn.h"
 #include "io/log.h"
 #include "io/records.h"
@@ -39,21 +40,6 @@ int agent__snapshot_env(struct agent *a)
     for (size_t i = 0; i < n; i++)
         if (!agent_env_is_ours(environ[i]))
             a->base_env[a->base_env_n++] = environ[i];
-    return 0;
-}
-
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 16;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
     return 0;
 }
 
@@ -144,7 +130,7 @@ static int agent_slot_get(struct agent *a)
 static int agent_slot_strings(struct slot *s, const struct msg_task *t, const char *app)
 {
     size_t ln = strlen(t->name) + 1, lp = strlen(t->pegasus_id) + 1, la = strlen(app) + 1;
-    if (grow((void **)&s->strs, &s->strs_cap, ln + lp + la, 1) < 0)
+    if (pmc_grow((void **)&s->strs, &s->strs_cap, ln + lp + la, 1) < 0)
         return -1;
     memcpy(s->strs, t->name, ln);
     memcpy(s->strs + ln, t->pegasus_id, lp);
@@ -155,7 +141,7 @@ static int agent_slot_strings(struct slot *s, const struct msg_task *t, const ch
 static int agent_slot_argv(struct slot *s, const struct msg_task *t)
 {
     size_t cap = s->argv_cap;
-    if (grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
+    if (pmc_grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
         return -1;
     s->argv_cap = (uint32_t)cap;
     const char *p = t->argv;
@@ -172,10 +158,10 @@ static int agent_slot_argv(struct slot *s, const struct msg_task *t)
 static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
-    if (grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
+    if (pmc_grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
         return -1;
-    if (grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 7 + s->fwd.npipes, sizeof(char *)) <
-        0)
+    if (pmc_grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 7 + s->fwd.npipes,
+                 sizeof(char *)) < 0)
         return -1;
     memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
     char *p = s->envbuf, **e = s->envp + a->base_env_n;
@@ -213,7 +199,8 @@ static void agent_slot_release(struct agent *a, struct slot *s)
     s->in_use = false;
 }
 
-static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
+/* Take slot s for task t: account its CPUs and memory, start its clock. */
+static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     s->in_use = true;
     a->cpus_free -= t->cpus;
@@ -223,6 +210,12 @@ static void agent_task_unstartable(struct agent *a, struct slot *s, const struct
     s->cpus = t->cpus;
     s->memory_mb = t->memory_mb;
     s->start = agent_now();
+    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+}
+
+static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    agent_slot_claim(a, s, t);
     agent_write_output(a, s, 256, 0.0);
     agent__add_result(a, s, 256, 0, 0.0);
     agent_slot_release(a, s);
@@ -312,15 +305,7 @@ void agent__launch(struct agent *a, const struct msg_task *t)
         agent_task_unstartable(a, s, t);
         return;
     }
-    s->in_use = true;
-    a->cpus_free -= t->cpus;
-    a->memory_free -= t->memory_mb;
-    s->id = t->id;
-    s->attempt = t->attempt;
-    s->cpus = t->cpus;
-    s->memory_mb = t->memory_mb;
-    s->start = agent_now();
-    clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    agent_slot_claim(a, s, t);
     log_debug("Running task %s", t->name);
     struct spawn_request req = {
         .argv = s->argv,

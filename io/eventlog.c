@@ -18,6 +18,7 @@
  * Thread-safety: none; the master's scheduler thread owns every log.
  */
 #include "io/eventlog.h"
+#include "io/fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -62,23 +63,6 @@ struct resource_log {
 
 /* ---- the line buffer ----------------------------------------------------- */
 
-/* Write all of p[0, n) to fd.  0, or the errno of the failure. */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return errno;
-        if (w == 0)
-            return EIO; /* a regular file never does this; do not spin */
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 /* The log failed with errno e: keep "PATH: <strerror>", copy it to err,
  * return -1 with errno e. */
 static int lb_fail(struct linebuf *lb, int e, struct pmc_error *err)
@@ -121,7 +105,7 @@ static int lb_flush(struct linebuf *lb, struct pmc_error *err)
 {
     if (lb->failed)
         return pmc_errorf(err, "%s", lb->error.text);
-    int e = write_all(lb->fd, lb->buf, lb->len);
+    int e = fdio_write_all(lb->fd, lb->buf, lb->len);
     if (e)
         return lb_fail(lb, e, err);
     lb->len = 0;
@@ -136,7 +120,7 @@ static int lb_write_long(struct linebuf *lb, size_t n, struct pmc_error *err, co
     if (!p)
         return lb_fail(lb, errno, err);
     vsnprintf(p, n + 1, fmt, ap);
-    int e = write_all(lb->fd, p, n);
+    int e = fdio_write_all(lb->fd, p, n);
     free(p);
     return e ? lb_fail(lb, e, err) : 0;
 }

@@ -21,6 +21,7 @@
  * Thread-safety: none; the master's scheduler thread owns the cache.
  */
 #include "io/fdcache.h"
+#include "io/fdio.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -372,23 +373,6 @@ static struct fd_entry *entry_open(struct fdcache *c, const char *path, size_t l
 
 /* ---- writing ------------------------------------------------------------- */
 
-/* Write all of p[0, n) to fd.  0, or the errno of the failure. */
-static int write_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0)
-            return errno;
-        if (w == 0)
-            return EIO; /* a regular file never does this; do not spin */
-        p += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
 int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
                   struct pmc_error *err)
 {
@@ -403,7 +387,7 @@ int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t 
         if (!(e = entry_open(c, path, plen, hash, err)))
             return -1;
     }
-    int rc = write_all(e->fd, data, len);
+    int rc = fdio_write_all(e->fd, data, len);
     if (rc) {
         entry_drop(c, e);
         errno = rc;

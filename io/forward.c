@@ -15,27 +15,13 @@
 #include <unistd.h>
 
 #include "engine/dag.h"
+#include "engine/grow.h"
 #include "engine/spawn.h"
-
-static int fwd_reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 4;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * elem);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
 
 static int fwd_add(struct fwd_task *f, uint32_t kind, const char *src)
 {
     size_t cap = f->cap;
-    if (fwd_reserve((void **)&f->e, &cap, f->n + 1, sizeof *f->e) < 0)
+    if (pmc_grow((void **)&f->e, &cap, f->n + 1, sizeof *f->e) < 0)
         return -1;
     f->cap = (uint32_t)cap;
     struct fwd_entry *e = &f->e[f->n];
@@ -89,7 +75,7 @@ void fwd_child_env(struct fwd_task *f, char **envp)
     size_t need = 0;
     for (uint32_t i = 0; i < f->n; i++)
         need += strlen(f->e[i].src) + 16;
-    if (fwd_reserve((void **)&f->env, &f->env_cap, need, 1) < 0)
+    if (pmc_grow((void **)&f->env, &f->env_cap, need, 1) < 0)
         return; /* cannot happen for sane sizes; the task then lacks VAR */
     char *p = f->env;
     uint32_t k = 0;
@@ -115,7 +101,7 @@ int fwd_read_pipe(struct fwd_task *f, uint32_t k)
 {
     struct fwd_entry *e = &f->e[k];
     for (;;) {
-        if (fwd_reserve((void **)&e->data, &e->cap, e->len + 65536, 1) < 0)
+        if (pmc_grow((void **)&e->data, &e->cap, e->len + 65536, 1) < 0)
             return -1;
         ssize_t r = read(e->rfd, e->data + e->len, e->cap - e->len);
         if (r > 0) {
@@ -147,7 +133,7 @@ static int fwd_read_file(struct fwd_entry *e, const char *task_name, struct pmc_
     else if (st.st_size > FWD_FILE_MAX)
         rc = pmc_errorf(err, "Task %s: %s is larger than the 1 MB forwarding limit", task_name,
                         e->src);
-    else if (fwd_reserve((void **)&e->data, &e->cap, (size_t)st.st_size + 1, 1) < 0)
+    else if (pmc_grow((void **)&e->data, &e->cap, (size_t)st.st_size + 1, 1) < 0)
         rc = pmc_errorf(err, "Task %s: out of memory reading %s", task_name, e->src);
     for (ssize_t r; rc == 0 && e->len < (size_t)st.st_size; e->len += (size_t)r) {
         r = read(fd, e->data + e->len, (size_t)st.st_size - e->len);
