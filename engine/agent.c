@@ -40,16 +40,18 @@ oom:
     a->failed = true;
 }
 
-/* Adaptive batching (DESIGN.md section 2): send at once when this node is
- * about to run dry (fewer queued tasks than CPUs: the master must refill it),
- * when ending, or when RESULT_BATCH results wait; otherwise let results
- * gather for at most RESULT_DELAY_MS.  A quiet system therefore sees every
- * result immediately and a loaded one sends big batches. */
+/* Adaptive batching (DESIGN.md section 2): send at once when this node has
+ * nothing left to start (the master must refill it, or is waiting for these
+ * results to release children), when ending, or when RESULT_BATCH results
+ * wait; otherwise let results gather for at most RESULT_DELAY_MS.  A quiet
+ * system therefore sees every result immediately and a loaded one sends big
+ * batches.  The master refills a node after W/2 completions (W >= 64, see
+ * master_sched.c), so RESULT_BATCH <= 32 keeps a busy node fed. */
 static long agent_result_wait_ms(const struct agent *a)
 {
     if (a->results.count == 0)
         return -1;
-    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) < a->cfg.cpus || a->shutting ||
+    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting ||
         a->draining)
         return 0;
     long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
