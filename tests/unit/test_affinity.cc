@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -231,108 +232,100 @@ TEST(CpusetPool, BadHostRankIsRefused)
 
 // ---- taking and giving --------------------------------------------------
 
+// One take(): n PUs, what it must return, and (nfree >= 0) the number of
+// free PUs it must leave.
+struct Take {
+    unsigned n;
+    std::string want;
+    int nfree = -1;
+};
+
+// The takes in order from a fresh pool (host rank `rank` of `ranks`) of the
+// synthetic topology.  The free count must also follow them: a take that
+// fails ("none", "fragmented", "error ...") takes nothing.
+void expect_takes(const char *topo, const std::vector<Take> &takes, int rank = 0, int ranks = 1)
+{
+    Topo t(topo);
+    Pool p = make_pool(t, rank, ranks);
+    ASSERT_NE(p, nullptr);
+    unsigned nfree = cpuset_pool_size(p.get());
+    for (const Take &k : takes) {
+        EXPECT_EQ(take(p.get(), k.n), k.want) << topo << ": take " << k.n;
+        if (isdigit(static_cast<unsigned char>(k.want[0])))
+            nfree -= k.n;
+        EXPECT_EQ(cpuset_pool_nfree(p.get()), nfree) << topo << ": after take " << k.n;
+        if (k.nfree >= 0) {
+            EXPECT_EQ(cpuset_pool_nfree(p.get()), static_cast<unsigned>(k.nfree))
+                << topo << ": after take " << k.n;
+        }
+    }
+}
+
 TEST(CpusetPool, PusOfOneCore)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 2), "0-1");
-    EXPECT_EQ(take(p.get(), 2), "2-3");
-    EXPECT_EQ(cpuset_pool_nfree(p.get()), 12u);
+    expect_takes("pack:2 core:4 pu:2", {{2, "0-1"}, {2, "2-3", 12}});
 }
 
-// A single PU goes to a partly used core before a whole core is broken.
+// A single PU goes to a partly used core before a whole core is broken
+// (after PU 0, core 0 has one free PU only).
 TEST(CpusetPool, PartlyUsedCoreFillsFirst)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 1), "0");
-    EXPECT_EQ(take(p.get(), 2), "2-3"); // core 0 has one free PU only
-    EXPECT_EQ(take(p.get(), 1), "1");
+    expect_takes("pack:2 core:4 pu:2", {{1, "0"}, {2, "2-3"}, {1, "1"}});
 }
 
+// After 0-1, package 0 (6 free) fills before package 1 (8 free).
 TEST(CpusetPool, FullerPackageFillsFirst)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 2), "0-1");
-    EXPECT_EQ(take(p.get(), 3), "2-4"); // package 0 (6 free) before package 1 (8)
-    EXPECT_EQ(take(p.get(), 8), "8-15");
-    EXPECT_EQ(take(p.get(), 3), "5-7");
+    expect_takes("pack:2 core:4 pu:2", {{2, "0-1"}, {3, "2-4"}, {8, "8-15"}, {3, "5-7"}});
 }
 
+// L3 = 2 cores = 4 PUs.  After 0-2, L3 #0 has one free PU: 4 PUs go to the
+// next L3, 1 PU to #0, and 6 PUs take a package.
 TEST(CpusetPool, SmallestCacheThatHolds)
 {
-    Topo t("pack:2 l3:2 core:2 pu:2"); // L3 = 2 cores = 4 PUs
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 3), "0-2");
-    EXPECT_EQ(take(p.get(), 4), "4-7"); // L3 #0 has one free PU
-    EXPECT_EQ(take(p.get(), 1), "3");
-    EXPECT_EQ(take(p.get(), 6), "8-13"); // a package
+    expect_takes("pack:2 l3:2 core:2 pu:2", {{3, "0-2"}, {4, "4-7"}, {1, "3"}, {6, "8-13"}});
 }
 
-// Six PUs free, three in each package: a 4-PU task fits no package.
+// Six PUs free, three in each package: a 4-PU task fits no package, and a
+// fragmented take takes nothing.
 TEST(CpusetPool, FragmentedWhenNoPackageHolds)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 5), "0-4");
-    EXPECT_EQ(take(p.get(), 5), "8-12");
-    EXPECT_EQ(take(p.get(), 4), "fragmented");
-    EXPECT_EQ(cpuset_pool_nfree(p.get()), 6u) << "a fragmented take takes nothing";
-    EXPECT_EQ(take(p.get(), 3), "5-7");
-    EXPECT_EQ(take(p.get(), 4), "none");
-    EXPECT_EQ(take(p.get(), 3), "13-15");
+    expect_takes(
+        "pack:2 core:4 pu:2",
+        {{5, "0-4"}, {5, "8-12"}, {4, "fragmented", 6}, {3, "5-7"}, {4, "none"}, {3, "13-15"}});
 }
 
 TEST(CpusetPool, NotEnoughFreeAndZero)
 {
-    Topo t("pack:1 core:2 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 5), "none");
-    EXPECT_EQ(take(p.get(), 0), "error " + std::to_string(EINVAL));
-    EXPECT_EQ(take(p.get(), 4), "0-3");
-    EXPECT_EQ(take(p.get(), 1), "none");
+    expect_takes("pack:1 core:2 pu:2",
+                 {{5, "none"}, {0, "error " + std::to_string(EINVAL)}, {4, "0-3"}, {1, "none"}});
 }
 
 // Larger than a package: may span packages (not fragmentation).
 TEST(CpusetPool, LargerThanAPackageSpans)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 12), "0-11");
-    EXPECT_EQ(take(p.get(), 5), "none");
-    EXPECT_EQ(take(p.get(), 4), "12-15");
+    expect_takes("pack:2 core:4 pu:2", {{12, "0-11"}, {5, "none"}, {4, "12-15"}});
 }
 
-// Rank 1 of 3 owns PUs 6-10: 2 in package 0 and 3 in package 1.
+// Rank 1 of 3 owns PUs 6-10: 2 in package 0 and 3 in package 1.  A fresh
+// pool may take more than its part of any package.
 TEST(CpusetPool, RankShareAcrossPackages)
 {
-    Topo t("pack:2 core:4 pu:2");
-    Pool p = make_pool(t, 1, 3);
-    EXPECT_EQ(take(p.get(), 3), "8-10");
-    EXPECT_EQ(take(p.get(), 2), "6-7");
-    Pool q = make_pool(t, 1, 3);
-    EXPECT_EQ(take(q.get(), 4), "6-9"); // more than its part of any package
+    expect_takes("pack:2 core:4 pu:2", {{3, "8-10"}, {2, "6-7"}}, 1, 3);
+    expect_takes("pack:2 core:4 pu:2", {{4, "6-9"}}, 1, 3);
 }
 
 // NUMA nodes inside a package: the package is the domain, a task may span
 // its NUMA nodes.
 TEST(CpusetPool, NumaNodesInsideAPackage)
 {
-    Topo t("pack:1 group:2 [numa] core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 5), "0-4");
-    EXPECT_EQ(take(p.get(), 5), "8-12");
-    EXPECT_EQ(take(p.get(), 4), "5-7,13");
+    expect_takes("pack:1 group:2 [numa] core:4 pu:2", {{5, "0-4"}, {5, "8-12"}, {4, "5-7,13"}});
 }
 
 // No package at all: the NUMA node hwloc adds over the machine is the domain.
 TEST(CpusetPool, NoPackageInTopology)
 {
-    Topo t("core:4 pu:2");
-    Pool p = make_pool(t);
-    EXPECT_EQ(take(p.get(), 3), "0-2");
-    EXPECT_EQ(take(p.get(), 5), "3-7");
+    expect_takes("core:4 pu:2", {{3, "0-2"}, {5, "3-7"}});
 }
 
 TEST(CpusetPool, GiveReturnsOnlyTakenPoolPus)

@@ -93,6 +93,17 @@ dag_task_t add(dag *d, const std::string &name)
     return id;
 }
 
+// Adds n tasks named by fmt (with %d) from 0 to n - 1; their ids must be
+// 0 to n - 1.
+void add_numbered(dag *d, const char *fmt, int n)
+{
+    char name[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(name, sizeof name, fmt, i);
+        ASSERT_EQ((dag_task_t)i, add(d, name));
+    }
+}
+
 std::vector<dag_task_t> children(const dag *d, dag_task_t t)
 {
     return std::vector<dag_task_t>(d->children + d->child_first[t],
@@ -326,15 +337,12 @@ TEST(DagModel, LookupFindsEveryTaskAcrossGrowth)
 {
     DagPtr d;
     const int n = 300000;
-    char name[32];
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "job_%d", i);
-        ASSERT_EQ((dag_task_t)i, add(d, name));
-    }
+    ASSERT_NO_FATAL_FAILURE(add_numbered(d, "job_%d", n));
     for (int i = 1; i < n; i++)
         ASSERT_EQ(0, dag_add_edge(d, (dag_task_t)(i - 1), (dag_task_t)i));
     pmc_error err{};
     ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+    char name[32];
     for (int i = 0; i < n; i++) {
         int len = snprintf(name, sizeof name, "job_%d", i);
         dag_task_t id;
@@ -355,13 +363,10 @@ TEST(DagModel, ShrinkAcrossMappingThreshold)
 {
     DagPtr d;
     const int n = 16380;
-    char name[32];
-    for (int i = 0; i < n; i++) {
-        snprintf(name, sizeof name, "%d", i);
-        add(d, name);
-    }
+    ASSERT_NO_FATAL_FAILURE(add_numbered(d, "%d", n));
     pmc_error err{};
     ASSERT_EQ(0, dag_finish(d, &err));
+    char name[32];
     for (int i = 0; i < n; i += 97) {
         snprintf(name, sizeof name, "%d", i);
         EXPECT_STREQ(name, dag_task_name(d, (dag_task_t)i));

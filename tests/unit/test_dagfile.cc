@@ -22,9 +22,12 @@
 #include <unistd.h>
 
 #include "io/dagfile.h"
+#include "testutil.h"
 
 namespace
 {
+
+using namespace testutil;
 
 using Args = std::vector<std::string>;
 
@@ -63,6 +66,17 @@ std::string parse_error(const std::string &text)
     return r.error;
 }
 
+// A DAG text that must not parse, and the error it gives.
+struct BadDag {
+    std::string text, error;
+};
+
+void expect_parse_errors(const std::vector<BadDag> &cases)
+{
+    for (const BadDag &c : cases)
+        EXPECT_EQ(c.error, parse_error(c.text)) << c.text;
+}
+
 dag_task_t id_of(const Dag &r, const std::string &name)
 {
     dag_task_t id = ~0u;
@@ -96,25 +110,6 @@ std::set<std::pair<std::string, std::string>> edges_of(const Dag &r)
             out.insert({dag_task_name(r.d, t), dag_task_name(r.d, r->children[k])});
     return out;
 }
-
-struct TempDir {
-    std::string path;
-    TempDir()
-    {
-        char tmpl[] = "/tmp/test_dagfile.XXXXXX";
-        path = mkdtemp(tmpl);
-    }
-    ~TempDir()
-    {
-        (void)system(("rm -rf '" + path + "'").c_str());
-    }
-    std::string write(const std::string &name, const std::string &text) const
-    {
-        std::string p = path + "/" + name;
-        std::ofstream(p, std::ios::binary) << text;
-        return p;
-    }
-};
 
 Dag load(const std::string &path)
 {
@@ -165,11 +160,13 @@ TEST(DagFile, DefaultsWithoutOptions)
 
 TEST(DagFile, KeywordMustBeAWholeWord)
 {
-    EXPECT_EQ("t.dag:1: unknown record TASKX", parse_error("TASKX A /bin/true\n"));
-    EXPECT_EQ("t.dag:2: unknown record EDGES", parse_error("TASK A /bin/true\nEDGES A A\n"));
-    EXPECT_EQ("t.dag:1: unknown record task", parse_error("task A /bin/true\n"));
-    EXPECT_EQ("t.dag:1: unknown record TAS", parse_error("TAS A /bin/true\n"));
-    EXPECT_EQ("t.dag:1: unknown record foo", parse_error("foo\n"));
+    expect_parse_errors({
+        {"TASKX A /bin/true\n", "t.dag:1: unknown record TASKX"},
+        {"TASK A /bin/true\nEDGES A A\n", "t.dag:2: unknown record EDGES"},
+        {"task A /bin/true\n", "t.dag:1: unknown record task"},
+        {"TAS A /bin/true\n", "t.dag:1: unknown record TAS"},
+        {"foo\n", "t.dag:1: unknown record foo"},
+    });
 }
 
 TEST(DagFile, WhiteSpaceTrimmedAndTabsSeparate)
@@ -415,25 +412,26 @@ TEST(DagFile, BadOptionValues)
 
 TEST(DagFile, MissingOptionValue)
 {
-    EXPECT_EQ("t.dag:1: task A: -m/--request-memory needs a value", parse_error("TASK A -m\n"));
-    EXPECT_EQ("t.dag:1: task A: -F/--file-forward needs a value",
-              parse_error("TASK A -c 1 --file-forward\n"));
-    // The value is taken from the next word even if it looks like the program.
-    EXPECT_EQ("t.dag:1: task A: bad value '/bin/true' for -t/--tries (expected an integer >= 1)",
-              parse_error("TASK A -t /bin/true\n"));
+    expect_parse_errors({
+        {"TASK A -m\n", "t.dag:1: task A: -m/--request-memory needs a value"},
+        {"TASK A -c 1 --file-forward\n", "t.dag:1: task A: -F/--file-forward needs a value"},
+        // The value is taken from the next word even if it looks like the program.
+        {"TASK A -t /bin/true\n",
+         "t.dag:1: task A: bad value '/bin/true' for -t/--tries (expected an integer >= 1)"},
+    });
 }
 
 TEST(DagFile, UnknownOptions)
 {
-    EXPECT_EQ("t.dag:1: task A: unknown option -x", parse_error("TASK A -x /bin/true\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option --memory",
-              parse_error("TASK A --memory 5 /bin/t\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option -t3", parse_error("TASK A -t3 /bin/true\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option -m=3", parse_error("TASK A -m=3 /bin/true\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option --triesx=3",
-              parse_error("TASK A --triesx=3 /bin/true\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option --", parse_error("TASK A -- /bin/true\n"));
-    EXPECT_EQ("t.dag:1: task A: unknown option -", parse_error("TASK A - /bin/true\n"));
+    expect_parse_errors({
+        {"TASK A -x /bin/true\n", "t.dag:1: task A: unknown option -x"},
+        {"TASK A --memory 5 /bin/t\n", "t.dag:1: task A: unknown option --memory"},
+        {"TASK A -t3 /bin/true\n", "t.dag:1: task A: unknown option -t3"},
+        {"TASK A -m=3 /bin/true\n", "t.dag:1: task A: unknown option -m=3"},
+        {"TASK A --triesx=3 /bin/true\n", "t.dag:1: task A: unknown option --triesx=3"},
+        {"TASK A -- /bin/true\n", "t.dag:1: task A: unknown option --"},
+        {"TASK A - /bin/true\n", "t.dag:1: task A: unknown option -"},
+    });
 }
 
 // ---- word splitting -------------------------------------------------------
@@ -476,11 +474,12 @@ TEST(DagFile, QuotedOptionWordsAreOptions)
 
 TEST(DagFile, UnterminatedQuote)
 {
-    EXPECT_EQ("t.dag:1: unterminated \" quote", parse_error("TASK A /bin/echo \"abc\n"));
-    EXPECT_EQ("t.dag:2: unterminated ' quote",
-              parse_error("TASK A /bin/true\nTASK B /bin/echo 'it\n"));
-    EXPECT_EQ("t.dag:1: unterminated \" quote", parse_error("TASK A /bin/echo \"abc\\\"\n"));
-    EXPECT_EQ("t.dag:1: unterminated ' quote", parse_error("TASK A /bin/echo x 'y\\'\n"));
+    expect_parse_errors({
+        {"TASK A /bin/echo \"abc\n", "t.dag:1: unterminated \" quote"},
+        {"TASK A /bin/true\nTASK B /bin/echo 'it\n", "t.dag:2: unterminated ' quote"},
+        {"TASK A /bin/echo \"abc\\\"\n", "t.dag:1: unterminated \" quote"},
+        {"TASK A /bin/echo x 'y\\'\n", "t.dag:1: unterminated ' quote"},
+    });
 }
 
 TEST(DagFile, LongLinesAndManyArguments)
@@ -514,39 +513,42 @@ TEST(DagFile, ManyForwardsOnOneLine)
 TEST(DagFile, RecordErrorsNameFileAndLine)
 {
     const std::string AB = "TASK A /bin/true\nTASK B /bin/true\n";
-    EXPECT_EQ("t.dag:3: duplicate task A", parse_error(AB + "TASK A /bin/false\n"));
-    EXPECT_EQ("t.dag:3: EDGE names unknown task C", parse_error(AB + "EDGE A C\n"));
-    EXPECT_EQ("t.dag:3: EDGE names unknown task C", parse_error(AB + "EDGE C A\n"));
-    EXPECT_EQ("t.dag:2: EDGE names unknown task B",
-              parse_error("TASK A /bin/true\nEDGE A B\nTASK B /bin/true\n"));
-    EXPECT_EQ("t.dag:3: EDGE needs a parent and a child", parse_error(AB + "EDGE A\n"));
-    EXPECT_EQ("t.dag:3: EDGE needs a parent and a child", parse_error(AB + "EDGE\n"));
-    EXPECT_EQ("t.dag:3: EDGE needs a parent and a child", parse_error(AB + "EDGE A B B\n"));
-    EXPECT_EQ("t.dag:3: EDGE from task A to itself", parse_error(AB + "EDGE A A\n"));
-    EXPECT_EQ("t.dag:3: TASK C has no executable", parse_error(AB + "TASK C\n"));
-    EXPECT_EQ("t.dag:3: TASK C has no executable", parse_error(AB + "TASK C -m 5 -c 2\n"));
-    EXPECT_EQ("t.dag:3: TASK C has an empty executable", parse_error(AB + "TASK C \"\" x\n"));
-    EXPECT_EQ("t.dag:3: TASK with no name", parse_error(AB + "TASK\n"));
-    EXPECT_EQ("t.dag:3: TASK with no name", parse_error(AB + "  TASK  \t \n"));
-    EXPECT_EQ("t.dag:3: unknown record DONE", parse_error(AB + "DONE A\n"));
-    EXPECT_EQ("t.dag:3: NUL character in line",
-              parse_error(AB + std::string("TASK C /bin/echo a\0b\n", 21)));
+    expect_parse_errors({
+        {AB + "TASK A /bin/false\n", "t.dag:3: duplicate task A"},
+        {AB + "EDGE A C\n", "t.dag:3: EDGE names unknown task C"},
+        {AB + "EDGE C A\n", "t.dag:3: EDGE names unknown task C"},
+        {"TASK A /bin/true\nEDGE A B\nTASK B /bin/true\n", "t.dag:2: EDGE names unknown task B"},
+        {AB + "EDGE A\n", "t.dag:3: EDGE needs a parent and a child"},
+        {AB + "EDGE\n", "t.dag:3: EDGE needs a parent and a child"},
+        {AB + "EDGE A B B\n", "t.dag:3: EDGE needs a parent and a child"},
+        {AB + "EDGE A A\n", "t.dag:3: EDGE from task A to itself"},
+        {AB + "TASK C\n", "t.dag:3: TASK C has no executable"},
+        {AB + "TASK C -m 5 -c 2\n", "t.dag:3: TASK C has no executable"},
+        {AB + "TASK C \"\" x\n", "t.dag:3: TASK C has an empty executable"},
+        {AB + "TASK\n", "t.dag:3: TASK with no name"},
+        {AB + "  TASK  \t \n", "t.dag:3: TASK with no name"},
+        {AB + "DONE A\n", "t.dag:3: unknown record DONE"},
+        {AB + std::string("TASK C /bin/echo a\0b\n", 21), "t.dag:3: NUL character in line"},
+    });
 }
 
 TEST(DagFile, EmptyDag)
 {
-    EXPECT_EQ("t.dag: no tasks in DAG", parse_error(""));
-    EXPECT_EQ("t.dag: no tasks in DAG", parse_error("\n\n   \n"));
-    EXPECT_EQ("t.dag: no tasks in DAG", parse_error("# only comments\n#@ 1 a b\n"));
+    expect_parse_errors({
+        {"", "t.dag: no tasks in DAG"},
+        {"\n\n   \n", "t.dag: no tasks in DAG"},
+        {"# only comments\n#@ 1 a b\n", "t.dag: no tasks in DAG"},
+    });
 }
 
 TEST(DagFile, CycleIsReported)
 {
-    EXPECT_EQ("t.dag: cycle: A -> B -> A",
-              parse_error("TASK A /bin/true\nTASK B /bin/true\nEDGE A B\nEDGE B A\n"));
-    EXPECT_EQ("t.dag: cycle: B -> C -> D -> B",
-              parse_error("TASK A /bin/true\nTASK B /bin/true\nTASK C /bin/true\n"
-                          "TASK D /bin/true\nEDGE A B\nEDGE B C\nEDGE C D\nEDGE D B\n"));
+    expect_parse_errors({
+        {"TASK A /bin/true\nTASK B /bin/true\nEDGE A B\nEDGE B A\n", "t.dag: cycle: A -> B -> A"},
+        {"TASK A /bin/true\nTASK B /bin/true\nTASK C /bin/true\n"
+         "TASK D /bin/true\nEDGE A B\nEDGE B C\nEDGE C D\nEDGE D B\n",
+         "t.dag: cycle: B -> C -> D -> B"},
+    });
 }
 
 TEST(DagFile, ErrorUsesTheGivenFileName)
@@ -564,9 +566,9 @@ TEST(DagFile, ErrorUsesTheGivenFileName)
 
 TEST(DagFile, LoadRegularFile)
 {
-    TempDir dir;
-    std::string path = dir.write("wf.dag", "#@ 1 a b\r\nTASK A /bin/echo 'hi there'\r\n"
-                                           "TASK B /bin/true\r\nEDGE A B");
+    TempDir dir("test_dagfile");
+    std::string path = dir.file("wf.dag", "#@ 1 a b\r\nTASK A /bin/echo 'hi there'\r\n"
+                                          "TASK B /bin/true\r\nEDGE A B");
     Dag r = load(path);
     ASSERT_NE(nullptr, r.d) << r.error;
     EXPECT_EQ((Args{"/bin/echo", "hi there"}), args_of(r, 0));
@@ -576,23 +578,23 @@ TEST(DagFile, LoadRegularFile)
 
 TEST(DagFile, LoadErrorsNameThePath)
 {
-    TempDir dir;
-    std::string missing = dir.path + "/missing.dag";
+    TempDir dir("test_dagfile");
+    std::string missing = dir.path("missing.dag");
     EXPECT_EQ(missing + ": No such file or directory", load(missing).error);
-    EXPECT_EQ(dir.path + ": Is a directory", load(dir.path).error);
-    std::string empty = dir.write("empty.dag", "");
+    EXPECT_EQ(dir.dir() + ": Is a directory", load(dir.dir()).error);
+    std::string empty = dir.file("empty.dag", "");
     EXPECT_EQ(empty + ": no tasks in DAG", load(empty).error);
-    std::string bad = dir.write("bad.dag", "TASK A /bin/true\n\nTASK A /bin/true\n");
+    std::string bad = dir.file("bad.dag", "TASK A /bin/true\n\nTASK A /bin/true\n");
     EXPECT_EQ(bad + ":3: duplicate task A", load(bad).error);
-    std::string cyc = dir.write("cyc.dag", "TASK A /bin/true\nTASK B /bin/true\n"
-                                           "EDGE A B\nEDGE B A\n");
+    std::string cyc = dir.file("cyc.dag", "TASK A /bin/true\nTASK B /bin/true\n"
+                                          "EDGE A B\nEDGE B A\n");
     EXPECT_EQ(cyc + ": cycle: A -> B -> A", load(cyc).error);
 }
 
 TEST(DagFile, LoadFromFifo)
 {
-    TempDir dir;
-    std::string fifo = dir.path + "/pipe.dag";
+    TempDir dir("test_dagfile");
+    std::string fifo = dir.path("pipe.dag");
     ASSERT_EQ(0, mkfifo(fifo.c_str(), 0600));
     std::string text;
     for (int i = 0; i < 50000; i++) // more than one pipe buffer
@@ -600,13 +602,8 @@ TEST(DagFile, LoadFromFifo)
     text += "EDGE t0 t49999\n";
     std::thread writer([&] {
         int fd = open(fifo.c_str(), O_WRONLY);
-        size_t done = 0;
-        while (fd >= 0 && done < text.size()) {
-            ssize_t n = write(fd, text.data() + done, text.size() - done);
-            if (n <= 0)
-                break;
-            done += (size_t)n;
-        }
+        if (fd >= 0)
+            write_all(fd, text);
         close(fd);
     });
     Dag r = load(fifo);
@@ -620,7 +617,7 @@ TEST(DagFile, LoadFromFifo)
 // A file of several times the 4 MB step at which parsed pages are given back.
 TEST(DagFile, LoadLargeFile)
 {
-    TempDir dir;
+    TempDir dir("test_dagfile");
     const int n = 400000;
     std::string text;
     text.reserve((size_t)n * 50);
@@ -629,7 +626,7 @@ TEST(DagFile, LoadLargeFile)
                 " /bin/echo \"arg " + std::to_string(i) + "\"\n";
     for (int i = 1; i < n; i++)
         text += "EDGE task_" + std::to_string(i / 2) + " task_" + std::to_string(i) + "\n";
-    Dag r = load(dir.write("big.dag", text));
+    Dag r = load(dir.file("big.dag", text));
     ASSERT_NE(nullptr, r.d) << r.error;
     ASSERT_EQ((uint32_t)n, r->ntasks);
     EXPECT_EQ((uint32_t)n - 1, r->nedges);

@@ -11,7 +11,7 @@
 // an unopenable path (a directory, so the test works as root) and write
 // errors (/dev/full: ENOSPC) reported with the path, sticky until close.
 //
-// Each test gets its own directory under /tmp.
+// Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -30,25 +30,12 @@
 #include <unistd.h>
 
 #include "io/eventlog.h"
-
-namespace fs = std::filesystem;
+#include "testutil.h"
 
 namespace
 {
 
-std::string read_file(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_file(const std::string &path, const std::string &data)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-}
+using namespace testutil;
 
 // The lines of a file; a last line without '\n' is kept (and would fail the
 // whole-line checks), so each test also checks the file ends with '\n'.
@@ -117,25 +104,10 @@ void expect_recent_date(const std::string &date, time_t before, time_t after)
     EXPECT_LE(t, after + 1) << date;
 }
 
-class EventlogTest : public ::testing::Test
+class EventlogTest : public TempDirTest
 {
   protected:
-    void SetUp() override
-    {
-        char tmpl[] = "/tmp/pmc-eventlog-test.XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
-        dir_ = tmpl;
-    }
-    void TearDown() override
-    {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    std::string path(const std::string &name) const
-    {
-        return dir_ + "/" + name;
-    }
-    std::string dir_;
+    EventlogTest() : TempDirTest("pmc-eventlog-test") {}
 };
 
 // ---- jobstate.log ----------------------------------------------------------

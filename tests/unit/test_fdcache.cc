@@ -16,7 +16,7 @@
 // setrlimit and restored), PMC's automatic rule, and running out of
 // descriptors below an explicit maxfds.
 //
-// Each test gets its own directory under /tmp.
+// Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -39,73 +39,39 @@
 #include <unistd.h>
 
 #include "io/fdcache.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 
 namespace
 {
 
-std::string read_file(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_file(const std::string &path, const std::string &data)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-}
-
-std::string random_bytes(size_t n, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    std::string s(n, '\0');
-    for (auto &c : s)
-        c = static_cast<char>(rng());
-    return s;
-}
+using namespace testutil;
 
 // The targets of this process's open descriptors, without the one that
 // lists them.
 std::multiset<std::string> open_files()
 {
     std::multiset<std::string> out;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return out;
-    int self = dirfd(d);
-    while (struct dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.' || atoi(e->d_name) == self)
-            continue;
+    for (int fd : open_fds()) {
         char buf[4096];
-        std::string link = std::string("/proc/self/fd/") + e->d_name;
+        std::string link = "/proc/self/fd/" + std::to_string(fd);
         ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
         if (n >= 0)
             out.insert(std::string(buf, static_cast<size_t>(n)));
     }
-    closedir(d);
     return out;
 }
 
 size_t count_open_fds()
 {
-    return open_files().size();
+    return open_fds().size();
 }
 
 int highest_open_fd()
 {
-    int hi = -1;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return 1024;
-    while (struct dirent *e = readdir(d))
-        if (e->d_name[0] != '.')
-            hi = std::max(hi, atoi(e->d_name));
-    closedir(d);
-    return hi;
+    std::vector<int> fds = open_fds();
+    return fds.empty() ? 1024 : fds.back();
 }
 
 // Set the RLIMIT_NOFILE soft limit for one scope.
@@ -145,31 +111,16 @@ CachePtr make_cache(uint32_t maxfds)
     return c;
 }
 
-class FdcacheTest : public ::testing::Test
+class FdcacheTest : public TempDirTest
 {
   protected:
-    void SetUp() override
-    {
-        char tmpl[] = "/tmp/pmc-fdcache-test.XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
-        dir_ = tmpl;
-    }
-    void TearDown() override
-    {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    std::string path(const std::string &name) const
-    {
-        return dir_ + "/" + name;
-    }
+    FdcacheTest() : TempDirTest("pmc-fdcache-test") {}
     // Write and expect success.
     void put(fdcache *c, const std::string &p, const std::string &data)
     {
         pmc_error err{};
         ASSERT_EQ(fdcache_write(c, p.c_str(), data.data(), data.size(), &err), 0) << err.text;
     }
-    std::string dir_;
 };
 
 // ---- appending ---------------------------------------------------------------

@@ -30,17 +30,7 @@
 #include <unistd.h>
 
 #include "engine/mailbox.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PMC_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PMC_TEST_SANITIZED 1
-#endif
-#endif
-#ifndef PMC_TEST_SANITIZED
-#define PMC_TEST_SANITIZED 0
-#endif
+#include "testutil.h" // PMC_TEST_SANITIZED
 
 namespace
 {
@@ -346,29 +336,29 @@ TEST(MailboxPingPong, NoLostWakeups)
     std::atomic<bool> order_ok{true};
     {
         Watchdog dog({&to_a, &to_b}, 30s);
+        // Receive mail number i on mb: false once the watchdog has fired.
+        auto receive = [&](struct mailbox *mb, int i) {
+            struct mail *m;
+            while ((m = mailbox_pop(mb)) == nullptr && !dog.fired())
+                mailbox_wait(mb, -1);
+            if (!m)
+                return false;
+            if (m->tag != i)
+                order_ok = false;
+            mail_free(m);
+            return true;
+        };
         std::thread b([&] {
             for (int i = 0; i < rounds && !dog.fired(); i++) {
-                struct mail *m;
-                while ((m = mailbox_pop(&to_b)) == nullptr && !dog.fired())
-                    mailbox_wait(&to_b, -1);
-                if (!m)
+                if (!receive(&to_b, i))
                     break;
-                if (m->tag != i)
-                    order_ok = false;
-                mail_free(m);
                 mailbox_push(&to_a, make_mail(1, static_cast<uint32_t>(i)));
             }
         });
         for (int i = 0; i < rounds && !dog.fired(); i++) {
             mailbox_push(&to_b, make_mail(0, static_cast<uint32_t>(i)));
-            struct mail *m;
-            while ((m = mailbox_pop(&to_a)) == nullptr && !dog.fired())
-                mailbox_wait(&to_a, -1);
-            if (!m)
+            if (!receive(&to_a, i))
                 break;
-            if (m->tag != i)
-                order_ok = false;
-            mail_free(m);
         }
         b.join();
         dog.done();

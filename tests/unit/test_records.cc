@@ -105,22 +105,26 @@ struct task_record sample_task()
     return r;
 }
 
-std::string format_task(const struct task_record &r)
+// A record formatted by fmt (records_format_task or _summary) into a buffer
+// that is large enough, checking the returned length.
+template <typename Record>
+std::string format_with(size_t (*fmt)(char *, size_t, const Record *), const Record &r)
 {
     char buf[4096];
-    size_t n = records_format_task(buf, sizeof buf, &r);
+    size_t n = fmt(buf, sizeof buf, &r);
     EXPECT_LT(n, sizeof buf);
     EXPECT_EQ(n, strlen(buf));
     return std::string(buf);
 }
 
+std::string format_task(const struct task_record &r)
+{
+    return format_with(records_format_task, r);
+}
+
 std::string format_summary(const struct summary_record &s)
 {
-    char buf[4096];
-    size_t n = records_format_summary(buf, sizeof buf, &s);
-    EXPECT_LT(n, sizeof buf);
-    EXPECT_EQ(n, strlen(buf));
-    return std::string(buf);
+    return format_with(records_format_summary, s);
 }
 
 TEST(RecordsHelper, IsoPatternRejectsMalformed)
@@ -180,53 +184,35 @@ TEST_F(RecordsTest, TaskLineIsOneLineStartingAtColumnZero)
     EXPECT_EQ(line[line.size() - 2], ']');
 }
 
-TEST_F(RecordsTest, SummaryLineOk)
+// The summary line of s, its start= value cut out and compared alone.
+void expect_summary(const struct summary_record &s, const std::string &want_line,
+                    const std::string &want_start)
 {
-    struct summary_record s = {};
-    s.failed = false;
-    s.tasks = 4;
-    s.submitted = 5;
-    s.succeeded = 4;
-    s.failed_tasks = 0;
-    s.extra = 1;
-    s.start = 1348605682.0;
-    s.duration = 5.0;
-    s.pid = 123;
-    s.app = "/path/pmc-hybrid";
-    s.runtime = 3.2104;
-    s.slots = 2;
-    s.cpus = 8;
     std::string start;
     std::string line = cut_start(format_summary(s), &start);
-    EXPECT_EQ(line, "[cluster-summary stat=\"ok\", tasks=4, submitted=5, succeeded=4, failed=0, "
-                    "extra=1, start=\"@\", duration=5.000, pid=123, app=\"/path/pmc-hybrid\", "
-                    "runtime=3.210, slots=2, cpus=8]\n");
+    EXPECT_EQ(line, want_line);
     EXPECT_TRUE(is_iso_time(start)) << start;
-    EXPECT_EQ(start, "2012-09-25T13:41:22.000-07:00");
+    EXPECT_EQ(start, want_start);
+}
+
+// The fields in the order of the line: failed, tasks, submitted, succeeded,
+// failed_tasks, extra, start, duration, pid, app, runtime, slots, cpus.
+TEST_F(RecordsTest, SummaryLineOk)
+{
+    expect_summary({false, 4, 5, 4, 0, 1, 1348605682.0, 5.0, 123, "/path/pmc-hybrid", 3.2104, 2, 8},
+                   "[cluster-summary stat=\"ok\", tasks=4, submitted=5, succeeded=4, failed=0, "
+                   "extra=1, start=\"@\", duration=5.000, pid=123, app=\"/path/pmc-hybrid\", "
+                   "runtime=3.210, slots=2, cpus=8]\n",
+                   "2012-09-25T13:41:22.000-07:00");
 }
 
 TEST_F(RecordsTest, SummaryLineFailed)
 {
-    struct summary_record s = {};
-    s.failed = true;
-    s.tasks = 10;
-    s.submitted = 7;
-    s.succeeded = 3;
-    s.failed_tasks = 2;
-    s.extra = 0;
-    s.start = 1348605682.5;
-    s.duration = 61.25;
-    s.pid = 4242;
-    s.app = "pmc-hybrid";
-    s.runtime = 0.0;
-    s.slots = 1;
-    s.cpus = 1;
-    std::string start;
-    std::string line = cut_start(format_summary(s), &start);
-    EXPECT_EQ(line, "[cluster-summary stat=\"failed\", tasks=10, submitted=7, succeeded=3, "
-                    "failed=2, extra=0, start=\"@\", duration=61.250, pid=4242, "
-                    "app=\"pmc-hybrid\", runtime=0.000, slots=1, cpus=1]\n");
-    EXPECT_EQ(start, "2012-09-25T13:41:22.500-07:00");
+    expect_summary({true, 10, 7, 3, 2, 0, 1348605682.5, 61.25, 4242, "pmc-hybrid", 0.0, 1, 1},
+                   "[cluster-summary stat=\"failed\", tasks=10, submitted=7, succeeded=3, "
+                   "failed=2, extra=0, start=\"@\", duration=61.250, pid=4242, "
+                   "app=\"pmc-hybrid\", runtime=0.000, slots=1, cpus=1]\n",
+                   "2012-09-25T13:41:22.500-07:00");
 }
 
 TEST_F(RecordsTest, BracketAndQuoteReplacedInTaskValues)

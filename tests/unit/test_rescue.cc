@@ -39,11 +39,14 @@
 #include "engine/dag.h"
 #include "io/log.h"
 #include "io/rescue.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 
 namespace
 {
+
+using namespace testutil;
 
 using DagPtr = std::unique_ptr<dag, decltype(&dag_destroy)>;
 
@@ -82,25 +85,10 @@ std::vector<std::string> numbered(const char *fmt, size_t n)
     return v;
 }
 
-void write_file(const std::string &path, const std::string &bytes)
-{
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f << bytes;
-    ASSERT_TRUE(f.good()) << path;
-}
-
 // A string literal with its NUL bytes.
 template <size_t N> std::string bytes(const char (&s)[N])
 {
     return std::string(s, N - 1);
-}
-
-std::string slurp(const std::string &path)
-{
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
 }
 
 // The log goes to a non-blocking pipe for the life of the object.
@@ -123,12 +111,7 @@ class LogCapture
     // Everything logged since the last call.
     std::string take()
     {
-        std::string out;
-        char buf[4096];
-        ssize_t n;
-        while ((n = read(fds_[0], buf, sizeof buf)) > 0)
-            out.append(buf, static_cast<size_t>(n));
-        return out;
+        return read_to_eof(fds_[0]);
     }
 
   private:
@@ -194,11 +177,7 @@ template <typename Fn> static Outcome unprivileged(Fn fn)
         _exit(w == (ssize_t)msg.size() ? 0 : 1);
     }
     close(fds[1]);
-    std::string msg;
-    char buf[512];
-    ssize_t n;
-    while ((n = ::read(fds[0], buf, sizeof buf)) > 0)
-        msg.append(buf, (size_t)n);
+    std::string msg = read_to_eof(fds[0]);
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
@@ -208,22 +187,15 @@ template <typename Fn> static Outcome unprivileged(Fn fn)
     return Outcome{std::stoi(msg.substr(0, nl)), msg.substr(nl + 1)};
 }
 
-class RescueTest : public ::testing::Test
+using Names = std::set<std::string>;
+
+class RescueTest : public TempDirTest
 {
   protected:
-    void SetUp() override
+    RescueTest() : TempDirTest("test_rescue")
     {
-        std::string tmpl = (fs::temp_directory_path() / "test_rescue.XXXXXX").string();
-        ASSERT_NE(mkdtemp(tmpl.data()), nullptr) << strerror(errno);
-        dir_ = tmpl;
         path_ = dir_ + "/wf.dag.rescue";
         dag_ = make_dag({"a", "b", "c", "d", "task1", "task10"});
-    }
-    void TearDown() override
-    {
-        chmod(dir_.c_str(), 0700);
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
     }
 
     ReadResult read(const std::string &path, const dag *d = nullptr)
@@ -249,6 +221,33 @@ class RescueTest : public ::testing::Test
         write_file(path_, bytes);
         return read(path_);
     }
+    // Reading `text` succeeds with exactly `done` marked (and counted),
+    // `ntorn` torn or garbage tails, and `log` logged.
+    void expect_read(const std::string &text, const Names &done, uint32_t ntorn,
+                     const std::string &log)
+    {
+        ReadResult r = read_text(text);
+        ASSERT_EQ(r.rc, 0) << r.err;
+        EXPECT_EQ(r.names, done);
+        EXPECT_EQ(r.ndone, done.size());
+        EXPECT_EQ(r.all_zero, done.empty());
+        EXPECT_EQ(r.ntorn, ntorn);
+        EXPECT_EQ(log_.take(), log);
+    }
+    // Reading `text` fails with the error `err`, leaving done[] zeroed.
+    void expect_read_error(const std::string &text, const std::string &err)
+    {
+        ReadResult r = read_text(text);
+        EXPECT_EQ(r.rc, -1);
+        EXPECT_EQ(r.err, err);
+        EXPECT_TRUE(r.all_zero) << "a failed read must leave done[] zeroed";
+        EXPECT_EQ(r.ndone, 0u);
+    }
+    // What the reader logs about line `line` of path_.
+    std::string warning(int line, const std::string &what) const
+    {
+        return "[warn] " + path_ + ":" + std::to_string(line) + ": " + what + "\n";
+    }
     std::vector<uint8_t> done_set(const std::set<std::string> &names)
     {
         std::vector<uint8_t> done(dag_->ntasks, 0);
@@ -271,155 +270,105 @@ class RescueTest : public ::testing::Test
         return t;
     }
 
-    std::string dir_;
     std::string path_;
     DagPtr dag_{nullptr, dag_destroy};
     LogCapture log_;
 };
 
-using Names = std::set<std::string>;
-
 // ---------------------------------------------------------------- reading
 
 TEST_F(RescueTest, ReadsOurStyle)
 {
-    ReadResult r = read_text("DONE a\nDONE c\nDONE task10\n");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "c", "task10"}));
-    EXPECT_EQ(r.ndone, 3u);
-    EXPECT_EQ(r.ntorn, 0u);
-    EXPECT_EQ(log_.take(), "");
+    expect_read("DONE a\nDONE c\nDONE task10\n", {"a", "c", "task10"}, 0, "");
 }
 
 TEST_F(RescueTest, ReadsPmcStyleWithUnterminatedLastRecord)
 {
-    ReadResult r = read_text("\nDONE a\nDONE task1\nDONE d");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "task1", "d"}));
-    EXPECT_EQ(r.ndone, 3u);
-    EXPECT_EQ(r.ntorn, 0u);
-    EXPECT_EQ(log_.take(), "");
+    expect_read("\nDONE a\nDONE task1\nDONE d", {"a", "task1", "d"}, 0, "");
 }
 
 TEST_F(RescueTest, IgnoresBlankAndCommentLinesAndToleratesWhitespace)
 {
-    ReadResult r = read_text("# written by hand\n\n   \n  DONE\ta  \n\t# DONE b\n"
-                             "DONE   c\r\n#\n\f\n DONE d\n");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "c", "d"}));
-    EXPECT_EQ(r.ntorn, 0u);
+    expect_read("# written by hand\n\n   \n  DONE\ta  \n\t# DONE b\n"
+                "DONE   c\r\n#\n\f\n DONE d\n",
+                {"a", "c", "d"}, 0, "");
 }
 
 TEST_F(RescueTest, EmptyFileMarksNothing)
 {
-    ReadResult r = read_text("");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_TRUE(r.all_zero);
-    EXPECT_EQ(r.ndone, 0u);
-    EXPECT_EQ(r.ntorn, 0u);
+    expect_read("", {}, 0, "");
 }
 
 TEST_F(RescueTest, TornTailInOurStyleIsIgnoredAndWarned)
 {
     // "DONE task1" may be a cut "DONE task10": never trust it.
-    ReadResult r = read_text("DONE a\nDONE b\nDONE task1");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "b"}));
-    EXPECT_EQ(r.ndone, 2u);
-    EXPECT_EQ(r.ntorn, 1u);
-    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring incomplete last record\n");
+    expect_read("DONE a\nDONE b\nDONE task1", {"a", "b"}, 1,
+                warning(3, "ignoring incomplete last record"));
 }
 
 TEST_F(RescueTest, UnterminatedBlankOrCommentIsNotTorn)
 {
-    ReadResult r = read_text("DONE a\n# a comment");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a"}));
-    EXPECT_EQ(r.ntorn, 0u);
-    EXPECT_EQ(log_.take(), "");
+    expect_read("DONE a\n# a comment", {"a"}, 0, "");
 }
 
 TEST_F(RescueTest, PmcStyleInvalidUnterminatedTailIsIgnoredAndWarned)
 {
     for (const char *tail : {"DONE ta", "DON", "DONE nosuch"}) {
-        ReadResult r = read_text(std::string("\nDONE a\nDONE b\n") + tail);
-        ASSERT_EQ(r.rc, 0) << tail << ": " << r.err;
-        EXPECT_EQ(r.names, (Names{"a", "b"})) << tail;
-        EXPECT_EQ(r.ntorn, 1u) << tail;
-        EXPECT_EQ(log_.take(), "[warn] " + path_ + ":4: ignoring incomplete last record\n") << tail;
+        SCOPED_TRACE(tail);
+        expect_read(std::string("\nDONE a\nDONE b\n") + tail, {"a", "b"}, 1,
+                    warning(4, "ignoring incomplete last record"));
     }
 }
 
 TEST_F(RescueTest, GarbageTailIsIgnoredAndWarned)
 {
-    ReadResult r = read_text("DONE a\nDONE b\nxx yy\n");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "b"}));
-    EXPECT_EQ(r.ntorn, 1u);
-    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring garbage at the end of the file\n");
+    expect_read("DONE a\nDONE b\nxx yy\n", {"a", "b"}, 1,
+                warning(3, "ignoring garbage at the end of the file"));
 }
 
 TEST_F(RescueTest, ZeroFilledMultiLineTailIsOneGarbageTail)
 {
     // What a crash can leave: the file grew, its last blocks never written.
-    ReadResult r = read_text(bytes("DONE a\n\0\0\0\n\0\0\n\n# x\n"));
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a"}));
-    EXPECT_EQ(r.ntorn, 1u);
-    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":2: ignoring garbage at the end of the file\n");
+    expect_read(bytes("DONE a\n\0\0\0\n\0\0\n\n# x\n"), {"a"}, 1,
+                warning(2, "ignoring garbage at the end of the file"));
 }
 
 TEST_F(RescueTest, GarbageThenTornLineGivesTwoWarnings)
 {
-    ReadResult r = read_text("DONE a\n#\nxx\nDONE b");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a"}));
-    EXPECT_EQ(r.ntorn, 2u);
-    EXPECT_EQ(log_.take(), "[warn] " + path_ + ":3: ignoring garbage at the end of the file\n" +
-                               "[warn] " + path_ + ":4: ignoring incomplete last record\n");
+    expect_read("DONE a\n#\nxx\nDONE b", {"a"}, 2,
+                warning(3, "ignoring garbage at the end of the file") +
+                    warning(4, "ignoring incomplete last record"));
 }
 
 TEST_F(RescueTest, BadRecordBeforeGoodOnesIsAnErrorWithItsLine)
 {
     const char *bad[] = {"bogus", "DONE", "DONE a b", "done a", "DONEa", "DONE\ta\tb\t"};
     for (const char *b : bad) {
-        ReadResult r = read_text(std::string("DONE a\n") + b + "\n\n# c\nDONE c\n");
-        EXPECT_EQ(r.rc, -1) << b;
-        EXPECT_EQ(r.err, path_ + ":2: bad record") << b;
-        EXPECT_TRUE(r.all_zero) << b << ": a failed read must leave done[] zeroed";
-        EXPECT_EQ(r.ndone, 0u) << b;
+        SCOPED_TRACE(b);
+        expect_read_error(std::string("DONE a\n") + b + "\n\n# c\nDONE c\n",
+                          path_ + ":2: bad record");
     }
 }
 
 TEST_F(RescueTest, ControlBytesInANameMakeABadRecord)
 {
-    ReadResult r = read_text(bytes("DONE a\nDONE b\0x\nDONE c\n"));
-    EXPECT_EQ(r.rc, -1);
-    EXPECT_EQ(r.err, path_ + ":2: bad record");
+    expect_read_error(bytes("DONE a\nDONE b\0x\nDONE c\n"), path_ + ":2: bad record");
 }
 
 TEST_F(RescueTest, PmcStyleBadRecordBeforeValidLastRecordIsAnError)
 {
-    ReadResult r = read_text("\nDONE a\nbogus\nDONE b");
-    EXPECT_EQ(r.rc, -1);
-    EXPECT_EQ(r.err, path_ + ":3: bad record");
+    expect_read_error("\nDONE a\nbogus\nDONE b", path_ + ":3: bad record");
 }
 
 TEST_F(RescueTest, UnknownTaskIsAnErrorWithItsLine)
 {
-    ReadResult r = read_text("DONE a\n\nDONE nosuch\nDONE b\n");
-    EXPECT_EQ(r.rc, -1);
-    EXPECT_EQ(r.err, path_ + ":3: unknown task nosuch");
-    EXPECT_TRUE(r.all_zero);
-    EXPECT_EQ(r.ndone, 0u);
+    expect_read_error("DONE a\n\nDONE nosuch\nDONE b\n", path_ + ":3: unknown task nosuch");
 }
 
 TEST_F(RescueTest, UnknownTaskInACompleteLastRecordIsStillAnError)
 {
     // Complete and well formed: a rescue file of another DAG, not a torn write.
-    ReadResult r = read_text("DONE a\nDONE nosuch\n");
-    EXPECT_EQ(r.rc, -1);
-    EXPECT_EQ(r.err, path_ + ":2: unknown task nosuch");
+    expect_read_error("DONE a\nDONE nosuch\n", path_ + ":2: unknown task nosuch");
 }
 
 TEST_F(RescueTest, MissingFileMarksNothing)
@@ -467,10 +416,7 @@ TEST_F(RescueTest, ReadsFromAPipe)
 
 TEST_F(RescueTest, DuplicateRecordsCountOnce)
 {
-    ReadResult r = read_text("DONE a\nDONE b\nDONE a\nDONE a\n");
-    ASSERT_EQ(r.rc, 0) << r.err;
-    EXPECT_EQ(r.names, (Names{"a", "b"}));
-    EXPECT_EQ(r.ndone, 2u);
+    expect_read("DONE a\nDONE b\nDONE a\nDONE a\n", {"a", "b"}, 0, "");
 }
 
 TEST_F(RescueTest, NtornMayBeNull)
@@ -492,12 +438,12 @@ TEST_F(RescueTest, OpenRewritesTheCarriedOverSetInIdOrder)
     pmc_error err{};
     rescue_writer *w = open_writer({"task1", "c", "a"}, &err);
     ASSERT_NE(w, nullptr) << err.text;
-    EXPECT_EQ(slurp(path_), "DONE a\nDONE c\nDONE task1\n");
+    EXPECT_EQ(read_file(path_), "DONE a\nDONE c\nDONE task1\n");
     EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     EXPECT_FALSE(rescue_writer_failed(w));
     EXPECT_STREQ(rescue_writer_error(w), "");
     EXPECT_EQ(rescue_writer_close(w), 0);
-    EXPECT_EQ(slurp(path_), "DONE a\nDONE c\nDONE task1\n");
+    EXPECT_EQ(read_file(path_), "DONE a\nDONE c\nDONE task1\n");
 }
 
 TEST_F(RescueTest, OpenWithAnEmptySetCreatesAnEmptyLog)
@@ -506,7 +452,7 @@ TEST_F(RescueTest, OpenWithAnEmptySetCreatesAnEmptyLog)
     rescue_writer *w = open_writer({}, &err);
     ASSERT_NE(w, nullptr) << err.text;
     EXPECT_TRUE(fs::exists(path_));
-    EXPECT_EQ(slurp(path_), "");
+    EXPECT_EQ(read_file(path_), "");
     EXPECT_EQ(rescue_writer_close(w), 0);
 }
 
@@ -518,10 +464,10 @@ TEST_F(RescueTest, AppendsAreWrittenInOrder)
     for (const char *n : {"task10", "a", "d", "task1"})
         rescue_writer_append(w, id(n));
     EXPECT_EQ(rescue_writer_flush(w), 0);
-    EXPECT_EQ(slurp(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\n");
+    EXPECT_EQ(read_file(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\n");
     rescue_writer_append(w, id("c"));
     EXPECT_EQ(rescue_writer_close(w), 0);
-    EXPECT_EQ(slurp(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\nDONE c\n");
+    EXPECT_EQ(read_file(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\nDONE c\n");
 }
 
 TEST_F(RescueTest, FlushMakesRecordsVisibleToAFreshRead)
@@ -557,9 +503,9 @@ TEST_F(RescueTest, RecordsBecomeDurableWithoutFlush)
     rescue_writer_append(w, id("d"));
     // The bound is RESCUE_FLUSH_USEC plus one sync; allow a slow disk.
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (slurp(path_) != "DONE d\n" && std::chrono::steady_clock::now() < until)
+    while (read_file(path_) != "DONE d\n" && std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    EXPECT_EQ(slurp(path_), "DONE d\n");
+    EXPECT_EQ(read_file(path_), "DONE d\n");
     EXPECT_EQ(rescue_writer_close(w), 0);
 }
 
@@ -578,7 +524,7 @@ TEST_F(RescueTest, AppendFlushPingPong)
         ASSERT_EQ(fs::file_size(path_), expect.size()) << "after record " << i;
     }
     EXPECT_EQ(rescue_writer_close(w), 0);
-    EXPECT_EQ(slurp(path_), expect);
+    EXPECT_EQ(read_file(path_), expect);
 }
 
 double median(std::vector<double> v)
@@ -628,7 +574,7 @@ TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
     rescue_writer *w = open_writer({"c"}, &err);
     EXPECT_EQ(w, nullptr);
     EXPECT_EQ(std::string(err.text), path_ + ".tmp: Is a directory");
-    EXPECT_EQ(slurp(path_), "DONE a\nDONE b\n");
+    EXPECT_EQ(read_file(path_), "DONE a\nDONE b\n");
     EXPECT_TRUE(fs::is_directory(path_ + ".tmp")) << "not ours: must not be removed";
 }
 
@@ -646,7 +592,7 @@ TEST_F(RescueTest, OpenFailsInAReadOnlyDirectory)
     });
     EXPECT_EQ(o.rc, -1);
     EXPECT_EQ(o.err, path_ + ".tmp: Permission denied");
-    EXPECT_EQ(slurp(path_), "DONE a\n");
+    EXPECT_EQ(read_file(path_), "DONE a\n");
 }
 
 TEST_F(RescueTest, RewriteThatCannotFinishLeavesPathAlone)
@@ -664,7 +610,7 @@ TEST_F(RescueTest, RewriteThatCannotFinishLeavesPathAlone)
     EXPECT_EQ(w, nullptr);
     rescue_writer_close(w);
     EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
-    EXPECT_EQ(slurp(path_), "DONE task-00007\n");
+    EXPECT_EQ(read_file(path_), "DONE task-00007\n");
     EXPECT_FALSE(fs::exists(path_ + ".tmp"));
 }
 
@@ -696,7 +642,7 @@ TEST_F(RescueTest, WriteErrorSetsFailedAndDropsLaterRecords)
         rescue_writer_append(w, i % big->ntasks);
     EXPECT_EQ(rescue_writer_flush(w), -1);
     EXPECT_EQ(rescue_writer_close(w), -1);
-    EXPECT_EQ(slurp(path_), expect.substr(0, 100)) << "the limit cuts the tenth record";
+    EXPECT_EQ(read_file(path_), expect.substr(0, 100)) << "the limit cuts the tenth record";
     std::vector<uint8_t> done(big->ntasks, 0);
     uint32_t ndone = 0, ntorn = 0;
     ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), &ndone, &ntorn, &err), 0)

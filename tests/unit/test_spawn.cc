@@ -20,166 +20,20 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#include <dirent.h>
 #include <fcntl.h>
-#include <poll.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/spawn.h"
+#include "testutil.h"
 
 namespace
 {
 
-const int kWaitMs = 20000; // watchdog for every child
-
-// Owned strings turned into a NULL-terminated char *const[].
-class Vec
-{
-  public:
-    Vec(std::initializer_list<std::string> items) : items_(items)
-    {
-        build();
-    }
-    explicit Vec(std::vector<std::string> items) : items_(std::move(items))
-    {
-        build();
-    }
-    char *const *get()
-    {
-        return ptrs_.data();
-    }
-
-  private:
-    void build()
-    {
-        for (auto &s : items_)
-            ptrs_.push_back(s.data());
-        ptrs_.push_back(nullptr);
-    }
-    std::vector<std::string> items_;
-    std::vector<char *> ptrs_;
-};
-
-int make_capture(const char *name)
-{
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    EXPECT_GE(fd, 0) << strerror(errno);
-    return fd;
-}
-
-std::string contents(int fd)
-{
-    std::string s;
-    char buf[4096];
-    off_t off = 0;
-    ssize_t n;
-    while ((n = pread(fd, buf, sizeof buf, off)) > 0) {
-        s.append(buf, static_cast<size_t>(n));
-        off += n;
-    }
-    return s;
-}
-
-std::string read_to_eof(int fd)
-{
-    std::string s;
-    char buf[4096];
-    for (;;) {
-        ssize_t n = read(fd, buf, sizeof buf);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return s;
-        s.append(buf, static_cast<size_t>(n));
-    }
-}
-
-// Wait for the child through its pidfd, bounded by kWaitMs; a child that
-// overstays is killed and reported as a failure.
-bool wait_child(pid_t pid, int pidfd, siginfo_t *si)
-{
-    struct pollfd p = {pidfd, POLLIN, 0};
-    int r;
-    do
-        r = poll(&p, 1, kWaitMs);
-    while (r < 0 && errno == EINTR);
-    bool in_time = r == 1;
-    if (!in_time)
-        kill(pid, SIGKILL);
-    memset(si, 0, sizeof *si);
-    int w;
-    do
-        w = waitid(P_PIDFD, static_cast<id_t>(pidfd), si, WEXITED);
-    while (w < 0 && errno == EINTR);
-    EXPECT_EQ(w, 0) << "waitid(P_PIDFD): " << strerror(errno);
-    close(pidfd);
-    EXPECT_TRUE(in_time) << "child " << pid << " did not exit within " << kWaitMs << " ms";
-    return in_time && w == 0;
-}
-
-struct Result {
-    int rc = -1; // spawn_task's return
-    pid_t pid = -1;
-    int code = -1;   // si_code: CLD_EXITED, CLD_KILLED, ...
-    int status = -1; // exit code or signal
-    std::string out, err;
-};
-
-struct Options {
-    std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
-    std::vector<int> forwards;
-    int stdout_fd = -1; // -1: a fresh capture
-    int stderr_fd = -1;
-};
-
-Result run(std::vector<std::string> argv, const Options &opt = Options())
-{
-    Result res;
-    int out = opt.stdout_fd >= 0 ? opt.stdout_fd : make_capture("out");
-    int err = opt.stderr_fd >= 0 ? opt.stderr_fd : make_capture("err");
-    Vec av(std::move(argv));
-    Vec ev(opt.env);
-    struct spawn_request req = {};
-    req.argv = av.get();
-    req.envp = ev.get();
-    req.stdout_fd = out;
-    req.stderr_fd = err;
-    req.forward_fds = opt.forwards.empty() ? nullptr : opt.forwards.data();
-    req.nforward = static_cast<int>(opt.forwards.size());
-    int pidfd = -1;
-    res.rc = spawn_task(&req, &res.pid, &pidfd);
-    if (res.rc == 0) {
-        siginfo_t si;
-        if (wait_child(res.pid, pidfd, &si)) {
-            res.code = si.si_code;
-            res.status = si.si_status;
-        }
-    }
-    res.out = contents(out);
-    res.err = contents(err);
-    if (opt.stdout_fd < 0)
-        close(out);
-    if (opt.stderr_fd < 0)
-        close(err);
-    return res;
-}
-
-std::set<int> parse_fd_list(const std::string &s)
-{
-    std::set<int> fds;
-    std::istringstream in(s);
-    int fd;
-    while (in >> fd)
-        fds.insert(fd);
-    return fds;
-}
+using namespace testutil;
 
 // Descriptors of this process without close-on-exec above 2: inherited from
 // whoever started the test (a harness, a shell) and passed on by any exec.
@@ -187,21 +41,11 @@ std::set<int> parse_fd_list(const std::string &s)
 std::set<int> inherited_fds()
 {
     std::set<int> fds;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return fds;
-    int self = dirfd(d);
-    while (struct dirent *e = readdir(d)) {
-        if (e->d_name[0] == '.')
-            continue;
-        int fd = atoi(e->d_name);
-        if (fd <= 2 || fd == self)
-            continue;
+    for (int fd : open_fds()) {
         int fl = fcntl(fd, F_GETFD);
-        if (fl != -1 && !(fl & FD_CLOEXEC))
+        if (fd > 2 && fl != -1 && !(fl & FD_CLOEXEC))
             fds.insert(fd);
     }
-    closedir(d);
     return fds;
 }
 
@@ -223,73 +67,34 @@ bool high_pipe(int p[2])
     return p[0] >= 0 && p[1] >= 0;
 }
 
-// Put fd `from` at number `to` (close-on-exec), saving whatever was there.
-class FdAt
+// spawn_task of /bin/true with an empty environment and both outputs to
+// `out`; the caller waits for it.
+int spawn_true(int out, pid_t *pid, int *pidfd)
 {
-  public:
-    FdAt(int from, int to) : to_(to)
-    {
-        saved_flags_ = fcntl(to, F_GETFD);
-        if (saved_flags_ != -1)
-            saved_ = fcntl(to, F_DUPFD_CLOEXEC, 100);
-        ok_ = dup3(from, to, O_CLOEXEC) == to;
-    }
-    ~FdAt()
-    {
-        if (saved_ >= 0) {
-            dup3(saved_, to_, (saved_flags_ & FD_CLOEXEC) ? O_CLOEXEC : 0);
-            close(saved_);
-        } else {
-            close(to_);
-        }
-    }
-    bool ok() const
-    {
-        return ok_;
-    }
+    Argv av{"/bin/true"};
+    Argv ev{};
+    struct spawn_request req = {};
+    req.argv = av.get();
+    req.envp = ev.get();
+    req.stdout_fd = out;
+    req.stderr_fd = out;
+    return spawn_task(&req, pid, pidfd);
+}
 
-  private:
-    int to_;
-    int saved_ = -1;
-    int saved_flags_ = -1;
-    bool ok_ = false;
-};
-
-class SpawnTest : public ::testing::Test
+class SpawnTest : public TempDirTest
 {
   protected:
-    void SetUp() override
-    {
-        char tmpl[] = "/tmp/pmc-spawn-test.XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override
-    {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        EXPECT_EQ(system(cmd.c_str()), 0);
-    }
-    std::string dir_;
+    SpawnTest() : TempDirTest("pmc-spawn-test") {}
 };
-
-// No child of this process may be left over (reaped or still running).
-void expect_no_children()
-{
-    int st;
-    errno = 0;
-    pid_t w = waitpid(-1, &st, WNOHANG);
-    EXPECT_EQ(w, -1) << "a child was left behind (pid " << w << ")";
-    EXPECT_EQ(errno, ECHILD);
-}
 
 TEST_F(SpawnTest, ExitStatusThroughPidfd)
 {
-    Result r = run({"/bin/sh", "-c", "exit 3"});
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "exit 3"});
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_GT(r.pid, 0);
     EXPECT_EQ(r.code, CLD_EXITED);
     EXPECT_EQ(r.status, 3);
-    Result ok = run({"/bin/true"});
+    SpawnResult ok = spawn_and_wait({"/bin/true"});
     ASSERT_EQ(ok.rc, 0);
     EXPECT_EQ(ok.code, CLD_EXITED);
     EXPECT_EQ(ok.status, 0);
@@ -298,17 +103,10 @@ TEST_F(SpawnTest, ExitStatusThroughPidfd)
 
 TEST_F(SpawnTest, PidfdIsCloexecAndBelongsToChild)
 {
-    Vec av{"/bin/true"};
-    Vec ev{};
     int out = make_capture("out");
-    struct spawn_request req = {};
-    req.argv = av.get();
-    req.envp = ev.get();
-    req.stdout_fd = out;
-    req.stderr_fd = out;
     pid_t pid = -1;
     int pidfd = -1;
-    ASSERT_EQ(spawn_task(&req, &pid, &pidfd), 0);
+    ASSERT_EQ(spawn_true(out, &pid, &pidfd), 0);
     ASSERT_GE(pidfd, 0);
     int fl = fcntl(pidfd, F_GETFD);
     EXPECT_TRUE(fl != -1 && (fl & FD_CLOEXEC));
@@ -321,7 +119,7 @@ TEST_F(SpawnTest, PidfdIsCloexecAndBelongsToChild)
 
 TEST_F(SpawnTest, DeathBySignal)
 {
-    Result r = run({"/bin/sh", "-c", "kill -TERM $$"});
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "kill -TERM $$"});
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(r.code, CLD_KILLED);
     EXPECT_EQ(r.status, SIGTERM);
@@ -329,7 +127,8 @@ TEST_F(SpawnTest, DeathBySignal)
 
 TEST_F(SpawnTest, StdoutAndStderrLandInGivenFds)
 {
-    Result r = run({"/bin/sh", "-c", "echo to-out; echo to-err >&2; echo more-out"});
+    SpawnResult r =
+        spawn_and_wait({"/bin/sh", "-c", "echo to-out; echo to-err >&2; echo more-out"});
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(r.status, 0);
     EXPECT_EQ(r.out, "to-out\nmore-out\n");
@@ -344,11 +143,11 @@ TEST_F(SpawnTest, StdinIsDevNull)
     ASSERT_TRUE(high_pipe(p));
     ASSERT_EQ(write(p[1], "parent-stdin\n", 13), 13);
     close(p[1]);
-    Result r;
+    SpawnResult r;
     {
         FdAt pipe_at0(p[0], 0);
         ASSERT_TRUE(pipe_at0.ok());
-        r = run({"/bin/sh", "-c", "readlink /proc/$$/fd/0; cat; echo eof"});
+        r = spawn_and_wait({"/bin/sh", "-c", "readlink /proc/$$/fd/0; cat; echo eof"});
     }
     close(p[0]);
     ASSERT_EQ(r.rc, 0);
@@ -357,23 +156,24 @@ TEST_F(SpawnTest, StdinIsDevNull)
 
 TEST_F(SpawnTest, ArgvPassedWithoutShell)
 {
-    Result r = run({"/usr/bin/printf", "[%s]\\n", "a b", "$HOME", "*", "'q'", "x;y|z"});
+    SpawnResult r =
+        spawn_and_wait({"/usr/bin/printf", "[%s]\\n", "a b", "$HOME", "*", "'q'", "x;y|z"});
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(r.out, "[a b]\n[$HOME]\n[*]\n['q']\n[x;y|z]\n");
 }
 
 TEST_F(SpawnTest, PathSearchedForBareName)
 {
-    Result r = run({"sh", "-c", "echo found"});
+    SpawnResult r = spawn_and_wait({"sh", "-c", "echo found"});
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.out, "found\n");
 }
 
 TEST_F(SpawnTest, EnvironmentPassedExactly)
 {
-    Options o;
+    SpawnOptions o;
     o.env = {"A=1", "B=two words", "EMPTY=", "PMC_TASK=ID01", "PMC_CPUS=2"};
-    Result r = run({"/usr/bin/env"}, o);
+    SpawnResult r = spawn_and_wait({"/usr/bin/env"}, o);
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(r.out, "A=1\nB=two words\nEMPTY=\nPMC_TASK=ID01\nPMC_CPUS=2\n");
 }
@@ -381,42 +181,26 @@ TEST_F(SpawnTest, EnvironmentPassedExactly)
 TEST_F(SpawnTest, EmptyEnvironment)
 {
     setenv("PMC_SPAWN_TEST_PARENT_ONLY", "leak", 1);
-    Options o;
+    SpawnOptions o;
     o.env = {};
-    Result r = run({"/usr/bin/env"}, o);
+    SpawnResult r = spawn_and_wait({"/usr/bin/env"}, o);
     unsetenv("PMC_SPAWN_TEST_PARENT_ONLY");
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(r.out, "");
 }
 
+// Seen from the child: its pgrp (field 5 of /proc/PID/stat) is its pid.
 TEST_F(SpawnTest, OwnProcessGroup)
 {
-    // Seen from the child: its pgrp (field 5 of /proc/PID/stat) is its pid.
-    Result r = run({"/bin/sh", "-c",
-                    "read pid comm state ppid pgrp rest < /proc/$$/stat; "
-                    "echo $pid $pgrp"});
-    ASSERT_EQ(r.rc, 0);
-    std::istringstream in(r.out);
-    long pid = -1, pgrp = -2;
-    in >> pid >> pgrp;
-    EXPECT_EQ(pid, r.pid) << r.out;
-    EXPECT_EQ(pgrp, r.pid) << r.out;
-    EXPECT_NE(pgrp, static_cast<long>(getpgrp()));
+    expect_own_process_group(SpawnOptions());
 }
 
 TEST_F(SpawnTest, OwnProcessGroupSeenFromParent)
 {
-    Vec av{"/bin/true"};
-    Vec ev{};
     int out = make_capture("out");
-    struct spawn_request req = {};
-    req.argv = av.get();
-    req.envp = ev.get();
-    req.stdout_fd = out;
-    req.stderr_fd = out;
     pid_t pid = -1;
     int pidfd = -1;
-    ASSERT_EQ(spawn_task(&req, &pid, &pidfd), 0);
+    ASSERT_EQ(spawn_true(out, &pid, &pidfd), 0);
     // Not yet reaped (running or a zombie): its process group is queryable.
     EXPECT_EQ(getpgid(pid), pid);
     siginfo_t si;
@@ -429,7 +213,7 @@ TEST_F(SpawnTest, CloexecDescriptorNotInherited)
     int secret = open("/dev/null", O_RDONLY | O_CLOEXEC);
     ASSERT_GE(secret, 0);
     std::set<int> allowed = inherited_fds();
-    Result r = run(kListFds);
+    SpawnResult r = spawn_and_wait(kListFds);
     ASSERT_EQ(r.rc, 0);
     std::set<int> fds = parse_fd_list(r.out);
     EXPECT_EQ(fds.count(secret), 0u) << "close-on-exec fd " << secret << " visible: " << r.out;
@@ -445,9 +229,10 @@ TEST_F(SpawnTest, ForwardFdsAppearAt3And4InOrder)
     ASSERT_EQ(pipe2(a, O_CLOEXEC), 0);
     ASSERT_EQ(pipe2(b, O_CLOEXEC), 0);
     std::set<int> allowed = inherited_fds();
-    Options o;
+    SpawnOptions o;
     o.forwards = {a[1], b[1]};
-    Result r = run({"/bin/sh", "-c", "echo first >&3; echo second >&4; ls /proc/$$/fd; :"}, o);
+    SpawnResult r =
+        spawn_and_wait({"/bin/sh", "-c", "echo first >&3; echo second >&4; ls /proc/$$/fd; :"}, o);
     close(a[1]);
     close(b[1]);
     ASSERT_EQ(r.rc, 0);
@@ -463,51 +248,41 @@ TEST_F(SpawnTest, ForwardFdsAppearAt3And4InOrder)
     close(b[0]);
 }
 
-// Sources at 4 and 3, targets 3 and 4: a naive dup2(4, 3); dup2(3, 4) would
-// send both streams into the same pipe.
-TEST_F(SpawnTest, ForwardFdsFromSwappedLowNumbers)
+// Pipe a's write end put at a_at and b's at b_at, forwarded as {a_at, b_at}:
+// what the child writes to its fd 3 must reach a, to its fd 4 b.
+void expect_forwards_from(int a_at, int b_at)
 {
     int a[2], b[2];
     ASSERT_TRUE(high_pipe(a));
     ASSERT_TRUE(high_pipe(b));
     {
-        FdAt a_at4(a[1], 4), b_at3(b[1], 3);
-        ASSERT_TRUE(a_at4.ok() && b_at3.ok());
+        FdAt a_there(a[1], a_at), b_there(b[1], b_at);
+        ASSERT_TRUE(a_there.ok() && b_there.ok());
         close(a[1]);
         close(b[1]);
-        Options o;
-        o.forwards = {4, 3}; // pipe a -> child fd 3, pipe b -> child fd 4
-        Result r = run({"/bin/sh", "-c", "echo to-three >&3; echo to-four >&4"}, o);
+        SpawnOptions o;
+        o.forwards = {a_at, b_at}; // pipe a -> child fd 3, pipe b -> child fd 4
+        SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "echo to-three >&3; echo to-four >&4"}, o);
         ASSERT_EQ(r.rc, 0);
         EXPECT_EQ(r.status, 0) << r.err;
-    } // the parent's copies at 3 and 4 are closed here
+    } // the parent's copies at a_at and b_at are closed here
     EXPECT_EQ(read_to_eof(a[0]), "to-three\n");
     EXPECT_EQ(read_to_eof(b[0]), "to-four\n");
     close(a[0]);
     close(b[0]);
 }
 
+// Sources at 4 and 3, targets 3 and 4: a naive dup2(4, 3); dup2(3, 4) would
+// send both streams into the same pipe.
+TEST_F(SpawnTest, ForwardFdsFromSwappedLowNumbers)
+{
+    expect_forwards_from(4, 3);
+}
+
 // Sources already at their targets (3 -> 3, 4 -> 4).
 TEST_F(SpawnTest, ForwardFdsAlreadyInPlace)
 {
-    int a[2], b[2];
-    ASSERT_TRUE(high_pipe(a));
-    ASSERT_TRUE(high_pipe(b));
-    {
-        FdAt a_at3(a[1], 3), b_at4(b[1], 4);
-        ASSERT_TRUE(a_at3.ok() && b_at4.ok());
-        close(a[1]);
-        close(b[1]);
-        Options o;
-        o.forwards = {3, 4};
-        Result r = run({"/bin/sh", "-c", "echo A >&3; echo B >&4"}, o);
-        ASSERT_EQ(r.rc, 0);
-        EXPECT_EQ(r.status, 0) << r.err;
-    }
-    EXPECT_EQ(read_to_eof(a[0]), "A\n");
-    EXPECT_EQ(read_to_eof(b[0]), "B\n");
-    close(a[0]);
-    close(b[0]);
+    expect_forwards_from(3, 4);
 }
 
 // A task's stdout capture can be descriptor 0 when the engine was started
@@ -520,10 +295,10 @@ TEST_F(SpawnTest, StdoutSourceAtDescriptorZero)
     {
         FdAt cap_at0(cap, 0);
         ASSERT_TRUE(cap_at0.ok());
-        Options o;
+        SpawnOptions o;
         o.stdout_fd = 0;
         o.stderr_fd = err;
-        Result r = run({"/bin/sh", "-c", "echo hello"}, o);
+        SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "echo hello"}, o);
         ASSERT_EQ(r.rc, 0);
         EXPECT_EQ(r.status, 0) << r.err;
     }
@@ -545,7 +320,7 @@ std::string child_signal_state()
     sigemptyset(&ign.sa_mask);
     EXPECT_EQ(sigaction(SIGINT, &ign, &old_int), 0);
 
-    Result r = run({"/bin/grep", "-E", "^(SigBlk|SigIgn)", "/proc/self/status"});
+    SpawnResult r = spawn_and_wait({"/bin/grep", "-E", "^(SigBlk|SigIgn)", "/proc/self/status"});
 
     sigaction(SIGINT, &old_int, nullptr);
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
@@ -590,59 +365,43 @@ TEST_F(SpawnTest, NoSignalIgnoredAtAll)
     EXPECT_EQ(st, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 
-TEST_F(SpawnTest, MissingExecutableIsEnoent)
+// spawn_task fails with `err` (the shell's exit code: `code`): no output,
+// no child left behind.
+void expect_exec_failure(const std::vector<std::string> &argv, int err, int code)
 {
-    Result r = run({dir_ + "/no-such-program"});
-    EXPECT_EQ(r.rc, ENOENT) << strerror(r.rc);
-    EXPECT_EQ(spawn_exec_exit_code(r.rc), 127);
+    SpawnResult r = spawn_and_wait(argv);
+    EXPECT_EQ(r.rc, err) << strerror(r.rc);
+    EXPECT_EQ(spawn_exec_exit_code(r.rc), code);
     EXPECT_EQ(r.out, "");
     expect_no_children();
+}
+
+TEST_F(SpawnTest, MissingExecutableIsEnoent)
+{
+    expect_exec_failure({dir_ + "/no-such-program"}, ENOENT, 127);
 }
 
 TEST_F(SpawnTest, MissingProgramOnPathIsEnoent)
 {
-    Result r = run({"pmc-hybrid-test-no-such-program"});
-    EXPECT_EQ(r.rc, ENOENT) << strerror(r.rc);
-    EXPECT_EQ(spawn_exec_exit_code(r.rc), 127);
-    expect_no_children();
+    expect_exec_failure({"pmc-hybrid-test-no-such-program"}, ENOENT, 127);
 }
 
 TEST_F(SpawnTest, NonExecutableFileIsEacces)
 {
-    std::string p = dir_ + "/script.sh";
-    FILE *f = fopen(p.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    fputs("#!/bin/sh\necho should not run\n", f);
-    fclose(f);
-    ASSERT_EQ(chmod(p.c_str(), 0644), 0); // no x bit: EACCES even for root
-    Result r = run({p});
-    EXPECT_EQ(r.rc, EACCES) << strerror(r.rc);
-    EXPECT_EQ(spawn_exec_exit_code(r.rc), 126);
-    EXPECT_EQ(r.out, "");
-    expect_no_children();
+    // No x bit: EACCES even for root.
+    std::string p = file("script.sh", "#!/bin/sh\necho should not run\n", 0644);
+    expect_exec_failure({p}, EACCES, 126);
 }
 
 TEST_F(SpawnTest, DirectoryIsEacces)
 {
-    Result r = run({dir_});
-    EXPECT_EQ(r.rc, EACCES) << strerror(r.rc);
-    EXPECT_EQ(spawn_exec_exit_code(r.rc), 126);
-    expect_no_children();
+    expect_exec_failure({dir_}, EACCES, 126);
 }
 
 // Executable but not a recognised format and no "#!": no shell fallback.
 TEST_F(SpawnTest, UnknownFormatIsEnoexec)
 {
-    std::string p = dir_ + "/garbage";
-    FILE *f = fopen(p.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    fputs("\x01\x02\x03 not a program\n", f);
-    fclose(f);
-    ASSERT_EQ(chmod(p.c_str(), 0755), 0);
-    Result r = run({p});
-    EXPECT_EQ(r.rc, ENOEXEC) << strerror(r.rc);
-    EXPECT_EQ(spawn_exec_exit_code(r.rc), 126);
-    expect_no_children();
+    expect_exec_failure({file("garbage", "\x01\x02\x03 not a program\n", 0755)}, ENOEXEC, 126);
 }
 
 TEST(SpawnExecExitCode, ShellConventions)

@@ -31,148 +31,19 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <poll.h>
-#include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/spawn.h"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PMC_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PMC_TEST_SANITIZED 1
-#endif
-#endif
+#include "testutil.h"
 
 namespace
 {
 
-const int kWaitMs = 20000; // watchdog for every child
+using namespace testutil;
+
 const uint64_t kMiB = 1024 * 1024;
-
-class Vec
-{
-  public:
-    explicit Vec(std::vector<std::string> items) : items_(std::move(items))
-    {
-        for (auto &s : items_)
-            ptrs_.push_back(s.data());
-        ptrs_.push_back(nullptr);
-    }
-    char *const *get()
-    {
-        return ptrs_.data();
-    }
-
-  private:
-    std::vector<std::string> items_;
-    std::vector<char *> ptrs_;
-};
-
-int make_capture(const char *name)
-{
-    int fd = memfd_create(name, MFD_CLOEXEC);
-    EXPECT_GE(fd, 0) << strerror(errno);
-    return fd;
-}
-
-std::string contents(int fd)
-{
-    std::string s;
-    char buf[4096];
-    off_t off = 0;
-    ssize_t n;
-    while ((n = pread(fd, buf, sizeof buf, off)) > 0) {
-        s.append(buf, static_cast<size_t>(n));
-        off += n;
-    }
-    return s;
-}
-
-bool wait_child(pid_t pid, int pidfd, siginfo_t *si)
-{
-    struct pollfd p = {pidfd, POLLIN, 0};
-    int r;
-    do
-        r = poll(&p, 1, kWaitMs);
-    while (r < 0 && errno == EINTR);
-    bool in_time = r == 1;
-    if (!in_time)
-        kill(pid, SIGKILL);
-    memset(si, 0, sizeof *si);
-    int w;
-    do
-        w = waitid(P_PIDFD, static_cast<id_t>(pidfd), si, WEXITED);
-    while (w < 0 && errno == EINTR);
-    EXPECT_EQ(w, 0) << "waitid(P_PIDFD): " << strerror(errno);
-    close(pidfd);
-    EXPECT_TRUE(in_time) << "child " << pid << " did not exit within " << kWaitMs << " ms";
-    return in_time && w == 0;
-}
-
-struct Result {
-    int rc = -1;
-    pid_t pid = -1;
-    int code = -1;
-    int status = -1;
-    std::string out, err;
-};
-
-struct Options {
-    std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
-    const cpu_set_t *affinity = nullptr;
-    uint64_t limit = 0;
-    std::vector<int> forwards;
-    int stdout_fd = -1; // -1: a fresh capture
-    int stderr_fd = -1;
-};
-
-Result run(std::vector<std::string> argv, const Options &opt = Options())
-{
-    Result res;
-    int out = opt.stdout_fd >= 0 ? opt.stdout_fd : make_capture("out");
-    int err = opt.stderr_fd >= 0 ? opt.stderr_fd : make_capture("err");
-    Vec av(std::move(argv));
-    Vec ev(opt.env);
-    struct spawn_request req = {};
-    req.argv = av.get();
-    req.envp = ev.get();
-    req.stdout_fd = out;
-    req.stderr_fd = err;
-    req.forward_fds = opt.forwards.empty() ? nullptr : opt.forwards.data();
-    req.nforward = static_cast<int>(opt.forwards.size());
-    req.affinity = opt.affinity;
-    req.memory_limit_bytes = opt.limit;
-    int pidfd = -1;
-    res.rc = spawn_task(&req, &res.pid, &pidfd);
-    if (res.rc == 0) {
-        siginfo_t si;
-        if (wait_child(res.pid, pidfd, &si)) {
-            res.code = si.si_code;
-            res.status = si.si_status;
-        }
-    }
-    res.out = contents(out);
-    res.err = contents(err);
-    if (opt.stdout_fd < 0)
-        close(out);
-    if (opt.stderr_fd < 0)
-        close(err);
-    return res;
-}
-
-void expect_no_children()
-{
-    int st;
-    errno = 0;
-    pid_t w = waitpid(-1, &st, WNOHANG);
-    EXPECT_EQ(w, -1) << "a child was left behind (pid " << w << ")";
-    EXPECT_EQ(errno, ECHILD);
-}
 
 // The kernel's list form, for comparison with Cpus_allowed_list.
 std::string cpu_list(const cpu_set_t &s)
@@ -206,9 +77,9 @@ std::vector<int> my_cpus()
 // The child's own Cpus_allowed_list.
 std::string child_cpus(const cpu_set_t *affinity, int *rc = nullptr)
 {
-    Options o;
+    SpawnOptions o;
     o.affinity = affinity;
-    Result r = run({"/bin/grep", "^Cpus_allowed_list", "/proc/self/status"}, o);
+    SpawnResult r = spawn_and_wait({"/bin/grep", "^Cpus_allowed_list", "/proc/self/status"}, o);
     if (rc)
         *rc = r.rc;
     EXPECT_EQ(r.status, 0) << r.err;
@@ -219,37 +90,10 @@ std::string child_cpus(const cpu_set_t *affinity, int *rc = nullptr)
     return r.out.substr(start, r.out.find('\n') - start);
 }
 
-class SpawnLimitsTest : public ::testing::Test
+class SpawnLimitsTest : public TempDirTest
 {
   protected:
-    void SetUp() override
-    {
-        char tmpl[] = "/tmp/pmc-spawn-limits.XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override
-    {
-        std::string cmd = "rm -rf '" + dir_ + "'";
-        EXPECT_EQ(system(cmd.c_str()), 0);
-    }
-    // A file under dir_ with the given mode.
-    std::string file(const std::string &rel, const std::string &text, mode_t mode)
-    {
-        std::string p = dir_ + "/" + rel;
-        size_t slash = p.rfind('/');
-        std::string mk = "mkdir -p '" + p.substr(0, slash) + "'";
-        EXPECT_EQ(system(mk.c_str()), 0);
-        FILE *f = fopen(p.c_str(), "w");
-        EXPECT_NE(f, nullptr) << p;
-        if (f) {
-            fputs(text.c_str(), f);
-            fclose(f);
-        }
-        EXPECT_EQ(chmod(p.c_str(), mode), 0);
-        return p;
-    }
-    std::string dir_;
+    SpawnLimitsTest() : TempDirTest("pmc-spawn-limits") {}
 };
 
 // ---- CPU binding ---------------------------------------------------------
@@ -309,9 +153,9 @@ TEST_F(SpawnLimitsTest, AffinityWithoutUsableCpuIsEinval)
     long conf = sysconf(_SC_NPROCESSORS_CONF);
     if (conf >= CPU_SETSIZE)
         GTEST_SKIP() << "CPU " << CPU_SETSIZE - 1 << " may exist here";
-    Options o;
+    SpawnOptions o;
     o.affinity = &none;
-    Result r = run({"/bin/true"}, o);
+    SpawnResult r = spawn_and_wait({"/bin/true"}, o);
     EXPECT_EQ(r.rc, EINVAL) << strerror(r.rc);
     expect_no_children();
 }
@@ -320,9 +164,9 @@ TEST_F(SpawnLimitsTest, AffinityWithoutUsableCpuIsEinval)
 
 std::string child_ulimit(uint64_t limit)
 {
-    Options o;
+    SpawnOptions o;
     o.limit = limit;
-    Result r = run({"/bin/sh", "-c", "ulimit -v; ulimit -H -v"}, o);
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "ulimit -v; ulimit -H -v"}, o);
     EXPECT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.status, 0) << r.err;
     return r.out;
@@ -370,7 +214,7 @@ TEST_F(SpawnLimitsTest, NoMemoryLimitInherits)
 // under ASan/TSan, whose reserved address space exceeds any such limit).
 TEST_F(SpawnLimitsTest, MemoryLimitAboveOurHardLimitIsLowered)
 {
-#ifdef PMC_TEST_SANITIZED
+#if PMC_TEST_SANITIZED
     GTEST_SKIP() << "a lowered RLIMIT_AS breaks the sanitizer's own mappings";
 #else
     if (my_hard_as() != RLIM_INFINITY && my_hard_as() < 9000 * kMiB)
@@ -384,8 +228,8 @@ TEST_F(SpawnLimitsTest, MemoryLimitAboveOurHardLimitIsLowered)
         struct rlimit rl = {8000 * kMiB, 8000 * kMiB};
         if (setrlimit(RLIMIT_AS, &rl) != 0)
             _exit(2);
-        Vec av({"/bin/sh", "-c", "ulimit -v; ulimit -H -v"});
-        Vec ev({"PATH=/usr/bin:/bin"});
+        Argv av{"/bin/sh", "-c", "ulimit -v; ulimit -H -v"};
+        Argv ev{"PATH=/usr/bin:/bin"};
         struct spawn_request req = {};
         req.argv = av.get();
         req.envp = ev.get();
@@ -401,11 +245,7 @@ TEST_F(SpawnLimitsTest, MemoryLimitAboveOurHardLimitIsLowered)
         _exit(WIFEXITED(st) ? WEXITSTATUS(st) : 4);
     }
     close(p[1]);
-    std::string out;
-    char buf[256];
-    ssize_t n;
-    while ((n = read(p[0], buf, sizeof buf)) > 0)
-        out.append(buf, static_cast<size_t>(n));
+    std::string out = read_to_eof(p[0]);
     close(p[0]);
     int st;
     ASSERT_EQ(waitpid(f, &st, 0), f);
@@ -414,12 +254,20 @@ TEST_F(SpawnLimitsTest, MemoryLimitAboveOurHardLimitIsLowered)
 #endif
 }
 
+// A shell, under a memory limit, reads `bytes` bytes into a variable x and
+// then runs `then`.
+SpawnResult shell_reads(uint64_t limit, const std::string &bytes, const std::string &then)
+{
+    SpawnOptions o;
+    o.limit = limit;
+    return spawn_and_wait(
+        {"/bin/sh", "-c", "x=$(head -c " + bytes + " /dev/zero | tr '\\0' a); " + then}, o);
+}
+
 // Reading 200 MB into a shell variable needs more than 64 MB.
 TEST_F(SpawnLimitsTest, AllocationBeyondLimitFails)
 {
-    Options o;
-    o.limit = 64 * kMiB;
-    Result r = run({"/bin/sh", "-c", "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ok"}, o);
+    SpawnResult r = shell_reads(64 * kMiB, "200000000", "echo ok");
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.out.find("ok"), std::string::npos) << r.out;
     EXPECT_FALSE(r.code == CLD_EXITED && r.status == 0) << "the allocation succeeded";
@@ -427,10 +275,7 @@ TEST_F(SpawnLimitsTest, AllocationBeyondLimitFails)
 
 TEST_F(SpawnLimitsTest, AllocationWithinLimitSucceeds)
 {
-    Options o;
-    o.limit = 512 * kMiB;
-    Result r =
-        run({"/bin/sh", "-c", "x=$(head -c 20000000 /dev/zero | tr '\\0' a); echo ${#x}"}, o);
+    SpawnResult r = shell_reads(512 * kMiB, "20000000", "echo ${#x}");
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.code, CLD_EXITED);
     EXPECT_EQ(r.status, 0) << r.err;
@@ -444,9 +289,9 @@ const char kProbe[] = "#!/bin/sh\necho \"$0\"\n";
 TEST_F(SpawnLimitsTest, PathOfTheTaskEnvironmentIsSearched)
 {
     std::string prog = file("bin/pmc-limits-probe", kProbe, 0755);
-    Options o;
+    SpawnOptions o;
     o.env = {"PATH=/nonexistent:" + dir_ + "/bin:/usr/bin:/bin"};
-    Result r = run({"pmc-limits-probe"}, o);
+    SpawnResult r = spawn_and_wait({"pmc-limits-probe"}, o);
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.out, prog + "\n");
 }
@@ -456,9 +301,9 @@ TEST_F(SpawnLimitsTest, PathSkipsNonExecutableAndDirectories)
     file("a/pmc-limits-probe", kProbe, 0644);
     file("b/pmc-limits-probe/x", "", 0644); // a directory of that name
     std::string good = file("c/pmc-limits-probe", kProbe, 0755);
-    Options o;
+    SpawnOptions o;
     o.env = {"PATH=" + dir_ + "/a:" + dir_ + "/b:" + dir_ + "/c"};
-    Result r = run({"pmc-limits-probe"}, o);
+    SpawnResult r = spawn_and_wait({"pmc-limits-probe"}, o);
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.out, good + "\n");
 }
@@ -466,41 +311,41 @@ TEST_F(SpawnLimitsTest, PathSkipsNonExecutableAndDirectories)
 TEST_F(SpawnLimitsTest, PathWithOnlyNonExecutableIsEacces)
 {
     file("a/pmc-limits-probe", kProbe, 0644);
-    Options o;
+    SpawnOptions o;
     o.env = {"PATH=/nonexistent:" + dir_ + "/a"};
-    Result r = run({"pmc-limits-probe"}, o);
+    SpawnResult r = spawn_and_wait({"pmc-limits-probe"}, o);
     EXPECT_EQ(r.rc, EACCES) << strerror(r.rc);
     expect_no_children();
 }
 
 TEST_F(SpawnLimitsTest, PathNotFoundIsEnoent)
 {
-    Options o;
+    SpawnOptions o;
     o.env = {"PATH=/nonexistent:" + dir_};
-    Result r = run({"sh"}, o); // in our PATH, not in the task's
+    SpawnResult r = spawn_and_wait({"sh"}, o); // in our PATH, not in the task's
     EXPECT_EQ(r.rc, ENOENT) << strerror(r.rc);
-    Result empty = run({""});
+    SpawnResult empty = spawn_and_wait({""});
     EXPECT_EQ(empty.rc, ENOENT) << strerror(empty.rc);
     expect_no_children();
 }
 
 TEST_F(SpawnLimitsTest, NoPathUsesDefault)
 {
-    Options o;
+    SpawnOptions o;
     o.env = {"HOME=/"};
-    Result r = run({"true"}, o);
+    SpawnResult r = spawn_and_wait({"true"}, o);
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(r.status, 0);
 }
 
 // ---- the rest of the contract with binding and limit set ---------------------
 
-Options bound_and_limited(cpu_set_t *one)
+SpawnOptions bound_and_limited(cpu_set_t *one)
 {
     std::vector<int> cpus = my_cpus();
     CPU_ZERO(one);
     CPU_SET(cpus.empty() ? 0 : cpus.front(), one);
-    Options o;
+    SpawnOptions o;
     o.affinity = one;
     o.limit = 1024 * kMiB;
     return o;
@@ -509,15 +354,15 @@ Options bound_and_limited(cpu_set_t *one)
 TEST_F(SpawnLimitsTest, ExecFailuresWithLimits)
 {
     cpu_set_t one;
-    Options o = bound_and_limited(&one);
-    Result missing = run({dir_ + "/no-such-program"}, o);
+    SpawnOptions o = bound_and_limited(&one);
+    SpawnResult missing = spawn_and_wait({dir_ + "/no-such-program"}, o);
     EXPECT_EQ(missing.rc, ENOENT) << strerror(missing.rc);
     std::string p = file("script.sh", "#!/bin/sh\necho should not run\n", 0644);
-    Result noexec = run({p}, o);
+    SpawnResult noexec = spawn_and_wait({p}, o);
     EXPECT_EQ(noexec.rc, EACCES) << strerror(noexec.rc);
     EXPECT_EQ(noexec.out, "");
     std::string g = file("garbage", "\x01\x02\x03 not a program\n", 0755);
-    Result garbage = run({g}, o);
+    SpawnResult garbage = spawn_and_wait({g}, o);
     EXPECT_EQ(garbage.rc, ENOEXEC) << strerror(garbage.rc);
     expect_no_children();
 }
@@ -526,7 +371,7 @@ TEST_F(SpawnLimitsTest, ExecFailuresWithLimits)
 TEST_F(SpawnLimitsTest, Exit127IsNotAnExecFailure)
 {
     cpu_set_t one;
-    Result r = run({"/bin/sh", "-c", "exit 127"}, bound_and_limited(&one));
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "exit 127"}, bound_and_limited(&one));
     EXPECT_EQ(r.rc, 0);
     EXPECT_EQ(r.code, CLD_EXITED);
     EXPECT_EQ(r.status, 127);
@@ -562,7 +407,7 @@ TEST_F(SpawnLimitsTest, SignalsResetInChildKeptInParent)
     ASSERT_EQ(sigaction(SIGTERM, &catch_term, &old_term), 0);
 
     cpu_set_t one;
-    Result r = run({"/bin/cat", "/proc/self/status"}, bound_and_limited(&one));
+    SpawnResult r = spawn_and_wait({"/bin/cat", "/proc/self/status"}, bound_and_limited(&one));
 
     pthread_sigmask(SIG_SETMASK, nullptr, &after);
     EXPECT_TRUE(sigismember(&after, SIGUSR1)) << "the parent's mask changed";
@@ -584,15 +429,7 @@ TEST_F(SpawnLimitsTest, SignalsResetInChildKeptInParent)
 TEST_F(SpawnLimitsTest, OwnProcessGroupWithLimits)
 {
     cpu_set_t one;
-    Result r = run(
-        {"/bin/sh", "-c", "read pid comm state ppid pgrp rest < /proc/$$/stat; echo $pid $pgrp"},
-        bound_and_limited(&one));
-    ASSERT_EQ(r.rc, 0);
-    std::istringstream in(r.out);
-    long pid = -1, pgrp = -2;
-    in >> pid >> pgrp;
-    EXPECT_EQ(pid, r.pid) << r.out;
-    EXPECT_EQ(pgrp, r.pid) << r.out;
+    expect_own_process_group(bound_and_limited(&one));
 }
 
 // fds 0-4 in the child: /dev/null, the captures, the forwards; nothing of
@@ -603,27 +440,19 @@ TEST_F(SpawnLimitsTest, DescriptorsWithLimits)
     ASSERT_EQ(pipe2(a, O_CLOEXEC), 0);
     ASSERT_EQ(pipe2(b, O_CLOEXEC), 0);
     cpu_set_t one;
-    Options o = bound_and_limited(&one);
+    SpawnOptions o = bound_and_limited(&one);
     o.forwards = {b[1], a[1]};
-    Result r = run({"/bin/sh", "-c",
-                    "echo three >&3; echo four >&4; readlink /proc/$$/fd/0; "
-                    "ls /proc/$$/fd; :"},
-                   o);
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c",
+                                    "echo three >&3; echo four >&4; readlink /proc/$$/fd/0; "
+                                    "ls /proc/$$/fd; :"},
+                                   o);
     close(a[1]);
     close(b[1]);
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
-    char buf[64] = {};
-    EXPECT_GT(read(b[0], buf, sizeof buf - 1), 0);
-    EXPECT_STREQ(buf, "three\n");
-    memset(buf, 0, sizeof buf);
-    EXPECT_GT(read(a[0], buf, sizeof buf - 1), 0);
-    EXPECT_STREQ(buf, "four\n");
+    EXPECT_EQ(read_to_eof(b[0]), "three\n");
+    EXPECT_EQ(read_to_eof(a[0]), "four\n");
     EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "/dev/null");
-    std::istringstream fds(r.out.substr(r.out.find('\n') + 1));
-    std::set<int> seen;
-    int fd;
-    while (fds >> fd)
-        seen.insert(fd);
+    std::set<int> seen = parse_fd_list(r.out.substr(r.out.find('\n') + 1));
     for (int want : {0, 1, 2, 3, 4})
         EXPECT_EQ(seen.count(want), 1u) << r.out;
     for (int f : seen) {
@@ -634,49 +463,21 @@ TEST_F(SpawnLimitsTest, DescriptorsWithLimits)
     close(b[0]);
 }
 
-// Put fd `from` at number `to` (close-on-exec) for a scope.
-class FdAt
-{
-  public:
-    FdAt(int from, int to) : to_(to)
-    {
-        saved_ = fcntl(to, F_DUPFD_CLOEXEC, 100);
-        ok_ = dup3(from, to, O_CLOEXEC) == to;
-    }
-    ~FdAt()
-    {
-        if (saved_ >= 0) {
-            dup2(saved_, to_);
-            close(saved_);
-        } else {
-            close(to_);
-        }
-    }
-    bool ok() const
-    {
-        return ok_;
-    }
-
-  private:
-    int to_, saved_ = -1;
-    bool ok_ = false;
-};
-
 // stdout's capture at 2 and stderr's at 1: each must land where it belongs.
 TEST_F(SpawnLimitsTest, StdoutAndStderrGivenSwapped)
 {
     int out = make_capture("out"), err = make_capture("err");
-    Result r;
+    SpawnResult r;
     {
         fflush(stdout);
         fflush(stderr);
         FdAt out_at2(out, 2), err_at1(err, 1);
         ASSERT_TRUE(out_at2.ok() && err_at1.ok());
         cpu_set_t one;
-        Options o = bound_and_limited(&one);
+        SpawnOptions o = bound_and_limited(&one);
         o.stdout_fd = 2;
         o.stderr_fd = 1;
-        r = run({"/bin/sh", "-c", "echo to-out; echo to-err >&2"}, o);
+        r = spawn_and_wait({"/bin/sh", "-c", "echo to-out; echo to-err >&2"}, o);
     }
     ASSERT_EQ(r.rc, 0) << strerror(r.rc);
     EXPECT_EQ(contents(out), "to-out\n");
@@ -687,9 +488,9 @@ TEST_F(SpawnLimitsTest, StdoutAndStderrGivenSwapped)
 
 TEST_F(SpawnLimitsTest, BadDescriptorIsEbadf)
 {
-    Options o;
+    SpawnOptions o;
     o.stdout_fd = 1000; // not open
-    Result r = run({"/bin/true"}, o);
+    SpawnResult r = spawn_and_wait({"/bin/true"}, o);
     EXPECT_EQ(r.rc, EBADF) << strerror(r.rc);
     expect_no_children();
 }
@@ -734,11 +535,11 @@ TEST_F(SpawnLimitsTest, ConcurrentSpawnsFromThreads)
     for (int t = 0; t < kThreads; t++)
         ts.emplace_back([&, t] {
             cpu_set_t one;
-            Options o = bound_and_limited(&one);
+            SpawnOptions o = bound_and_limited(&one);
             for (int i = 0; i < kEach; i++) {
-                Result r = run(t % 2 ? std::vector<std::string>{"/bin/true"}
-                                     : std::vector<std::string>{"true"},
-                               o);
+                SpawnResult r = spawn_and_wait(t % 2 ? std::vector<std::string>{"/bin/true"}
+                                                     : std::vector<std::string>{"true"},
+                                               o);
                 if (r.rc != 0 || r.code != CLD_EXITED || r.status != 0)
                     failures++;
                 done++;

@@ -10,7 +10,8 @@
 // fine; an unreadable source, a bad destination or an unopenable path is an
 // error naming the path, and the source is kept.
 //
-// Each test gets its own directory under /tmp and sets TMPDIR to it.
+// Each test gets its own directory under $TMPDIR (or /tmp) and sets TMPDIR
+// to a folder in it.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -30,48 +31,14 @@
 #include <unistd.h>
 
 #include "io/taskio.h"
+#include "testutil.h"
 
 namespace fs = std::filesystem;
 
 namespace
 {
 
-std::string read_file(const std::string &path)
-{
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-void write_file(const std::string &path, const std::string &data)
-{
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << data;
-}
-
-bool write_all(int fd, const std::string &data)
-{
-    size_t done = 0;
-    while (done < data.size()) {
-        ssize_t w = write(fd, data.data() + done, data.size() - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        done += static_cast<size_t>(w);
-    }
-    return true;
-}
-
-std::string random_bytes(size_t n, unsigned seed)
-{
-    std::mt19937 rng(seed);
-    std::string s(n, '\0');
-    for (auto &c : s)
-        c = static_cast<char>(rng());
-    return s;
-}
+using namespace testutil;
 
 std::vector<std::string> list_dir(const std::string &dir)
 {
@@ -81,14 +48,12 @@ std::vector<std::string> list_dir(const std::string &dir)
     return names;
 }
 
-class TaskioTest : public ::testing::Test
+class TaskioTest : public TempDirTest
 {
   protected:
+    TaskioTest() : TempDirTest("pmc-taskio-test") {}
     void SetUp() override
     {
-        char tmpl[] = "/tmp/pmc-taskio-test.XXXXXX";
-        ASSERT_NE(mkdtemp(tmpl), nullptr) << strerror(errno);
-        dir_ = tmpl;
         tmpdir_ = dir_ + "/tmp";
         ASSERT_EQ(mkdir(tmpdir_.c_str(), 0700), 0);
         const char *old = getenv("TMPDIR");
@@ -103,12 +68,14 @@ class TaskioTest : public ::testing::Test
             setenv("TMPDIR", old_tmpdir_.c_str(), 1);
         else
             unsetenv("TMPDIR");
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
     }
-    std::string path(const std::string &name) const
+    // taskio_file_open, its error text reported on failure.
+    static bool open_output(struct taskio_file *f, const std::string &p)
     {
-        return dir_ + "/" + name;
+        struct pmc_error err = {};
+        int rc = taskio_file_open(f, p.c_str(), &err);
+        EXPECT_EQ(rc, 0) << err.text;
+        return rc == 0;
     }
     // A capture file holding data, as a task would leave it.
     int capture_with(const std::string &data)
@@ -121,7 +88,7 @@ class TaskioTest : public ::testing::Test
         return fd;
     }
 
-    std::string dir_, tmpdir_, old_tmpdir_;
+    std::string tmpdir_, old_tmpdir_;
     bool had_tmpdir_ = false;
 };
 
@@ -179,8 +146,7 @@ TEST_F(TaskioTest, FileOpenCreatesAndNeverTruncates)
 {
     std::string p = path("wf.dag.out.0");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     EXPECT_EQ(f.end, 0);
     EXPECT_STREQ(f.path, p.c_str());
     int fl = fcntl(f.fd, F_GETFD);
@@ -189,7 +155,7 @@ TEST_F(TaskioTest, FileOpenCreatesAndNeverTruncates)
     EXPECT_TRUE(fs::exists(p));
 
     write_file(p, "existing content\n");
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     EXPECT_EQ(f.end, 17);
     EXPECT_EQ(taskio_file_close(&f), 0);
     EXPECT_EQ(read_file(p), "existing content\n");
@@ -208,8 +174,7 @@ TEST_F(TaskioTest, FileOpenErrorNamesPath)
 TEST_F(TaskioTest, CloseIsSafeOnClosedStruct)
 {
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, path("x").c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, path("x")));
     EXPECT_EQ(taskio_file_close(&f), 0);
     EXPECT_EQ(f.fd, -1);
     EXPECT_EQ(f.path, nullptr);
@@ -243,8 +208,7 @@ TEST_F(TaskioTest, AppendAddsBlockAndTrailerAtEndOfExistingFile)
     std::string p = path("wf.dag.out.1");
     write_file(p, "earlier run\n");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     int cap = capture_with("hello from task\n");
     ASSERT_GE(cap, 0);
     const char trailer[] = "[cluster-task name=A]\n";
@@ -261,8 +225,7 @@ TEST_F(TaskioTest, AppendCopiesFromOffsetZero)
 {
     std::string p = path("out");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     int cap = capture_with("0123456789");
     ASSERT_GE(cap, 0);
     EXPECT_EQ(lseek(cap, 0, SEEK_CUR), 10);
@@ -277,8 +240,7 @@ TEST_F(TaskioTest, ManyAppendsInOrder)
     std::string p = path("wf.dag.out.2");
     write_file(p, "HEAD\n");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     int cap = taskio_capture_open();
     ASSERT_GE(cap, 0);
     std::string want = "HEAD\n";
@@ -304,10 +266,9 @@ TEST_F(TaskioTest, ManyAppendsInOrder)
 TEST_F(TaskioTest, ReopenContinuesAtEnd)
 {
     std::string p = path("out");
-    struct pmc_error err = {};
     for (int round = 0; round < 3; round++) {
         struct taskio_file f = {};
-        ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+        ASSERT_TRUE(open_output(&f, p));
         int cap = capture_with("r" + std::to_string(round) + "\n");
         ASSERT_EQ(taskio_file_append(&f, cap, "#\n", 2), 0);
         close(cap);
@@ -321,8 +282,7 @@ TEST_F(TaskioTest, LargeBlock8MB)
     std::string p = path("big.out");
     write_file(p, "prefix");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     std::string data = random_bytes(8u << 20, 99);
     int cap = capture_with(data);
     ASSERT_GE(cap, 0);
@@ -341,8 +301,7 @@ TEST_F(TaskioTest, AppendTrailerOnlyAndNoSource)
 {
     std::string p = path("out");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     ASSERT_EQ(taskio_file_append(&f, -1, "rec1\n", 5), 0);
     int empty = taskio_capture_open();
     ASSERT_EQ(taskio_file_append(&f, empty, "rec2\n", 5), 0);
@@ -367,8 +326,7 @@ TEST_F(TaskioTest, AppendAcrossFileSystems)
     ASSERT_GE(cap, 0);
     std::string p = path("out");
     struct taskio_file f = {};
-    struct pmc_error err = {};
-    ASSERT_EQ(taskio_file_open(&f, p.c_str(), &err), 0) << err.text;
+    ASSERT_TRUE(open_output(&f, p));
     ASSERT_EQ(taskio_file_append(&f, cap, "T\n", 2), 0) << strerror(errno);
     close(cap);
     taskio_file_close(&f);
@@ -424,17 +382,7 @@ TEST_F(TaskioTest, MergeToPipe)
     int p[2];
     ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
     std::string got;
-    std::thread reader([&] {
-        char buf[65536];
-        ssize_t n;
-        while ((n = read(p[0], buf, sizeof buf)) != 0) {
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0)
-                break;
-            got.append(buf, static_cast<size_t>(n));
-        }
-    });
+    std::thread reader([&] { got = read_to_eof(p[0]); });
     struct pmc_error err = {};
     int rc = taskio_merge(p[1], src.c_str(), &err);
     close(p[1]);

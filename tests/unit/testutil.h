@@ -1,0 +1,401 @@
+// testutil.h - helpers shared by the unit tests (header-only, C++17).
+//
+// Files and descriptors: read_file, write_file, write_all, read_to_eof,
+// random_bytes, open_fds (this process's descriptors), FdAt (a descriptor
+// moved to a given number for a scope).  Temporary directories: TempDir
+// (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
+// fixture base class that gives each test its own (dir_, path(), file()).
+// Child processes (engine/spawn.h): Argv, make_capture, contents,
+// wait_child (bounded by kWaitMs), spawn_and_wait with SpawnOptions and
+// SpawnResult, parse_fd_list, expect_no_children.  PMC_TEST_SANITIZED is 1
+// under AddressSanitizer or ThreadSanitizer, else 0.
+#ifndef PMC_TESTUTIL_H
+#define PMC_TESTUTIL_H
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <random>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/spawn.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PMC_TEST_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PMC_TEST_SANITIZED 1
+#endif
+#endif
+#ifndef PMC_TEST_SANITIZED
+#define PMC_TEST_SANITIZED 0
+#endif
+
+namespace testutil
+{
+
+// ---- files and descriptors --------------------------------------------------
+
+inline std::string read_file(const std::string &path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// Replaces the file's content (creating it).
+inline void write_file(const std::string &path, const std::string &data)
+{
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << data;
+    ASSERT_TRUE(out.good()) << path;
+}
+
+// write(2) until all of data is written; false on an error.
+inline bool write_all(int fd, const std::string &data)
+{
+    size_t done = 0;
+    while (done < data.size()) {
+        ssize_t w = write(fd, data.data() + done, data.size() - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return false;
+        done += static_cast<size_t>(w);
+    }
+    return true;
+}
+
+// read(2) until end of file, an error or (non-blocking fd) nothing more to read.
+inline std::string read_to_eof(int fd)
+{
+    std::string s;
+    char buf[65536];
+    for (;;) {
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return s;
+        s.append(buf, static_cast<size_t>(n));
+    }
+}
+
+inline std::string random_bytes(size_t n, unsigned seed)
+{
+    std::mt19937 rng(seed);
+    std::string s(n, '\0');
+    for (auto &c : s)
+        c = static_cast<char>(rng());
+    return s;
+}
+
+// This process's open descriptors, in increasing order, without the one
+// that lists them.
+inline std::vector<int> open_fds()
+{
+    std::vector<int> fds;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return fds;
+    int self = dirfd(d);
+    while (struct dirent *e = readdir(d)) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] != '.' && fd != self)
+            fds.push_back(fd);
+    }
+    closedir(d);
+    std::sort(fds.begin(), fds.end());
+    return fds;
+}
+
+// Put fd `from` at number `to` (close-on-exec) for the life of the object,
+// restoring whatever was there (with its close-on-exec flag) afterwards.
+class FdAt
+{
+  public:
+    FdAt(int from, int to) : to_(to)
+    {
+        saved_flags_ = fcntl(to, F_GETFD);
+        if (saved_flags_ != -1)
+            saved_ = fcntl(to, F_DUPFD_CLOEXEC, 100);
+        ok_ = dup3(from, to, O_CLOEXEC) == to;
+    }
+    ~FdAt()
+    {
+        if (saved_ >= 0) {
+            dup3(saved_, to_, (saved_flags_ & FD_CLOEXEC) ? O_CLOEXEC : 0);
+            close(saved_);
+        } else {
+            close(to_);
+        }
+    }
+    FdAt(const FdAt &) = delete;
+    FdAt &operator=(const FdAt &) = delete;
+    bool ok() const
+    {
+        return ok_;
+    }
+
+  private:
+    int to_;
+    int saved_ = -1;
+    int saved_flags_ = -1;
+    bool ok_ = false;
+};
+
+// ---- temporary directories ----------------------------------------------------
+
+// A fresh directory NAME.XXXXXX under $TMPDIR (or /tmp), removed with all
+// its content (write permission restored first) when the object goes.  A
+// directory that cannot be made throws, which fails the test (or the fixture
+// that holds it) before anything is written.
+class TempDir
+{
+  public:
+    explicit TempDir(const std::string &name)
+    {
+        std::string tmpl = (std::filesystem::temp_directory_path() / (name + ".XXXXXX")).string();
+        if (!mkdtemp(tmpl.data()))
+            throw std::runtime_error("mkdtemp " + tmpl + ": " + strerror(errno));
+        dir_ = tmpl;
+    }
+    ~TempDir()
+    {
+        chmod(dir_.c_str(), 0700);
+        std::error_code ec;
+        std::filesystem::remove_all(dir_, ec);
+        EXPECT_FALSE(ec) << "removing " << dir_ << ": " << ec.message();
+    }
+    TempDir(const TempDir &) = delete;
+    TempDir &operator=(const TempDir &) = delete;
+
+    const std::string &dir() const
+    {
+        return dir_;
+    }
+    std::string path(const std::string &name) const
+    {
+        return dir_ + "/" + name;
+    }
+    // A file at `rel` (its directories created) holding text, with the given
+    // mode; returns its path.
+    std::string file(const std::string &rel, const std::string &text, mode_t mode = 0644) const
+    {
+        std::string p = path(rel);
+        std::error_code ec;
+        std::filesystem::create_directories(p.substr(0, p.rfind('/')), ec);
+        EXPECT_FALSE(ec) << p << ": " << ec.message();
+        write_file(p, text);
+        EXPECT_EQ(chmod(p.c_str(), mode), 0) << p << ": " << strerror(errno);
+        return p;
+    }
+
+  private:
+    std::string dir_;
+};
+
+// Fixture base: each test gets its own TempDir, dir_, named after `name`.
+class TempDirTest : public ::testing::Test
+{
+  protected:
+    explicit TempDirTest(const std::string &name) : tmp_(name), dir_(tmp_.dir()) {}
+    std::string path(const std::string &name) const
+    {
+        return tmp_.path(name);
+    }
+    std::string file(const std::string &rel, const std::string &text, mode_t mode = 0644) const
+    {
+        return tmp_.file(rel, text, mode);
+    }
+
+    TempDir tmp_;
+    const std::string dir_;
+};
+
+// ---- child processes ------------------------------------------------------------
+
+const int kWaitMs = 20000; // watchdog for every child
+
+// Owned strings as a NULL-terminated char *const[] (argv, envp).
+class Argv
+{
+  public:
+    Argv(std::initializer_list<std::string> items) : Argv(std::vector<std::string>(items)) {}
+    explicit Argv(std::vector<std::string> items) : items_(std::move(items))
+    {
+        for (auto &s : items_)
+            ptrs_.push_back(s.data());
+        ptrs_.push_back(nullptr);
+    }
+    Argv(const Argv &) = delete;
+    Argv &operator=(const Argv &) = delete;
+    char *const *get()
+    {
+        return ptrs_.data();
+    }
+
+  private:
+    std::vector<std::string> items_;
+    std::vector<char *> ptrs_;
+};
+
+// An anonymous close-on-exec file to capture a child's output in.
+inline int make_capture(const char *name)
+{
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    EXPECT_GE(fd, 0) << strerror(errno);
+    return fd;
+}
+
+// The whole content of a file, whatever its offset.
+inline std::string contents(int fd)
+{
+    std::string s;
+    char buf[4096];
+    off_t off = 0;
+    ssize_t n;
+    while ((n = pread(fd, buf, sizeof buf, off)) > 0) {
+        s.append(buf, static_cast<size_t>(n));
+        off += n;
+    }
+    return s;
+}
+
+// Wait for the child through its pidfd (closed here), bounded by kWaitMs; a
+// child that overstays is killed and reported as a failure.
+inline bool wait_child(pid_t pid, int pidfd, siginfo_t *si)
+{
+    struct pollfd p = {pidfd, POLLIN, 0};
+    int r;
+    do
+        r = poll(&p, 1, kWaitMs);
+    while (r < 0 && errno == EINTR);
+    bool in_time = r == 1;
+    if (!in_time)
+        kill(pid, SIGKILL);
+    memset(si, 0, sizeof *si);
+    int w;
+    do
+        w = waitid(P_PIDFD, static_cast<id_t>(pidfd), si, WEXITED);
+    while (w < 0 && errno == EINTR);
+    EXPECT_EQ(w, 0) << "waitid(P_PIDFD): " << strerror(errno);
+    close(pidfd);
+    EXPECT_TRUE(in_time) << "child " << pid << " did not exit within " << kWaitMs << " ms";
+    return in_time && w == 0;
+}
+
+struct SpawnResult {
+    int rc = -1; // spawn_task's return
+    pid_t pid = -1;
+    int code = -1;   // si_code: CLD_EXITED, CLD_KILLED, ...
+    int status = -1; // exit code or signal
+    std::string out, err;
+};
+
+struct SpawnOptions {
+    std::vector<std::string> env = {"PATH=/usr/bin:/bin"};
+    const cpu_set_t *affinity = nullptr;
+    uint64_t limit = 0; // memory_limit_bytes
+    std::vector<int> forwards;
+    int stdout_fd = -1; // -1: a fresh capture
+    int stderr_fd = -1;
+};
+
+// spawn_task, then wait for the child (bounded) and collect its output.
+inline SpawnResult spawn_and_wait(std::vector<std::string> argv,
+                                  const SpawnOptions &opt = SpawnOptions())
+{
+    SpawnResult res;
+    int out = opt.stdout_fd >= 0 ? opt.stdout_fd : make_capture("out");
+    int err = opt.stderr_fd >= 0 ? opt.stderr_fd : make_capture("err");
+    Argv av(std::move(argv));
+    Argv ev(opt.env);
+    struct spawn_request req = {};
+    req.argv = av.get();
+    req.envp = ev.get();
+    req.stdout_fd = out;
+    req.stderr_fd = err;
+    req.forward_fds = opt.forwards.empty() ? nullptr : opt.forwards.data();
+    req.nforward = static_cast<int>(opt.forwards.size());
+    req.affinity = opt.affinity;
+    req.memory_limit_bytes = opt.limit;
+    int pidfd = -1;
+    res.rc = spawn_task(&req, &res.pid, &pidfd);
+    if (res.rc == 0) {
+        siginfo_t si;
+        if (wait_child(res.pid, pidfd, &si)) {
+            res.code = si.si_code;
+            res.status = si.si_status;
+        }
+    }
+    res.out = contents(out);
+    res.err = contents(err);
+    if (opt.stdout_fd < 0)
+        close(out);
+    if (opt.stderr_fd < 0)
+        close(err);
+    return res;
+}
+
+// The numbers in a list such as `ls /proc/PID/fd` prints.
+inline std::set<int> parse_fd_list(const std::string &s)
+{
+    std::set<int> fds;
+    std::istringstream in(s);
+    int fd;
+    while (in >> fd)
+        fds.insert(fd);
+    return fds;
+}
+
+// No child of this process may be left over (reaped or still running).
+inline void expect_no_children()
+{
+    int st;
+    errno = 0;
+    pid_t w = waitpid(-1, &st, WNOHANG);
+    EXPECT_EQ(w, -1) << "a child was left behind (pid " << w << ")";
+    EXPECT_EQ(errno, ECHILD);
+}
+
+// The child's pid and process group as it sees them (fields 1 and 5 of
+// /proc/PID/stat): both are the pid spawn_task returned, not our group.
+inline void expect_own_process_group(const SpawnOptions &opt)
+{
+    SpawnResult r = spawn_and_wait(
+        {"/bin/sh", "-c", "read pid comm state ppid pgrp rest < /proc/$$/stat; echo $pid $pgrp"},
+        opt);
+    ASSERT_EQ(r.rc, 0) << strerror(r.rc);
+    std::istringstream in(r.out);
+    long pid = -1, pgrp = -2;
+    in >> pid >> pgrp;
+    EXPECT_EQ(pid, r.pid) << r.out;
+    EXPECT_EQ(pgrp, r.pid) << r.out;
+    EXPECT_NE(pgrp, static_cast<long>(getpgrp()));
+}
+
+} // namespace testutil
+
+#endif
