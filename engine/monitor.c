@@ -158,12 +158,10 @@ uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cp
     if (mon->nhosts == mon->cap) {
         uint32_t cap = mon->cap ? mon->cap * 2 : 8;
         struct host *nh = realloc(mon->hosts, cap * sizeof *nh);
-        if (!nh || monitor_reindex(mon, cap) < 0) {
-            if (nh)
-                mon->hosts = nh;
+        if (nh)
+            mon->hosts = nh;
+        if (!nh || monitor_reindex(mon, cap) < 0)
             return 0; /* account it to host 0: the log is only informative */
-        }
-        mon->hosts = nh;
         mon->cap = cap;
     }
     struct host *h = &mon->hosts[mon->nhosts];

@@ -1,0 +1,115 @@
+// test_monitor.cc - engine/monitor.h: hosts of the resource log (nodes with
+// one hostname are one host, also past the index's growth), one line per
+// changed host per flush plus the "*" totals, and the task/workflow events
+// reaching jobstate.log.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "engine/monitor.h"
+#include "testutil.h"
+
+namespace
+{
+using namespace testutil;
+namespace fs = std::filesystem;
+
+class MonitorTest : public TempDirTest
+{
+  protected:
+    MonitorTest() : TempDirTest("test_monitor") {}
+
+    struct monitor *open(bool jobstate, bool resource)
+    {
+        dag_ = path("wf.dag");
+        struct monitor_config cfg = {dag_.c_str(), jobstate, false, resource};
+        struct pmc_error err = {};
+        struct monitor *mon = monitor_open(&cfg, &err);
+        EXPECT_NE(mon, nullptr) << err.text;
+        return mon;
+    }
+
+    std::vector<std::string> lines(const std::string &file)
+    {
+        std::vector<std::string> out;
+        std::istringstream in(read_file(file));
+        for (std::string l; std::getline(in, l);)
+            out.push_back(l);
+        return out;
+    }
+
+    std::string dag_;
+};
+
+TEST_F(MonitorTest, SameHostnameIsOneHostPastIndexGrowth)
+{
+    struct monitor *mon = open(false, true);
+    ASSERT_NE(mon, nullptr);
+    std::vector<uint32_t> first(300);
+    for (int i = 0; i < 300; i++)
+        first[i] = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100);
+    for (int i = 0; i < 300; i++) {
+        EXPECT_EQ(first[i], (uint32_t)i) << "hosts are numbered in order of first sight";
+        uint32_t again = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100);
+        EXPECT_EQ(again, first[i]) << "a second rank on node" << i;
+    }
+    monitor_close(mon);
+}
+
+TEST_F(MonitorTest, OneLinePerChangedHostAndTotals)
+{
+    struct monitor *mon = open(false, true);
+    ASSERT_NE(mon, nullptr);
+    uint32_t a = monitor_add_node(mon, "a", 4, 1000);
+    uint32_t b = monitor_add_node(mon, "b", 2, 500);
+    monitor_flush(mon); // everything free: a, b, *
+    monitor_node_changed(mon, a, 3, 600);
+    monitor_node_changed(mon, a, 2, 100); // over-committed: free is 0, not negative
+    monitor_flush(mon);                   // only a changed: a, *
+    monitor_flush(mon);                   // nothing changed: no line
+    monitor_close(mon);
+    std::vector<std::string> l = lines(dag_ + ".resource");
+    ASSERT_EQ(l.size(), 5u);
+    auto tail = [](const std::string &s) { return s.substr(s.find(',') + 1); };
+    EXPECT_EQ(tail(l[0]), "4,4,1000,a");
+    EXPECT_EQ(tail(l[1]), "2,2,500,b");
+    EXPECT_EQ(tail(l[2]), "6,6,1500,*");
+    EXPECT_EQ(tail(l[3]), "0,0,300,a");
+    EXPECT_EQ(tail(l[4]), "2,2,800,*");
+    (void)b;
+}
+
+TEST_F(MonitorTest, TaskEventsReachJobstate)
+{
+    struct monitor *mon = open(true, false);
+    ASSERT_NE(mon, nullptr);
+    EXPECT_TRUE(monitor_wants_tasks(mon));
+    monitor_event(mon, WF_WORKFLOW_START, nullptr, 0, 0);
+    monitor_event(mon, WF_TASK_QUEUED, "t1", 1, 0);
+    monitor_event(mon, WF_TASK_FAILURE, "t1", 1, 3);
+    monitor_event(mon, WF_WORKFLOW_FAILURE, nullptr, 0, 0);
+    monitor_close(mon);
+    std::vector<std::string> l = lines(path("jobstate.log"));
+    ASSERT_EQ(l.size(), 5u);
+    EXPECT_NE(l[0].find("INTERNAL *** PMC_STARTED ***"), std::string::npos);
+    EXPECT_NE(l[1].find(" t1 SUBMIT 1.0 - - 1"), std::string::npos);
+    EXPECT_NE(l[3].find(" t1 JOB_FAILURE 3 - - 1"), std::string::npos);
+    EXPECT_NE(l[4].find("*** PMC_FINISHED 1 ***"), std::string::npos);
+}
+
+TEST_F(MonitorTest, NothingAskedWritesNothing)
+{
+    struct monitor *mon = open(false, false);
+    ASSERT_NE(mon, nullptr);
+    EXPECT_FALSE(monitor_wants_tasks(mon));
+    monitor_add_node(mon, "a", 1, 1);
+    monitor_flush(mon);
+    monitor_close(mon);
+    EXPECT_FALSE(fs::exists(dag_ + ".resource"));
+    EXPECT_FALSE(fs::exists(path("jobstate.log")));
+}
+
+} // namespace
