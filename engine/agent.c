@@ -43,7 +43,8 @@ oom:
 /* Adaptive batching (DESIGN.md section 2): send at once when this node has
  * nothing left to start (the master must refill it, or is waiting for these
  * results to release children), when ending, or when RESULT_BATCH results
- * wait; otherwise let results gather for at most RESULT_DELAY_MS.  A quiet
+ * wait; otherwise let results gather for at most RESULT_DELAY_MS
+ * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here).  A quiet
  * system therefore sees every result immediately and a loaded one sends big
  * batches.  The master refills a node after W/2 completions (W >= 64, see
  * master_sched.c), so RESULT_BATCH <= 32 keeps a busy node fed. */
@@ -51,11 +52,13 @@ static long agent_result_wait_ms(const struct agent *a)
 {
     if (a->results.count == 0)
         return -1;
-    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting ||
-        a->draining)
+    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
         return 0;
+    /* a node with a full round of work queued does not need the master
+     * soon: let its results gather longer (fewer, bigger messages) */
+    long delay = nq_len(&a->queue) >= a->cfg.cpus ? RESULT_DELAY_BUSY_MS : RESULT_DELAY_MS;
     long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
-    return waited >= RESULT_DELAY_MS ? 0 : RESULT_DELAY_MS - waited;
+    return waited >= delay ? 0 : delay - waited;
 }
 
 static void agent_flush_results(struct agent *a)

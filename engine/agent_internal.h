@@ -23,8 +23,9 @@
 #include "sched/node_queue.h"
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 24   /* results that make a RESULTS message go at once */
-#define RESULT_DELAY_MS 2 /* longest a result waits for companions */
+#define RESULT_BATCH 24         /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2       /* longest a result waits for companions ... */
+#define RESULT_DELAY_BUSY_MS 40 /* ... unless a full round of tasks is queued */
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {

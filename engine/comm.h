@@ -11,7 +11,9 @@
  * with MPI_Testsome, and receives with MPI_Improbe + MPI_Mrecv (matched
  * probes size each buffer exactly, so batches of any size need no
  * pre-posted maximum).  When nothing moves it sleeps on the outbox eventfd
- * with a timeout that backs off from 20 us to 2 ms: it never spins a core.
+ * with a timeout that backs off from 20 us to 10 ms: it never spins a core
+ * (a local send wakes it at once; a remote message waits at most 10 ms when
+ * the rank has been idle for a while).
  * MPI delivers messages between one pair of ranks with one tag in order, and
  * all messages of a rank to one destination go through this one thread, so
  * per-destination order is kept (a task's forwarded data travels inside its
@@ -42,8 +44,8 @@ struct comm;
  * this rank runs no agent, e.g. rank 0 with --master-only).  Starts the
  * progress thread when size > 1.  MPI must be initialised with
  * MPI_THREAD_MULTIPLE.  NULL with err on failure. */
-struct comm *comm_create(int rank, int size, struct mailbox *master_box,
-                         struct mailbox *agent_box, struct pmc_error *err);
+struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct mailbox *agent_box,
+                         struct pmc_error *err);
 
 /* Send the message built in b (msg_end() done) to (dst, box).  Takes b's
  * storage (b is left empty, ready for msg_begin()).  Any thread.  Returns 0,

@@ -63,6 +63,8 @@ static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
 
 static uint32_t node_room(const struct node *n)
 {
+    if (n->cpus == 0)
+        return 0; /* a rank with no CPU share never takes tasks */
     uint32_t cap = n->cpus + n->window;
     return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
 }
@@ -95,7 +97,7 @@ void master__node_changed(struct master *m, int i, uint32_t room_before)
         m->room = m->room - room_before + room;
         if (room == 0)
             open_list_remove(m, i);
-    } else if (n->committed_cpus <= n->cpus + n->window / 2) {
+    } else if (room > 0 && n->committed_cpus <= n->cpus + n->window / 2) {
         open_list_add(m, i);
         m->room += room;
     }
