@@ -1,0 +1,63 @@
+/* parse_bench.c - time and memory of dagfile_load() alone.
+ *
+ *   parse_bench DAGFILE
+ *
+ * Loads DAGFILE once with the engine's parser (io/dagfile.h, linked from
+ * pmccore exactly as pmc-hybrid links it, jemalloc included when the engine
+ * uses it) and prints one line of key=value pairs:
+ *
+ *   tasks=N edges=E wall_s=W cpu_s=C user_s=U sys_s=S ns_per_task=X
+ *   maxrss_kb=R baseline_kb=B
+ *
+ * wall_s and cpu_s (user + sys of this process, from getrusage) cover
+ * dagfile_load() only: the finished DAG is neither walked nor freed.
+ * maxrss_kb is the process's peak resident set (ru_maxrss) right after the
+ * load, baseline_kb the same just before it (libraries, no DAG), so the
+ * parse's own peak is about maxrss_kb - baseline_kb.  One load per process:
+ * ru_maxrss never goes down, so bench/run starts a fresh process for every
+ * repeat.  Exit status 1 (with the parser's message) when the load fails.
+ */
+#include <stdio.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "engine/dag.h"
+#include "io/dagfile.h"
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static double tv_s(struct timeval tv)
+{
+    return (double)tv.tv_sec + (double)tv.tv_usec / 1e6;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: parse_bench DAGFILE\n");
+        return 2;
+    }
+    struct rusage r0, r1;
+    struct pmc_error err;
+    getrusage(RUSAGE_SELF, &r0);
+    double t0 = mono_s();
+    struct dag *d = dagfile_load(argv[1], &err);
+    double t1 = mono_s();
+    getrusage(RUSAGE_SELF, &r1);
+    if (!d) {
+        fprintf(stderr, "parse_bench: %s\n", err.text);
+        return 1;
+    }
+    double user = tv_s(r1.ru_utime) - tv_s(r0.ru_utime);
+    double sys = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
+    printf("tasks=%u edges=%u wall_s=%.6f cpu_s=%.6f user_s=%.6f sys_s=%.6f "
+           "ns_per_task=%.1f maxrss_kb=%ld baseline_kb=%ld\n",
+           d->ntasks, d->nedges, t1 - t0, user + sys, user, sys,
+           (t1 - t0) * 1e9 / (d->ntasks ? d->ntasks : 1), r1.ru_maxrss, r0.ru_maxrss);
+    return 0; /* the DAG is left to the exit: freeing it is not the parse */
+}
