@@ -256,7 +256,7 @@ static int finish_options(struct options *o)
         o->npoints = 1;
     }
     if (!o->flush_below_given)
-        o->flush_below = o->cores;
+        o->flush_below = 1; /* agent.c: at once only when nothing is queued */
     if (!o->tmpdir)
         o->tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     if (!o->dag)
@@ -336,6 +336,7 @@ static int simulate(const struct options *o, const char *dag, int nodes, struct 
                             .timeline = o->timeline ? timeline : NULL,
                             .result_batch = o->result_batch,
                             .result_delay = o->result_delay_us * 1e-6,
+                            .result_delay_busy = 0.040,
                             .flush_below = o->flush_below};
     double cores = (double)nodes * o->cores;
     p->bound = fmax(p->dag.critical_path, p->dag.work / cores) * o->time_scale;

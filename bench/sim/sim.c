@@ -474,7 +474,10 @@ static void sim_node_flush(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
     if (n->results.count > 0) {
-        double due = n->first_result + s->cfg.result_delay;
+        double delay = nq_len(&n->queue) >= s->cfg.cores && s->cfg.result_delay_busy > 0
+                           ? s->cfg.result_delay_busy
+                           : s->cfg.result_delay;
+        double due = n->first_result + delay;
         bool now = n->results.count >= s->cfg.result_batch ||
                    nq_len(&n->queue) < s->cfg.flush_below || n->shutting || n->draining ||
                    s->now >= due - 1e-12;

@@ -14,8 +14,9 @@
  *     a task runs for its DAG duration (simdag.h) times `time_scale`;
  *   - a node batches RESULTS with engine/agent.c's adaptive rule: at once
  *     when it holds >= result_batch (24) results or fewer than flush_below
- *     (its CPUs) queued tasks (or it is shutting down), else result_delay
- *     (2 ms) of virtual time after its oldest result;
+ *     (1: none) queued tasks (or it is shutting down), else result_delay
+ *     (2 ms; result_delay_busy, 40 ms, while a full round of tasks is
+ *     queued) of virtual time after its oldest result;
  *   - master_step() runs whenever messages were delivered to it.  Its real
  *     CPU time (CLOCK_THREAD_CPUTIME_ID around the call, minus the clock's
  *     own cost) is what the simulation measures.  By default the master is
@@ -52,19 +53,21 @@ extern "C" {
 #endif
 
 struct sim_config {
-    const char *dag_path;  /* the DAG the master loads (e.g. simdag_write()'s) */
-    int nodes;             /* virtual nodes = MPI ranks */
-    uint32_t cores;        /* CPUs per node */
-    uint64_t memory_mb;    /* memory per node */
-    double latency;        /* one-way message latency, virtual seconds */
-    double time_scale;     /* task duration = DAG duration * time_scale */
-    double window;         /* utilisation window, virtual seconds (> 0) */
-    bool charge_master;    /* see the banner */
-    bool rescue;           /* keep the master's rescue log (next to dag_path) */
-    const char *timeline;  /* CSV per window/10 of virtual time, or NULL */
-    uint32_t result_batch; /* agent.c RESULT_BATCH: 24 */
-    double result_delay;   /* agent.c RESULT_DELAY_MS: 0.002 s */
-    uint32_t flush_below;  /* agent.c: the node's CPUs */
+    const char *dag_path;     /* the DAG the master loads (e.g. simdag_write()'s) */
+    int nodes;                /* virtual nodes = MPI ranks */
+    uint32_t cores;           /* CPUs per node */
+    uint64_t memory_mb;       /* memory per node */
+    double latency;           /* one-way message latency, virtual seconds */
+    double time_scale;        /* task duration = DAG duration * time_scale */
+    double window;            /* utilisation window, virtual seconds (> 0) */
+    bool charge_master;       /* see the banner */
+    bool rescue;              /* keep the master's rescue log (next to dag_path) */
+    const char *timeline;     /* CSV per window/10 of virtual time, or NULL */
+    uint32_t result_batch;    /* agent.c RESULT_BATCH: 24 */
+    double result_delay;      /* agent.c RESULT_DELAY_MS: 0.002 s */
+    double result_delay_busy; /* agent.c RESULT_DELAY_BUSY_MS (0.040 s), used
+                                 while >= cores tasks are queued */
+    uint32_t flush_below;     /* agent.c: 1 (flush when nothing is queued) */
 };
 
 struct sim_report {
