@@ -191,14 +191,9 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
 
 int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
 {
-    struct mail *m = mail_new(dst, box, b->data, b->len);
-    b->data = NULL;
-    b->len = b->cap = 0;
-    b->count = 0;
-    if (!m) {
-        errno = ENOMEM;
+    struct mail *m = mail_from_msgbuf(dst, box, b);
+    if (!m)
         return -1;
-    }
     if (dst == c->rank) {
         m->peer = c->rank;
         comm_deliver(c, m);

@@ -2,6 +2,7 @@
  * consumers; see mailbox.h for the algorithm and the wake-up argument. */
 #include "engine/mailbox.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <time.h>
@@ -20,6 +21,17 @@ struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len)
     m->tag = tag;
     m->len = len;
     m->data = data;
+    return m;
+}
+
+struct mail *mail_from_msgbuf(int peer, int tag, struct msgbuf *b)
+{
+    struct mail *m = mail_new(peer, tag, b->data, b->len);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->count = 0;
+    if (!m)
+        errno = ENOMEM;
     return m;
 }
 

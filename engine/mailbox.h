@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/msg.h"
+
 /* C11 atomics, spelled so that C++ code (the unit tests) can include this
  * header: std::atomic<T> has the size, alignment and lock-free
  * representation of _Atomic(T) on GCC and Clang. */
@@ -47,12 +49,17 @@ struct mail {
 struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len);
 void mail_free(struct mail *m); /* NULL is a no-op */
 
+/* Wrap the message finished in b (msg_end() done) in a new mail, taking b's
+ * storage: b is left empty either way, ready for msg_begin().  NULL with
+ * errno ENOMEM. */
+struct mail *mail_from_msgbuf(int peer, int tag, struct msgbuf *b);
+
 struct mailbox {
     PMC_ATOMIC(struct mail *) head; /* producers exchange here */
-    struct mail *tail;         /* consumer only */
+    struct mail *tail;              /* consumer only */
     struct mail stub;
     PMC_ATOMIC(int) sleeping; /* consumer is about to block on efd */
-    int efd;             /* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
+    int efd;                  /* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
 };
 
 /* Initialise.  Returns 0, or -1 with errno from eventfd(). */

@@ -672,14 +672,9 @@ static void sim_answer_shutdown(struct sim *s, int dst)
 
 int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
 {
-    struct mail *m = mail_new(dst, box, b->data, b->len);
-    b->data = NULL;
-    b->len = b->cap = 0;
-    b->count = 0;
-    if (!m) {
-        errno = ENOMEM;
+    struct mail *m = mail_from_msgbuf(dst, box, b);
+    if (!m)
         return -1;
-    }
     c->st.msgs_sent++;
     c->st.bytes_sent += m->len;
     struct sim *s = c->sim;
