@@ -22,7 +22,7 @@ static int master_alloc_state(struct master *m)
     m->remaining = malloc(sizeof *m->remaining * n);
     m->state = calloc(n, 1);
     m->attempts = calloc(n, sizeof *m->attempts);
-    m->ready = rq_create();
+    m->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
     return m->done_before && m->remaining && m->state && m->attempts && m->ready ? 0 : -1;
 }
 

@@ -1,23 +1,208 @@
-/* ready_queue.c - priority buckets of FIFO rings; see ready_queue.h. */
+/* ready_queue.c - priority buckets of lock-free FIFO rings; see ready_queue.h.
+ *
+ * Algorithm: each bucket's FIFO is D. Vyukov's bounded MPMC queue
+ * ("Bounded MPMC queue", 1024cores.net; sched/mpmc_ring.c), used with many
+ * producers (rq_push from any thread) and one consumer (the dispatcher).  The
+ * buckets form a sorted index (prio[], descending, binary-searched), which
+ * on a sized queue is fixed before threads share it, so rq_push reads it with
+ * no synchronisation and no lock; its only shared writes are the ring's.
+ *
+ * Bucket b = prio[b], ring[b], held[b].  held[b] is a deque owned by the
+ * dispatcher, in front of the ring: rq_push_front() prepends to it (the ring
+ * cannot take a value at its front), rq_bucket_pop() drains it before the
+ * ring.  So the bucket's FIFO is held[b] front to back, then ring[b] oldest
+ * first, which is the order the old single ring gave.
+ *
+ * Invariants: prio[] strictly descending; each ring's capacity is a power of
+ * two >= 2, each held deque's 0 or a power of two; on a sized queue the
+ * index, the rings and the held deques are never reallocated.
+ *
+ * Why rq_bucket_pop() may wait and never loses a task: the dispatcher is the
+ * rings' only consumer, so dequeue_pos changes only under it.  When
+ * rq_bucket_size() counted a ring task, some producer had claimed that
+ * position with its CAS and will publish it with its next store; a pop that
+ * finds the cell unpublished yields until then.
+ */
 #include "sched/ready_queue.h"
 
 #include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-struct bucket {
-    int32_t prio;
-    uint32_t *ring; /* capacity mask+1, a power of two */
-    uint32_t mask;
-    uint32_t head; /* index of the front element (mod capacity) */
+#include "sched/mpmc_ring.h"
+
+#define RQ_CACHE_LINE 64
+#define RQ_FIRST_SLOTS 64     /* unsized queue: first ring / held capacity */
+#define RQ_FEW_PRIORITIES 256 /* rq_create_sized counts in a table up to this */
+
+/* Tasks put back at the front of a bucket; the dispatcher's alone. */
+struct rq_held {
+    uint32_t *slot;
+    uint32_t cap;  /* 0 or a power of two */
+    uint32_t head; /* index of the front task */
     uint32_t len;
 };
 
 struct ready_queue {
-    struct bucket *b; /* sorted by prio, descending */
+    /* The index, read by every thread; changed only by calls that overlap
+     * no other (setup, or any call on an unsized queue). */
+    int32_t *prio;           /* strictly descending */
+    struct mpmc_ring **ring; /* ring[b] of prio[b] */
+    struct rq_held *held;    /* held[b]: written by the dispatcher only, so
+                              * kept on cache lines of its own */
     size_t n, cap;
-    size_t size;
+    bool sized; /* no bucket may be added or grown by a push */
+    /* Tasks queued, for an O(1) rq_size(): a push adds 1 before it
+     * publishes the task (and takes it back if the push fails), a pop
+     * subtracts 1 after taking one, so the count never drops below the
+     * tasks a pop can deliver and never goes negative.  Relaxed: it orders
+     * nothing, the rings do. */
+    _Atomic size_t total;
 };
+
+/* ---- index and growth (setup, or the unsized fallback) ------------------ */
+
+/* Memory on whole cache lines of its own, for data one thread writes. */
+static void *rq_alloc_lines(size_t size)
+{
+    size = (size + RQ_CACHE_LINE - 1) & ~(size_t)(RQ_CACHE_LINE - 1);
+    return aligned_alloc(RQ_CACHE_LINE, size ? size : RQ_CACHE_LINE);
+}
+
+/* Where prio is in the index: true with *at its bucket, or false with *at
+ * the place it would be inserted. */
+static bool rq_find(const struct ready_queue *q, int32_t prio, size_t *at)
+{
+    size_t lo = 0, hi = q->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (q->prio[mid] == prio) {
+            *at = mid;
+            return true;
+        }
+        if (q->prio[mid] > prio)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *at = lo;
+    return false;
+}
+
+/* Double the index arrays.  On failure they may be larger, never changed. */
+static int rq_index_grow(struct ready_queue *q)
+{
+    size_t cap = q->cap ? q->cap * 2 : 8;
+    int32_t *p = realloc(q->prio, cap * sizeof *p);
+    if (!p)
+        return -1;
+    q->prio = p;
+    struct mpmc_ring **r = realloc(q->ring, cap * sizeof *r);
+    if (!r)
+        return -1;
+    q->ring = r;
+    struct rq_held *h = rq_alloc_lines(cap * sizeof *h);
+    if (!h)
+        return -1;
+    if (q->n)
+        memcpy(h, q->held, q->n * sizeof *h);
+    free(q->held);
+    q->held = h;
+    q->cap = cap;
+    return 0;
+}
+
+static uint32_t rq_pow2(uint32_t n)
+{
+    return n <= 1 ? 1 : UINT32_C(1) << (32 - __builtin_clz(n - 1));
+}
+
+/* Give h room for n tasks, keeping its order. */
+static int rq_held_fit(struct rq_held *h, uint32_t n)
+{
+    if (n <= h->cap)
+        return 0;
+    uint32_t cap = rq_pow2(n);
+    uint32_t *s = malloc((size_t)cap * sizeof *s);
+    if (!s)
+        return -1;
+    for (uint32_t i = 0; i < h->len; i++)
+        s[i] = h->slot[(h->head + i) & (h->cap - 1)];
+    free(h->slot);
+    h->slot = s;
+    h->cap = cap;
+    h->head = 0;
+    return 0;
+}
+
+/* Give *rp room for n tasks: move its contents, oldest first, to a larger
+ * ring.  Exclusive access only. */
+static int rq_ring_fit(struct mpmc_ring **rp, uint32_t n)
+{
+    if (n <= mpmc_ring_capacity(*rp))
+        return 0;
+    struct mpmc_ring *r = mpmc_ring_create(n);
+    if (!r)
+        return -1;
+    uint32_t t;
+    while (mpmc_ring_try_pop(*rp, &t))
+        (void)mpmc_ring_try_push(r, t); /* cannot fail: r is larger */
+    mpmc_ring_destroy(*rp);
+    *rp = r;
+    return 0;
+}
+
+/* Add the bucket of prio at index position at, its ring and held deque
+ * already sized; nothing changes on failure. */
+static int rq_insert(struct ready_queue *q, size_t at, int32_t prio, uint32_t ring_slots,
+                     uint32_t held_slots)
+{
+    struct rq_held h = {0};
+    struct mpmc_ring *r = mpmc_ring_create(ring_slots);
+    if (!r || (held_slots && rq_held_fit(&h, held_slots) < 0) ||
+        (q->n == q->cap && rq_index_grow(q) < 0)) {
+        mpmc_ring_destroy(r);
+        free(h.slot);
+        return -1;
+    }
+    memmove(&q->prio[at + 1], &q->prio[at], (q->n - at) * sizeof *q->prio);
+    memmove(&q->ring[at + 1], &q->ring[at], (q->n - at) * sizeof *q->ring);
+    memmove(&q->held[at + 1], &q->held[at], (q->n - at) * sizeof *q->held);
+    q->prio[at] = prio;
+    q->ring[at] = r;
+    q->held[at] = h;
+    q->n++;
+    return 0;
+}
+
+/* The unsized fallback of rq_push (front false) and rq_push_front: the
+ * bucket of prio, created or grown so that it has room at that end.  Index
+ * or -1 with ENOBUFS (sized queue) or ENOMEM. */
+static long rq_make_room(struct ready_queue *q, int32_t prio, bool front)
+{
+    if (q->sized) {
+        errno = ENOBUFS;
+        return -1;
+    }
+    size_t b;
+    if (!rq_find(q, prio, &b) &&
+        rq_insert(q, b, prio, RQ_FIRST_SLOTS, front ? RQ_FIRST_SLOTS : 0) < 0)
+        goto nomem;
+    struct rq_held *h = &q->held[b];
+    uint32_t rcap = mpmc_ring_capacity(q->ring[b]);
+    if (front ? h->len == h->cap && rq_held_fit(h, h->cap ? h->cap * 2 : RQ_FIRST_SLOTS) < 0
+              : mpmc_ring_size(q->ring[b]) == rcap && rq_ring_fit(&q->ring[b], rcap * 2) < 0)
+        goto nomem;
+    return (long)b;
+nomem:
+    errno = ENOMEM;
+    return -1;
+}
+
+/* ---- life cycle and sizing ---------------------------------------------- */
 
 struct ready_queue *rq_create(void)
 {
@@ -28,97 +213,160 @@ void rq_destroy(struct ready_queue *q)
 {
     if (!q)
         return;
-    for (size_t i = 0; i < q->n; i++)
-        free(q->b[i].ring);
-    free(q->b);
+    for (size_t b = 0; b < q->n; b++) {
+        mpmc_ring_destroy(q->ring[b]);
+        free(q->held[b].slot);
+    }
+    free(q->prio);
+    free(q->ring);
+    free(q->held);
     free(q);
 }
 
-/* Index of the bucket of prio, creating it in order if needed; -1 on ENOMEM. */
-static long rq_bucket_for(struct ready_queue *q, int32_t prio)
+int rq_reserve(struct ready_queue *q, int32_t prio, uint32_t n)
 {
-    size_t lo = 0, hi = q->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (q->b[mid].prio == prio)
-            return (long)mid;
-        if (q->b[mid].prio > prio)
-            lo = mid + 1;
-        else
-            hi = mid;
+    if (n > MPMC_RING_MAX) {
+        errno = EINVAL;
+        return -1;
     }
-    if (q->n == q->cap) {
-        size_t cap = q->cap ? q->cap * 2 : 8;
-        struct bucket *nb = realloc(q->b, cap * sizeof *nb);
-        if (!nb)
-            return -1;
-        q->b = nb;
-        q->cap = cap;
-    }
-    memmove(&q->b[lo + 1], &q->b[lo], (q->n - lo) * sizeof *q->b);
-    memset(&q->b[lo], 0, sizeof *q->b);
-    q->b[lo].prio = prio;
-    q->n++;
-    return (long)lo;
+    size_t b;
+    if (!rq_find(q, prio, &b) && rq_insert(q, b, prio, n, n) < 0)
+        goto nomem;
+    if (rq_ring_fit(&q->ring[b], n) < 0 || rq_held_fit(&q->held[b], n) < 0)
+        goto nomem;
+    q->sized = true;
+    return 0;
+nomem:
+    errno = ENOMEM;
+    return -1;
 }
 
-/* Double the ring, unrolling it so the front is at index 0. */
-static int rq_grow(struct bucket *b)
+/* A priority and the number of tasks that have it. */
+struct rq_count {
+    int32_t prio;
+    uint32_t n;
+};
+
+/* Reserve, in descending order (so each new bucket is appended), the
+ * distinct priorities of tp[0 .. n-1], counted in a small sorted table.
+ * 0, -1 with errno, or 1 (nothing done) when there are more than
+ * RQ_FEW_PRIORITIES of them. */
+static int rq_reserve_few(struct ready_queue *q, const int32_t *tp, uint32_t n)
 {
-    uint32_t cap = b->ring ? (b->mask + 1) * 2 : 64;
-    uint32_t *r = malloc((size_t)cap * sizeof *r);
-    if (!r)
-        return -1;
-    for (uint32_t i = 0; i < b->len; i++)
-        r[i] = b->ring[(b->head + i) & b->mask];
-    free(b->ring);
-    b->ring = r;
-    b->mask = cap - 1;
-    b->head = 0;
+    struct rq_count c[RQ_FEW_PRIORITIES];
+    size_t m = 0, at = 0;
+    for (uint32_t t = 0; t < n; t++) {
+        if (m > 0 && c[at].prio == tp[t]) { /* runs are common */
+            c[at].n++;
+            continue;
+        }
+        size_t lo = 0, hi = m;
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (c[mid].prio > tp[t])
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        at = lo;
+        if (at == m || c[at].prio != tp[t]) {
+            if (m == RQ_FEW_PRIORITIES)
+                return 1;
+            memmove(&c[at + 1], &c[at], (m - at) * sizeof *c);
+            c[at] = (struct rq_count){tp[t], 0};
+            m++;
+        }
+        c[at].n++;
+    }
+    for (size_t i = 0; i < m; i++)
+        if (rq_reserve(q, c[i].prio, c[i].n) < 0)
+            return -1;
     return 0;
 }
 
-static struct bucket *rq_bucket_with_room(struct ready_queue *q, int32_t prio)
+static int rq_prio_cmp(const void *a, const void *b)
 {
-    long i = rq_bucket_for(q, prio);
-    if (i < 0)
-        return NULL;
-    struct bucket *b = &q->b[i];
-    if ((!b->ring || b->len == b->mask + 1) && rq_grow(b) < 0)
-        return NULL;
-    return b;
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x < y) - (x > y); /* descending */
 }
+
+/* The same for many distinct priorities: sort a copy, reserve each run. */
+static int rq_reserve_sorted(struct ready_queue *q, const int32_t *tp, uint32_t n)
+{
+    int32_t *p = malloc((size_t)n * sizeof *p);
+    if (!p)
+        return -1;
+    memcpy(p, tp, (size_t)n * sizeof *p);
+    qsort(p, n, sizeof *p, rq_prio_cmp);
+    int rc = 0;
+    for (uint32_t i = 0, j; i < n && rc == 0; i = j) {
+        for (j = i + 1; j < n && p[j] == p[i]; j++)
+            ;
+        rc = rq_reserve(q, p[i], j - i);
+    }
+    free(p);
+    return rc;
+}
+
+struct ready_queue *rq_create_sized(const int32_t *task_prio, uint32_t ntasks)
+{
+    struct ready_queue *q = rq_create();
+    if (!q) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    q->sized = true;
+    int rc = rq_reserve_few(q, task_prio, ntasks);
+    if (rc > 0)
+        rc = rq_reserve_sorted(q, task_prio, ntasks);
+    if (rc < 0) {
+        int e = errno;
+        rq_destroy(q);
+        errno = e;
+        return NULL;
+    }
+    return q;
+}
+
+/* ---- producers ---------------------------------------------------------- */
 
 int rq_push(struct ready_queue *q, uint32_t t, int32_t prio)
 {
-    struct bucket *b = rq_bucket_with_room(q, prio);
-    if (!b) {
-        errno = ENOMEM;
+    size_t b;
+    atomic_fetch_add_explicit(&q->total, 1, memory_order_relaxed);
+    if (rq_find(q, prio, &b) && mpmc_ring_try_push(q->ring[b], t))
+        return 0; /* the hot path: no allocation, no lock */
+    long i = rq_make_room(q, prio, false);
+    if (i < 0) {
+        atomic_fetch_sub_explicit(&q->total, 1, memory_order_relaxed);
         return -1;
     }
-    b->ring[(b->head + b->len) & b->mask] = t;
-    b->len++;
-    q->size++;
+    (void)mpmc_ring_try_push(q->ring[i], t); /* unsized: exclusive, has room */
     return 0;
 }
 
+/* ---- the dispatcher ----------------------------------------------------- */
+
 int rq_push_front(struct ready_queue *q, uint32_t t, int32_t prio)
 {
-    struct bucket *b = rq_bucket_with_room(q, prio);
-    if (!b) {
-        errno = ENOMEM;
-        return -1;
+    size_t b;
+    if (!rq_find(q, prio, &b) || q->held[b].len == q->held[b].cap) {
+        long i = rq_make_room(q, prio, true);
+        if (i < 0)
+            return -1;
+        b = (size_t)i;
     }
-    b->head = (b->head - 1) & b->mask;
-    b->ring[b->head] = t;
-    b->len++;
-    q->size++;
+    struct rq_held *h = &q->held[b];
+    h->head = (h->head - 1) & (h->cap - 1);
+    h->slot[h->head] = t;
+    h->len++;
+    atomic_fetch_add_explicit(&q->total, 1, memory_order_relaxed);
     return 0;
 }
 
 size_t rq_size(const struct ready_queue *q)
 {
-    return q->size;
+    return atomic_load_explicit(&q->total, memory_order_relaxed);
 }
 
 size_t rq_buckets(const struct ready_queue *q)
@@ -128,20 +376,44 @@ size_t rq_buckets(const struct ready_queue *q)
 
 int32_t rq_bucket_priority(const struct ready_queue *q, size_t b)
 {
-    return q->b[b].prio;
+    return q->prio[b];
 }
 
 size_t rq_bucket_size(const struct ready_queue *q, size_t b)
 {
-    return q->b[b].len;
+    return (size_t)q->held[b].len + mpmc_ring_size(q->ring[b]);
+}
+
+/* Wait for a producer between its claim of a slot and its publication:
+ * spin briefly, then give it the CPU. */
+static void rq_wait(unsigned *spins)
+{
+    if ((*spins)++ < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield();
+    }
 }
 
 uint32_t rq_bucket_pop(struct ready_queue *q, size_t b)
 {
-    struct bucket *bk = &q->b[b];
-    uint32_t t = bk->ring[bk->head];
-    bk->head = (bk->head + 1) & bk->mask;
-    bk->len--;
-    q->size--;
+    struct rq_held *h = &q->held[b];
+    if (h->len > 0) {
+        uint32_t t = h->slot[h->head];
+        h->head = (h->head + 1) & (h->cap - 1);
+        h->len--;
+        atomic_fetch_sub_explicit(&q->total, 1, memory_order_relaxed);
+        return t;
+    }
+    uint32_t t;
+    unsigned spins = 0;
+    while (!mpmc_ring_try_pop(q->ring[b], &t)) {
+        if (mpmc_ring_size(q->ring[b]) == 0)
+            return UINT32_MAX; /* nothing claimed either: the caller's error */
+        rq_wait(&spins);
+    }
+    atomic_fetch_sub_explicit(&q->total, 1, memory_order_relaxed);
     return t;
 }

@@ -7,9 +7,18 @@
 // ring is wrapped (pushes and pops interleaved across many doublings, from
 // both ends), and rq_size / rq_bucket_size kept consistent throughout.  A
 // randomised run is checked against a simple model (one deque per priority).
+// Sized queues (rq_create_sized, rq_reserve): one bucket per priority, never
+// grown (ENOBUFS past the reservation), push_front up to it.  The master's
+// dispatch rounds: deferred tasks and tasks returned unstarted keep the
+// front.  Concurrency: several threads rq_push while one dispatcher pops,
+// defers and reads sizes (no loss, no duplicate, FIFO per producer within a
+// priority); run under -fsanitize=thread too (smaller counts there).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cerrno>
 #include <climits>
 #include <cstdint>
 #include <deque>
@@ -17,9 +26,18 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "sched/ready_queue.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define PMC_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PMC_TSAN 1
+#endif
+#endif
 
 namespace
 {
@@ -318,6 +336,356 @@ TEST(ReadyQueue, RandomOperationsMatchModel)
     for (auto &kv : model)
         want.insert(want.end(), kv.second.begin(), kv.second.end());
     EXPECT_EQ(drain(q.get()), want);
+}
+
+// ---- sized queues ----------------------------------------------------------
+
+RqPtr make_sized(const std::vector<int32_t> &prios)
+{
+    RqPtr q(rq_create_sized(prios.data(), static_cast<uint32_t>(prios.size())));
+    EXPECT_NE(q, nullptr);
+    return q;
+}
+
+TEST(ReadyQueueSized, OneEmptyBucketPerPriorityOfTheTasks)
+{
+    const std::vector<int32_t> prios = {3, 1, 3, -2, 1, 3, INT32_MIN, INT32_MAX};
+    RqPtr q = make_sized(prios);
+    ASSERT_EQ(rq_buckets(q.get()), 5u);
+    expect_buckets_sorted(q.get());
+    EXPECT_EQ(rq_bucket_priority(q.get(), 0), INT32_MAX);
+    EXPECT_EQ(rq_bucket_priority(q.get(), 4), INT32_MIN);
+    EXPECT_EQ(rq_size(q.get()), 0u);
+    EXPECT_EQ(sum_bucket_sizes(q.get()), 0u);
+    for (uint32_t t = 0; t < prios.size(); t++)
+        ASSERT_EQ(rq_push(q.get(), t, prios[t]), 0);
+    EXPECT_EQ(rq_buckets(q.get()), 5u);
+    EXPECT_EQ(rq_size(q.get()), prios.size());
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{7, 0, 2, 5, 1, 4, 3, 6}));
+    EXPECT_EQ(rq_buckets(q.get()), 5u) << "empty buckets stay";
+}
+
+TEST(ReadyQueueSized, NoTasks)
+{
+    RqPtr q(rq_create_sized(nullptr, 0));
+    ASSERT_NE(q, nullptr);
+    EXPECT_EQ(rq_buckets(q.get()), 0u);
+    errno = 0;
+    EXPECT_EQ(rq_push(q.get(), 1, 0), -1);
+    EXPECT_EQ(errno, ENOBUFS);
+}
+
+// A sized queue never grows: a priority it was not sized for, or a bucket
+// past its (power-of-two) reservation, is refused and nothing changes.
+TEST(ReadyQueueSized, UnknownPriorityOrFullBucketIsRefused)
+{
+    RqPtr q = make_sized({5, 5, 5});
+    uint32_t pushed = 0;
+    while (pushed < 1000 && rq_push(q.get(), pushed, 5) == 0)
+        pushed++;
+    EXPECT_EQ(errno, ENOBUFS);
+    EXPECT_GE(pushed, 3u);
+    EXPECT_LT(pushed, 1000u);
+    EXPECT_EQ(rq_bucket_size(q.get(), 0), pushed);
+    errno = 0;
+    EXPECT_EQ(rq_push(q.get(), 77, 6), -1);
+    EXPECT_EQ(errno, ENOBUFS);
+    errno = 0;
+    EXPECT_EQ(rq_push_front(q.get(), 78, 4), -1);
+    EXPECT_EQ(errno, ENOBUFS);
+    EXPECT_EQ(rq_buckets(q.get()), 1u);
+    std::vector<uint32_t> want;
+    for (uint32_t t = 0; t < pushed; t++)
+        want.push_back(t);
+    EXPECT_EQ(drain(q.get()), want);
+}
+
+// Every task of a bucket can be popped and put back at once (the dispatcher
+// found room for none of them), and no more than the reservation.
+TEST(ReadyQueueSized, PushFrontUpToTheReservation)
+{
+    RqPtr q = make_rq();
+    ASSERT_EQ(rq_reserve(q.get(), 0, 6), 0);
+    for (uint32_t t = 0; t < 6; t++)
+        ASSERT_EQ(rq_push(q.get(), t, 0), 0);
+    std::vector<uint32_t> popped;
+    for (int k = 0; k < 6; k++)
+        popped.push_back(rq_bucket_pop(q.get(), 0));
+    for (auto it = popped.rbegin(); it != popped.rend(); ++it)
+        ASSERT_EQ(rq_push_front(q.get(), *it, 0), 0);
+    EXPECT_EQ(rq_bucket_size(q.get(), 0), 6u);
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
+    uint32_t held = 0;
+    while (held < 1000 && rq_push_front(q.get(), held, 0) == 0)
+        held++;
+    EXPECT_EQ(errno, ENOBUFS);
+    EXPECT_GE(held, 6u);
+    EXPECT_LT(held, 1000u);
+}
+
+// More distinct priorities than rq_create_sized counts in its table.
+TEST(ReadyQueueSized, ManyDistinctPriorities)
+{
+    std::vector<int32_t> prios;
+    for (uint32_t t = 0; t < 3000; t++)
+        prios.push_back(static_cast<int32_t>((t * 7919u) % 1000u) - 500);
+    RqPtr q = make_sized(prios);
+    ASSERT_EQ(rq_buckets(q.get()), 1000u);
+    expect_buckets_sorted(q.get());
+    std::map<int32_t, std::vector<uint32_t>, std::greater<int32_t>> model;
+    for (uint32_t t = 0; t < prios.size(); t++) {
+        ASSERT_EQ(rq_push(q.get(), t, prios[t]), 0);
+        model[prios[t]].push_back(t);
+    }
+    std::vector<uint32_t> want;
+    for (auto &kv : model)
+        want.insert(want.end(), kv.second.begin(), kv.second.end());
+    EXPECT_EQ(drain(q.get()), want);
+}
+
+// rq_reserve on a queue that already holds tasks (ring wrapped, some put
+// back at the front) keeps them in order; afterwards the queue is sized.
+TEST(ReadyQueueSized, ReserveKeepsQueuedTasksInOrder)
+{
+    RqPtr q = make_rq();
+    std::deque<uint32_t> model;
+    for (uint32_t t = 0; t < 100; t++) {
+        ASSERT_EQ(rq_push(q.get(), t, 1), 0);
+        model.push_back(t);
+    }
+    for (int k = 0; k < 40; k++) {
+        ASSERT_EQ(rq_bucket_pop(q.get(), 0), model.front());
+        model.pop_front();
+    }
+    for (uint32_t t = 100; t < 130; t++) {
+        ASSERT_EQ(rq_push(q.get(), t, 1), 0);
+        model.push_back(t);
+    }
+    ASSERT_EQ(rq_push_front(q.get(), 500, 1), 0);
+    model.push_front(500);
+    ASSERT_EQ(rq_reserve(q.get(), 1, 1000), 0);
+    ASSERT_EQ(rq_reserve(q.get(), 9, 4), 0);
+    ASSERT_EQ(rq_buckets(q.get()), 2u);
+    EXPECT_EQ(rq_bucket_priority(q.get(), 0), 9);
+    for (uint32_t t = 600; t < 1400; t++) {
+        ASSERT_EQ(rq_push(q.get(), t, 1), 0) << "reserved room";
+        model.push_back(t);
+    }
+    errno = 0;
+    EXPECT_EQ(rq_push(q.get(), 1, 3), -1);
+    EXPECT_EQ(errno, ENOBUFS) << "sized: no new bucket";
+    errno = 0;
+    EXPECT_EQ(rq_reserve(q.get(), 1, (UINT32_C(1) << 30) + 1), -1);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(rq_size(q.get()), model.size());
+    EXPECT_EQ(drain(q.get()), std::vector<uint32_t>(model.begin(), model.end()));
+}
+
+// ---- the master's deferral -------------------------------------------------
+
+// One dispatch round over bucket b as engine/master_sched.c does it: pop the
+// tasks counted, keep those fits() accepts, put the others back with
+// rq_push_front in reverse order.  Returns the order the tasks were popped.
+std::vector<uint32_t> dispatch_round(struct ready_queue *q, size_t b,
+                                     const std::function<bool(uint32_t)> &fits)
+{
+    std::vector<uint32_t> popped, deferred;
+    size_t n = rq_bucket_size(q, b);
+    int32_t prio = rq_bucket_priority(q, b);
+    for (size_t k = 0; k < n; k++) {
+        uint32_t t = rq_bucket_pop(q, b);
+        popped.push_back(t);
+        if (!fits(t))
+            deferred.push_back(t);
+    }
+    for (auto it = deferred.rbegin(); it != deferred.rend(); ++it)
+        EXPECT_EQ(rq_push_front(q, *it, prio), 0);
+    return popped;
+}
+
+// Deferred tasks keep their place ahead of tasks that became ready since,
+// round after round; a task a node gives back unstarted goes in front of
+// them all.  On an unsized and on a sized queue.
+void deferral_rounds(struct ready_queue *q)
+{
+    for (uint32_t t = 0; t < 20; t++)
+        ASSERT_EQ(rq_push(q, t, 0), 0);
+    ASSERT_EQ(rq_push(q, 100, -1), 0);
+    std::vector<uint32_t> all;
+    for (uint32_t t = 0; t < 20; t++)
+        all.push_back(t);
+    EXPECT_EQ(dispatch_round(q, 0, [](uint32_t t) { return t % 4 != 1; }), all);
+    EXPECT_EQ(rq_bucket_size(q, 0), 5u);
+    ASSERT_EQ(rq_push(q, 20, 0), 0); // released by a completion meanwhile
+    ASSERT_EQ(rq_push(q, 21, 0), 0);
+    EXPECT_EQ(dispatch_round(q, 0, [](uint32_t t) { return t != 5 && t != 13 && t != 21; }),
+              (std::vector<uint32_t>{1, 5, 9, 13, 17, 20, 21}));
+    ASSERT_EQ(rq_push_front(q, 2, 0), 0); // given back unstarted
+    ASSERT_EQ(rq_push(q, 22, 0), 0);
+    EXPECT_EQ(dispatch_round(q, 0, [](uint32_t) { return false; }),
+              (std::vector<uint32_t>{2, 5, 13, 21, 22}));
+    EXPECT_EQ(dispatch_round(q, 0, [](uint32_t t) { return t != 22; }),
+              (std::vector<uint32_t>{2, 5, 13, 21, 22}));
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{22, 100}));
+}
+
+TEST(ReadyQueue, DeferralAcrossDispatchRounds)
+{
+    RqPtr q = make_rq();
+    deferral_rounds(q.get());
+}
+
+TEST(ReadyQueueSized, DeferralAcrossDispatchRounds)
+{
+    std::vector<int32_t> prios(30, 0);
+    prios.push_back(-1);
+    RqPtr q = make_sized(prios);
+    deferral_rounds(q.get());
+}
+
+// ---- many threads ----------------------------------------------------------
+
+#ifdef PMC_TSAN
+constexpr uint32_t kPerProducer = 25000; // TSan runs several times slower
+#else
+constexpr uint32_t kPerProducer = 100000;
+#endif
+
+class StartGate
+{
+  public:
+    explicit StartGate(int n) : n_(n) {}
+    void arrive()
+    {
+        arrived_.fetch_add(1, std::memory_order_acq_rel);
+        while (arrived_.load(std::memory_order_acquire) < n_)
+            std::this_thread::yield();
+    }
+
+  private:
+    const int n_;
+    std::atomic<int> arrived_{0};
+};
+
+constexpr int32_t kConcPrio[3] = {7, 0, -3};
+
+int32_t conc_prio(uint32_t i)
+{
+    return kConcPrio[(i + i / 5) % 3];
+}
+
+// Producers push (producer << 24 | i) with priority conc_prio(i) from their
+// own threads, released together; this thread is the dispatcher: it sweeps
+// the buckets, pops what rq_bucket_size counts, and now and then pops a few
+// tasks (or a whole bucket) and puts them back at the front, which must give
+// them back first and in the same order.
+TEST(ReadyQueueConcurrent, PushersAndOneDispatcher)
+{
+    constexpr int kProducers = 4;
+    constexpr size_t kBatch = 64;
+    const uint32_t total = kProducers * kPerProducer;
+    std::vector<int32_t> prios;
+    for (int p = 0; p < kProducers; p++)
+        for (uint32_t i = 0; i < kPerProducer; i++)
+            prios.push_back(conc_prio(i));
+    RqPtr q = make_sized(prios);
+    ASSERT_EQ(rq_buckets(q.get()), 3u);
+
+    StartGate gate(kProducers + 1);
+    std::atomic<uint32_t> push_failures{0};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; p++)
+        producers.emplace_back([&, p] {
+            gate.arrive();
+            for (uint32_t i = 0; i < kPerProducer; i++)
+                if (rq_push(q.get(), static_cast<uint32_t>(p) << 24 | i, conc_prio(i)) != 0)
+                    push_failures.fetch_add(1, std::memory_order_relaxed);
+        });
+
+    gate.arrive();
+    std::map<int32_t, std::vector<uint32_t>> got;
+    uint32_t popped = 0, visits = 0, refronts = 0, empty_pops = 0, oversize = 0;
+    uint32_t mismatched_refront = 0;
+    // Lost tasks would keep the loop waiting: stop at a deadline and report.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    bool timed_out = false;
+    while (popped + push_failures.load(std::memory_order_relaxed) < total &&
+           !(timed_out = std::chrono::steady_clock::now() > deadline)) {
+        size_t queued = rq_size(q.get());
+        if (queued > total - popped)
+            oversize++;
+        for (size_t b = 0; b < rq_buckets(q.get()); b++) {
+            // At most kBatch per visit, like the master's room for tasks.
+            size_t n = std::min<size_t>(rq_bucket_size(q.get(), b), kBatch);
+            if (n == 0)
+                continue;
+            int32_t prio = rq_bucket_priority(q.get(), b);
+            std::vector<uint32_t> again;
+            visits++;
+            if (visits % 5 == 0 || visits % 7 == 0) { // defer a few, or all
+                size_t k = visits % 7 == 0 ? n : std::min<size_t>(n, 3);
+                for (size_t j = 0; j < k; j++)
+                    again.push_back(rq_bucket_pop(q.get(), b));
+                for (auto it = again.rbegin(); it != again.rend(); ++it)
+                    if (rq_push_front(q.get(), *it, prio) != 0)
+                        mismatched_refront++;
+                refronts++;
+            }
+            for (size_t k = 0; k < n; k++) {
+                uint32_t t = rq_bucket_pop(q.get(), b);
+                if (t == UINT32_MAX) {
+                    empty_pops++;
+                    break;
+                }
+                if (k < again.size() && again[k] != t)
+                    mismatched_refront++;
+                got[prio].push_back(t);
+                popped++;
+            }
+        }
+        if (popped < total)
+            std::this_thread::yield();
+    }
+    for (auto &t : producers)
+        t.join();
+
+    EXPECT_FALSE(timed_out) << "tasks never arrived";
+    EXPECT_EQ(push_failures.load(), 0u) << "a sized queue refused a push";
+    EXPECT_EQ(empty_pops, 0u) << "rq_bucket_size counted a task pop could not deliver";
+    EXPECT_EQ(oversize, 0u) << "rq_size counted more tasks than were left";
+    EXPECT_EQ(mismatched_refront, 0u) << "tasks put back at the front came out differently";
+    EXPECT_EQ(rq_size(q.get()), 0u);
+    EXPECT_GT(refronts, 0u);
+    RecordProperty("visits", static_cast<int>(visits));
+    RecordProperty("refronts", static_cast<int>(refronts));
+
+    std::vector<std::vector<bool>> seen(kProducers, std::vector<bool>(kPerProducer));
+    uint32_t dups = 0, bogus = 0, wrong_bucket = 0, disorder = 0, count = 0;
+    for (auto &[prio, order] : got) {
+        std::vector<int64_t> last(kProducers, -1);
+        for (uint32_t t : order) {
+            uint32_t p = t >> 24, i = t & 0xffffff;
+            if (p >= kProducers || i >= kPerProducer) {
+                bogus++;
+                continue;
+            }
+            count++;
+            dups += seen[p][i];
+            seen[p][i] = true;
+            wrong_bucket += conc_prio(i) != prio;
+            disorder += static_cast<int64_t>(i) <= last[p];
+            last[p] = i;
+        }
+    }
+    uint32_t missing = 0;
+    for (auto &s : seen)
+        missing += static_cast<uint32_t>(std::count(s.begin(), s.end(), false));
+    EXPECT_EQ(bogus, 0u) << "tasks never pushed";
+    EXPECT_EQ(dups, 0u) << "tasks popped twice";
+    EXPECT_EQ(missing, 0u) << "tasks lost";
+    EXPECT_EQ(wrong_bucket, 0u) << "tasks in another priority's bucket";
+    EXPECT_EQ(disorder, 0u) << "a producer's tasks out of FIFO order within a priority";
+    EXPECT_EQ(count, total);
 }
 
 } // namespace
