@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "sched/mpmc_ring.h"
+#include "testutil.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PMC_TSAN 1
@@ -173,22 +174,7 @@ TEST(MpmcRing, PositionsWrapAt2To32)
 
 // ---- many threads --------------------------------------------------------
 
-// Every thread calls arrive() and waits until all have: they start together.
-class StartGate
-{
-  public:
-    explicit StartGate(int n) : n_(n) {}
-    void arrive()
-    {
-        arrived_.fetch_add(1, std::memory_order_acq_rel);
-        while (arrived_.load(std::memory_order_acquire) < n_)
-            std::this_thread::yield();
-    }
-
-  private:
-    const int n_;
-    std::atomic<int> arrived_{0};
-};
+using testutil::StartGate; // threads released together
 
 constexpr uint32_t encode(uint32_t producer, uint32_t seq)
 {

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "sched/ready_queue.h"
+#include "testutil.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PMC_TSAN 1
@@ -551,21 +552,7 @@ constexpr uint32_t kPerProducer = 25000; // TSan runs several times slower
 constexpr uint32_t kPerProducer = 100000;
 #endif
 
-class StartGate
-{
-  public:
-    explicit StartGate(int n) : n_(n) {}
-    void arrive()
-    {
-        arrived_.fetch_add(1, std::memory_order_acq_rel);
-        while (arrived_.load(std::memory_order_acquire) < n_)
-            std::this_thread::yield();
-    }
-
-  private:
-    const int n_;
-    std::atomic<int> arrived_{0};
-};
+using testutil::StartGate;
 
 constexpr int32_t kConcPrio[3] = {7, 0, -3};
 

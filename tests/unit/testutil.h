@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -28,6 +29,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <thread>
 #include <vector>
 
 #include <dirent.h>
@@ -53,6 +55,24 @@
 
 namespace testutil
 {
+
+// Every thread calls arrive() and spins until all have: they start together
+// (concurrency tests release their threads on one of these).
+class StartGate
+{
+  public:
+    explicit StartGate(int n) : n_(n) {}
+    void arrive()
+    {
+        arrived_.fetch_add(1, std::memory_order_acq_rel);
+        while (arrived_.load(std::memory_order_acquire) < n_)
+            std::this_thread::yield();
+    }
+
+  private:
+    const int n_;
+    std::atomic<int> arrived_{0};
+};
 
 // ---- files and descriptors --------------------------------------------------
 
