@@ -5,7 +5,9 @@
  * producers (rq_push from any thread) and one consumer (the dispatcher).  The
  * buckets form a sorted index (prio[], descending, binary-searched), which
  * on a sized queue is fixed before threads share it, so rq_push reads it with
- * no synchronisation and no lock; its only shared writes are the ring's.
+ * no synchronisation and no lock; its only shared writes are the ring's and
+ * the size counter's (one relaxed fetch-and-add, on a cache line of its own
+ * so that it does not evict the index every producer reads).
  *
  * Bucket b = prio[b], ring[b], held[b].  held[b] is a deque owned by the
  * dispatcher, in front of the ring: rq_push_front() prepends to it (the ring
@@ -27,6 +29,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -60,7 +63,7 @@ struct ready_queue {
      * subtracts 1 after taking one, so the count never drops below the
      * tasks a pop can deliver and never goes negative.  Relaxed: it orders
      * nothing, the rings do. */
-    _Atomic size_t total;
+    alignas(RQ_CACHE_LINE) _Atomic size_t total;
 };
 
 /* ---- index and growth (setup, or the unsized fallback) ------------------ */
@@ -206,7 +209,12 @@ nomem:
 
 struct ready_queue *rq_create(void)
 {
-    return calloc(1, sizeof(struct ready_queue));
+    struct ready_queue *q = aligned_alloc(RQ_CACHE_LINE, sizeof *q); /* for total */
+    if (!q)
+        return NULL;
+    memset(q, 0, sizeof *q);
+    atomic_init(&q->total, 0);
+    return q;
 }
 
 void rq_destroy(struct ready_queue *q)

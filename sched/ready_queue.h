@@ -34,9 +34,11 @@
  * find their bucket without a lock.
  *
  * Sizes.  rq_size() and rq_bucket_size() are exact when no push runs.  While
- * producers push they are a snapshot for the dispatcher: never negative,
- * possibly missing pushes still in progress, and never counting a task that
- * rq_bucket_pop() will not deliver.
+ * producers push they are snapshots, never negative.  rq_bucket_size() may
+ * miss pushes still in progress but never counts a task that rq_bucket_pop()
+ * will not deliver.  rq_size() is a counter that a push raises before it
+ * publishes its task (and lowers again if the push fails), so it may count
+ * pushes still in progress.
  *
  * Memory: per bucket ~300 bytes, plus a ring of 8 bytes and a held deque of 4
  * bytes per slot, slots a power of two (a sized bucket of n tasks: the next
