@@ -2,13 +2,14 @@
  *
  * One agent per rank (DESIGN.md sections 1-2).  Its thread registers the
  * rank with the master (HELLO: hostname, host rank, CPUs, memory), then
- * loops on one epoll set holding its mailbox's eventfd and a pidfd per
- * running task: it launches every task of each TASKS batch at once with
- * posix_spawn (the master only sends what fits the node), reaps exited tasks
- * through their pidfds, appends each task's captured stdout + cluster-task
- * record to DAGFILE.out.R and its stderr to DAGFILE.err.R, and returns the
- * results of everything reaped in one wake-up as one RESULTS batch (so
- * batches grow with load and a lone result goes out at once).  No thread per
+ * loops on one epoll set holding its mailbox's eventfd, a pidfd per
+ * running task and its forwarding pipes.  Received tasks wait in a local
+ * queue (the master sends a prefetch window beyond the node's CPUs) and start
+ * with spawn_task() as the rank's own CPU and memory accounting allows; exited
+ * tasks are reaped through their pidfds, each task's captured stdout +
+ * cluster-task record is appended to DAGFILE.out.R and its stderr to
+ * DAGFILE.err.R, and results go back in adaptive RESULTS batches (at once
+ * when nothing is queued, else 24 results or a short delay).  No thread per
  * task, no busy wait.
  *
  * SHUTDOWN: finish running tasks, close the files, reply BYE, end.

@@ -47,7 +47,7 @@ struct node {
     bool open;    /* on the open list: may be sent tasks */
     int open_pos; /* its index in the open list */
     char *hostname;
-    bool said_hello, said_bye;
+    bool said_bye;
     struct msgbuf batch; /* TASKS being built this round */
 };
 

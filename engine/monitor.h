@@ -7,9 +7,8 @@
  * its ranks (running or queued there, capped at its CPUs); a line is
  * written for each host whose free resources changed since the last
  * monitor_flush(), plus the "*" totals line, so the log has one line per
- * change at the granularity of a scheduling round (PMC wrote two lines per
- * task start and end; at a million tasks that alone would cost the master
- * more than scheduling).
+ * change at the granularity of a scheduling round (PMC wrote two lines at
+ * every task start and end).
  *
  * Write errors are logged once and that log is closed; the run goes on (as
  * in PMC).

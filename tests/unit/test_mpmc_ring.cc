@@ -24,18 +24,10 @@
 #include "sched/mpmc_ring.h"
 #include "testutil.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define PMC_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PMC_TSAN 1
-#endif
-#endif
-
 namespace
 {
 
-#ifdef PMC_TSAN
+#ifdef PMC_TEST_TSAN
 constexpr uint32_t kPerProducer = 100000; // TSan runs several times slower
 #else
 constexpr uint32_t kPerProducer = 500000;

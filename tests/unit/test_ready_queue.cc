@@ -32,14 +32,6 @@
 #include "sched/ready_queue.h"
 #include "testutil.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define PMC_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PMC_TSAN 1
-#endif
-#endif
-
 namespace
 {
 
@@ -546,7 +538,7 @@ TEST(ReadyQueueSized, DeferralAcrossDispatchRounds)
 
 // ---- many threads ----------------------------------------------------------
 
-#ifdef PMC_TSAN
+#ifdef PMC_TEST_TSAN
 constexpr uint32_t kPerProducer = 25000; // TSan runs several times slower
 #else
 constexpr uint32_t kPerProducer = 100000;

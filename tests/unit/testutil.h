@@ -42,6 +42,13 @@
 
 #include "engine/spawn.h"
 
+#if defined(__SANITIZE_THREAD__)
+#define PMC_TEST_TSAN 1 // ThreadSanitizer: concurrency tests shrink their loops
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PMC_TEST_TSAN 1
+#endif
+#endif
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define PMC_TEST_SANITIZED 1
 #elif defined(__has_feature)
