@@ -14,6 +14,30 @@
 #include "engine/agent_internal.h"
 #include "io/log.h"
 
+/* Results and notices waiting to be sent. */
+static uint32_t agent_pending(const struct agent *a)
+{
+    return a->results.count + a->starts.count;
+}
+
+void agent__started(struct agent *a, const struct slot *s)
+{
+    if (!s->notify_start)
+        return;
+    struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
+    if (a->starts.count == 0) {
+        if (msg_begin(&a->starts, MSG_STARTED) < 0)
+            goto oom;
+        if (a->results.count == 0)
+            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+    }
+    if (msg_add_started(&a->starts, &st) == 0)
+        return;
+oom:
+    log_fatal("Out of memory for the start notices of rank %d", a->cfg.rank);
+    a->failed = true;
+}
+
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration)
 {
@@ -29,7 +53,8 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
     if (a->results.count == 0) {
         if (msg_begin(&a->results, MSG_RESULTS) < 0)
             goto oom;
-        clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+        if (a->starts.count == 0)
+            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
     }
     int rc = msg_add_result(&a->results, &r);
     a->fwd_pack.len = a->fwd_pack.count = 0;
@@ -50,7 +75,7 @@ oom:
  * master_sched.c), so RESULT_BATCH <= 32 keeps a busy node fed. */
 static long agent_result_wait_ms(const struct agent *a)
 {
-    if (a->results.count == 0)
+    if (agent_pending(a) == 0)
         return -1;
     if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
         return 0;
@@ -61,15 +86,25 @@ static long agent_result_wait_ms(const struct agent *a)
     return waited >= delay ? 0 : delay - waited;
 }
 
+static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
+{
+    if (b->count == 0)
+        return;
+    msg_end(b);
+    if (comm_send(a->comm, 0, COMM_TO_MASTER, b) < 0) {
+        log_error("Cannot send %s: %s", what, strerror(errno));
+        a->failed = true;
+    }
+}
+
+/* Send the pending notices, then the results (one destination, one
+ * thread: the master gets a task's STARTED before its result). */
 static void agent_flush_results(struct agent *a)
 {
     if (agent_result_wait_ms(a) != 0)
         return;
-    msg_end(&a->results);
-    if (comm_send(a->comm, 0, COMM_TO_MASTER, &a->results) < 0) {
-        log_error("Cannot send results: %s", strerror(errno));
-        a->failed = true;
-    }
+    agent_send(a, &a->starts, "start notices");
+    agent_send(a, &a->results, "results");
 }
 
 static void agent_send_empty(struct agent *a, enum msg_kind kind)
@@ -302,7 +337,8 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-/* The PUs of this rank: its block of the host's PUs, or, with
+/* The PUs of this agent: the host's PUs (its share of them when
+ * --ranks-are-hosts puts several agents on one machine), or, with
  * --keep-affinity, the CPUs it inherited (a launcher's binding is already
  * per rank).  Without a topology tasks run unbound.  -1 only without memory. */
 static int agent_create_pool(struct agent *a)
@@ -310,8 +346,8 @@ static int agent_create_pool(struct agent *a)
     cpu_set_t inherited;
     bool keep = a->cfg.keep_affinity && sched_getaffinity(0, sizeof inherited, &inherited) == 0;
     struct pmc_error perr;
-    a->pool = cpuset_pool_create(NULL, keep ? &inherited : NULL, keep ? 0 : a->cfg.host_rank,
-                                 keep ? 1 : a->cfg.host_ranks, &perr);
+    a->pool = cpuset_pool_create(NULL, keep ? &inherited : NULL, keep ? 0 : a->cfg.pu_share,
+                                 keep ? 1 : a->cfg.pu_shares, &perr);
     if (!a->pool && errno == ENOMEM)
         return -1;
     if (!a->pool)
@@ -350,7 +386,15 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         return NULL;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = MAILBOX_EVENT};
-    epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->box.efd, &ev);
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->box.efd, &ev) < 0) {
+        pmc_errorf(err, "cannot create the node agent: epoll_ctl: %m");
+        agent_destroy(a);
+        return NULL;
+    }
+    if (agent__open_outputs(a, err) < 0) {
+        agent_destroy(a);
+        return NULL;
+    }
     return a;
 }
 
@@ -395,6 +439,7 @@ void agent_destroy(struct agent *a)
         agent_batch_unref(nt.batch);
     nq_free(&a->queue);
     msg_free(&a->results);
+    msg_free(&a->starts);
     msg_free(&a->fwd_pack);
     taskio_file_close(&a->out);
     taskio_file_close(&a->err);

@@ -1,7 +1,8 @@
 /* agent.h - the node agent: runs the tasks the master sends to this rank.
  *
- * One agent per rank (DESIGN.md sections 1-2).  Its thread registers the
- * rank with the master (HELLO: hostname, host rank, CPUs, memory), then
+ * One agent per host (DESIGN.md sections 1-2, sched/hosts.h), holding all of
+ * the host's CPUs and memory.  Its thread registers with the master (HELLO:
+ * hostname, ranks on the machine, CPUs, memory), then
  * loops on one epoll set holding its mailbox's eventfd, a pidfd per
  * running task and its forwarding pipes.  Received tasks wait in a local
  * queue (the master sends a prefetch window beyond the node's CPUs) and start
@@ -38,11 +39,13 @@ extern "C" {
 
 struct agent_config {
     int rank;
-    int host_rank;  /* index of this rank among the ranks of its host */
-    int host_ranks; /* ranks on this host */
+    int host_rank;  /* PMC_HOST_RANK: 0, the one agent of its host */
+    int host_ranks; /* MPI ranks on this machine (reported in HELLO) */
+    int pu_share;   /* --set-affinity: this agent binds tasks to share */
+    int pu_shares;  /* pu_share of pu_shares of the machine's PUs (0 of 1) */
     const char *hostname;
-    uint32_t cpus;        /* CPUs this rank offers */
-    uint64_t memory_mb;   /* memory this rank offers, MB */
+    uint32_t cpus;        /* CPUs of the host (all of them) */
+    uint64_t memory_mb;   /* memory of the host, MB */
     const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
     bool null_executor;   /* complete every task at once without running it */
     bool per_task_stdio;  /* TASK.out.NNN / TASK.err.NNN in task_dir */
@@ -54,8 +57,10 @@ struct agent_config {
 
 struct agent;
 
-/* Allocate the agent and its mailbox (the strings of cfg are copied).
- * NULL with err. */
+/* Allocate the agent and its mailbox (the strings of cfg are copied), and
+ * open its output files DAG_PATH.out.RANK / .err.RANK (append), so that a
+ * path that cannot be written fails before any task starts.  NULL with err
+ * ("DAG_PATH.out.1: Permission denied"). */
 struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err);
 
 /* The inbox that comm_create() must deliver TASKS/SHUTDOWN/ABORT into. */

@@ -35,6 +35,7 @@ struct batch {
 
 struct slot {
     bool in_use;
+    bool notify_start; /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     uint32_t id, attempt, cpus, memory_mb;
     pid_t pid;
     int pidfd;
@@ -68,12 +69,13 @@ struct agent {
     char **base_env; /* environ without the PMC_* variables we set */
     size_t base_env_n;
     struct msgbuf results;
+    struct msgbuf starts;   /* STARTED notices, sent just before the results */
     struct msgbuf fwd_pack; /* forwarded data of the task being reported */
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
     uint32_t cpus_free;      /* local accounting of the rank's share */
     uint64_t memory_free;
-    struct timespec first_result; /* when the oldest unsent result was added */
+    struct timespec first_result; /* when the oldest unsent result or notice was added */
     bool shutting, aborting, draining, failed, sent_abort;
     struct timespec kill_deadline;
     bool killed_hard;
@@ -97,6 +99,8 @@ static inline double agent_elapsed(const struct timespec *t0)
 
 /* agent_task.c */
 int agent__snapshot_env(struct agent *a);
+/* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
+int agent__open_outputs(struct agent *a, struct pmc_error *err);
 void agent__launch(struct agent *a, const struct msg_task *t);
 void agent__reap(struct agent *a, uint32_t i);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
@@ -105,5 +109,7 @@ void agent__slot_free(struct slot *s);
 /* agent.c */
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
+/* The task in s started: queue its STARTED notice if the master asked. */
+void agent__started(struct agent *a, const struct slot *s);
 
 #endif

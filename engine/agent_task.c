@@ -43,33 +43,20 @@ int agent__snapshot_env(struct agent *a)
     return 0;
 }
 
-static int agent_open_outputs(struct agent *a)
+int agent__open_outputs(struct agent *a, struct pmc_error *err)
 {
-    if (a->out.fd >= 0)
-        return 0;
     char path[4096];
-    struct pmc_error err;
     snprintf(path, sizeof path, "%s.out.%d", a->cfg.dag_path, a->cfg.rank);
-    if (taskio_file_open(&a->out, path, &err) < 0) {
-        log_error("%s", err.text);
+    if (taskio_file_open(&a->out, path, err) < 0)
         return -1;
-    }
     snprintf(path, sizeof path, "%s.err.%d", a->cfg.dag_path, a->cfg.rank);
-    if (taskio_file_open(&a->err, path, &err) < 0) {
-        log_error("%s", err.text);
-        return -1;
-    }
-    return 0;
+    return taskio_file_open(&a->err, path, err);
 }
 
 /* Append the task's stdout + record and its stderr to the rank's files
  * (or, with --per-task-stdio, the record to the task's own .out file). */
 static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
 {
-    if (s->task_out < 0 && agent_open_outputs(a) < 0) {
-        a->failed = true;
-        return;
-    }
     const char *name = s->strs;
     const char *pegasus_id = name + strlen(name) + 1;
     const char *app = pegasus_id + strlen(pegasus_id) + 1;
@@ -176,7 +163,8 @@ static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task
         affinity_format(&s->cpuset, p + n, AFFINITY_LIST_MAX);
         p += strlen(p) + 1;
     }
-    fwd_child_env(&s->fwd, e);
+    if (fwd_child_env(&s->fwd, e) < 0)
+        return -1;
     e[s->fwd.npipes] = NULL;
     return 0;
 }
@@ -203,6 +191,7 @@ static void agent_slot_release(struct agent *a, struct slot *s)
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     s->in_use = true;
+    s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
     s->id = t->id;
@@ -255,16 +244,44 @@ static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task 
 }
 
 /* Register the read ends of the task's pipes: event data is the slot index
- * plus (forward index + 1) << 32. */
-static void agent_watch_pipes(struct agent *a, uint32_t i)
+ * plus (forward index + 1) << 32.  0, or -1 with errno from epoll_ctl. */
+static int agent_watch_pipes(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
     for (uint32_t k = 0; k < s->fwd.n; k++) {
         if (s->fwd.e[k].rfd < 0)
             continue;
         struct epoll_event ev = {.events = EPOLLIN, .data.u64 = i | ((uint64_t)(k + 1) << 32)};
-        epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fwd.e[k].rfd, &ev);
+        if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->fwd.e[k].rfd, &ev) < 0)
+            return -1;
     }
+    return 0;
+}
+
+/* The task in slot i started but cannot be watched (epoll_ctl failed, errno
+ * e): unwatched, it could never be reaped or could block on a full pipe, so
+ * kill its process group, reap it here and report it failed.  Its pidfd
+ * and pipes leave the epoll set (entries that were never added just fail
+ * to delete). */
+static void agent_abandon_task(struct agent *a, uint32_t i, int e)
+{
+    struct slot *s = &a->slots[i];
+    log_error("Task %s: cannot watch it (epoll_ctl: %s): killed", s->strs, strerror(e));
+    kill(-s->pid, SIGKILL);
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+        ;
+    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
+    for (uint32_t k = 0; k < s->fwd.n; k++)
+        if (s->fwd.e[k].rfd >= 0)
+            epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
+    close(s->pidfd);
+    s->pidfd = -1;
+    int status = SIGKILL;
+    agent_write_output(a, s, status, agent_elapsed(&s->t0));
+    agent__add_result(a, s, status, 0, agent_elapsed(&s->t0));
+    agent_slot_release(a, s);
 }
 
 /* --set-affinity: take t->cpus PUs of the rank's pool; when they cannot be
@@ -323,8 +340,12 @@ void agent__launch(struct agent *a, const struct msg_task *t)
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev);
-    agent_watch_pipes(a, (uint32_t)i);
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 ||
+        agent_watch_pipes(a, (uint32_t)i) < 0) {
+        agent_abandon_task(a, (uint32_t)i, errno);
+        return;
+    }
+    agent__started(a, s);
     a->running++;
 }
 

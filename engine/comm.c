@@ -33,6 +33,7 @@ struct comm {
     bool has_thread;
     atomic_bool stop;
     atomic_uint_fast64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
+    atomic_uint_fast64_t recv_deferred; /* receives put off for want of memory */
 };
 
 static void comm_deliver(struct comm *c, struct mail *m)
@@ -113,24 +114,32 @@ static int comm_complete_sends(struct comm *c)
     return ndone;
 }
 
-/* Receive every message that has arrived.  Returns how many. */
+/* Receive every message that has arrived.  Returns how many.  The buffer
+ * and its mail are allocated after a plain probe and before the receive:
+ * when memory runs out the message stays queued in MPI and is received on a
+ * later pass (a dropped RESULTS would hang the run).  Only this thread
+ * receives, so the message received from (source, tag) is the one probed
+ * (MPI keeps messages between a pair of ranks with one tag in order). */
 static int comm_receive(struct comm *c)
 {
     int got = 0;
     for (;;) {
         int flag = 0;
-        MPI_Message msg;
         MPI_Status st;
-        MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &msg, &st);
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);
         if (!flag)
             return got;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         uint8_t *buf = malloc(count > 0 ? (size_t)count : 1);
-        MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
         struct mail *m = buf ? mail_new(st.MPI_SOURCE, st.MPI_TAG, buf, (size_t)count) : NULL;
-        if (m)
-            comm_deliver(c, m);
+        if (!m) {
+            atomic_fetch_add_explicit(&c->recv_deferred, 1, memory_order_relaxed);
+            return got; /* mail_new freed buf; try again after a back-off */
+        }
+        MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        comm_deliver(c, m);
         atomic_fetch_add_explicit(&c->msgs_recv, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_recv, (uint64_t)count, memory_order_relaxed);
         got++;

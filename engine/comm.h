@@ -8,9 +8,10 @@
  *
  * With more than one rank, a progress thread is the only thread that calls
  * MPI after start-up: it drains the outbox with MPI_Isend, completes sends
- * with MPI_Testsome, and receives with MPI_Improbe + MPI_Mrecv (matched
- * probes size each buffer exactly, so batches of any size need no
- * pre-posted maximum).  When nothing moves it sleeps on the outbox eventfd
+ * with MPI_Testsome, and receives with MPI_Iprobe + MPI_Recv (the probe
+ * sizes each buffer exactly, so batches of any size need no pre-posted
+ * maximum; when no memory can be had the message waits in MPI and is
+ * received on a later pass, never dropped).  When nothing moves it sleeps on the outbox eventfd
  * with a timeout that backs off from 20 us to 10 ms: it never spins a core
  * (a local send wakes it at once; a remote message waits at most 10 ms when
  * the rank has been idle for a while).

@@ -33,7 +33,7 @@ extern "C" {
 
 typedef uint32_t dag_task_t; /* dense task id, 0 .. ntasks-1 */
 
-#define DAG_NO_STRING 0u  /* arena offset 0 is always the empty string */
+#define DAG_NO_STRING 0u /* arena offset 0 is always the empty string */
 #define DAG_MAX_TASKS 0x7fffffffu
 
 enum dag_forward_kind {
@@ -57,19 +57,19 @@ struct dag_task_spec {
     size_t pegasus_id_len;
     const char *const *argv; /* argc strings, argv[0] is the executable */
     const size_t *argv_len;
-    uint32_t argc;          /* >= 1 */
-    uint32_t cpus;          /* CPUs requested, >= 1 */
-    uint32_t memory_mb;     /* MB requested, 0 = memory not considered */
-    int32_t priority;       /* larger runs first; default 0 */
-    uint32_t tries;         /* attempts allowed, 0 = the command line's -t */
-    uint32_t line;          /* line of the TASK record, for messages */
+    uint32_t argc;      /* >= 1 */
+    uint32_t cpus;      /* CPUs requested, >= 1 */
+    uint32_t memory_mb; /* MB requested, 0 = memory not considered */
+    int32_t priority;   /* larger runs first; default 0 */
+    uint32_t tries;     /* attempts allowed, 0 = the command line's -t */
+    uint32_t line;      /* line of the TASK record, for messages */
     const struct dag_forward_spec {
         uint32_t kind;
         const char *src;
         size_t src_len;
         const char *dest;
         size_t dest_len;
-    } *forwards;
+    } * forwards;
     uint32_t nforwards;
 };
 

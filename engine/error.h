@@ -25,8 +25,7 @@ struct pmc_error {
 /* Format a message into err (which may be NULL: then nothing is written).
  * Always returns -1, so callers can write `return pmc_errorf(err, ...)`.
  * errno is preserved. */
-int pmc_errorf(struct pmc_error *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+int pmc_errorf(struct pmc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #ifdef __cplusplus
 }

@@ -5,6 +5,7 @@
  * then tears them down in reverse.  This is the only file that decides the
  * process exit status: 0 when every task succeeded, 1 otherwise.
  */
+#include <errno.h>
 #include <limits.h>
 #include <mpi.h>
 #include <signal.h>
@@ -20,23 +21,30 @@
 #include "engine/master.h"
 #include "engine/options.h"
 #include "io/log.h"
+#include "sched/hosts.h"
 #include "sched/resources.h"
 
 struct rank_info {
     int rank, size;
-    int host_rank, host_ranks;
+    int host_rank, host_ranks; /* among the ranks really on this machine */
+    int leader;                /* lowest rank on this machine */
+    uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
+    struct host_plan plan;
     char hostname[256];
 };
 
-static struct master *signal_master;
+static struct master *volatile signal_master;
 
 static void on_signal(int sig)
 {
-    if (signal_master)
-        master_request_abort(signal_master, sig == SIGTERM   ? "SIGTERM"
-                                            : sig == SIGINT  ? "SIGINT"
-                                            : sig == SIGUSR1 ? "SIGUSR1"
-                                                             : "signal");
+    int saved = errno;
+    struct master *m = signal_master;
+    if (m)
+        master_request_abort(m, sig == SIGTERM   ? "SIGTERM"
+                                : sig == SIGINT  ? "SIGINT"
+                                : sig == SIGUSR1 ? "SIGUSR1"
+                                                 : "signal");
+    errno = saved;
 }
 
 /* Rank 0 asks the master to abort; other ranks ignore the batch system's
@@ -69,18 +77,56 @@ static void print_version(void)
     printf("MPI library: %s\n", lib);
 }
 
+/* Where this rank runs: its host (MPI_COMM_TYPE_SHARED), and the lowest rank
+ * of every rank's host, which the role plan needs. */
 static void rank_info_init(struct rank_info *ri)
 {
+    memset(ri, 0, sizeof *ri);
     MPI_Comm_rank(MPI_COMM_WORLD, &ri->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &ri->size);
     MPI_Comm host;
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ri->rank, MPI_INFO_NULL, &host);
     MPI_Comm_rank(host, &ri->host_rank);
     MPI_Comm_size(host, &ri->host_ranks);
+    ri->leader = ri->rank;
+    MPI_Allreduce(MPI_IN_PLACE, &ri->leader, 1, MPI_INT, MPI_MIN, host);
     MPI_Comm_free(&host);
     if (gethostname(ri->hostname, sizeof ri->hostname) < 0)
         strcpy(ri->hostname, "localhost");
     ri->hostname[sizeof ri->hostname - 1] = '\0';
+}
+
+/* Every rank learns every rank's role (a collective).  -1 when this rank is
+ * out of memory (the caller aborts the job). */
+static int rank_plan_roles(struct rank_info *ri, const struct options *o)
+{
+    int *leaders = malloc(sizeof *leaders * (size_t)ri->size);
+    if (!leaders)
+        return -1;
+    MPI_Allgather(&ri->leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
+    int rc = host_plan_make(leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
+    free(leaders);
+    if (rc < 0)
+        return -1;
+    ri->role = ri->plan.role[ri->rank];
+    if (o->ranks_are_hosts && ri->size > 1) {
+        size_t n = strlen(ri->hostname);
+        snprintf(ri->hostname + n, sizeof ri->hostname - n, ":%d", ri->rank);
+    }
+    return 0;
+}
+
+/* Rank 0 says once how the launch shape maps to roles when it is not the
+ * intended one rank per host. */
+static void log_plan(const struct rank_info *ri)
+{
+    const struct host_plan *p = &ri->plan;
+    if (ri->rank != 0 || p->crowded_hosts == 0)
+        return;
+    log_info("%d of %d hosts have more than one MPI rank (up to %d): one rank per host runs "
+             "its tasks with all of the host's CPUs and memory, the other %d ranks wait idle; "
+             "launch one rank per host (mpiexec -ppn 1)",
+             p->crowded_hosts, p->nhosts, p->max_ranks_per_host, p->idle_ranks);
 }
 
 static void program_path(char *buf, size_t size, const char *argv0)
@@ -93,9 +139,9 @@ static void program_path(char *buf, size_t size, const char *argv0)
     snprintf(buf, size, "%s", argv0);
 }
 
-/* This rank's share of its host's CPUs and memory. */
-static void rank_resources(const struct options *o, const struct rank_info *ri, uint32_t *cpus,
-                           uint64_t *memory_mb)
+/* The host's CPUs and memory (MB): detected, or --host-cpus/--host-memory.
+ * The host's agent offers all of it (DESIGN.md section 1). */
+static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *memory_mb)
 {
     uint32_t host_cpus;
     uint64_t host_mem;
@@ -105,8 +151,8 @@ static void rank_resources(const struct options *o, const struct rank_info *ri, 
         host_cpus = o->host_cpus;
     if (o->host_memory)
         host_mem = o->host_memory;
-    *cpus = (uint32_t)resources_share(host_cpus, ri->host_rank, ri->host_ranks);
-    *memory_mb = resources_share(host_mem, ri->host_rank, ri->host_ranks);
+    *cpus = host_cpus;
+    *memory_mb = host_mem;
 }
 
 /* Parse options on every rank (they all see the same argv); only rank 0
@@ -129,33 +175,37 @@ static int setup_options(struct options *o, int argc, char **argv, int rank)
     return 0;
 }
 
-/* Rank 0 loads the DAG and rescue log; everyone learns whether it worked. */
+/* Rank 0 loads the DAG and the rescue log and opens every output; everyone
+ * learns whether it worked.  -1: exit 1 (the master printed why). */
 static int setup_master(const struct options *o, const struct rank_info *ri, const char *program,
                         struct master **mp)
 {
     int ok = 1;
     if (ri->rank == 0) {
-        struct master_config mc = {o->dag_path,
-                                   o->rescue_path,
-                                   o->skip_rescue,
-                                   o->out_path,
-                                   o->err_path,
-                                   o->max_failures,
-                                   o->tries,
-                                   o->max_wall_time * 60.0,
-                                   program,
-                                   ri->size,
-                                   o->master_only,
-                                   o->null_executor,
-                                   o->nolock,
-                                   o->maxfds,
-                                   o->jobstate_log,
-                                   o->monitord_hack,
-                                   !o->no_resource_log};
+        struct master_config mc = {.dag_path = o->dag_path,
+                                   .rescue_path = o->rescue_path,
+                                   .skip_rescue = o->skip_rescue,
+                                   .out_path = o->out_path,
+                                   .err_path = o->err_path,
+                                   .max_failures = o->max_failures,
+                                   .tries = o->tries,
+                                   .max_wall_time = o->max_wall_time * 60.0,
+                                   .program = program,
+                                   .nranks = ri->size,
+                                   .nagents = ri->plan.nagents,
+                                   .null_executor = o->null_executor,
+                                   .nolock = o->nolock,
+                                   .maxfds = o->maxfds,
+                                   .jobstate_log = o->jobstate_log,
+                                   .dagman_log = o->monitord_hack,
+                                   .resource_log = !o->no_resource_log};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {
             fprintf(stderr, "pmc-hybrid: %s\n", err.text);
+            ok = 0;
+        } else if (master_open_outputs(*mp) < 0) {
+            master_fail_at_start(*mp);
             ok = 0;
         }
     }
@@ -163,18 +213,24 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
     return ok ? 0 : -1;
 }
 
-static struct agent *setup_agent(const struct options *o, const struct rank_info *ri)
+/* The node agent of this rank's host, when this rank is that agent.  NULL
+ * when it is not, or when the agent cannot start (logged; *failed set). */
+static struct agent *setup_agent(const struct options *o, const struct rank_info *ri, int *failed)
 {
-    if (ri->rank == 0 && o->master_only)
+    if (!(ri->role & RANK_AGENT))
         return NULL;
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", o->dag_path);
     char *slash = strrchr(dir, '/');
     if (slash)
         *(slash == dir ? slash + 1 : slash) = '\0';
+    /* --ranks-are-hosts on one machine: keep the ranks' CPU bindings apart */
+    bool split = o->ranks_are_hosts;
     struct agent_config ac = {.rank = ri->rank,
-                              .host_rank = ri->host_rank,
+                              .host_rank = 0,
                               .host_ranks = ri->host_ranks,
+                              .pu_share = split ? ri->host_rank : 0,
+                              .pu_shares = split ? ri->host_ranks : 1,
                               .hostname = ri->hostname,
                               .dag_path = o->dag_path,
                               .null_executor = o->null_executor,
@@ -183,22 +239,27 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
                               .set_affinity = o->set_affinity,
                               .keep_affinity = o->keep_affinity,
                               .strict_limits = o->strict_limits};
-    rank_resources(o, ri, &ac.cpus, &ac.memory_mb);
+    host_resources(o, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
     struct agent *a = agent_create(&ac, &err);
-    if (!a)
+    if (!a) {
         log_fatal("%s", err.text);
+        *failed = 1;
+    }
     return a;
 }
 
-/* Host rank 0 of every host runs the host script; every rank learns whether
- * all of them succeeded (a collective: no task starts anywhere before every
- * host is ready).  Returns 0 when all succeeded. */
-static int setup_host_script(const struct options *o, const struct rank_info *ri, pid_t *pgid)
+/* Before any task: the agent of every host is ready (its output files are
+ * open) and, with --host-script, the host's first rank ran the script.
+ * Every rank learns whether all of them succeeded (a collective: no task
+ * starts anywhere before every host is ready).  Returns 0 when all did. */
+static int setup_hosts(const struct options *o, const struct rank_info *ri, struct agent **ap,
+                       pid_t *pgid)
 {
     int failed = 0;
     *pgid = 0;
-    if (o->host_script && ri->host_rank == 0) {
+    *ap = setup_agent(o, ri, &failed);
+    if (!failed && o->host_script && ri->host_rank == 0) {
         struct pmc_error err;
         if (hostscript_run(o->host_script, pgid, &err) < 0) {
             log_error("%s", err.text);
@@ -209,13 +270,14 @@ static int setup_host_script(const struct options *o, const struct rank_info *ri
     return failed ? -1 : 0;
 }
 
-/* Start the transport and the agent, run, and tear down.  Returns the exit
- * status of this rank. */
-static int run(const struct options *o, const struct rank_info *ri, struct master *m)
+/* Start the transport and the agent, run, and tear down.  Idle ranks have
+ * neither and go straight to MPI_Finalize, which waits in MPICH's process
+ * manager barrier (a blocking socket read: no CPU).  Returns the exit status
+ * of this rank. */
+static int run(const struct rank_info *ri, struct master *m, struct agent *a)
 {
-    struct agent *a = setup_agent(o, ri);
-    if (!a && !(ri->rank == 0 && o->master_only))
-        MPI_Abort(MPI_COMM_WORLD, 1);
+    if (!m && !a)
+        return 0;
     struct pmc_error err;
     struct comm *c = comm_create(ri->rank, ri->size, m ? master_mailbox(m) : NULL,
                                  a ? agent_mailbox(a) : NULL, &err);
@@ -227,8 +289,19 @@ static int run(const struct options *o, const struct rank_info *ri, struct maste
     if (a && agent_join(a) < 0 && ri->rank != 0)
         rc = 1;
     comm_close(c);
-    agent_destroy(a);
     return rc;
+}
+
+/* Refuse a plan in which no rank runs tasks (every rank sees the same plan,
+ * so they all return -1 together). */
+static int check_plan(const struct rank_info *ri)
+{
+    if (ri->plan.nagents > 0)
+        return 0;
+    if (ri->rank == 0)
+        fprintf(stderr, "pmc-hybrid: --master-only: no rank is left to run tasks (rank 0 is "
+                        "the only rank; run under mpiexec with more ranks)\n");
+    return -1;
 }
 
 int main(int argc, char **argv)
@@ -252,6 +325,16 @@ int main(int argc, char **argv)
         MPI_Finalize();
         return rc < 0 ? 1 : 0;
     }
+    if (rank_plan_roles(&ri, &o) < 0) {
+        fprintf(stderr, "pmc-hybrid: rank %d: out of memory\n", ri.rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (check_plan(&ri) < 0) {
+        host_plan_free(&ri.plan);
+        MPI_Finalize();
+        return 1;
+    }
+    log_plan(&ri);
     /* after MPI_Init (which may bind us), before any thread of ours */
     struct pmc_error aerr;
     if (affinity_reset_inherited(o.keep_affinity, &aerr) < 0)
@@ -260,18 +343,23 @@ int main(int argc, char **argv)
     program_path(program, sizeof program, argv[0]);
     struct master *m = NULL;
     if (setup_master(&o, &ri, program, &m) < 0) {
+        host_plan_free(&ri.plan);
         MPI_Finalize();
         return 1;
     }
     signal_master = m;
     install_signal_handlers();
+    struct agent *a;
     pid_t script_pgid;
-    if (setup_host_script(&o, &ri, &script_pgid) < 0 && m)
-        master_abort_at_start(m);
-    rc = run(&o, &ri, m);
+    if (setup_hosts(&o, &ri, &a, &script_pgid) < 0)
+        rc = m ? master_fail_at_start(m) : 1;
+    else
+        rc = run(&ri, m, a);
+    agent_destroy(a);
     hostscript_stop(script_pgid);
     signal_master = NULL;
     master_destroy(m);
+    host_plan_free(&ri.plan);
     MPI_Finalize();
     return rc;
 }

@@ -3,6 +3,7 @@
 #include "engine/master.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,8 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->cfg = *cfg;
     m->box.efd = -1;
     m->lock_fd = -1;
+    m->out_fd = 1;
+    m->err_fd = 2;
     m->rescue_path =
         cfg->rescue_path ? strdup(cfg->rescue_path) : master_default_rescue(cfg->dag_path);
     if (!m->rescue_path || mailbox_init(&m->box) < 0) {
@@ -78,6 +81,64 @@ fail:
 struct mailbox *master_mailbox(struct master *m)
 {
     return &m->box;
+}
+
+/* ---- outputs: opened before any task runs -------------------------------- */
+
+/* -o/-e PATH, truncated now and written at the end by the stdio merge. */
+static int master_open_dest(const char *path, int dflt, int *fd)
+{
+    if (!path) {
+        *fd = dflt;
+        return 0;
+    }
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd >= 0)
+        return 0;
+    log_fatal("Unable to open %s: %s", path, strerror(errno));
+    return -1;
+}
+
+static int master_open_monitor(struct master *m)
+{
+    struct pmc_error err;
+    struct monitor_config mc = {m->cfg.dag_path, m->cfg.jobstate_log, m->cfg.dagman_log,
+                                m->cfg.resource_log};
+    m->monitor = monitor_open(&mc, &err);
+    if (!m->monitor) {
+        log_fatal("Unable to open %s", err.text);
+        return -1;
+    }
+    if (monitor_wants_tasks(m->monitor)) {
+        m->seq = calloc(m->dag->ntasks, sizeof *m->seq);
+        m->executed = calloc(m->dag->ntasks, 1);
+        m->next_seq = 1;
+        if (!m->seq || !m->executed) {
+            log_fatal("Out of memory for the event logs of %u tasks", m->dag->ntasks);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int master_open_outputs(struct master *m)
+{
+    const struct master_config *c = &m->cfg;
+    if (master_open_dest(c->out_path, 1, &m->out_fd) < 0)
+        return -1;
+    if (c->err_path && c->out_path && !strcmp(c->err_path, c->out_path))
+        m->err_fd = m->out_fd;
+    else if (master_open_dest(c->err_path, 2, &m->err_fd) < 0)
+        return -1;
+    if (master_open_monitor(m) < 0)
+        return -1;
+    struct pmc_error err;
+    if (!c->null_executor && rescue_check_writable(m->rescue_path, &err) < 0) {
+        log_fatal("Unable to write the rescue log %s", err.text);
+        return -1;
+    }
+    monitor_event(m->monitor, WF_WORKFLOW_START, NULL, 0, 0);
+    return 0;
 }
 
 /* ---- nodes: HELLO and capability ---------------------------------------- */
@@ -123,7 +184,7 @@ static void master_handle_mail(struct master *m, struct mail *ml);
 static int master_wait_hellos(struct master *m)
 {
     double deadline = now_mono() + HELLO_TIMEOUT_S;
-    while (m->nnodes < m->nagents_expected && !m->fatal) {
+    while (m->nnodes < m->cfg.nagents && !m->fatal) {
         struct mail *ml = mailbox_pop(&m->box);
         if (ml) {
             master_handle_mail(m, ml);
@@ -131,8 +192,8 @@ static int master_wait_hellos(struct master *m)
             continue;
         }
         if (now_mono() > deadline) {
-            log_fatal("Only %d of %d ranks registered within %.0f seconds", m->nnodes,
-                      m->nagents_expected, HELLO_TIMEOUT_S);
+            log_fatal("Only %d of %d node agents registered within %.0f seconds", m->nnodes,
+                      m->cfg.nagents, HELLO_TIMEOUT_S);
             return -1;
         }
         if (atomic_load(&m->abort_requested))
@@ -169,6 +230,8 @@ static void master_handle_mail(struct master *m, struct mail *ml)
         rc = master_handle_hello(m, ml, &r);
     } else if (r.kind == MSG_RESULTS) {
         rc = master__handle_results(m, ml, &r);
+    } else if (r.kind == MSG_STARTED) {
+        rc = master__handle_started(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
         int idx = ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
         if (idx >= 0)
@@ -194,11 +257,6 @@ static void master_drain(struct master *m)
 }
 
 /* ---- the main loop ------------------------------------------------------ */
-
-void master_abort_at_start(struct master *m)
-{
-    m->abort_at_start = true;
-}
 
 void master_request_abort(struct master *m, const char *reason)
 {
@@ -307,22 +365,6 @@ static int master_prepare(struct master *m)
         return -1;
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
-    m->nagents_expected = m->cfg.nranks - (m->cfg.master_only ? 1 : 0);
-    struct pmc_error err;
-    struct monitor_config mc = {m->cfg.dag_path, m->cfg.jobstate_log, m->cfg.dagman_log,
-                                m->cfg.resource_log};
-    m->monitor = monitor_open(&mc, &err);
-    if (!m->monitor) {
-        log_fatal("%s", err.text);
-        return -1;
-    }
-    if (monitor_wants_tasks(m->monitor)) {
-        m->seq = calloc(m->dag->ntasks, sizeof *m->seq);
-        m->next_seq = 1;
-        if (!m->seq)
-            return -1;
-    }
-    monitor_event(m->monitor, WF_WORKFLOW_START, NULL, 0, 0);
     return 0;
 }
 
@@ -349,17 +391,26 @@ int master_begin(struct master *m, struct comm *c)
         m->fatal = m->aborting = true;
         return -1;
     }
-    if (master_wait_hellos(m) < 0 || m->abort_at_start || master_check_capable(m) < 0 ||
-        master_start_rescue(m) < 0 || master__init_ready(m) < 0) {
+    if (master_wait_hellos(m) < 0 || master_check_capable(m) < 0 || master_start_rescue(m) < 0 ||
+        master__init_ready(m) < 0) {
         m->fatal = m->aborting = true;
         master_broadcast(m, MSG_ABORT);
         m->abort_sent = true;
         return -1;
     }
     monitor_flush(m->monitor); /* the resource log's first lines: everything free */
-    log_info("Starting workflow with %u tasks (%u done before) on %d ranks, %u CPUs",
+    log_info("Starting workflow with %u tasks (%u done before) on %d hosts, %u CPUs",
              m->dag->ntasks, m->ndone_before, m->nnodes, m->cpus_total);
     return 0;
+}
+
+int master_fail_at_start(struct master *m)
+{
+    m->start = now_epoch();
+    m->start_mono = now_mono();
+    m->fatal = m->aborting = true;
+    master__finish(m);
+    return 1;
 }
 
 int master_end(struct master *m)
@@ -403,7 +454,12 @@ void master_destroy(struct master *m)
     fdcache_destroy(m->fdcache);
     monitor_close(m->monitor);
     free(m->seq);
+    free(m->executed);
     free(m->fwd_scratch);
+    if (m->out_fd > 2)
+        close(m->out_fd);
+    if (m->err_fd > 2 && m->err_fd != m->out_fd)
+        close(m->err_fd);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);

@@ -40,7 +40,7 @@ struct master_config {
     double max_wall_time;    /* seconds, 0 = unlimited */
     const char *program;     /* app= of the summary */
     int nranks;              /* MPI ranks */
-    bool master_only;        /* rank 0 runs no agent */
+    int nagents;             /* ranks that run a node agent (sched/hosts.h), >= 1 */
     bool null_executor;      /* benchmark: no rescue log is written */
     bool nolock;             /* -n: do not lock the DAG file */
     uint32_t maxfds;         /* --maxfds, 0 = from RLIMIT_NOFILE */
@@ -54,6 +54,19 @@ struct master;
 /* Load the DAG and the old rescue log.  Nothing is written.  NULL with err
  * ("wf.dag:12: ..." ) on bad input. */
 struct master *master_create(const struct master_config *cfg, struct pmc_error *err);
+
+/* Open every output of the run before any task starts: -o and -e
+ * (truncated), jobstate.log, DAG.dagman.out, DAG.resource, and check that
+ * the rescue log can be written (its file is not touched).  0, or -1 after
+ * logging one message naming the path and the reason; then call
+ * master_fail_at_start(). */
+int master_open_outputs(struct master *m);
+
+/* End a run that could not start (an output cannot be opened, a host
+ * failed its script or could not start its agent): nothing ran, the rescue
+ * log is left as it was, the statistics and [cluster-summary stat="failed"]
+ * are printed.  Call instead of master_run(); returns 1, the exit status. */
+int master_fail_at_start(struct master *m);
 
 /* The inbox that comm_create() delivers HELLO/RESULTS/BYE/ABORT into. */
 struct mailbox *master_mailbox(struct master *m);
@@ -74,11 +87,6 @@ int master_run(struct master *m, struct comm *c);
 int master_begin(struct master *m, struct comm *c);
 bool master_step(struct master *m);
 int master_end(struct master *m);
-
-/* Make master_run() abort right after the nodes registered (e.g. a host
- * script failed): nothing runs, the summary says stat="failed".  Call
- * before master_run(). */
-void master_abort_at_start(struct master *m);
 
 /* Ask the running master to abort (signals, from a handler: async-signal-
  * safe).  reason is a static string. */

@@ -64,6 +64,8 @@ struct master {
     struct fdcache *fdcache; /* I/O forwarding destinations */
     struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
     uint32_t *seq;           /* submit sequence number per task (monitor only) */
+    uint8_t *executed;       /* EXECUTE written for the current attempt (monitor only) */
+    int out_fd, err_fd;      /* -o / -e (1 / 2 without), opened at start */
     uint32_t next_seq;
     char *fwd_scratch; /* a task's forwards in wire form */
     size_t fwd_scratch_cap;
@@ -79,7 +81,7 @@ struct master {
     uint32_t *deferred; /* scratch for the dispatcher */
     size_t deferred_cap;
     struct node *nodes;
-    int nnodes, nagents_expected;
+    int nnodes;
     int *node_of_rank; /* rank -> index in nodes, -1 if none */
     int rr;            /* round-robin start of the node search */
     uint32_t cpus_total;
@@ -94,7 +96,7 @@ struct master {
     struct rescue_writer *rescue;
     struct master_stats st;
     double start, start_mono;
-    bool stop_dispatch, max_failures_hit, aborting, fatal, abort_at_start;
+    bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
@@ -126,6 +128,7 @@ int master__init_ready(struct master *m);
 void master__node_changed(struct master *m, int i, uint32_t room_before);
 void master__dispatch(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
+int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);
 
 /* master_report.c */
 int master__finish(struct master *m);

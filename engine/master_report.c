@@ -14,22 +14,11 @@
 
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
-static int master_open_dest(const char *path, int dflt)
-{
-    if (!path)
-        return dflt;
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        log_error("Unable to open %s: %s", path, strerror(errno));
-    return fd;
-}
-
+/* Append the ranks' DAG.out.R / DAG.err.R to -o / -e (opened at start by
+ * master_open_outputs(); closed by master_destroy()). */
 static void master_merge_stdio(struct master *m)
 {
-    int out = master_open_dest(m->cfg.out_path, 1);
-    int err = m->cfg.err_path && m->cfg.out_path && !strcmp(m->cfg.err_path, m->cfg.out_path)
-                  ? out
-                  : master_open_dest(m->cfg.err_path, 2);
+    int out = m->out_fd, err = m->err_fd;
     char path[4096];
     struct pmc_error e;
     for (int r = 0; r < m->cfg.nranks; r++) {
@@ -40,10 +29,6 @@ static void master_merge_stdio(struct master *m)
         if (err >= 0 && taskio_merge(err, path, &e) < 0)
             log_error("%s", e.text);
     }
-    if (out > 2)
-        close(out);
-    if (err > 2 && err != out)
-        close(err);
 }
 
 static void master_print_stats(const struct master *m, double wall)

@@ -18,15 +18,18 @@
 #include "engine/master_internal.h"
 #include "io/log.h"
 
-/* Put t in the ready queue (at the front of its priority when front, for a
- * task given back unstarted) with a new submit sequence number.  0, or -1
- * with ENOMEM. */
+/* Put t in the ready queue.  A new attempt gets a new submit sequence number
+ * and its SUBMIT event (PMC: a job instance per attempt); a task given back
+ * unstarted (front: at the front of its priority) keeps both, so the event
+ * logs never show an attempt that did not run as a retry.  0, or -1 with
+ * ENOMEM. */
 static int master_make_ready(struct master *m, uint32_t t, bool front)
 {
     int32_t prio = m->dag->priority[t];
     m->state[t] = TASK_READY;
-    if (m->seq) {
+    if (m->seq && !front) {
         m->seq[t] = m->next_seq++;
+        m->executed[t] = 0;
         monitor_event(m->monitor, WF_TASK_QUEUED, task_name(m, t), m->seq[t], 0);
     }
     return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
@@ -151,7 +154,7 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
                           .attempt = m->attempts[t],
                           .cpus = d->cpus[t],
                           .memory_mb = d->memory_mb[t],
-                          .flags = 0,
+                          .flags = m->seq ? MSG_TASK_NOTIFY_START : 0,
                           .name = dag_task_name(d, t),
                           .pegasus_id = d->arena + d->pegasus_id[t],
                           .argc = d->argc[t],
@@ -181,8 +184,6 @@ static int master_assign(struct master *m, uint32_t t, int i)
     n->committed_mem += m->dag->memory_mb[t];
     master__node_changed(m, i, room_before);
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_SUBMIT, task_name(m, t), m->seq[t], 0);
     m->inflight++;
     m->st.submitted++;
     log_trace("Scheduling task %s", task_name(m, t));
@@ -264,6 +265,17 @@ static void master_release_children(struct master *m, uint32_t t)
             }
         }
     }
+}
+
+/* EXECUTE of t's current attempt, stamped with its real start (epoch s),
+ * once: from its STARTED notice, or from its result when none came (an
+ * attempt that failed to exec). */
+static void master_task_executed(struct master *m, uint32_t t, double start)
+{
+    if (!m->seq || m->executed[t])
+        return;
+    m->executed[t] = 1;
+    monitor_event_at(m->monitor, WF_TASK_EXECUTE, task_name(m, t), m->seq[t], 0, start);
 }
 
 static int exit_code_of(int status)
@@ -376,6 +388,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         master_task_returned(m, t);
         return 0;
     }
+    master_task_executed(m, t, r->start);
     m->st.runtime += r->duration;
     if (m->st.first_start == 0 || r->start < m->st.first_start)
         m->st.first_start = r->start;
@@ -390,13 +403,43 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     return 0;
 }
 
+static int master_node_index(const struct master *m, int rank, const char *what)
+{
+    int idx = rank >= 0 && rank < m->cfg.nranks ? m->node_of_rank[rank] : -1;
+    if (idx < 0)
+        log_error("%s from rank %d, which has no node agent", what, rank);
+    return idx;
+}
+
+/* STARTED notices (asked for with MSG_TASK_NOTIFY_START when the event logs
+ * want tasks): EXECUTE with the task's real start time. */
+int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r)
+{
+    int idx = master_node_index(m, ml->peer, "STARTED");
+    if (idx < 0)
+        return -1;
+    struct msg_started st;
+    struct pmc_error err;
+    int rc;
+    while ((rc = msg_next_started(r, &st, &err)) == 1) {
+        uint32_t t = st.id;
+        if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || st.attempt != m->attempts[t]) {
+            log_error("Rank %d says task id %u attempt %u started, but it is not running", ml->peer,
+                      t, st.attempt);
+            return -1;
+        }
+        master_task_executed(m, t, st.start);
+    }
+    if (rc < 0)
+        log_error("Bad STARTED from rank %d: %s", ml->peer, err.text);
+    return rc;
+}
+
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
-    if (idx < 0) {
-        log_error("RESULTS from rank %d, which has no node agent", ml->peer);
+    int idx = master_node_index(m, ml->peer, "RESULTS");
+    if (idx < 0)
         return -1;
-    }
     m->st.result_msgs++;
     struct msg_result res;
     struct pmc_error err;

@@ -131,13 +131,22 @@ bool monitor_wants_tasks(const struct monitor *mon)
 void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
                    int exitcode)
 {
+    monitor_event_at(mon, ev, task, seq, exitcode, 0);
+}
+
+void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
+                      int exitcode, double when)
+{
     struct pmc_error err;
-    if (mon->jobstate && jobstate_log_event(mon->jobstate, ev, task, seq, exitcode, &err) < 0) {
+    if (!mon)
+        return;
+    if (mon->jobstate &&
+        jobstate_log_event_at(mon->jobstate, ev, task, seq, exitcode, when, &err) < 0) {
         log_error("jobstate.log: %s", err.text);
         jobstate_log_close(mon->jobstate, NULL);
         mon->jobstate = NULL;
     }
-    if (mon->dagman && dagman_log_event(mon->dagman, ev, task, seq, exitcode, &err) < 0) {
+    if (mon->dagman && dagman_log_event_at(mon->dagman, ev, task, seq, exitcode, when, &err) < 0) {
         log_error("dagman.out: %s", err.text);
         dagman_log_close(mon->dagman, NULL);
         mon->dagman = NULL;
@@ -147,6 +156,8 @@ void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
                           uint64_t memory_mb)
 {
+    if (!mon)
+        return 0;
     uint32_t *slot = mon->index ? monitor_slot(mon, hostname) : NULL;
     if (slot && *slot) {
         struct host *h = &mon->hosts[*slot - 1];
@@ -178,7 +189,7 @@ uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cp
 
 void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem)
 {
-    if (!mon->resource || h >= mon->nhosts)
+    if (!mon || !mon->resource || h >= mon->nhosts)
         return;
     mon->hosts[h].committed_cpus += dcpus;
     mon->hosts[h].committed_mem += dmem;

@@ -10,8 +10,10 @@
  * change at the granularity of a scheduling round (PMC wrote two lines at
  * every task start and end).
  *
- * Write errors are logged once and that log is closed; the run goes on (as
- * in PMC).
+ * Opening is checked before any task runs (a log that cannot be created
+ * fails the run at start); later write errors are logged once and that log
+ * is closed; the run goes on (as in PMC).  Every function accepts a NULL
+ * monitor (no logs) and then does nothing.
  *
  * Thread-safety: the master thread only.
  */
@@ -43,9 +45,14 @@ struct monitor *monitor_open(const struct monitor_config *cfg, struct pmc_error 
 /* True when task events are wanted (the caller keeps sequence numbers). */
 bool monitor_wants_tasks(const struct monitor *mon);
 
-/* A task or workflow event (eventlog.h's wf_event). */
+/* A task or workflow event (eventlog.h's wf_event), stamped now. */
 void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
                    int exitcode);
+
+/* The same, stamped `when` (seconds since the epoch, e.g. a task's real
+ * start; <= 0: now). */
+void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
+                      int exitcode, double when);
 
 /* Register a node; returns its host index for monitor_node_changed(). */
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,

@@ -24,6 +24,7 @@ enum {
     OPT_SET_AFFINITY,
     OPT_MASTER_ONLY,
     OPT_NULL_EXECUTOR,
+    OPT_RANKS_ARE_HOSTS,
 };
 
 static const struct option long_options[] = {
@@ -53,6 +54,7 @@ static const struct option long_options[] = {
     {"set-affinity", no_argument, NULL, OPT_SET_AFFINITY},
     {"master-only", no_argument, NULL, OPT_MASTER_ONLY},
     {"null-executor", no_argument, NULL, OPT_NULL_EXECUTOR},
+    {"ranks-are-hosts", no_argument, NULL, OPT_RANKS_ARE_HOSTS},
     {NULL, 0, NULL, 0},
 };
 
@@ -72,8 +74,8 @@ const char *options_usage(void)
            "  -n, --nolock             do not lock DAGFILE\n"
            "  -r, --rescue PATH        rescue log (default DAGFILE.rescue)\n"
            "      --host-script PATH   run PATH once on each host before any task\n"
-           "      --host-memory MB     memory of each host (default: physical RAM)\n"
-           "      --host-cpus N        CPUs of each host (default: detected)\n"
+           "      --host-memory MB     memory of each host (0 or default: physical RAM)\n"
+           "      --host-cpus N        CPUs of each host (0 or default: detected)\n"
            "      --strict-limits      enforce each task's memory request\n"
            "      --max-wall-time MIN  abort the workflow after MIN minutes\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
@@ -83,12 +85,20 @@ const char *options_usage(void)
            "      --no-sleep-on-recv   accepted for PMC compatibility (never spins)\n"
            "      --maxfds N           descriptors cached for I/O forwarding\n"
            "      --keep-affinity      keep inherited CPU affinity and memory policy\n"
-           "      --set-affinity       bind multicore tasks to CPUs (PMC_AFFINITY)\n"
+           "      --set-affinity       bind multicore tasks to CPUs (PMC_AFFINITY);\n"
+           "                           not with --host-cpus\n"
            "      --master-only        rank 0 runs no tasks\n"
+           "      --ranks-are-hosts    count every MPI rank as a host of its own (tests and\n"
+           "                           benchmarks of several hosts on one machine)\n"
            "      --null-executor      benchmark the engine: every task completes at once\n"
            "                           without running; no output, no rescue log written\n"
            "\n"
-           "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_MAX_WALL_TIME.\n";
+           "One node agent per host runs tasks with all of the host's CPUs and memory;\n"
+           "launch one MPI rank per host (mpiexec -ppn 1).  Extra ranks on a host wait idle\n"
+           "(when rank 0 shares its host, the next rank there runs the tasks).\n"
+           "\n"
+           "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_MAX_WALL_TIME,\n"
+           "PMC_RANKS_ARE_HOSTS=1 (as --ranks-are-hosts).\n";
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t *out)
@@ -137,10 +147,12 @@ static int options_from_env(struct options *o, struct pmc_error *err)
     const char *v;
     if ((v = getenv("PMC_HOST_SCRIPT")) && *v)
         o->host_script = v;
-    if ((v = getenv("PMC_HOST_MEMORY")) && *v && parse_u64(v, 1, &o->host_memory) < 0)
-        return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB >= 1");
-    if ((v = getenv("PMC_HOST_CPUS")) && *v && parse_u32(v, 1, &o->host_cpus) < 0)
-        return bad_value(err, "PMC_HOST_CPUS", v, "must be a whole number >= 1");
+    if ((v = getenv("PMC_HOST_MEMORY")) && *v && parse_u64(v, 0, &o->host_memory) < 0)
+        return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB (0: detect)");
+    if ((v = getenv("PMC_HOST_CPUS")) && *v && parse_u32(v, 0, &o->host_cpus) < 0)
+        return bad_value(err, "PMC_HOST_CPUS", v, "must be a whole number (0: detect)");
+    if ((v = getenv("PMC_RANKS_ARE_HOSTS")) && *v && strcmp(v, "0") != 0)
+        o->ranks_are_hosts = true;
     if ((v = getenv("PMC_MAX_WALL_TIME")) && *v && parse_minutes(v, &o->max_wall_time) < 0)
         return bad_value(err, "PMC_MAX_WALL_TIME", v, "must be a number of minutes >= 0");
     return 0;
@@ -197,6 +209,9 @@ static int options_flag(struct options *o, int c)
     case OPT_NULL_EXECUTOR:
         o->null_executor = true;
         break;
+    case OPT_RANKS_ARE_HOSTS:
+        o->ranks_are_hosts = true;
+        break;
     default:
         return 0;
     }
@@ -227,12 +242,12 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "-t/--tries", v, "must be a whole number >= 1")
                    : 0;
     case OPT_HOST_CPUS:
-        return parse_u32(v, 1, &o->host_cpus) < 0
-                   ? bad_value(err, "--host-cpus", v, "must be a whole number >= 1")
+        return parse_u32(v, 0, &o->host_cpus) < 0
+                   ? bad_value(err, "--host-cpus", v, "must be a whole number (0: detect)")
                    : 0;
     case OPT_HOST_MEMORY:
-        return parse_u64(v, 1, &o->host_memory) < 0
-                   ? bad_value(err, "--host-memory", v, "must be a whole number of MB >= 1")
+        return parse_u64(v, 0, &o->host_memory) < 0
+                   ? bad_value(err, "--host-memory", v, "must be a whole number of MB (0: detect)")
                    : 0;
     case OPT_MAX_WALL_TIME:
         return parse_minutes(v, &o->max_wall_time) < 0
@@ -287,5 +302,8 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     if (optind + 1 < argc)
         return pmc_errorf(err, "unexpected argument '%s' after DAGFILE", argv[optind + 1]);
     o->dag_path = argv[optind];
+    if (o->set_affinity && o->host_cpus)
+        return pmc_errorf(err, "--set-affinity cannot be used with --host-cpus or PMC_HOST_CPUS "
+                               "(tasks are bound to the host's real CPUs)");
     return 0;
 }

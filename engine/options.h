@@ -1,8 +1,9 @@
 /* options.h - pmc-hybrid's command line (PMC manual "Options", COMPAT.md
  * "Command line"), parsed with getopt_long.
  *
- * Environment aliases PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS and
- * PMC_MAX_WALL_TIME give defaults; the command line wins.
+ * Environment aliases PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS,
+ * PMC_MAX_WALL_TIME and PMC_RANKS_ARE_HOSTS give defaults; the command line
+ * wins.  --host-cpus 0 / --host-memory 0 mean "detect", as in PMC.
  *
  * Thread-safety: not thread-safe (getopt_long keeps global state); call
  * once from main.
@@ -37,7 +38,8 @@ struct options {
     bool strict_limits, per_task_stdio, jobstate_log, monitord_hack;
     bool no_resource_log, no_sleep_on_recv, keep_affinity, set_affinity;
     bool master_only;
-    bool null_executor; /* benchmark mode: tasks complete at once, nothing runs */
+    bool ranks_are_hosts; /* every rank is a host of its own (tests, benchmarks) */
+    bool null_executor;   /* benchmark mode: tasks complete at once, nothing runs */
 };
 
 /* Parse argv into o.  Returns 0, or -1 with err naming the option and the

@@ -177,16 +177,22 @@ static int bad_event(const struct linebuf *lb, enum wf_event ev, struct pmc_erro
 
 static bool is_task_event(enum wf_event ev)
 {
-    return ev == WF_TASK_QUEUED || ev == WF_TASK_SUBMIT || ev == WF_TASK_SUCCESS ||
+    return ev == WF_TASK_QUEUED || ev == WF_TASK_EXECUTE || ev == WF_TASK_SUCCESS ||
            ev == WF_TASK_FAILURE;
 }
 
 /* ---- jobstate.log -------------------------------------------------------- */
 
 /* Seconds since the epoch with 6 decimals, as PMC's "%0.6lf" of
- * gettimeofday(), but from integers (no rounding of a 16-digit double). */
-static void epoch_stamp(char ts[TS_LEN])
+ * gettimeofday(), but from integers for the current time (no rounding of a
+ * 16-digit double); a given time (when > 0) is printed to the microsecond. */
+static void epoch_stamp(char ts[TS_LEN], double when)
 {
+    if (when > 0) {
+        long long us = (long long)(when * 1e6 + 0.5);
+        snprintf(ts, TS_LEN, "%lld.%06lld", us / 1000000, us % 1000000);
+        return;
+    }
     struct timespec now;
     clock_gettime(CLOCK_REALTIME, &now);
     snprintf(ts, TS_LEN, "%lld.%06ld", (long long)now.tv_sec, now.tv_nsec / 1000);
@@ -216,17 +222,23 @@ static int jobstate_end(struct linebuf *lb, const char *ts, const char *result, 
 int jobstate_log_event(struct jobstate_log *jl, enum wf_event ev, const char *task_name,
                        uint32_t seq, int exitcode, struct pmc_error *err)
 {
+    return jobstate_log_event_at(jl, ev, task_name, seq, exitcode, 0, err);
+}
+
+int jobstate_log_event_at(struct jobstate_log *jl, enum wf_event ev, const char *task_name,
+                          uint32_t seq, int exitcode, double when, struct pmc_error *err)
+{
     if (!jl)
         return 0;
     if (is_task_event(ev) && !task_name)
         return bad_event(&jl->lb, ev, err);
     char ts[TS_LEN];
-    epoch_stamp(ts);
+    epoch_stamp(ts, when);
     struct linebuf *lb = &jl->lb;
     switch (ev) {
     case WF_TASK_QUEUED:
         return jobstate_task(lb, ts, "SUBMIT", task_name, seq, err);
-    case WF_TASK_SUBMIT:
+    case WF_TASK_EXECUTE:
         return jobstate_task(lb, ts, "EXECUTE", task_name, seq, err);
     case WF_TASK_SUCCESS:
         return jobstate_end(lb, ts, "JOB_SUCCESS", task_name, seq, exitcode, err);
@@ -273,11 +285,12 @@ struct dagman_log *dagman_log_open(const char *path, const char *dag_path, struc
     return dl;
 }
 
-/* "mm/dd/yy hh:mm:ss" in local time, formatted once per second.  The
- * two-digit year is DAGMan's format (and PMC's), not an oversight. */
-static const char *dagman_date(struct dagman_log *dl)
+/* "mm/dd/yy hh:mm:ss" in local time of `when` (<= 0: now), formatted once
+ * per second.  The two-digit year is DAGMan's format (and PMC's), not an
+ * oversight. */
+static const char *dagman_date(struct dagman_log *dl, double when)
 {
-    time_t now = time(NULL);
+    time_t now = when > 0 ? (time_t)when : time(NULL);
     if (now != dl->date_sec) {
         struct tm tm;
         localtime_r(&now, &tm);
@@ -316,7 +329,7 @@ static int dagman_task(struct dagman_log *dl, const char *d, enum wf_event ev, c
                          "%s Submitting Condor Node %s job(s)...\n"
                          "%s Event: ULOG_SUBMIT for Condor Node %s (%" PRIu32 ".0)\n",
                          d, name, d, name, seq);
-    case WF_TASK_SUBMIT:
+    case WF_TASK_EXECUTE:
         return lb_printf(lb, err, "%s Event: ULOG_EXECUTE for Condor Node %s (%" PRIu32 ".0)\n", d,
                          name, seq);
     case WF_TASK_SUCCESS:
@@ -335,14 +348,20 @@ static int dagman_task(struct dagman_log *dl, const char *d, enum wf_event ev, c
 int dagman_log_event(struct dagman_log *dl, enum wf_event ev, const char *task_name, uint32_t seq,
                      int exitcode, struct pmc_error *err)
 {
+    return dagman_log_event_at(dl, ev, task_name, seq, exitcode, 0, err);
+}
+
+int dagman_log_event_at(struct dagman_log *dl, enum wf_event ev, const char *task_name,
+                        uint32_t seq, int exitcode, double when, struct pmc_error *err)
+{
     if (!dl)
         return 0;
     if (is_task_event(ev) && !task_name)
         return bad_event(&dl->lb, ev, err);
-    const char *d = dagman_date(dl);
+    const char *d = dagman_date(dl, when);
     switch (ev) {
     case WF_TASK_QUEUED:
-    case WF_TASK_SUBMIT:
+    case WF_TASK_EXECUTE:
     case WF_TASK_SUCCESS:
     case WF_TASK_FAILURE:
         return dagman_task(dl, d, ev, task_name, seq, exitcode, err);

@@ -4,11 +4,13 @@
  *
  * Formats, one record per line, "\n"-terminated.  TS is seconds since the
  * epoch with 6 decimals ("%0.6f"), DATE is local time "mm/dd/yy hh:mm:ss",
+ * both of the event's time: now, or the time given to the *_event_at()
+ * functions (a task's real start, which the master learns later),
  * SEQ the task attempt's submit sequence number, CODE the exit code passed in.
  *
  *   jobstate.log (appended; PMC's JobstateLog):
  *     WF_TASK_QUEUED      TS NAME SUBMIT SEQ.0 - - SEQ
- *     WF_TASK_SUBMIT      TS NAME EXECUTE SEQ.0 - - SEQ
+ *     WF_TASK_EXECUTE     TS NAME EXECUTE SEQ.0 - - SEQ
  *     WF_TASK_SUCCESS     TS NAME JOB_TERMINATED SEQ.0 - - SEQ
  *                         TS NAME JOB_SUCCESS CODE - - SEQ
  *     WF_TASK_FAILURE     TS NAME JOB_TERMINATED SEQ.0 - - SEQ
@@ -23,7 +25,7 @@
  *   DAGMan for pegasus-monitord):
  *     WF_TASK_QUEUED      DATE Submitting Condor Node NAME job(s)...
  *                         DATE Event: ULOG_SUBMIT for Condor Node NAME (SEQ.0)
- *     WF_TASK_SUBMIT      DATE Event: ULOG_EXECUTE for Condor Node NAME (SEQ.0)
+ *     WF_TASK_EXECUTE     DATE Event: ULOG_EXECUTE for Condor Node NAME (SEQ.0)
  *     WF_TASK_SUCCESS     DATE Event: ULOG_JOB_TERMINATED for Condor Node NAME (SEQ.0)
  *                         DATE Node NAME job proc (SEQ.0) completed successfully.
  *     WF_TASK_FAILURE     DATE Event: ULOG_JOB_TERMINATED for Condor Node NAME (SEQ.0)
@@ -73,7 +75,7 @@ extern "C" {
 
 enum wf_event {
     WF_TASK_QUEUED,      /* the attempt entered the ready queue (got its SEQ) */
-    WF_TASK_SUBMIT,      /* the attempt was sent to a node */
+    WF_TASK_EXECUTE,     /* the attempt's process started on a node */
     WF_TASK_SUCCESS,     /* the attempt finished with exit code 0 */
     WF_TASK_FAILURE,     /* the attempt failed (exit code, signal, I/O error) */
     WF_WORKFLOW_START,   /* first event of a run */
@@ -96,6 +98,10 @@ struct jobstate_log *jobstate_log_open(const char *path, struct pmc_error *err);
 int jobstate_log_event(struct jobstate_log *jl, enum wf_event ev, const char *task_name,
                        uint32_t seq, int exitcode, struct pmc_error *err);
 
+/* The same, stamped with `when` (seconds since the epoch; <= 0: now). */
+int jobstate_log_event_at(struct jobstate_log *jl, enum wf_event ev, const char *task_name,
+                          uint32_t seq, int exitcode, double when, struct pmc_error *err);
+
 /* Write the buffered lines.  0, or -1 with err. */
 int jobstate_log_flush(struct jobstate_log *jl, struct pmc_error *err);
 
@@ -116,6 +122,9 @@ struct dagman_log *dagman_log_open(const char *path, const char *dag_path, struc
  * formatted date is cached for the current second. */
 int dagman_log_event(struct dagman_log *dl, enum wf_event ev, const char *task_name, uint32_t seq,
                      int exitcode, struct pmc_error *err);
+/* The same, dated `when` (seconds since the epoch; <= 0: now). */
+int dagman_log_event_at(struct dagman_log *dl, enum wf_event ev, const char *task_name,
+                        uint32_t seq, int exitcode, double when, struct pmc_error *err);
 int dagman_log_flush(struct dagman_log *dl, struct pmc_error *err);
 int dagman_log_close(struct dagman_log *dl, struct pmc_error *err);
 

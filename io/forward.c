@@ -70,13 +70,15 @@ void fwd_child_fds(const struct fwd_task *f, int *fds)
             fds[k++] = f->e[i].wfd;
 }
 
-void fwd_child_env(struct fwd_task *f, char **envp)
+int fwd_child_env(struct fwd_task *f, char **envp)
 {
     size_t need = 0;
     for (uint32_t i = 0; i < f->n; i++)
         need += strlen(f->e[i].src) + 16;
-    if (pmc_grow((void **)&f->env, &f->env_cap, need, 1) < 0)
-        return; /* cannot happen for sane sizes; the task then lacks VAR */
+    if (need && pmc_grow((void **)&f->env, &f->env_cap, need, 1) < 0) {
+        envp[0] = NULL;
+        return -1;
+    }
     char *p = f->env;
     uint32_t k = 0;
     for (uint32_t i = 0; i < f->n; i++) {
@@ -86,6 +88,7 @@ void fwd_child_env(struct fwd_task *f, char **envp)
         p += sprintf(p, "%s=%u", f->e[i].src, SPAWN_FIRST_FORWARD_FD + k) + 1;
         k++;
     }
+    return 0;
 }
 
 void fwd_close_write_ends(struct fwd_task *f)

@@ -31,10 +31,10 @@ extern "C" {
 #define FWD_FILE_MAX (1024 * 1024) /* PMC's limit for -F files */
 
 struct fwd_entry {
-    uint32_t kind;  /* DAG_FORWARD_PIPE or DAG_FORWARD_FILE */
-    char *src;      /* VAR (pipe) or SRC path (file), owned */
-    int rfd, wfd;   /* pipe ends, -1 when closed */
-    uint8_t *data;  /* what was read, owned */
+    uint32_t kind; /* DAG_FORWARD_PIPE or DAG_FORWARD_FILE */
+    char *src;     /* VAR (pipe) or SRC path (file), owned */
+    int rfd, wfd;  /* pipe ends, -1 when closed */
+    uint8_t *data; /* what was read, owned */
     size_t len, cap;
 };
 
@@ -54,8 +54,11 @@ int fwd_prepare(struct fwd_task *f, const struct msg_task *t, struct pmc_error *
  * are written to fds, which must have room for f->npipes. */
 void fwd_child_fds(const struct fwd_task *f, int *fds);
 
-/* Append "VAR=N" pointers for the pipes to envp (room for f->npipes). */
-void fwd_child_env(struct fwd_task *f, char **envp);
+/* Write "VAR=N" pointers for the pipes to envp[0, f->npipes) (strings kept
+ * in f, valid until the next call or fwd_free()).  0, or -1 with ENOMEM:
+ * then envp[0] is NULL, so the caller's list ends there and holds no stale
+ * pointer (the task must not start without its variables). */
+int fwd_child_env(struct fwd_task *f, char **envp);
 
 /* Close the write ends in the parent (after the spawn). */
 void fwd_close_write_ends(struct fwd_task *f);

@@ -37,6 +37,7 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
 #define HELLO_FIXED 24  /* host_rank, host_ranks, cpus, pad, memory_mb */
 #define TASK_FIXED 28   /* id, attempt, cpus, memory_mb, flags, argc, nfwd */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
+#define STARTED_SIZE 16 /* id, attempt, start: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
 #define FWD_MIN 3       /* a task forward: kind byte and two empty strings */
 
@@ -128,11 +129,12 @@ static const struct kind_info kinds[] = {
     [MSG_BYE] = {"BYE", 0},
     [MSG_ABORT] = {"ABORT", 0},
     [MSG_DRAIN] = {"DRAIN", 0},
+    [MSG_STARTED] = {"STARTED", STARTED_SIZE},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_DRAIN;
+    return kind >= MSG_HELLO && kind <= MSG_STARTED;
 }
 
 static const char *kind_name(uint32_t kind)
@@ -239,6 +241,7 @@ int msg_add_hello(struct msgbuf *b, const struct msg_hello *h)
 int msg_add_task(struct msgbuf *b, const struct msg_task *t)
 {
     assert(b->len >= MSG_HEADER_SIZE && b->data[H_KIND] == MSG_TASKS);
+    assert((t->flags & ~MSG_TASK_FLAGS_KNOWN) == 0);
     const char *pegasus_id = t->pegasus_id ? t->pegasus_id : "";
     size_t name_len = strlen(t->name) + 1;
     size_t pid_len = strlen(pegasus_id) + 1;
@@ -284,6 +287,18 @@ int msg_add_result(struct msgbuf *b, const struct msg_result *r)
     if (r->fwd_len)
         memcpy(p + RESULT_FIXED, r->fwd, r->fwd_len);
     return commit(b, need);
+}
+
+int msg_add_started(struct msgbuf *b, const struct msg_started *s)
+{
+    assert(b->len >= MSG_HEADER_SIZE && b->data[H_KIND] == MSG_STARTED);
+    uint8_t *p = reserve(b, STARTED_SIZE);
+    if (!p)
+        return -1;
+    put_u32(p, s->id);
+    put_u32(p + 4, s->attempt);
+    put_f64(p + 8, s->start);
+    return commit(b, STARTED_SIZE);
 }
 
 int msg_pack_fwd_data(struct msgbuf *out, uint32_t fwd_index, const void *data, uint32_t len)
@@ -570,6 +585,9 @@ static int decode_task(const struct msg_reader *r, const uint8_t **pp, struct ms
     t->cpus = get_u32(p + 8);
     t->memory_mb = get_u32(p + 12);
     t->flags = get_u32(p + 16);
+    if (t->flags & ~MSG_TASK_FLAGS_KNOWN)
+        return item_bad(r, err, "flags 0x%x have unknown bits 0x%x", t->flags,
+                        t->flags & ~MSG_TASK_FLAGS_KNOWN);
     t->argc = get_u32(p + 20);
     t->nfwd = get_u32(p + 24);
     p += TASK_FIXED;
@@ -602,6 +620,19 @@ static int decode_result(const struct msg_reader *r, const uint8_t **pp, struct 
         return -1;
     res->fwd_len = left(res->fwd, p);
     *pp = p;
+    return 0;
+}
+
+static int decode_started(const struct msg_reader *r, const uint8_t **pp, struct msg_started *s,
+                          struct pmc_error *err)
+{
+    const uint8_t *p = *pp;
+    if (left(p, r->end) < STARTED_SIZE) /* msg_open()'s count check rules this out */
+        return item_bad(r, err, "fields run past the end of the message");
+    s->id = get_u32(p);
+    s->attempt = get_u32(p + 4);
+    s->start = get_f64(p + 8);
+    *pp = p + STARTED_SIZE;
     return 0;
 }
 
@@ -641,6 +672,19 @@ int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_err
     if (decode_result(r, &p, &res, err) < 0 || next_end(r, p, err) < 0)
         return -1;
     *out = res;
+    return 1;
+}
+
+int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_error *err)
+{
+    int more = next_begin(r, MSG_STARTED, err);
+    if (more <= 0)
+        return more;
+    struct msg_started s;
+    const uint8_t *p = r->p;
+    if (decode_started(r, &p, &s, err) < 0 || next_end(r, p, err) < 0)
+        return -1;
+    *out = s;
     return 1;
 }
 

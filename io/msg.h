@@ -16,8 +16,9 @@
  *   HELLO    (node -> master, count 1): u32 host_rank, u32 host_ranks,
  *            u32 cpus, u32 pad (0), u64 memory_mb, str hostname
  *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
- *            u32 flags, u32 argc, u32 nfwd, str name, str pegasus_id,
- *            argc x str argv, nfwd x (u8 kind (0 or 1), str src, str dest)
+ *            u32 flags (bit set of MSG_TASK_*; unknown bits are an error),
+ *            u32 argc, u32 nfwd, str name, str pegasus_id, argc x str argv,
+ *            nfwd x (u8 kind (0 or 1), str src, str dest)
  *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
  *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
  *            (seconds since the Unix epoch), f64 duration (seconds), u32 nfwd,
@@ -28,11 +29,21 @@
  *   DRAIN    (master -> node, count 0): start nothing more; return every
  *            queued task unstarted (a RESULTS item with exec_errno
  *            ECANCELED), let running tasks finish
+ *   STARTED  (node -> master): u32 id, u32 attempt, f64 start (seconds since
+ *            the Unix epoch when the task's process was started) -- sent only
+ *            for tasks whose TASKS item had MSG_TASK_NOTIFY_START; lets the
+ *            master write Pegasus's EXECUTE event with the task's real start
+ *            time
  *
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields and pads must be 0;
  * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN count 0 and no body.
+ *
+ * MSG_VERSION stays 1 although STARTED and MSG_TASK_NOTIFY_START came later:
+ * messages never outlive a run and every rank of a run is the same
+ * executable, so no peer with the older protocol can take part.  Bump it when
+ * that stops being true or an existing item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -60,7 +71,14 @@ enum msg_kind {
     MSG_BYE = 5,
     MSG_ABORT = 6,
     MSG_DRAIN = 7,
+    MSG_STARTED = 8,
 };
+
+/* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED
+ * item when this task's process starts.  MSG_TASK_FLAGS_KNOWN: every defined
+ * bit; msg_next_task() rejects any other. */
+#define MSG_TASK_NOTIFY_START 1u
+#define MSG_TASK_FLAGS_KNOWN MSG_TASK_NOTIFY_START
 
 struct msg_hello {
     uint32_t host_rank;  /* this rank's index among the ranks on its host */
@@ -77,7 +95,7 @@ struct msg_task {
     uint32_t attempt; /* 1 for the first try */
     uint32_t cpus;
     uint32_t memory_mb;
-    uint32_t flags; /* reserved, 0 */
+    uint32_t flags; /* bit set of MSG_TASK_*; unknown bits are an error */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
     uint32_t argc;
@@ -101,6 +119,14 @@ struct msg_result {
     size_t fwd_len;     /* bytes at fwd */
 };
 
+/* One item of a STARTED message: the process of attempt `attempt` of task
+ * `id` was started at `start`.  Plain values, no pointers. */
+struct msg_started {
+    uint32_t id;
+    uint32_t attempt;
+    double start; /* seconds since the Unix epoch */
+};
+
 /* A growable message being built.  Zero-initialise, then msg_begin(). */
 struct msgbuf {
     uint8_t *data;
@@ -113,14 +139,20 @@ struct msgbuf {
  * Returns 0, or -1 with ENOMEM. */
 int msg_begin(struct msgbuf *b, enum msg_kind kind);
 
-/* Append one item.  Returns 0, or -1 with ENOMEM, or EMSGSIZE when the message
- * would pass 4 GiB - 1 bytes (b is then unchanged).  Strings are copied up to
- * their NUL; a NULL pegasus_id is sent as "". */
+/* Append one item to b, which must have been begun with the matching kind
+ * (asserted).  The item is copied: the caller keeps ownership of *h, *t, *r,
+ * *s and what they point to.  Returns 0, or -1 with ENOMEM, or EMSGSIZE when
+ * the message would pass 4 GiB - 1 bytes (b is then unchanged).  Strings are
+ * copied up to their NUL; a NULL pegasus_id is sent as "". */
 int msg_add_hello(struct msgbuf *b, const struct msg_hello *h);
+/* t->flags may hold only MSG_TASK_FLAGS_KNOWN bits (asserted). */
 int msg_add_task(struct msgbuf *b, const struct msg_task *t);
 /* fwd/fwd_len of r must already be in the packed form described above; see
  * msg_pack_fwd_data() to build it. */
 int msg_add_result(struct msgbuf *b, const struct msg_result *r);
+/* A STARTED item is 16 bytes (u32 id, u32 attempt, f64 start in seconds
+ * since the Unix epoch, stored bit-exact). */
+int msg_add_started(struct msgbuf *b, const struct msg_started *s);
 
 /* Append one forwarded data block (u32 index, u32 len, bytes) to a packing
  * buffer that becomes msg_result.fwd.  out is a plain byte buffer without a
@@ -154,13 +186,19 @@ int msg_open(struct msg_reader *r, const void *data, size_t len, struct pmc_erro
 
 /* Read the next item.  Return 1 with *out filled, 0 when all `count` items
  * were read (and no bytes remain), -1 with errno EBADMSG and err ("TASKS item
- * 3: argv[1] runs past the end of the message") on a malformed item, a kind
- * mismatch, or trailing bytes (reported with the last item).  The item is
- * validated whole before *out is written; after -1, r and *out are unchanged,
- * so the next call fails the same way. */
+ * 3: argv[1] runs past the end of the message", "TASKS item 1: flags 0x3 have
+ * unknown bits 0x2") on a malformed item, a kind mismatch, or trailing bytes
+ * (reported with the last item); err may be NULL.  The item is validated
+ * whole before *out is written; after -1, r and *out are unchanged, so the
+ * next call fails the same way.  Pointers in *out point into the message
+ * (see the structs above); the reader owns nothing. */
 int msg_next_hello(struct msg_reader *r, struct msg_hello *out, struct pmc_error *err);
 int msg_next_task(struct msg_reader *r, struct msg_task *out, struct pmc_error *err);
 int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_error *err);
+/* A STARTED item is fixed-size, so *out holds plain values (no pointers into
+ * the message); errors read "STARTED item 2: 3 trailing bytes after the last
+ * item", "expected a STARTED message, got RESULTS". */
+int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_error *err);
 
 /* Iterate forwarded data blocks of a decoded result: *pos starts at 0.
  * Returns 1 with the block, 0 at the end, -1 if malformed. */

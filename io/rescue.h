@@ -62,6 +62,14 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
 
 struct rescue_writer;
 
+/* Before a run: can rescue_writer_open(path, ...) create PATH.tmp beside
+ * path and replace path?  Creates and removes PATH.tmp (when none exists);
+ * changes nothing at path.  0, or -1 with err naming the path and the
+ * reason ("out/wf.dag.rescue.tmp: Permission denied", "wf.dag.rescue: Is a
+ * directory").  Not a guarantee (the disk may fill later), a check that the
+ * run would not fail at its first record. */
+int rescue_check_writable(const char *path, struct pmc_error *err);
+
 /* Create the log at path holding exactly the tasks with done[t] != 0 (written
  * in id order through PATH.tmp + fsync + rename + fsync of the directory),
  * then start the writer thread.  A stale PATH.tmp left by a crash is

@@ -753,6 +753,7 @@ static int sim_setup(struct sim *s, const struct sim_config *cfg, struct pmc_err
                                .tries = 1,
                                .program = "pmc-sim",
                                .nranks = cfg->nodes,
+                               .nagents = cfg->nodes,
                                .null_executor = !cfg->rescue,
                                .nolock = true};
     s->m = master_create(&mc, err);

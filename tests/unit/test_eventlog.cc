@@ -121,10 +121,10 @@ TEST_F(EventlogTest, JobstateLineFormats)
     ASSERT_NE(jl, nullptr) << err.text;
     EXPECT_EQ(jobstate_log_event(jl, WF_WORKFLOW_START, nullptr, 0, 0, &err), 0) << err.text;
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_QUEUED, "ID01", 7, 0, &err), 0);
-    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_SUBMIT, "ID01", 7, 0, &err), 0);
+    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_EXECUTE, "ID01", 7, 0, &err), 0);
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_SUCCESS, "ID01", 7, 0, &err), 0);
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_QUEUED, "task_b", 8, 0, &err), 0);
-    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_SUBMIT, "task_b", 8, 0, &err), 0);
+    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_EXECUTE, "task_b", 8, 0, &err), 0);
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_FAILURE, "task_b", 8, 256, &err), 0);
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_FAILURE, "task_c", 4294967295u, -1, &err), 0);
     EXPECT_EQ(jobstate_log_event(jl, WF_WORKFLOW_FAILURE, nullptr, 0, 0, &err), 0);
@@ -209,7 +209,7 @@ TEST_F(EventlogTest, NothingWrittenBeforeFlushThenWholeLines)
     jobstate_log *jl = jobstate_log_open(p.c_str(), &err);
     ASSERT_NE(jl, nullptr) << err.text;
     EXPECT_EQ(jobstate_log_event(jl, WF_TASK_QUEUED, "a", 1, 0, &err), 0);
-    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_SUBMIT, "a", 1, 0, &err), 0);
+    EXPECT_EQ(jobstate_log_event(jl, WF_TASK_EXECUTE, "a", 1, 0, &err), 0);
     EXPECT_EQ(read_file(p), "") << "no write(2) per line";
     EXPECT_EQ(jobstate_log_flush(jl, &err), 0) << err.text;
     EXPECT_EQ(read_lines(p).size(), 2u);
@@ -283,7 +283,7 @@ TEST_F(EventlogTest, DagmanLineFormats)
     ASSERT_NE(dl, nullptr) << err.text;
     EXPECT_EQ(dagman_log_event(dl, WF_WORKFLOW_START, nullptr, 0, 0, &err), 0) << err.text;
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_QUEUED, "ID01", 1, 0, &err), 0);
-    EXPECT_EQ(dagman_log_event(dl, WF_TASK_SUBMIT, "ID01", 1, 0, &err), 0);
+    EXPECT_EQ(dagman_log_event(dl, WF_TASK_EXECUTE, "ID01", 1, 0, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_SUCCESS, "ID01", 1, 0, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_FAILURE, "ID02", 2, 1, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_WORKFLOW_SUCCESS, nullptr, 0, 0, &err), 0);
@@ -332,7 +332,7 @@ TEST_F(EventlogTest, DagmanLinesMatchMonitordPatterns)
     ASSERT_NE(dl, nullptr) << err.text;
     EXPECT_EQ(dagman_log_event(dl, WF_WORKFLOW_START, nullptr, 0, 0, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_QUEUED, "merge_a", 12, 0, &err), 0);
-    EXPECT_EQ(dagman_log_event(dl, WF_TASK_SUBMIT, "merge_a", 12, 0, &err), 0);
+    EXPECT_EQ(dagman_log_event(dl, WF_TASK_EXECUTE, "merge_a", 12, 0, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_FAILURE, "merge_a", 12, 2, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_TASK_SUCCESS, "merge_b", 13, 0, &err), 0);
     EXPECT_EQ(dagman_log_event(dl, WF_WORKFLOW_FAILURE, nullptr, 0, 0, &err), 0);

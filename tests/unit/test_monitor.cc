@@ -4,6 +4,7 @@
 // reaching jobstate.log.
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -110,6 +111,57 @@ TEST_F(MonitorTest, NothingAskedWritesNothing)
     monitor_close(mon);
     EXPECT_FALSE(fs::exists(dag_ + ".resource"));
     EXPECT_FALSE(fs::exists(path("jobstate.log")));
+}
+
+// EXECUTE is written when the master learns of a task's start, later than
+// the start: its stamp is the start given, to the microsecond; the dagman
+// date is the start's second.
+TEST_F(MonitorTest, EventAtCarriesTheGivenTime)
+{
+    dag_ = path("wf.dag");
+    struct monitor_config cfg = {dag_.c_str(), true, true, false};
+    struct pmc_error err = {};
+    struct monitor *mon = monitor_open(&cfg, &err);
+    ASSERT_NE(mon, nullptr) << err.text;
+    const double start = 1700000000.123456; // 2023-11-14 22:13:20 UTC
+    monitor_event_at(mon, WF_TASK_EXECUTE, "t1", 7, 0, start);
+    monitor_close(mon);
+    std::vector<std::string> l = lines(path("jobstate.log"));
+    ASSERT_EQ(l.size(), 1u);
+    EXPECT_EQ(l[0], "1700000000.123456 t1 EXECUTE 7.0 - - 7");
+    time_t sec = (time_t)start;
+    struct tm tm;
+    localtime_r(&sec, &tm);
+    char date[32];
+    strftime(date, sizeof date, "%m/%d/%y %H:%M:%S", &tm);
+    std::vector<std::string> d = lines(dag_ + ".dagman.out");
+    ASSERT_EQ(d.size(), 1u);
+    EXPECT_EQ(d[0], std::string(date) + " Event: ULOG_EXECUTE for Condor Node t1 (7.0)");
+}
+
+// A monitor that failed to open is NULL: every call is a no-op, never a
+// crash (the master's end-of-run path writes events whatever happened).
+TEST(MonitorNull, EveryCallAcceptsNull)
+{
+    EXPECT_FALSE(monitor_wants_tasks(nullptr));
+    monitor_event(nullptr, WF_WORKFLOW_FAILURE, nullptr, 0, 0);
+    monitor_event_at(nullptr, WF_TASK_EXECUTE, "t", 1, 0, 1.0);
+    EXPECT_EQ(monitor_add_node(nullptr, "h", 1, 1), 0u);
+    monitor_node_changed(nullptr, 0, 1, 1);
+    monitor_flush(nullptr);
+    monitor_close(nullptr);
+}
+
+// A log path that is a directory fails the open, naming the path.
+TEST_F(MonitorTest, OpenFailsOnADirectory)
+{
+    dag_ = path("wf.dag");
+    fs::create_directory(dag_ + ".resource");
+    struct monitor_config cfg = {dag_.c_str(), false, false, true};
+    struct pmc_error err = {};
+    EXPECT_EQ(monitor_open(&cfg, &err), nullptr);
+    EXPECT_NE(std::string(err.text).find("wf.dag.resource"), std::string::npos) << err.text;
+    EXPECT_NE(std::string(err.text).find("Is a directory"), std::string::npos) << err.text;
 }
 
 } // namespace

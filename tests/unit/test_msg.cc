@@ -1,7 +1,8 @@
 /* test_msg.cc - unit tests of the message codec (io/msg.h).
  *
  * Covers: the exact wire bytes of each item kind (golden bytes), round trips
- * of every kind, msgbuf growth and reuse, failures that leave the buffer
+ * of every kind (STARTED and the TASKS flag MSG_TASK_NOTIFY_START included),
+ * msgbuf growth and reuse, failures that leave the buffer
  * unchanged, many items, and hostile input: every truncation, every single
  * byte value at every position, forged counts and lengths, and a seeded fuzz
  * loop.  Hostile inputs are copied into buffers of their exact size, so an
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <cfloat>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -145,6 +147,7 @@ Outcome decode_all(const uint8_t *data, size_t len)
         msg_hello h{};
         msg_task t{};
         msg_result res{};
+        msg_started st{};
         switch (r.kind) {
         case MSG_HELLO:
             if ((rc = msg_next_hello(&r, &h, &err)) == 1)
@@ -157,6 +160,9 @@ Outcome decode_all(const uint8_t *data, size_t len)
         case MSG_RESULTS:
             if ((rc = msg_next_result(&r, &res, &err)) == 1)
                 check_result(bd, res, o);
+            break;
+        case MSG_STARTED: /* plain values: nothing to bound */
+            rc = msg_next_started(&r, &st, &err);
             break;
         default:
             rc = 0;
@@ -241,9 +247,37 @@ Bytes results_msg()
     return m;
 }
 
+/* Three STARTED items; the second's start is not a short binary fraction. */
+Bytes started_msg()
+{
+    msgbuf b{};
+    EXPECT_EQ(0, msg_begin(&b, MSG_STARTED));
+    for (const msg_started &s : {msg_started{7, 1, 1700000000.25}, msg_started{8, 2, 1.0 / 3},
+                                 msg_started{0xffffffffu, 0xffffffffu, 0.0}})
+        EXPECT_EQ(0, msg_add_started(&b, &s));
+    Bytes m = take(&b);
+    msg_free(&b);
+    return m;
+}
+
 std::vector<Bytes> sample_msgs()
 {
-    return {hello_msg(), tasks_msg(), results_msg()};
+    return {hello_msg(), tasks_msg(), results_msg(), started_msg()};
+}
+
+/* The bits of a double, to compare doubles exactly (NaN payloads, -0.0). */
+uint64_t bits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+double from_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
 }
 
 std::vector<std::string> argv_of(const msg_task &t)
@@ -308,7 +342,7 @@ TEST(MsgWire, TaskBytes)
     t.attempt = 2;
     t.cpus = 1;
     t.memory_mb = 100;
-    t.flags = 0x80000001;
+    t.flags = MSG_TASK_NOTIFY_START;
     t.name = "a";
     t.pegasus_id = nullptr; /* sent as "" */
     t.argc = 2;
@@ -324,7 +358,7 @@ TEST(MsgWire, TaskBytes)
         2, 0, 0, 0,              /* attempt */
         1, 0, 0, 0,              /* cpus */
         100, 0, 0, 0,            /* memory_mb */
-        1, 0, 0, 0x80,           /* flags */
+        1, 0, 0, 0,              /* flags MSG_TASK_NOTIFY_START */
         2, 0, 0, 0,              /* argc */
         1, 0, 0, 0,              /* nfwd */
         'a', 0,                  /* name */
@@ -361,6 +395,26 @@ TEST(MsgWire, ResultBytes)
     EXPECT_EQ(want, take(&b));
     msg_free(&b);
     msg_free(&pack);
+}
+
+TEST(MsgWire, StartedBytes)
+{
+    msgbuf b{};
+    msg_started s{0x01020304, 2, 1.5};
+    ASSERT_EQ(0, msg_begin(&b, MSG_STARTED));
+    ASSERT_EQ(0, msg_add_started(&b, &s));
+    EXPECT_EQ(1u, b.count);
+    // clang-format off
+    Bytes want = {
+        0x48, 0x43, 0x4d, 0x50, 1, 8, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 8 */
+        4, 3, 2, 1,                       /* id */
+        2, 0, 0, 0,                       /* attempt */
+        0, 0, 0, 0, 0, 0, 0xf8, 0x3f,     /* start 1.5 */
+    };
+    // clang-format on
+    EXPECT_EQ(8, MSG_STARTED);
+    EXPECT_EQ(want, take(&b));
+    msg_free(&b);
 }
 
 TEST(MsgWire, EmptyKindsAreBareHeaders)
@@ -527,6 +581,71 @@ TEST(MsgRoundTrip, NegativeWaitStatusAndZeroCountBatch)
     msg_free(&b);
 }
 
+TEST(MsgRoundTrip, StartedBitExact)
+{
+    /* Doubles that a lossy encoding (text, float, scaling) would change. */
+    const double starts[] = {1700000123.456789,
+                             1.0 / 3,
+                             -0.0,
+                             DBL_MIN / 4, /* subnormal */
+                             DBL_MAX,
+                             -INFINITY,
+                             from_bits(0x7ff8000000000123ull), /* NaN with a payload */
+                             0.0};
+    const size_t n = sizeof starts / sizeof starts[0];
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_STARTED));
+    for (size_t i = 0; i < n; i++) {
+        msg_started s{(uint32_t)i * 1000 + 1, (uint32_t)i % 3 + 1, starts[i]};
+        ASSERT_EQ(0, msg_add_started(&b, &s));
+    }
+    Bytes m = take(&b);
+    EXPECT_EQ(16 + 16 * n, m.size());
+
+    msg_reader r;
+    open_ok(&r, m, MSG_STARTED, (uint32_t)n);
+    pmc_error err{};
+    msg_started out;
+    for (size_t i = 0; i < n; i++) {
+        ASSERT_EQ(1, msg_next_started(&r, &out, &err)) << "item " << i << ": " << err.text;
+        EXPECT_EQ((uint32_t)i * 1000 + 1, out.id);
+        EXPECT_EQ((uint32_t)i % 3 + 1, out.attempt);
+        EXPECT_EQ(bits(starts[i]), bits(out.start)) << "item " << i;
+    }
+    EXPECT_EQ(0, msg_next_started(&r, &out, &err));
+    EXPECT_EQ(0, msg_next_started(&r, &out, &err)); /* stays at the end */
+
+    ASSERT_EQ(0, msg_begin(&b, MSG_STARTED)); /* an empty batch is valid */
+    m = take(&b);
+    open_ok(&r, m, MSG_STARTED, 0);
+    EXPECT_EQ(0, msg_next_started(&r, &out, &err));
+    msg_free(&b);
+}
+
+TEST(MsgRoundTrip, TaskNotifyStartFlag)
+{
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    msg_task t = sample_task(1);
+    t.flags = MSG_TASK_NOTIFY_START;
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    t = sample_task(2); /* flags 0 */
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    Bytes m = take(&b);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 2);
+    pmc_error err{};
+    msg_task out;
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    EXPECT_EQ(1u, out.id);
+    EXPECT_EQ(MSG_TASK_NOTIFY_START, out.flags);
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    EXPECT_EQ(2u, out.id);
+    EXPECT_EQ(0u, out.flags);
+    EXPECT_EQ(0, msg_next_task(&r, &out, &err));
+    msg_free(&b);
+}
+
 TEST(MsgRoundTrip, ManyItems)
 {
     const uint32_t n = 100000;
@@ -675,6 +794,31 @@ TEST(MsgBuf, TooLargeLeavesBufferUnchanged)
     msg_free(&b);
 }
 
+/* A STARTED item that would pass 4 GiB - 1: b->len is forged (the size check
+ * comes before any access to the storage), so no 4 GiB buffer is needed. */
+TEST(MsgBuf, StartedTooLargeLeavesBufferUnchanged)
+{
+    if (sizeof(size_t) < 8)
+        GTEST_SKIP() << "needs 64-bit size_t";
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_STARTED));
+    msg_started s{1, 1, 2.5};
+    ASSERT_EQ(0, msg_add_started(&b, &s));
+    Snap before(b);
+    size_t real_len = b.len;
+    b.len = (size_t)UINT32_MAX - 15; /* 15 bytes left, the item needs 16 */
+    errno = 0;
+    EXPECT_EQ(-1, msg_add_started(&b, &s));
+    EXPECT_EQ(EMSGSIZE, errno);
+    EXPECT_EQ((size_t)UINT32_MAX - 15, b.len);
+    b.len = real_len;
+    ASSERT_TRUE(before.same(b));
+    Outcome o = decode_all(take(&b));
+    EXPECT_EQ(0, o.rc) << o.err;
+    EXPECT_EQ(1u, o.items);
+    msg_free(&b);
+}
+
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define PMC_SANITIZER_ALLOCATOR 1
 #elif defined(__has_feature)
@@ -761,6 +905,46 @@ TEST(MsgReader, WrongReaderForKindChangesNothing)
     EXPECT_EQ(1u, t.id);
 }
 
+TEST(MsgReader, StartedKindMismatch)
+{
+    pmc_error err{};
+    /* STARTED read from a RESULTS message. */
+    Bytes res_m = results_msg();
+    msg_reader r;
+    open_ok(&r, res_m, MSG_RESULTS, 2);
+    msg_reader saved = r;
+    msg_started st{99, 99, 9.5};
+    errno = 0;
+    EXPECT_EQ(-1, msg_next_started(&r, &st, &err));
+    EXPECT_EQ(EBADMSG, errno);
+    EXPECT_STREQ("expected a STARTED message, got RESULTS", err.text);
+    EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
+    EXPECT_EQ(99u, st.id);
+    EXPECT_EQ(9.5, st.start);
+    msg_result res;
+    EXPECT_EQ(1, msg_next_result(&r, &res, &err)); /* the right reader still works */
+    EXPECT_EQ(7u, res.id);
+
+    /* RESULTS (and TASKS, HELLO) read from a STARTED message. */
+    Bytes st_m = started_msg();
+    open_ok(&r, st_m, MSG_STARTED, 3);
+    saved = r;
+    errno = 0;
+    EXPECT_EQ(-1, msg_next_result(&r, &res, &err));
+    EXPECT_EQ(EBADMSG, errno);
+    EXPECT_STREQ("expected a RESULTS message, got STARTED", err.text);
+    msg_task t;
+    EXPECT_EQ(-1, msg_next_task(&r, &t, &err));
+    EXPECT_STREQ("expected a TASKS message, got STARTED", err.text);
+    msg_hello h;
+    EXPECT_EQ(-1, msg_next_hello(&r, &h, &err));
+    EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
+    EXPECT_EQ(1, msg_next_started(&r, &st, &err));
+    EXPECT_EQ(7u, st.id);
+    EXPECT_EQ(1700000000.25, st.start);
+    EXPECT_EQ(0, decode_all(st_m).rc);
+}
+
 TEST(MsgReader, FailedItemLeavesReaderAndOutputUnchanged)
 {
     Bytes m = tasks_msg();
@@ -814,7 +998,7 @@ TEST(MsgMalformed, Header)
     x = m;
     x[4] = 7;
     expect_bad(x, "version 7 not supported");
-    for (uint8_t k : {0, 8, 9, 255}) {
+    for (uint8_t k : {0, 9, 10, 255}) {
         x = m;
         x[5] = k;
         expect_bad(x, "unknown kind " + std::to_string(k));
@@ -965,7 +1149,12 @@ TEST(MsgMalformed, TaskFields)
 
     Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, 1, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
     short_fixed.resize(16 + 30, 0xff); /* enough for the count check, no NUL anywhere */
+    put32(short_fixed, 16 + 16, 0);    /* but known flags, so the name is reached */
     fix_length(short_fixed);
+    expect_bad(short_fixed, "TASKS item 1: name runs past the end");
+    put32(short_fixed, 16 + 16, 0xffffffffu); /* flags are checked first */
+    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffffe");
+    put32(short_fixed, 16 + 16, MSG_TASK_NOTIFY_START);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
 }
 
@@ -998,6 +1187,135 @@ TEST(MsgMalformed, HelloFields)
     x = m;
     x.back() = 'x'; /* hostname loses its NUL */
     expect_bad(x, "HELLO item 1: hostname runs past the end");
+}
+
+TEST(MsgMalformed, TaskUnknownFlags)
+{
+    using namespace std::string_literals;
+    Bytes ok = raw_task(0, 0, "n\0\0"s);
+    put32(ok, 16 + 16, MSG_TASK_NOTIFY_START);
+    Outcome o = decode_all(ok);
+    EXPECT_EQ(0, o.rc) << o.err; /* the one known bit is accepted */
+    EXPECT_EQ(1u, o.items);
+
+    Bytes x = ok;
+    put32(x, 16 + 16, 2);
+    expect_bad(x, "TASKS item 1: flags 0x2 have unknown bits 0x2");
+    put32(x, 16 + 16, 0x80000001u);
+    expect_bad(x, "TASKS item 1: flags 0x80000001 have unknown bits 0x80000000");
+    for (int bit = 1; bit < 32; bit++) {
+        put32(x, 16 + 16, 1u << bit);
+        o = decode_all(x);
+        EXPECT_EQ(-1, o.rc) << "bit " << bit;
+        EXPECT_EQ(0u, o.items);
+    }
+
+    /* A bad item after a good one: the reader stops there, unchanged. */
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    msg_task t = sample_task(1);
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    t = sample_task(2);
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    Bytes m = take(&b);
+    size_t second = 16 + (m.size() - 16) / 2; /* both items have the same size */
+    put32(m, second + 16, 2);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 2);
+    pmc_error err{};
+    msg_task out;
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    msg_reader saved = r;
+    errno = 0;
+    EXPECT_EQ(-1, msg_next_task(&r, &out, &err));
+    EXPECT_EQ(EBADMSG, errno);
+    EXPECT_STREQ("TASKS item 2: flags 0x2 have unknown bits 0x2", err.text);
+    EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
+    EXPECT_EQ(1u, out.id);
+    msg_free(&b);
+}
+
+TEST(MsgMalformed, StartedTruncatedAtEveryLength)
+{
+    Bytes m = started_msg();
+    ASSERT_EQ(16u + 3 * 16, m.size());
+    for (size_t n = 0; n < m.size(); n++) {
+        Exact e(m.data(), n);
+        msg_reader r;
+        pmc_error err{};
+        ASSERT_EQ(-1, msg_open(&r, e.data(), n, &err)) << "length " << n;
+        if (n < 16)
+            continue;
+        /* With the header's length fixed, the count (3) no longer fits. */
+        Bytes cut(m.begin(), m.begin() + (long)n);
+        fix_length(cut);
+        Outcome o = decode_all(cut);
+        ASSERT_EQ(-1, o.rc) << "cut at " << n;
+        ASSERT_EQ(0u, o.items) << "cut at " << n;
+        EXPECT_EQ("STARTED count 3 cannot fit in the " + std::to_string(n - 16) +
+                      " bytes after the header",
+                  o.err);
+        /* With the count fixed too, the cut item becomes trailing bytes. */
+        put32(cut, 12, (uint32_t)((n - 16) / 16));
+        o = decode_all(cut);
+        if ((n - 16) % 16 == 0) {
+            EXPECT_EQ(0, o.rc) << o.err; /* whole items only: a valid shorter batch */
+            EXPECT_EQ((n - 16) / 16, o.items);
+        } else if (n - 16 < 16) {
+            EXPECT_EQ(-1, o.rc);
+            EXPECT_EQ("STARTED count is 0 but " + std::to_string(n - 16) +
+                          " bytes follow the header",
+                      o.err);
+        } else {
+            EXPECT_EQ(-1, o.rc);
+            size_t items = (n - 16) / 16;
+            EXPECT_EQ(items - 1, o.items);
+            EXPECT_EQ("STARTED item " + std::to_string(items) + ": " +
+                          std::to_string((n - 16) % 16) + " trailing bytes after the last item",
+                      o.err);
+        }
+    }
+}
+
+/* msg_open()'s count check keeps a short STARTED item from reaching the
+ * reader; a reader set up by hand checks it again on its own. */
+TEST(MsgMalformed, StartedItemShorterThan16Bytes)
+{
+    Bytes body(15, 0);
+    Exact e(body);
+    msg_reader r{e.data(), e.data() + e.len, MSG_STARTED, 1, 1};
+    msg_reader saved = r;
+    msg_started st{5, 5, 5.0};
+    pmc_error err{};
+    errno = 0;
+    EXPECT_EQ(-1, msg_next_started(&r, &st, &err));
+    EXPECT_EQ(EBADMSG, errno);
+    EXPECT_STREQ("STARTED item 1: fields run past the end of the message", err.text);
+    EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
+    EXPECT_EQ(5u, st.id);
+    EXPECT_EQ(-1, msg_next_started(&r, &st, nullptr)); /* fails the same way again */
+}
+
+TEST(MsgMalformed, StartedTrailingBytes)
+{
+    Bytes m = started_msg();
+    for (size_t extra : {1, 3, 15, 16, 17}) {
+        Bytes x = m;
+        x.insert(x.end(), extra, 0);
+        fix_length(x);
+        Outcome o = decode_all(x);
+        EXPECT_EQ(-1, o.rc);
+        EXPECT_EQ(2u, o.items); /* the last announced item fails */
+        EXPECT_EQ("STARTED item 3: " + std::to_string(extra) +
+                      " trailing bytes after the last item",
+                  o.err);
+    }
+    /* Count 0 with a body, and count 2 of 3 items. */
+    Bytes x = m;
+    put32(x, 12, 0);
+    expect_bad(x, "STARTED count is 0 but 48 bytes follow the header");
+    put32(x, 12, 2);
+    expect_bad(x, "STARTED item 2: 16 trailing bytes after the last item");
 }
 
 TEST(MsgMalformed, IteratorsRefuseBadPackedData)
@@ -1088,7 +1406,8 @@ Bytes random_msg(std::mt19937 &rng)
     for (auto &c : m)
         c = (uint8_t)(small_d(rng) < 3 ? small_d(rng) : byte_d(rng)); /* many small values */
     if (m.size() >= 16 && rng() % 2) {
-        Bytes h = {0x48, 0x43, 0x4d, 0x50, 1, (uint8_t)(rng() % 3 + 1), 0, 0};
+        const uint8_t kinds[] = {MSG_HELLO, MSG_TASKS, MSG_RESULTS, MSG_STARTED};
+        Bytes h = {0x48, 0x43, 0x4d, 0x50, 1, kinds[rng() % 4], 0, 0};
         std::copy(h.begin(), h.end(), m.begin());
         fix_length(m);
         put32(m, 12, rng() % 4);

@@ -24,8 +24,8 @@
 namespace
 {
 
-const char *const kEnvVars[] = {"PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS",
-                                "PMC_MAX_WALL_TIME", "POSIXLY_CORRECT"};
+const char *const kEnvVars[] = {"PMC_HOST_SCRIPT",   "PMC_HOST_MEMORY",     "PMC_HOST_CPUS",
+                                "PMC_MAX_WALL_TIME", "PMC_RANKS_ARE_HOSTS", "POSIXLY_CORRECT"};
 
 class OptionsTest : public ::testing::Test
 {
@@ -380,7 +380,7 @@ TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable)
     setenv("PMC_MAX_WALL_TIME", "-2", 1);
     expect_rejected({"wf.dag"}, {"PMC_MAX_WALL_TIME"});
     unsetenv("PMC_MAX_WALL_TIME");
-    setenv("PMC_HOST_MEMORY", "0", 1);
+    setenv("PMC_HOST_MEMORY", "-1", 1);
     expect_rejected({"wf.dag"}, {"PMC_HOST_MEMORY"});
 }
 
@@ -417,7 +417,10 @@ INSTANTIATE_TEST_SUITE_P(
         {"MissingValueShort", {"wf.dag", "-t"}, {"-t", "needs a value"}},
         {"MissingValueLong", {"wf.dag", "--host-cpus"}, {"--host-cpus", "needs a value"}},
         {"TriesZero", {"-t", "0", "wf.dag"}, {"--tries", "'0'"}},
-        {"HostCpusZero", {"--host-cpus", "0", "wf.dag"}, {"--host-cpus", "'0'"}},
+        {"HostCpusNegative", {"--host-cpus", "-2", "wf.dag"}, {"--host-cpus", "'-2'"}},
+        {"SetAffinityWithHostCpus",
+         {"--set-affinity", "--host-cpus", "4", "wf.dag"},
+         {"--set-affinity", "--host-cpus"}},
         {"MaxWallTimeNegative", {"--max-wall-time", "-1", "wf.dag"}, {"--max-wall-time", "'-1'"}},
         {"ExtraArgument", {"wf.dag", "other.dag"}, {"other.dag"}},
     }),
@@ -443,9 +446,49 @@ TEST_F(OptionsTest, TriesNotANumber)
     EXPECT_EQ(parse({"--tries", "4294967296", "wf.dag"}), -1) << "2^32 does not fit";
 }
 
+// PMC: 0 CPUs or 0 MB of host memory means "detect" (the default).
+TEST_F(OptionsTest, HostResourcesZeroMeansDetect)
+{
+    ASSERT_EQ(parse({"--host-cpus", "7", "--host-cpus", "0", "--host-memory", "0", "wf.dag"}), 0)
+        << err();
+    EXPECT_EQ(o_.host_cpus, 0u);
+    EXPECT_EQ(o_.host_memory, 0u);
+    setenv("PMC_HOST_CPUS", "0", 1);
+    setenv("PMC_HOST_MEMORY", "0", 1);
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.host_cpus, 0u);
+    EXPECT_EQ(o_.host_memory, 0u);
+    unsetenv("PMC_HOST_CPUS");
+    unsetenv("PMC_HOST_MEMORY");
+}
+
+// --set-affinity binds tasks to the host's real PUs: a made-up CPU count
+// cannot be bound, so PMC refuses the pair, from the environment too.
+TEST_F(OptionsTest, SetAffinityRefusesHostCpusFromEnvironment)
+{
+    setenv("PMC_HOST_CPUS", "3", 1);
+    expect_rejected({"--set-affinity", "wf.dag"}, {"--set-affinity", "PMC_HOST_CPUS"});
+    unsetenv("PMC_HOST_CPUS");
+    ASSERT_EQ(parse({"--set-affinity", "wf.dag"}), 0) << err();
+}
+
+TEST_F(OptionsTest, RanksAreHosts)
+{
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_FALSE(o_.ranks_are_hosts);
+    ASSERT_EQ(parse({"--ranks-are-hosts", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.ranks_are_hosts);
+    setenv("PMC_RANKS_ARE_HOSTS", "1", 1);
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.ranks_are_hosts);
+    setenv("PMC_RANKS_ARE_HOSTS", "0", 1);
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_FALSE(o_.ranks_are_hosts);
+    unsetenv("PMC_RANKS_ARE_HOSTS");
+}
+
 TEST_F(OptionsTest, HostMemoryBad)
 {
-    expect_rejected({"--host-memory", "0", "wf.dag"}, {"--host-memory"});
     expect_rejected({"--host-memory", "1.5", "wf.dag"}, {"--host-memory"});
 }
 

@@ -400,6 +400,47 @@ TEST_F(RescueTest, UnreadableFileIsAnError)
     EXPECT_EQ(o.err, path_ + ": Permission denied");
 }
 
+// The start-of-run check: creates and removes PATH.tmp, never touches PATH,
+// and names the path and the reason when the log could not be written.
+TEST_F(RescueTest, CheckWritableLeavesNothingBehind)
+{
+    write_file(path_, "\nDONE a");
+    pmc_error err{};
+    ASSERT_EQ(rescue_check_writable(path_.c_str(), &err), 0) << err.text;
+    EXPECT_EQ(read_file(path_), "\nDONE a");
+    EXPECT_FALSE(std::filesystem::exists(path_ + ".tmp"));
+    write_file(path_ + ".tmp", "stale"); // a crash's leftover: the writer replaces it
+    EXPECT_EQ(rescue_check_writable(path_.c_str(), &err), 0) << err.text;
+}
+
+TEST_F(RescueTest, CheckWritableRefusesDirectoriesAndMissingFolders)
+{
+    pmc_error err{};
+    EXPECT_EQ(rescue_check_writable(dir_.c_str(), &err), -1);
+    EXPECT_EQ(std::string(err.text), dir_ + ": Is a directory");
+    std::filesystem::create_directory(path_ + ".tmp");
+    EXPECT_EQ(rescue_check_writable(path_.c_str(), &err), -1);
+    EXPECT_EQ(std::string(err.text), path_ + ".tmp: Is a directory");
+    std::string missing = dir_ + "/no/such/dir/wf.dag.rescue";
+    EXPECT_EQ(rescue_check_writable(missing.c_str(), &err), -1);
+    EXPECT_EQ(std::string(err.text), missing + ".tmp: No such file or directory");
+}
+
+TEST_F(RescueTest, CheckWritableRefusesAReadOnlyFolder)
+{
+    write_file(path_, "DONE a\n");
+    ASSERT_EQ(chmod(dir_.c_str(), 0555), 0);
+    Outcome o = unprivileged([&] {
+        pmc_error err{};
+        int rc = rescue_check_writable(path_.c_str(), &err);
+        return Outcome{rc, err.text};
+    });
+    ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+    EXPECT_EQ(o.rc, -1);
+    EXPECT_EQ(o.err, path_ + ".tmp: Permission denied");
+    EXPECT_EQ(read_file(path_), "DONE a\n");
+}
+
 TEST_F(RescueTest, ReadsFromAPipe)
 {
     // Not a regular file: read whole instead of mapped.

@@ -1,0 +1,61 @@
+/* hosts.h - which MPI rank does what: PMC's rank roles over the host rule.
+ *
+ * The host is the unit of resource accounting (DESIGN.md section 1): ranks
+ * that share a host (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) do not split
+ * it.  One node agent per host holds all of its CPUs and memory:
+ *   - rank 0 is always the master;
+ *   - when rank 0 shares its host with other ranks, it is the master only and
+ *     the lowest other rank on that host is the host's agent (PMC's shape:
+ *     `mpiexec -n 2` runs tasks on rank 1);
+ *   - when rank 0 is alone on its host (one rank per node, or no mpiexec), it
+ *     is master and agent, unless --master-only;
+ *   - on every other host the lowest rank is the agent;
+ *   - every other rank is idle: it runs no tasks and only waits for the end.
+ * With ranks_are_hosts (--ranks-are-hosts, for tests and benchmarks of
+ * several hosts on one machine) every rank counts as a host of its own: every
+ * rank is an agent, rank 0 too unless --master-only.
+ *
+ * Pure policy: no MPI, no allocation but the role table, O(nranks).
+ * Thread-safety: reentrant.
+ */
+#ifndef PMC_HOSTS_H
+#define PMC_HOSTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum rank_role {
+    RANK_IDLE = 0,   /* waits for the end */
+    RANK_MASTER = 1, /* rank 0: the DAG, the scheduler, the rescue log */
+    RANK_AGENT = 2,  /* runs its host's tasks */
+};
+
+struct host_plan {
+    int nranks;
+    uint8_t *role;          /* nranks entries: RANK_MASTER | RANK_AGENT bits, 0 idle */
+    int nagents;            /* ranks with RANK_AGENT */
+    int nhosts;             /* distinct hosts (every rank with ranks_are_hosts) */
+    int crowded_hosts;      /* hosts with more than one rank (0 with ranks_are_hosts) */
+    int max_ranks_per_host; /* 1 with ranks_are_hosts */
+    int idle_ranks;         /* ranks with no role */
+};
+
+/* Plan the roles of nranks ranks (nranks >= 1).  leader[r] is the lowest
+ * rank on rank r's host (so leader[r] <= r and leader[leader[r]] ==
+ * leader[r]).  Fills p (p->role is malloc'd: free with host_plan_free()).
+ * Returns 0, or -1 with errno EINVAL (a leader table that breaks the rule
+ * above) or ENOMEM; p is then empty.  A plan may have no agent at all
+ * (--master-only on one rank): the caller must refuse to run it. */
+int host_plan_make(const int *leader, int nranks, bool ranks_are_hosts, bool master_only,
+                   struct host_plan *p);
+
+void host_plan_free(struct host_plan *p); /* frees p->role; p may be zeroed */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,114 @@
+// test_hosts.cc - PMC's rank roles over the host rule (sched/hosts.h):
+// which rank is the master, which rank is each host's agent, which ranks
+// wait idle, for the launch shapes users have (one rank, one rank per node,
+// PMC's one rank per core, mixed hosts) and for --ranks-are-hosts.
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <string>
+#include <vector>
+
+#include "sched/hosts.h"
+
+namespace
+{
+
+struct PlanCase {
+    const char *name;
+    std::vector<int> leader; // lowest rank of each rank's host
+    bool ranks_are_hosts, master_only;
+    std::string roles; // per rank: M master, A agent, B both, . idle
+    int nhosts, crowded, max_per_host;
+};
+
+char role_char(uint8_t r)
+{
+    if (r == (RANK_MASTER | RANK_AGENT))
+        return 'B';
+    return r == RANK_MASTER ? 'M' : r == RANK_AGENT ? 'A' : '.';
+}
+
+class HostPlanTest : public ::testing::TestWithParam<PlanCase>
+{
+};
+
+TEST_P(HostPlanTest, RolesFollowTheHostRule)
+{
+    const PlanCase &c = GetParam();
+    host_plan p;
+    ASSERT_EQ(
+        host_plan_make(c.leader.data(), (int)c.leader.size(), c.ranks_are_hosts, c.master_only, &p),
+        0);
+    std::string got;
+    int agents = 0, idle = 0;
+    for (int r = 0; r < p.nranks; r++) {
+        got += role_char(p.role[r]);
+        agents += (p.role[r] & RANK_AGENT) != 0;
+        idle += p.role[r] == RANK_IDLE;
+    }
+    EXPECT_EQ(got, c.roles);
+    EXPECT_EQ(p.nagents, agents);
+    EXPECT_EQ(p.idle_ranks, idle);
+    EXPECT_EQ(p.nhosts, c.nhosts);
+    EXPECT_EQ(p.crowded_hosts, c.crowded);
+    EXPECT_EQ(p.max_ranks_per_host, c.max_per_host);
+    host_plan_free(&p);
+    EXPECT_EQ(p.role, nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, HostPlanTest,
+    ::testing::ValuesIn(std::vector<PlanCase>{
+        // no mpiexec: rank 0 does everything
+        {"OneRank", {0}, false, false, "B", 1, 0, 1},
+        // PMC's shape: mpiexec -n 2 on one host runs tasks on rank 1
+        {"TwoRanksOneHost", {0, 0}, false, false, "MA", 1, 1, 2},
+        {"FourRanksOneHost", {0, 0, 0, 0}, false, false, "MA..", 1, 1, 4},
+        // --master-only changes nothing when rank 0 shares its host
+        {"FourRanksOneHostMasterOnly", {0, 0, 0, 0}, false, true, "MA..", 1, 1, 4},
+        // one rank per node: rank 0 is master and agent of its node
+        {"OnePerNode", {0, 1, 2}, false, false, "BAA", 3, 0, 1},
+        {"OnePerNodeMasterOnly", {0, 1, 2}, false, true, "MAA", 3, 0, 1},
+        // one rank per core on two hosts of 3 cores (block placement)
+        {"PerCoreTwoHosts", {0, 0, 0, 3, 3, 3}, false, false, "MA.A..", 2, 2, 3},
+        // round-robin placement over two hosts: host of 0 is {0,2,4}
+        {"RoundRobinTwoHosts", {0, 1, 0, 1, 0}, false, false, "MAA..", 2, 2, 3},
+        // rank 0 alone, the other host crowded
+        {"MixedHosts", {0, 1, 1, 1}, false, false, "BA..", 2, 1, 3},
+        // --ranks-are-hosts: every rank is a host of its own
+        {"RanksAreHosts", {0, 0, 0, 0}, true, false, "BAAA", 4, 0, 1},
+        {"RanksAreHostsMasterOnly", {0, 0, 0}, true, true, "MAA", 3, 0, 1},
+        // --master-only on one rank leaves nobody to run tasks
+        {"OneRankMasterOnly", {0}, false, true, "M", 1, 0, 1},
+    }),
+    [](const ::testing::TestParamInfo<PlanCase> &p) { return std::string(p.param.name); });
+
+TEST(HostPlan, NoAgentWhenMasterOnlyAlone)
+{
+    int leader[] = {0};
+    host_plan p;
+    ASSERT_EQ(host_plan_make(leader, 1, false, true, &p), 0);
+    EXPECT_EQ(p.nagents, 0);
+    host_plan_free(&p);
+}
+
+TEST(HostPlan, RejectsBadLeaderTables)
+{
+    const std::vector<std::vector<int>> bad = {
+        {1, 1},    // rank 0's leader above it
+        {0, 2, 2}, // rank 1's leader above it
+        {0, -1},   // negative
+        {0, 0, 1}, // rank 2 led by rank 1, which is led by 0
+    };
+    for (const auto &l : bad) {
+        host_plan p;
+        errno = 0;
+        EXPECT_EQ(host_plan_make(l.data(), (int)l.size(), false, false, &p), -1);
+        EXPECT_EQ(errno, EINVAL);
+        EXPECT_EQ(p.role, nullptr);
+    }
+    host_plan p;
+    EXPECT_EQ(host_plan_make(nullptr, 0, false, false, &p), -1);
+}
+
+} // namespace
