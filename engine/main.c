@@ -64,17 +64,23 @@ static void install_signal_handlers(void)
     signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE fails a write with EFBIG instead */
 }
 
-static void print_version(void)
+/* The first line of MPI_Get_library_version() (static storage). */
+static const char *mpi_library(void)
 {
-    char lib[MPI_MAX_LIBRARY_VERSION_STRING];
+    static char lib[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
     MPI_Get_library_version(lib, &len);
     char *nl = strchr(lib, '\n');
     if (nl)
         *nl = '\0';
+    return lib;
+}
+
+static void print_version(void)
+{
     printf("pmc-hybrid %s\n", PMC_VERSION);
     printf("Compiler: %s\n", __VERSION__);
-    printf("MPI library: %s\n", lib);
+    printf("MPI library: %s\n", mpi_library());
 }
 
 /* Where this rank runs: its host (MPI_COMM_TYPE_SHARED), and the lowest rank
@@ -198,7 +204,11 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .maxfds = o->maxfds,
                                    .jobstate_log = o->jobstate_log,
                                    .dagman_log = o->monitord_hack,
-                                   .resource_log = !o->no_resource_log};
+                                   .resource_log = !o->no_resource_log,
+                                   .progress = o->progress < 0 ? isatty(2) : o->progress,
+                                   .status_path = o->status_path,
+                                   .summary_json_path = o->summary_json_path,
+                                   .mpi_library = mpi_library()};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {

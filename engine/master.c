@@ -130,7 +130,7 @@ int master_open_outputs(struct master *m)
         m->err_fd = m->out_fd;
     else if (master_open_dest(c->err_path, 2, &m->err_fd) < 0)
         return -1;
-    if (master_open_monitor(m) < 0)
+    if (master_open_monitor(m) < 0 || master__status_init(m) < 0)
         return -1;
     struct pmc_error err;
     if (!c->null_executor && rescue_check_writable(m->rescue_path, &err) < 0) {
@@ -330,6 +330,7 @@ bool master_step(struct master *m)
     if (master_finished(m))
         return true;
     monitor_flush(m->monitor);
+    master__status_tick(m);
     return false;
 }
 
@@ -455,6 +456,7 @@ void master_destroy(struct master *m)
     monitor_close(m->monitor);
     free(m->seq);
     free(m->executed);
+    master__status_free(m);
     free(m->fwd_scratch);
     if (m->out_fd > 2)
         close(m->out_fd);

@@ -31,22 +31,26 @@ extern "C" {
 
 struct master_config {
     const char *dag_path;
-    const char *rescue_path; /* default DAG_PATH.rescue */
-    bool skip_rescue;        /* -s: do not read the old rescue log */
-    const char *out_path;    /* -o, NULL = our stdout */
-    const char *err_path;    /* -e, NULL = our stderr */
-    uint32_t max_failures;   /* -m, 0 = unlimited */
-    uint32_t tries;          /* -t, >= 1 */
-    double max_wall_time;    /* seconds, 0 = unlimited */
-    const char *program;     /* app= of the summary */
-    int nranks;              /* MPI ranks */
-    int nagents;             /* ranks that run a node agent (sched/hosts.h), >= 1 */
-    bool null_executor;      /* benchmark: no rescue log is written */
-    bool nolock;             /* -n: do not lock the DAG file */
-    uint32_t maxfds;         /* --maxfds, 0 = from RLIMIT_NOFILE */
-    bool jobstate_log;       /* --jobstate-log */
-    bool dagman_log;         /* --monitord-hack */
-    bool resource_log;       /* not --no-resource-log */
+    const char *rescue_path;       /* default DAG_PATH.rescue */
+    bool skip_rescue;              /* -s: do not read the old rescue log */
+    const char *out_path;          /* -o, NULL = our stdout */
+    const char *err_path;          /* -e, NULL = our stderr */
+    uint32_t max_failures;         /* -m, 0 = unlimited */
+    uint32_t tries;                /* -t, >= 1 */
+    double max_wall_time;          /* seconds, 0 = unlimited */
+    const char *program;           /* app= of the summary */
+    int nranks;                    /* MPI ranks */
+    int nagents;                   /* ranks that run a node agent (sched/hosts.h), >= 1 */
+    bool null_executor;            /* benchmark: no rescue log is written */
+    bool nolock;                   /* -n: do not lock the DAG file */
+    uint32_t maxfds;               /* --maxfds, 0 = from RLIMIT_NOFILE */
+    bool jobstate_log;             /* --jobstate-log */
+    bool dagman_log;               /* --monitord-hack */
+    bool resource_log;             /* not --no-resource-log */
+    bool progress;                 /* progress line on stderr (--progress, or a terminal) */
+    const char *status_path;       /* --status: JSON status file, NULL = none */
+    const char *summary_json_path; /* --summary-json, NULL = none */
+    const char *mpi_library;       /* MPI_Get_library_version()'s first line, or NULL */
 };
 
 struct master;

@@ -28,6 +28,7 @@
 #include "io/fdcache.h"
 #include "io/msg.h"
 #include "io/rescue.h"
+#include "sched/progress.h"
 #include "sched/ready_queue.h"
 
 #define HELLO_TIMEOUT_S 120.0
@@ -53,10 +54,30 @@ struct node {
 
 struct master_stats {
     uint32_t submitted, succeeded, failed, extra;
+    uint32_t finished_attempts;     /* attempts that ran to an end (not handed back) */
     double runtime;                 /* sum of task durations, s */
     double first_start, last_end;   /* epoch s, for the makespan */
     uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
     uint64_t result_msgs, results_recv;
+};
+
+/* A task that failed for good, for the status and summary JSON. */
+struct failed_task {
+    uint32_t task;
+    int exit_code;
+};
+
+/* Progress line, status file and JSON summary (master_status.c); all off
+ * (tracking false, NULL arrays) unless asked for. */
+struct master_status {
+    bool tracking;        /* progress, --status or --summary-json asked */
+    struct progress prog; /* remaining critical path, rate */
+    float *sent_at;       /* --status: s since start when the attempt was sent */
+    struct failed_task *failures;
+    size_t nfailures, failures_cap;
+    double next_line, next_file; /* CLOCK_MONOTONIC s of the next update */
+    bool line_shown;             /* a progress line is on the terminal */
+    bool file_failed;            /* --status could not be written (said once) */
 };
 
 struct master {
@@ -95,6 +116,7 @@ struct master {
     struct comm *comm;
     struct rescue_writer *rescue;
     struct master_stats st;
+    struct master_status status;
     double start, start_mono;
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
@@ -132,5 +154,13 @@ int master__handle_started(struct master *m, struct mail *ml, struct msg_reader 
 
 /* master_report.c */
 int master__finish(struct master *m);
+
+/* master_status.c: progress line, --status, --summary-json */
+int master__status_init(struct master *m); /* 0, or -1 (logged) */
+void master__status_sent(struct master *m, uint32_t t);
+void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code);
+void master__status_tick(struct master *m);                      /* each scheduling round */
+void master__status_end(struct master *m, bool ok, double wall); /* at the end */
+void master__status_free(struct master *m);
 
 #endif

@@ -88,13 +88,14 @@ int master__finish(struct master *m)
     }
     m->rescue = NULL;
     double wall = now_mono() - m->start_mono;
+    bool ok = master_workflow_ok(m);
+    master__status_end(m, ok, wall);
     if (m->aborting)
         log_error("Aborting workflow");
     if (m->max_failures_hit)
         log_error("Max failures reached: DAG prematurely aborted");
     master_merge_stdio(m);
     master_print_stats(m, wall);
-    bool ok = master_workflow_ok(m);
     monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
     monitor_close(m->monitor);
     m->monitor = NULL;

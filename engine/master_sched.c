@@ -186,6 +186,7 @@ static int master_assign(struct master *m, uint32_t t, int i)
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
     m->inflight++;
     m->st.submitted++;
+    master__status_sent(m, t);
     log_trace("Scheduling task %s", task_name(m, t));
     return master_batch_task(m, n, t);
 }
@@ -310,6 +311,7 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
     }
     m->state[t] = TASK_FAILED;
     m->st.failed++;
+    master__status_finished(m, t, true, code);
     if (m->cfg.max_failures && m->st.failed >= m->cfg.max_failures && !m->max_failures_hit) {
         m->max_failures_hit = true;
         m->stop_dispatch = true;
@@ -337,6 +339,7 @@ static void master_task_succeeded(struct master *m, uint32_t t)
         monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
     m->state[t] = TASK_DONE;
     m->st.succeeded++;
+    master__status_finished(m, t, false, 0);
     if (m->rescue)
         rescue_writer_append(m->rescue, t);
     master_release_children(m, t);
@@ -389,6 +392,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         return 0;
     }
     master_task_executed(m, t, r->start);
+    m->st.finished_attempts++;
     m->st.runtime += r->duration;
     if (m->st.first_start == 0 || r->start < m->st.first_start)
         m->st.first_start = r->start;

@@ -25,6 +25,10 @@ enum {
     OPT_MASTER_ONLY,
     OPT_NULL_EXECUTOR,
     OPT_RANKS_ARE_HOSTS,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
+    OPT_STATUS,
+    OPT_SUMMARY_JSON,
 };
 
 static const struct option long_options[] = {
@@ -55,6 +59,10 @@ static const struct option long_options[] = {
     {"master-only", no_argument, NULL, OPT_MASTER_ONLY},
     {"null-executor", no_argument, NULL, OPT_NULL_EXECUTOR},
     {"ranks-are-hosts", no_argument, NULL, OPT_RANKS_ARE_HOSTS},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"status", required_argument, NULL, OPT_STATUS},
+    {"summary-json", required_argument, NULL, OPT_SUMMARY_JSON},
     {NULL, 0, NULL, 0},
 };
 
@@ -90,6 +98,12 @@ const char *options_usage(void)
            "      --master-only        rank 0 runs no tasks\n"
            "      --ranks-are-hosts    count every MPI rank as a host of its own (tests and\n"
            "                           benchmarks of several hosts on one machine)\n"
+           "      --progress           live progress line on stderr (default: when stderr\n"
+           "                           is a terminal)\n"
+           "      --no-progress        no progress line\n"
+           "      --status PATH        JSON status file, rewritten atomically every 2 s\n"
+           "                           and at the end (docs/status-json.md)\n"
+           "      --summary-json PATH  the end-of-run summary as JSON\n"
            "      --null-executor      benchmark the engine: every task completes at once\n"
            "                           without running; no output, no rescue log written\n"
            "\n"
@@ -212,6 +226,12 @@ static int options_flag(struct options *o, int c)
     case OPT_RANKS_ARE_HOSTS:
         o->ranks_are_hosts = true;
         break;
+    case OPT_PROGRESS:
+        o->progress = 1;
+        break;
+    case OPT_NO_PROGRESS:
+        o->progress = 0;
+        break;
     default:
         return 0;
     }
@@ -232,6 +252,12 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
         return 0;
     case OPT_HOST_SCRIPT:
         o->host_script = v;
+        return 0;
+    case OPT_STATUS:
+        o->status_path = v;
+        return 0;
+    case OPT_SUMMARY_JSON:
+        o->summary_json_path = v;
         return 0;
     case 'm':
         return parse_u32(v, 0, &o->max_failures) < 0
@@ -282,6 +308,7 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
 {
     memset(o, 0, sizeof *o);
     o->tries = 1;
+    o->progress = -1;
     if (options_from_env(o, err) < 0)
         return -1;
     opterr = 0;

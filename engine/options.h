@@ -38,8 +38,11 @@ struct options {
     bool strict_limits, per_task_stdio, jobstate_log, monitord_hack;
     bool no_resource_log, no_sleep_on_recv, keep_affinity, set_affinity;
     bool master_only;
-    bool ranks_are_hosts; /* every rank is a host of its own (tests, benchmarks) */
-    bool null_executor;   /* benchmark mode: tasks complete at once, nothing runs */
+    bool ranks_are_hosts;          /* every rank is a host of its own (tests, benchmarks) */
+    int progress;                  /* --progress 1, --no-progress 0, default -1 (auto) */
+    const char *status_path;       /* --status, NULL = none */
+    const char *summary_json_path; /* --summary-json, NULL = none */
+    bool null_executor;            /* benchmark mode: tasks complete at once, nothing runs */
 };
 
 /* Parse argv into o.  Returns 0, or -1 with err naming the option and the

@@ -2,6 +2,11 @@
 #include "io/fdio.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int fdio_write_all(int fd, const void *p, size_t n)
@@ -19,4 +24,53 @@ int fdio_write_all(int fd, const void *p, size_t n)
         n -= (size_t)w;
     }
     return 0;
+}
+
+/* PATH.tmp into tmp; -1 with err when it does not fit. */
+static int tmp_path(char tmp[PATH_MAX], const char *path, struct pmc_error *err)
+{
+    if (snprintf(tmp, PATH_MAX, "%s.tmp", path) < PATH_MAX)
+        return 0;
+    return pmc_errorf(err, "%s: %s", path, strerror(ENAMETOOLONG));
+}
+
+int fdio_check_replaceable(const char *path, struct pmc_error *err)
+{
+    char tmp[PATH_MAX];
+    struct stat st;
+    if (tmp_path(tmp, path, err) < 0)
+        return -1;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+        return pmc_errorf(err, "%s: %s", path, strerror(EISDIR));
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) {
+        close(fd);
+        unlink(tmp); /* created with O_EXCL: it is ours */
+        return 0;
+    }
+    if (errno != EEXIST)
+        return pmc_errorf(err, "%s: %s", tmp, strerror(errno));
+    /* a stale PATH.tmp from a crash: the writer replaces it if it can */
+    if (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode))
+        return pmc_errorf(err, "%s: %s", tmp, strerror(EISDIR));
+    return 0;
+}
+
+int fdio_replace_file(const char *path, const void *p, size_t n, struct pmc_error *err)
+{
+    char tmp[PATH_MAX];
+    if (tmp_path(tmp, path, err) < 0)
+        return -1;
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return pmc_errorf(err, "%s: %s", tmp, strerror(errno));
+    int e = fdio_write_all(fd, p, n);
+    if (close(fd) < 0 && !e)
+        e = errno;
+    if (!e && rename(tmp, path) < 0)
+        e = errno;
+    if (!e)
+        return 0;
+    unlink(tmp);
+    return pmc_errorf(err, "%s: %s", tmp, strerror(e));
 }

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include "engine/error.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -15,6 +17,20 @@ extern "C" {
  * writes and EINTR.  Returns 0, or the errno of the failure (EIO when
  * write(2) returns 0, so a broken descriptor cannot make it spin). */
 int fdio_write_all(int fd, const void *p, size_t n);
+
+/* Before a run: could a file be written at PATH.tmp and renamed over path
+ * (the atomic-replace pattern of the rescue log and the JSON files)?
+ * Creates and removes PATH.tmp when none exists; changes nothing at path.
+ * 0, or -1 with err naming the path and the reason ("out/x.tmp: Permission
+ * denied", "x: Is a directory").  A check that the first write would not
+ * fail, not a guarantee (the disk may fill later). */
+int fdio_check_replaceable(const char *path, struct pmc_error *err);
+
+/* Write n bytes of p to PATH.tmp, then rename it over path, so a reader
+ * sees the old file or the new one, never a torn one.  No fsync (for
+ * status files, not for durable state).  0, or -1 with err ("PATH.tmp:
+ * No space left on device"); PATH.tmp is removed on failure. */
+int fdio_replace_file(const char *path, const void *p, size_t n, struct pmc_error *err);
 
 #ifdef __cplusplus
 }

@@ -9,6 +9,7 @@
 int pmc_log_level__ = PMC_LOG_INFO;
 static int log_fd = 2;
 static int log_rank = -1;
+static int log_erase_line; /* atomic: set by the master thread, read by all */
 
 static const char *const level_names[] = {"fatal", "error", "warn", "info", "debug", "trace"};
 
@@ -31,6 +32,11 @@ void log_set_fd(int fd)
     log_fd = fd;
 }
 
+void log_set_erase_line(bool on)
+{
+    __atomic_store_n(&log_erase_line, on ? 1 : 0, __ATOMIC_RELAXED);
+}
+
 void log_set_rank(int rank)
 {
     log_rank = rank;
@@ -42,9 +48,10 @@ void log_msg(int level, const char *fmt, ...)
     char line[4096];
     if (level < PMC_LOG_FATAL || level > PMC_LOG_TRACE)
         level = PMC_LOG_ERROR;
-    int n = log_rank >= 0
-                ? snprintf(line, sizeof line, "[%s] rank %d: ", level_names[level], log_rank)
-                : snprintf(line, sizeof line, "[%s] ", level_names[level]);
+    const char *erase = __atomic_load_n(&log_erase_line, __ATOMIC_RELAXED) ? "\r\033[K" : "";
+    int n = log_rank >= 0 ? snprintf(line, sizeof line, "%s[%s] rank %d: ", erase,
+                                     level_names[level], log_rank)
+                          : snprintf(line, sizeof line, "%s[%s] ", erase, level_names[level]);
     va_list ap;
     va_start(ap, fmt);
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);

@@ -33,6 +33,11 @@ int log_get_level(void);
 /* Redirect the log to fd (default 2).  The fd is not closed by the log. */
 void log_set_fd(int fd);
 
+/* When on, each line starts with "\r\033[K" (carriage return, erase to the
+ * end of the line): it replaces a progress line that a terminal shows
+ * instead of being appended to it.  Off by default. */
+void log_set_erase_line(bool on);
+
 /* Add "rank R: " after the level tag; -1 (the default) adds nothing. */
 void log_set_rank(int rank);
 

@@ -60,6 +60,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "io/fdio.h"
 #include "io/log.h"
 
 #define RING_SIZE (1u << 16) /* ids; a power of two, >= RESCUE_BATCH_MAX */
@@ -619,24 +620,7 @@ int rescue_writer_close(struct rescue_writer *w)
 
 int rescue_check_writable(const char *path, struct pmc_error *err)
 {
-    char eb[128], tmp[PATH_MAX];
-    struct stat st;
-    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp)
-        return pmc_errorf(err, "%s: %s", path, errstr(ENAMETOOLONG, eb, sizeof eb));
-    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-        return pmc_errorf(err, "%s: %s", path, errstr(EISDIR, eb, sizeof eb));
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0) {
-        close(fd);
-        unlink(tmp); /* created with O_EXCL: it is ours */
-        return 0;
-    }
-    if (errno != EEXIST)
-        return pmc_errorf(err, "%s: %s", tmp, errstr(errno, eb, sizeof eb));
-    /* a stale PATH.tmp from a crash: the writer replaces it if it can */
-    if (stat(tmp, &st) == 0 && S_ISDIR(st.st_mode))
-        return pmc_errorf(err, "%s: %s", tmp, errstr(EISDIR, eb, sizeof eb));
-    return 0;
+    return fdio_check_replaceable(path, err);
 }
 
 /* path, path.tmp and the directory holding path, in one allocation. */

@@ -487,6 +487,22 @@ TEST_F(OptionsTest, RanksAreHosts)
     unsetenv("PMC_RANKS_ARE_HOSTS");
 }
 
+TEST_F(OptionsTest, ProgressAndJsonOutputs)
+{
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.progress, -1) << "default: decided by whether stderr is a terminal";
+    EXPECT_EQ(o_.status_path, nullptr);
+    EXPECT_EQ(o_.summary_json_path, nullptr);
+    ASSERT_EQ(parse({"--progress", "--status", "s.json", "--summary-json=o.json", "wf.dag"}), 0)
+        << err();
+    EXPECT_EQ(o_.progress, 1);
+    EXPECT_STREQ(o_.status_path, "s.json");
+    EXPECT_STREQ(o_.summary_json_path, "o.json");
+    ASSERT_EQ(parse({"--progress", "--no-progress", "wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.progress, 0) << "the last one wins";
+    expect_rejected({"wf.dag", "--status"}, {"--status", "needs a value"});
+}
+
 TEST_F(OptionsTest, HostMemoryBad)
 {
     expect_rejected({"--host-memory", "1.5", "wf.dag"}, {"--host-memory"});
