@@ -145,7 +145,8 @@ static void agent_cancel_task(struct agent *a, const struct msg_task *t)
 static void agent_pump(struct agent *a)
 {
     struct node_task nt;
-    while (!a->failed && nq_take_fit(&a->queue, a->cpus_free, a->memory_free, &nt) == 1) {
+    while (!a->failed &&
+           nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
         agent__launch(a, &nt.t);
         agent_batch_unref(nt.batch);
     }
@@ -208,7 +209,9 @@ static void agent_begin_abort(struct agent *a)
     agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
     clock_gettime(CLOCK_MONOTONIC, &a->kill_deadline);
-    a->kill_deadline.tv_sec += AGENT_KILL_GRACE_MS / 1000;
+    long ns = a->kill_deadline.tv_nsec + (long)(a->cfg.kill_grace_ms % 1000) * 1000000L;
+    a->kill_deadline.tv_sec += a->cfg.kill_grace_ms / 1000 + ns / 1000000000L;
+    a->kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
 /* Handle one message; returns true when the mail was kept (TASKS). */
@@ -265,14 +268,20 @@ static int agent_kill_timeout(struct agent *a)
     return (int)ms;
 }
 
-/* The epoll timeout: the sooner of the kill deadline and the result delay. */
+static int sooner(long a, long b)
+{
+    if (a < 0)
+        return (int)b;
+    return b < 0 || a < b ? (int)a : (int)b;
+}
+
+/* The epoll timeout: the soonest of the abort's kill deadline, the result
+ * delay and the next task time limit. */
 static int agent_wait_timeout(struct agent *a)
 {
     int kill_ms = agent_kill_timeout(a);
-    long result_ms = agent_result_wait_ms(a);
-    if (result_ms < 0)
-        return kill_ms;
-    return kill_ms < 0 || result_ms < kill_ms ? (int)result_ms : kill_ms;
+    int limit_ms = agent__limit_timeout_ms(a);
+    return sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
 }
 
 static void agent_wait_events(struct agent *a)
@@ -299,8 +308,12 @@ static void agent_wait_events(struct agent *a)
 static void agent_send_hello(struct agent *a)
 {
     struct msgbuf b = {0};
-    struct msg_hello h = {(uint32_t)a->cfg.host_rank, (uint32_t)a->cfg.host_ranks, a->cfg.cpus,
-                          a->cfg.memory_mb, a->cfg.hostname};
+    struct msg_hello h = {.host_rank = (uint32_t)a->cfg.host_rank,
+                          .host_ranks = (uint32_t)a->cfg.host_ranks,
+                          .cpus = a->cfg.cpus,
+                          .gpus = a->cfg.gpus ? a->cfg.gpus->n : 0,
+                          .memory_mb = a->cfg.memory_mb,
+                          .hostname = a->cfg.hostname};
     if (msg_begin(&b, MSG_HELLO) < 0 || msg_add_hello(&b, &h) < 0) {
         a->failed = true;
         msg_free(&b);
@@ -368,15 +381,22 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->cfg = *cfg;
     a->cpus_free = cfg->cpus;
     a->memory_free = cfg->memory_mb;
+    a->gpus_free = cfg->gpus ? cfg->gpus->n : 0;
     a->cfg.hostname = strdup(cfg->hostname);
     a->cfg.dag_path = strdup(cfg->dag_path);
     a->cfg.task_dir = strdup(cfg->task_dir ? cfg->task_dir : ".");
     a->out.fd = a->err.fd = -1;
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
-    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 ||
+    a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);
+    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || !a->gpu_busy ||
         mailbox_init(&a->box) < 0 || agent__snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
+        agent_destroy(a);
+        return NULL;
+    }
+    if (deadlines_init(&a->deadlines) < 0) {
+        pmc_errorf(err, "cannot create the node agent: out of memory");
         agent_destroy(a);
         return NULL;
     }
@@ -434,6 +454,8 @@ void agent_destroy(struct agent *a)
     cpuset_pool_destroy(a->pool);
     free(a->slots);
     free(a->base_env);
+    free(a->gpu_busy);
+    deadlines_free(&a->deadlines);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1)
         agent_batch_unref(nt.batch);

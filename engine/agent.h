@@ -15,7 +15,7 @@
  *
  * SHUTDOWN: finish running tasks, close the files, reply BYE, end.
  * ABORT: SIGTERM every running task's process group, SIGKILL after
- * AGENT_KILL_GRACE_MS, report them, close the files, reply BYE, end.
+ * kill_grace_ms, report them, close the files, reply BYE, end.
  *
  * Thread-safety: agent_create/agent_start/agent_join/agent_destroy are
  * called by the rank's main thread; everything else runs on the agent
@@ -29,13 +29,12 @@
 
 #include "engine/comm.h"
 #include "engine/error.h"
+#include "engine/gpus.h"
 #include "engine/mailbox.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-#define AGENT_KILL_GRACE_MS 2000
 
 struct agent_config {
     int rank;
@@ -53,6 +52,10 @@ struct agent_config {
     bool set_affinity;    /* bind each task to PMC_CPUS PUs, export PMC_AFFINITY */
     bool keep_affinity;   /* --keep-affinity: bind within the inherited CPUs */
     bool strict_limits;   /* RLIMIT_AS = the task's memory request */
+    const struct gpu_ids *gpus; /* the host's GPUs (engine/gpus.h); must outlive
+                                   the agent; NULL = none */
+    bool thread_env;            /* OMP_NUM_THREADS & co. from the task's CPUs */
+    uint32_t kill_grace_ms;     /* SIGTERM -> SIGKILL, time limits and aborts */
 };
 
 struct agent;

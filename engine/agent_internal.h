@@ -20,12 +20,14 @@
 #include "io/msg.h"
 #include "io/taskio.h"
 #include "sched/affinity.h"
+#include "sched/deadlines.h"
 #include "sched/node_queue.h"
 
 #define MAILBOX_EVENT UINT64_MAX
 #define RESULT_BATCH 24         /* results that make a RESULTS message go at once */
 #define RESULT_DELAY_MS 2       /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40 /* ... unless a full round of tasks is queued */
+#define AGENT_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {
@@ -35,6 +37,9 @@ struct batch {
 
 struct slot {
     bool in_use;
+    uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
+    uint32_t time_limit_ms; /* 0 = none */
+    bool timed_out;         /* its limit passed: SIGTERM sent */
     bool notify_start; /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     uint32_t id, attempt, cpus, memory_mb;
     pid_t pid;
@@ -55,6 +60,9 @@ struct slot {
     int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
     bool bound;             /* cpuset taken from the agent's pool */
     cpu_set_t cpuset;
+    uint32_t *gpu;          /* indices into the host's GPU ids, ngpu of them */
+    uint32_t ngpu;
+    size_t gpu_cap;
 };
 
 struct agent {
@@ -73,13 +81,18 @@ struct agent {
     struct msgbuf fwd_pack; /* forwarded data of the task being reported */
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
-    uint32_t cpus_free;      /* local accounting of the rank's share */
+    uint32_t cpus_free;      /* local accounting of the host's resources */
     uint64_t memory_free;
+    uint32_t gpus_free;
+    bool *gpu_busy;          /* per host GPU id: held by a running task */
+    uint32_t thread_vars_set; /* bit i: the user's environment sets thread var i */
+    const char *gpu_env[4];   /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
     struct timespec first_result; /* when the oldest unsent result or notice was added */
     bool shutting, aborting, draining, failed, sent_abort;
     struct timespec kill_deadline;
     bool killed_hard;
     struct cpuset_pool *pool; /* --set-affinity, else NULL */
+    struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
 };
 
@@ -97,14 +110,31 @@ static inline double agent_elapsed(const struct timespec *t0)
     return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-/* agent_task.c */
+/* agent_env.c */
 int agent__snapshot_env(struct agent *a);
+/* s->envp for task t in slot s (its CPUs, GPUs and forwards already
+ * taken).  0, or -1 with ENOMEM. */
+int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
+
+/* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
 int agent__open_outputs(struct agent *a, struct pmc_error *err);
 void agent__launch(struct agent *a, const struct msg_task *t);
 void agent__reap(struct agent *a, uint32_t i);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
+
+/* agent_limits.c */
+/* Slot i's task started: arm its time limit.  0, or -1 with ENOMEM. */
+int agent__limit_start(struct agent *a, uint32_t i);
+/* Slot i's task ended (reaped or abandoned): disarm, bump the generation. */
+void agent__limit_end(struct agent *a, uint32_t i);
+/* Act on passed deadlines (TERM, then KILL after the grace); returns the ms
+ * until the next one, -1 if none. */
+int agent__limit_timeout_ms(struct agent *a);
+/* A reaped task that was over its limit: its status becomes
+ * AGENT_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why. */
+void agent__limit_note(struct agent *a, struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,

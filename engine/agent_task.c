@@ -17,32 +17,6 @@
 #include "io/log.h"
 #include "io/records.h"
 
-extern char **environ;
-
-static bool agent_env_is_ours(const char *kv)
-{
-    static const char *const ours[] = {
-        "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
-    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
-        if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
-            return true;
-    return false;
-}
-
-int agent__snapshot_env(struct agent *a)
-{
-    size_t n = 0;
-    while (environ && environ[n])
-        n++;
-    a->base_env = calloc(n + 1, sizeof *a->base_env);
-    if (!a->base_env)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        if (!agent_env_is_ours(environ[i]))
-            a->base_env[a->base_env_n++] = environ[i];
-    return 0;
-}
-
 int agent__open_outputs(struct agent *a, struct pmc_error *err)
 {
     char path[4096];
@@ -140,35 +114,6 @@ static int agent_slot_argv(struct slot *s, const struct msg_task *t)
     return 0;
 }
 
-/* envp = base environment + PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK,
- * PMC_HOST_RANK (COMPAT.md "Task environment"). */
-static int agent_slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
-{
-    size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
-    if (pmc_grow((void **)&s->envbuf, &s->envbuf_cap, need, 1) < 0)
-        return -1;
-    if (pmc_grow((void **)&s->envp, &s->envp_cap, a->base_env_n + 7 + s->fwd.npipes,
-                 sizeof(char *)) < 0)
-        return -1;
-    memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
-    char *p = s->envbuf, **e = s->envp + a->base_env_n;
-    int n;
-    *e++ = p, n = sprintf(p, "PMC_TASK=%s", t->name), p += n + 1;
-    *e++ = p, n = sprintf(p, "PMC_MEMORY=%u", t->memory_mb), p += n + 1;
-    *e++ = p, n = sprintf(p, "PMC_CPUS=%u", t->cpus), p += n + 1;
-    *e++ = p, n = sprintf(p, "PMC_RANK=%d", a->cfg.rank), p += n + 1;
-    *e++ = p, n = sprintf(p, "PMC_HOST_RANK=%d", a->cfg.host_rank), p += n + 1;
-    if (s->bound) {
-        *e++ = p, n = sprintf(p, "PMC_AFFINITY=");
-        affinity_format(&s->cpuset, p + n, AFFINITY_LIST_MAX);
-        p += strlen(p) + 1;
-    }
-    if (fwd_child_env(&s->fwd, e) < 0)
-        return -1;
-    e[s->fwd.npipes] = NULL;
-    return 0;
-}
-
 static void agent_slot_release(struct agent *a, struct slot *s)
 {
     taskio_capture_reset(s->out_fd);
@@ -182,6 +127,10 @@ static void agent_slot_release(struct agent *a, struct slot *s)
     if (s->bound)
         cpuset_pool_give(a->pool, &s->cpuset);
     s->bound = false;
+    for (uint32_t i = 0; i < s->ngpu; i++)
+        a->gpu_busy[s->gpu[i]] = false;
+    a->gpus_free += s->ngpu;
+    s->ngpu = 0;
     a->cpus_free += s->cpus;
     a->memory_free += s->memory_mb;
     s->in_use = false;
@@ -192,6 +141,8 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
 {
     s->in_use = true;
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
+    s->time_limit_ms = t->time_limit_ms;
+    s->timed_out = false;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
     s->id = t->id;
@@ -278,6 +229,7 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
             epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
     close(s->pidfd);
     s->pidfd = -1;
+    agent__limit_end(a, i);
     int status = SIGKILL;
     agent_write_output(a, s, status, agent_elapsed(&s->t0));
     agent__add_result(a, s, status, 0, agent_elapsed(&s->t0));
@@ -306,6 +258,28 @@ static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_tas
     return 0;
 }
 
+/* The task's GPUs: the first t->gpus free ids of the host (the node queue
+ * only starts a task when that many are free).  0, or -1 (out of memory,
+ * or fewer free than asked: the task then fails to start). */
+static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    s->ngpu = 0;
+    if (t->gpus == 0)
+        return 0;
+    if (t->gpus > a->gpus_free || pmc_grow((void **)&s->gpu, &s->gpu_cap, t->gpus, sizeof *s->gpu) < 0) {
+        log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->gpus_free);
+        return -1;
+    }
+    for (uint32_t i = 0; s->ngpu < t->gpus; i++) {
+        if (a->gpu_busy[i])
+            continue;
+        a->gpu_busy[i] = true;
+        s->gpu[s->ngpu++] = i;
+    }
+    a->gpus_free -= s->ngpu;
+    return 0;
+}
+
 void agent__launch(struct agent *a, const struct msg_task *t)
 {
     int i = agent_slot_get(a);
@@ -316,7 +290,8 @@ void agent__launch(struct agent *a, const struct msg_task *t)
         a->failed = true;
         return;
     }
-    if (agent_slot_io(a, s, t) < 0 || agent_slot_bind(a, s, t) < 0 || agent_slot_env(a, s, t) < 0) {
+    if (agent_slot_io(a, s, t) < 0 || agent_slot_bind(a, s, t) < 0 ||
+        agent_slot_gpus(a, s, t) < 0 || agent__slot_env(a, s, t) < 0) {
         /* the task cannot start: report it as failed (status 256, as PMC
          * does when stdio cannot be opened) */
         agent_task_unstartable(a, s, t);
@@ -341,7 +316,7 @@ void agent__launch(struct agent *a, const struct msg_task *t)
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
     if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 ||
-        agent_watch_pipes(a, (uint32_t)i) < 0) {
+        agent_watch_pipes(a, (uint32_t)i) < 0 || agent__limit_start(a, (uint32_t)i) < 0) {
         agent_abandon_task(a, (uint32_t)i, errno);
         return;
     }
@@ -363,6 +338,9 @@ void agent__reap(struct agent *a, uint32_t i)
     epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
     close(s->pidfd);
     s->pidfd = -1;
+    agent__limit_end(a, i);
+    int exec_errno = 0;
+    agent__limit_note(a, s, &status, &exec_errno);
     struct pmc_error err;
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);
@@ -370,7 +348,7 @@ void agent__reap(struct agent *a, uint32_t i)
         status = 256; /* the task failed: its forwarded data could not be read */
     }
     agent_write_output(a, s, status, duration);
-    agent__add_result(a, s, status, 0, duration);
+    agent__add_result(a, s, status, exec_errno, duration);
     agent_slot_release(a, s);
     a->running--;
 }
@@ -395,5 +373,6 @@ void agent__slot_free(struct slot *s)
     free(s->argv);
     free(s->envp);
     free(s->envbuf);
+    free(s->gpu);
     fwd_free(&s->fwd);
 }

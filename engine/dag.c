@@ -60,7 +60,7 @@ struct dag__edge {
 /* clang-format off */
 #define DAG__TASK_ARRAYS(X) \
     X(name) X(pegasus_id) X(argv) X(argc) X(cpus) X(memory_mb) X(priority) X(tries) X(line) \
-    X(fwd_first) X(nfwd)
+    X(fwd_first) X(nfwd) X(gpus) X(time_limit_ms)
 #define DAG__OTHER_ARRAYS(X) X(arena) X(fwd) X(child_first) X(children) X(nparents)
 /* clang-format on */
 
@@ -120,8 +120,12 @@ static void *mem_zalloc(size_t bytes)
 static void *mem_resize(void *p, size_t old_bytes, size_t new_bytes)
 {
     bool old_mapped = is_mapped(old_bytes), new_mapped = is_mapped(new_bytes);
-    if (!old_mapped && !new_mapped)
-        return realloc(p, new_bytes ? new_bytes : 1);
+    if (!old_mapped && !new_mapped) {
+        char *q = realloc(p, new_bytes ? new_bytes : 1);
+        if (q && new_bytes > old_bytes) /* grown tails read as 0, as mappings do */
+            memset(q + old_bytes, 0, new_bytes - old_bytes);
+        return q;
+    }
     if (old_mapped && new_mapped) {
         void *q = mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
         return q == MAP_FAILED ? NULL : q;
@@ -420,6 +424,10 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
     dag->priority[t] = spec->priority;
     dag->tries[t] = spec->tries;
     dag->line[t] = spec->line;
+    if (spec->gpus) /* rare: untouched zero pages cost no memory */
+        dag->gpus[t] = spec->gpus;
+    if (spec->time_limit_ms)
+        dag->time_limit_ms[t] = spec->time_limit_ms;
     store_forwards(dag, t, spec);
     dag->ntasks++;
 }

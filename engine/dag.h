@@ -62,6 +62,8 @@ struct dag_task_spec {
     uint32_t memory_mb; /* MB requested, 0 = memory not considered */
     int32_t priority;   /* larger runs first; default 0 */
     uint32_t tries;     /* attempts allowed, 0 = the command line's -t */
+    uint32_t gpus;      /* GPUs requested (-g), 0 = none */
+    uint32_t time_limit_ms; /* --time-limit, ms; 0 = the command line's default */
     uint32_t line;      /* line of the TASK record, for messages */
     const struct dag_forward_spec {
         uint32_t kind;
@@ -94,6 +96,9 @@ struct dag {
     uint32_t *line;       /* DAG file line of the TASK record */
     uint32_t *fwd_first;  /* index into fwd[] of the task's first forward */
     uint32_t *nfwd;       /* number of forwards of the task */
+    uint32_t *gpus;       /* GPUs requested (0 for most tasks: those pages stay
+                             untouched zero pages, so they cost no memory) */
+    uint32_t *time_limit_ms; /* hard run-time limit, ms; 0 = the run's default */
 
     struct dag_forward *fwd; /* all forwards, grouped by task */
     uint32_t fwd_count;

@@ -17,6 +17,7 @@
 #include "engine/agent.h"
 #include "sched/affinity.h"
 #include "engine/comm.h"
+#include "engine/gpus.h"
 #include "engine/hostscript.h"
 #include "engine/master.h"
 #include "engine/options.h"
@@ -30,6 +31,7 @@ struct rank_info {
     int leader;                /* lowest rank on this machine */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
     struct host_plan plan;
+    struct gpu_ids gpus; /* this host's GPUs, found by its agent rank */
     char hostname[256];
 };
 
@@ -208,7 +210,8 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .progress = o->progress < 0 ? isatty(2) : o->progress,
                                    .status_path = o->status_path,
                                    .summary_json_path = o->summary_json_path,
-                                   .mpi_library = mpi_library()};
+                                   .mpi_library = mpi_library(),
+                                   .task_time_limit = o->task_time_limit};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {
@@ -225,7 +228,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
 
 /* The node agent of this rank's host, when this rank is that agent.  NULL
  * when it is not, or when the agent cannot start (logged; *failed set). */
-static struct agent *setup_agent(const struct options *o, const struct rank_info *ri, int *failed)
+static struct agent *setup_agent(const struct options *o, struct rank_info *ri, int *failed)
 {
     if (!(ri->role & RANK_AGENT))
         return NULL;
@@ -251,6 +254,16 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
                               .strict_limits = o->strict_limits};
     host_resources(o, &ac.cpus, &ac.memory_mb);
     struct pmc_error err;
+    if (gpus_discover(o->host_gpus_set, o->host_gpus, &ri->gpus, &err) < 0) {
+        log_fatal("%s", err.text);
+        *failed = 1;
+        return NULL;
+    }
+    if (ri->gpus.n)
+        log_info("%s: %u GPUs (%s)", ri->hostname, ri->gpus.n, ri->gpus.source);
+    ac.gpus = &ri->gpus;
+    ac.thread_env = !o->no_thread_env;
+    ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
         log_fatal("%s", err.text);
@@ -263,7 +276,7 @@ static struct agent *setup_agent(const struct options *o, const struct rank_info
  * open) and, with --host-script, the host's first rank ran the script.
  * Every rank learns whether all of them succeeded (a collective: no task
  * starts anywhere before every host is ready).  Returns 0 when all did. */
-static int setup_hosts(const struct options *o, const struct rank_info *ri, struct agent **ap,
+static int setup_hosts(const struct options *o, struct rank_info *ri, struct agent **ap,
                        pid_t *pgid)
 {
     int failed = 0;
@@ -370,6 +383,7 @@ int main(int argc, char **argv)
     signal_master = NULL;
     master_destroy(m);
     host_plan_free(&ri.plan);
+    gpus_free(&ri.gpus);
     MPI_Finalize();
     return rc;
 }

@@ -154,6 +154,7 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->rank = rank;
     n->host_rank = h->host_rank;
     n->cpus = h->cpus;
+    n->gpus = h->gpus;
     n->window = h->cpus > PREFETCH_MIN ? h->cpus : PREFETCH_MIN;
     n->memory_mb = h->memory_mb;
     n->hostname = strdup(h->hostname);
@@ -161,8 +162,9 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     m->node_of_rank[rank] = m->nnodes++;
     master__node_changed(m, m->nnodes - 1, 0);
     m->cpus_total += h->cpus;
-    log_debug("Rank %d on host %s (host rank %u): %u CPUs, %lu MB", rank, h->hostname, h->host_rank,
-              h->cpus, (unsigned long)h->memory_mb);
+    m->gpus_total += h->gpus;
+    log_debug("Rank %d on host %s: %u CPUs, %u GPUs, %lu MB", rank, h->hostname, h->cpus, h->gpus,
+              (unsigned long)h->memory_mb);
     return n->hostname ? 0 : -1;
 }
 
@@ -210,7 +212,8 @@ static int master_check_capable(struct master *m)
         bool fits = false;
         for (int i = 0; i < m->nnodes && !fits; i++)
             fits = m->dag->cpus[t] <= m->nodes[i].cpus &&
-                   m->dag->memory_mb[t] <= m->nodes[i].memory_mb;
+                   m->dag->memory_mb[t] <= m->nodes[i].memory_mb &&
+                   m->dag->gpus[t] <= m->nodes[i].gpus;
         if (!fits && !m->done_before[t]) {
             log_fatal("FATAL ERROR: No host is capable of running task %s", task_name(m, t));
             return -1;
@@ -272,6 +275,10 @@ static void master_check_stop(struct master *m)
         log_error("Max wall time of %.3f minutes reached", m->cfg.max_wall_time / 60.0);
         m->aborting = true;
     }
+    if (m->stop_mono > 0 && now_mono() >= m->stop_mono && !m->aborting) {
+        log_error("Stopping before the batch job's end (%s)", m->cfg.stop_reason);
+        m->aborting = true;
+    }
     if (atomic_load(&m->abort_requested) && !m->aborting) {
         log_error("Caught signal: %s", atomic_load(&m->abort_reason));
         m->aborting = true;
@@ -291,14 +298,16 @@ static bool master_finished(const struct master *m)
     return m->inflight == 0 && (m->stop_dispatch || rq_size(m->ready) == 0);
 }
 
+/* Until the next stop condition (wall time, the batch job's end), at most
+ * IDLE_WAIT_US. */
 static long master_wait_us(const struct master *m)
 {
-    if (m->cfg.max_wall_time <= 0)
-        return IDLE_WAIT_US;
-    double left = m->cfg.max_wall_time - (now_mono() - m->start_mono);
-    if (left <= 0)
-        return 0;
-    return left * 1e6 < IDLE_WAIT_US ? (long)(left * 1e6) + 1 : IDLE_WAIT_US;
+    double now = now_mono(), left = IDLE_WAIT_US / 1e6;
+    if (m->cfg.max_wall_time > 0 && m->start_mono + m->cfg.max_wall_time - now < left)
+        left = m->start_mono + m->cfg.max_wall_time - now;
+    if (m->stop_mono > 0 && m->stop_mono - now < left)
+        left = m->stop_mono - now;
+    return left <= 0 ? 0 : (long)(left * 1e6) + 1;
 }
 
 static void master_broadcast(struct master *m, enum msg_kind kind)
@@ -387,6 +396,8 @@ int master_begin(struct master *m, struct comm *c)
     m->comm = c;
     m->start = now_epoch();
     m->start_mono = now_mono();
+    if (m->cfg.stop_at > 0)
+        m->stop_mono = m->start_mono + (m->cfg.stop_at - m->start);
     if (master_prepare(m) < 0) {
         log_fatal("Cannot start the master");
         m->fatal = m->aborting = true;

@@ -51,6 +51,10 @@ struct master_config {
     const char *status_path;       /* --status: JSON status file, NULL = none */
     const char *summary_json_path; /* --summary-json, NULL = none */
     const char *mpi_library;       /* MPI_Get_library_version()'s first line, or NULL */
+    double task_time_limit;        /* s, default hard limit of a task; 0 = none */
+    double stop_at;                /* CLOCK_REALTIME s: stop then (the batch job's end
+                                      less the drain margin); 0 = no such end */
+    const char *stop_reason;       /* where stop_at came from, for the log */
 };
 
 struct master;

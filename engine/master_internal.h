@@ -45,6 +45,7 @@ struct node {
     uint32_t window;         /* prefetch window, CPUs */
     uint32_t committed_cpus; /* of tasks sent and not reported back */
     uint64_t memory_mb, committed_mem;
+    uint32_t gpus, committed_gpus; /* GPUs the node offers / of tasks sent there */
     bool open;    /* on the open list: may be sent tasks */
     int open_pos; /* its index in the open list */
     char *hostname;
@@ -105,7 +106,7 @@ struct master {
     int nnodes;
     int *node_of_rank; /* rank -> index in nodes, -1 if none */
     int rr;            /* round-robin start of the node search */
-    uint32_t cpus_total;
+    uint32_t cpus_total, gpus_total;
     uint64_t room;  /* CPUs that open nodes may still be sent */
     int *open_list; /* nodes that may be sent tasks (see master_sched.c) */
     int nopen;
@@ -118,6 +119,8 @@ struct master {
     struct master_stats st;
     struct master_status status;
     double start, start_mono;
+    double stop_mono;   /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    double round_left;  /* s left before stop_mono, as of this dispatch round */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     atomic_int abort_requested;

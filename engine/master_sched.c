@@ -56,12 +56,23 @@ int master__init_ready(struct master *m)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-/* Can node n take a task of cpus/mem now (within its window)? */
-static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem)
+/* Can node n take a task of cpus/mem/gpus now (within its window: its
+ * CPUs plus the prefetch window, its memory and GPUs twice over)? */
+static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem, uint32_t gpus)
 {
-    return cpus <= n->cpus && mem <= n->memory_mb &&
+    return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
            n->committed_cpus + cpus <= n->cpus + n->window &&
-           n->committed_mem + mem <= 2 * n->memory_mb;
+           n->committed_mem + mem <= 2 * n->memory_mb &&
+           n->committed_gpus + gpus <= 2 * n->gpus;
+}
+
+/* The hard time limit of t in ms (its own, else the run's default; 0 =
+ * none). */
+static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
+{
+    if (m->dag->time_limit_ms[t])
+        return m->dag->time_limit_ms[t];
+    return (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5);
 }
 
 static uint32_t node_room(const struct node *n)
@@ -106,16 +117,20 @@ void master__node_changed(struct master *m, int i, uint32_t room_before)
     }
 }
 
-/* First open node, round-robin, with room for task t; -1 if none.
+/* First open node, round-robin, with room for task t; -1 if none (or if
+ * t's time limit would pass the batch job's end: it is not started).
  * O(open nodes). */
 static int master_find_node(struct master *m, uint32_t t)
 {
-    uint32_t cpus = m->dag->cpus[t];
+    uint32_t cpus = m->dag->cpus[t], gpus = m->dag->gpus[t];
     uint64_t mem = m->dag->memory_mb[t];
+    uint32_t limit_ms = m->stop_mono > 0 ? task_time_limit_ms(m, t) : 0;
+    if (limit_ms && limit_ms / 1000.0 > m->round_left)
+        return -1;
     for (int k = 0; k < m->nopen; k++) {
         int pos = (m->rr + k) % m->nopen;
         int i = m->open_list[pos];
-        if (node_has_room(&m->nodes[i], cpus, mem)) {
+        if (node_has_room(&m->nodes[i], cpus, mem, gpus)) {
             m->rr = pos + 1;
             return i;
         }
@@ -155,6 +170,8 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
                           .cpus = d->cpus[t],
                           .memory_mb = d->memory_mb[t],
                           .flags = m->seq ? MSG_TASK_NOTIFY_START : 0,
+                          .gpus = d->gpus[t],
+                          .time_limit_ms = task_time_limit_ms(m, t),
                           .name = dag_task_name(d, t),
                           .pegasus_id = d->arena + d->pegasus_id[t],
                           .argc = d->argc[t],
@@ -182,6 +199,7 @@ static int master_assign(struct master *m, uint32_t t, int i)
     uint32_t room_before = node_room(n);
     n->committed_cpus += m->dag->cpus[t];
     n->committed_mem += m->dag->memory_mb[t];
+    n->committed_gpus += m->dag->gpus[t];
     master__node_changed(m, i, room_before);
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
     m->inflight++;
@@ -242,6 +260,8 @@ void master__dispatch(struct master *m)
 {
     if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
+    if (m->stop_mono > 0)
+        m->round_left = m->stop_mono - now_mono();
     for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
         if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
             log_fatal("Out of memory while scheduling");
@@ -290,7 +310,10 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
                                bool io_failed)
 {
     const struct dag *d = m->dag;
-    if (r->exec_errno)
+    if (r->exec_errno == ETIMEDOUT)
+        log_error("Task %s exceeded its time limit of %g s", task_name(m, t),
+                  task_time_limit_ms(m, t) / 1000.0);
+    else if (r->exec_errno)
         log_error("Task %s could not be started: %s: %s", task_name(m, t), d->arena + d->argv[t],
                   strerror(r->exec_errno));
     int code = io_failed ? 1 : exit_code_of(r->status);
@@ -383,6 +406,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     uint32_t room_before = node_room(n);
     n->committed_cpus -= m->dag->cpus[t];
     n->committed_mem -= m->dag->memory_mb[t];
+    n->committed_gpus -= m->dag->gpus[t];
     master__node_changed(m, (int)(n - m->nodes), room_before);
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t]);

@@ -29,6 +29,11 @@ enum {
     OPT_NO_PROGRESS,
     OPT_STATUS,
     OPT_SUMMARY_JSON,
+    OPT_HOST_GPUS,
+    OPT_TASK_TIME_LIMIT,
+    OPT_KILL_GRACE,
+    OPT_DRAIN_MARGIN,
+    OPT_NO_THREAD_ENV,
 };
 
 static const struct option long_options[] = {
@@ -63,6 +68,11 @@ static const struct option long_options[] = {
     {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
     {"status", required_argument, NULL, OPT_STATUS},
     {"summary-json", required_argument, NULL, OPT_SUMMARY_JSON},
+    {"host-gpus", required_argument, NULL, OPT_HOST_GPUS},
+    {"task-time-limit", required_argument, NULL, OPT_TASK_TIME_LIMIT},
+    {"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
+    {"drain-margin", required_argument, NULL, OPT_DRAIN_MARGIN},
+    {"no-thread-env", no_argument, NULL, OPT_NO_THREAD_ENV},
     {NULL, 0, NULL, 0},
 };
 
@@ -84,8 +94,14 @@ const char *options_usage(void)
            "      --host-script PATH   run PATH once on each host before any task\n"
            "      --host-memory MB     memory of each host (0 or default: physical RAM)\n"
            "      --host-cpus N        CPUs of each host (0 or default: detected)\n"
+           "      --host-gpus N        GPUs of each host (default: detected; 0: none)\n"
            "      --strict-limits      enforce each task's memory request\n"
-           "      --max-wall-time MIN  abort the workflow after MIN minutes\n"
+           "      --max-wall-time MIN  abort the workflow after MIN minutes (default: the\n"
+           "                           batch job's end less --drain-margin, if known)\n"
+           "      --drain-margin SEC   stop this long before the batch job's end (180)\n"
+           "      --task-time-limit SEC  default hard run-time limit of each task (none)\n"
+           "      --kill-grace SEC     SIGTERM to SIGKILL grace for killed tasks (5)\n"
+           "      --no-thread-env      do not set OMP_NUM_THREADS & co. from -c\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
            "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
@@ -111,8 +127,9 @@ const char *options_usage(void)
            "launch one MPI rank per host (mpiexec -ppn 1).  Extra ranks on a host wait idle\n"
            "(when rank 0 shares its host, the next rank there runs the tasks).\n"
            "\n"
-           "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_MAX_WALL_TIME,\n"
-           "PMC_RANKS_ARE_HOSTS=1 (as --ranks-are-hosts).\n";
+           "Environment: PMC_HOST_SCRIPT, PMC_HOST_MEMORY, PMC_HOST_CPUS, PMC_HOST_GPUS,\n"
+           "PMC_MAX_WALL_TIME,"
+           " PMC_RANKS_ARE_HOSTS=1 (as --ranks-are-hosts).\n";
 }
 
 static int parse_u64(const char *s, uint64_t min, uint64_t *out)
@@ -137,7 +154,8 @@ static int parse_u32(const char *s, uint32_t min, uint32_t *out)
     return 0;
 }
 
-static int parse_minutes(const char *s, double *out)
+/* A finite decimal number >= 0 (minutes or seconds). */
+static int parse_nonneg(const char *s, double *out)
 {
     char *end;
     errno = 0;
@@ -165,9 +183,14 @@ static int options_from_env(struct options *o, struct pmc_error *err)
         return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB (0: detect)");
     if ((v = getenv("PMC_HOST_CPUS")) && *v && parse_u32(v, 0, &o->host_cpus) < 0)
         return bad_value(err, "PMC_HOST_CPUS", v, "must be a whole number (0: detect)");
+    if ((v = getenv("PMC_HOST_GPUS")) && *v) {
+        if (parse_u32(v, 0, &o->host_gpus) < 0)
+            return bad_value(err, "PMC_HOST_GPUS", v, "must be a whole number (0: none)");
+        o->host_gpus_set = true;
+    }
     if ((v = getenv("PMC_RANKS_ARE_HOSTS")) && *v && strcmp(v, "0") != 0)
         o->ranks_are_hosts = true;
-    if ((v = getenv("PMC_MAX_WALL_TIME")) && *v && parse_minutes(v, &o->max_wall_time) < 0)
+    if ((v = getenv("PMC_MAX_WALL_TIME")) && *v && parse_nonneg(v, &o->max_wall_time) < 0)
         return bad_value(err, "PMC_MAX_WALL_TIME", v, "must be a number of minutes >= 0");
     return 0;
 }
@@ -232,6 +255,9 @@ static int options_flag(struct options *o, int c)
     case OPT_NO_PROGRESS:
         o->progress = 0;
         break;
+    case OPT_NO_THREAD_ENV:
+        o->no_thread_env = true;
+        break;
     default:
         return 0;
     }
@@ -276,8 +302,26 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "--host-memory", v, "must be a whole number of MB (0: detect)")
                    : 0;
     case OPT_MAX_WALL_TIME:
-        return parse_minutes(v, &o->max_wall_time) < 0
+        return parse_nonneg(v, &o->max_wall_time) < 0
                    ? bad_value(err, "--max-wall-time", v, "must be a number of minutes >= 0")
+                   : 0;
+    case OPT_HOST_GPUS:
+        o->host_gpus_set = true;
+        return parse_u32(v, 0, &o->host_gpus) < 0
+                   ? bad_value(err, "--host-gpus", v, "must be a whole number (0: none)")
+                   : 0;
+    case OPT_TASK_TIME_LIMIT:
+        return parse_nonneg(v, &o->task_time_limit) < 0 || o->task_time_limit > 4e6
+                   ? bad_value(err, "--task-time-limit", v,
+                               "must be a number of seconds >= 0, at most 4e6 (0: none)")
+                   : 0;
+    case OPT_KILL_GRACE:
+        return parse_nonneg(v, &o->kill_grace) < 0 || o->kill_grace > 3600
+                   ? bad_value(err, "--kill-grace", v, "must be a number of seconds in 0..3600")
+                   : 0;
+    case OPT_DRAIN_MARGIN:
+        return parse_nonneg(v, &o->drain_margin) < 0
+                   ? bad_value(err, "--drain-margin", v, "must be a number of seconds >= 0")
                    : 0;
     case OPT_MAXFDS:
         return parse_u32(v, 1, &o->maxfds) < 0
@@ -309,6 +353,8 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     memset(o, 0, sizeof *o);
     o->tries = 1;
     o->progress = -1;
+    o->kill_grace = 5.0;
+    o->drain_margin = 180.0;
     if (options_from_env(o, err) < 0)
         return -1;
     opterr = 0;

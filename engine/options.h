@@ -40,6 +40,12 @@ struct options {
     bool master_only;
     bool ranks_are_hosts;          /* every rank is a host of its own (tests, benchmarks) */
     int progress;                  /* --progress 1, --no-progress 0, default -1 (auto) */
+    uint32_t host_gpus;            /* --host-gpus / PMC_HOST_GPUS, when host_gpus_set */
+    bool host_gpus_set;            /* else detect */
+    double task_time_limit;        /* s, 0 = none */
+    double kill_grace;             /* s between SIGTERM and SIGKILL, default 5 */
+    double drain_margin;           /* s before the batch job's end, default 180 */
+    bool no_thread_env;            /* do not set OMP_NUM_THREADS & co. */
     const char *status_path;       /* --status, NULL = none */
     const char *summary_json_path; /* --summary-json, NULL = none */
     bool null_executor;            /* benchmark mode: tasks complete at once, nothing runs */

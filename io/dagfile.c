@@ -24,7 +24,9 @@
  * until the next TASK, a later #@ replacing it.  Only long options take an
  * attached value (--tries=3); -t3 and -t=3 are unknown options.  Numbers:
  * -m and -c take decimal floats (no hex, inf or nan), -t an integer in
- * 1..INT32_MAX, -p an integer in INT32_MIN..INT32_MAX.  A NUL byte in a line
+ * 1..INT32_MAX, -p an integer in INT32_MIN..INT32_MAX.  Additions to PMC's
+ * grammar: -g/--request-gpus an integer in 0..65536, --time-limit a decimal
+ * number of seconds > 0 (kept in ms, rounded up).  A NUL byte in a line
  * and an empty executable ("") are errors.
  *
  * Files are mapped with mmap(); pages already parsed are given back with
@@ -340,6 +342,27 @@ static bool opt_priority(struct parser *p, struct dag_task_spec *spec, const cha
     return true;
 }
 
+static bool opt_gpus(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    long long v;
+    if (!parse_int(val, 0, 1 << 16, &v))
+        return false;
+    spec->gpus = (uint32_t)v;
+    return true;
+}
+
+/* Seconds, fractions allowed, stored in ms (rounded up; at most ~49 days). */
+static bool opt_time_limit(struct parser *p, struct dag_task_spec *spec, const char *val)
+{
+    (void)p;
+    double d;
+    if (!parse_float(val, &d) || d <= 0 || ceil(d * 1000.0) > UINT32_MAX)
+        return false;
+    spec->time_limit_ms = (uint32_t)ceil(d * 1000.0);
+    return true;
+}
+
 /* Appends to p->fwd (== spec->forwards), which has room for one forward per
  * two words of the line. */
 static bool add_forward(struct parser *p, struct dag_task_spec *spec, uint32_t kind,
@@ -377,7 +400,19 @@ static const struct task_option task_options[] = {
     {'p', "priority", opt_priority, "an integer"},
     {'f', "pipe-forward", opt_pipe, "VAR=FILE"},
     {'F', "file-forward", opt_file, "SRC=DEST"},
+    {'g', "request-gpus", opt_gpus, "a whole number of GPUs >= 0"},
+    {0, "time-limit", opt_time_limit, "a number of seconds > 0"},
 };
+
+/* "-c/--request-cpus", or "--time-limit" for an option without a letter. */
+static const char *option_name(const struct task_option *o, char *buf, size_t n)
+{
+    if (o->short_name)
+        snprintf(buf, n, "-%c/--%s", o->short_name, o->long_name);
+    else
+        snprintf(buf, n, "--%s", o->long_name);
+    return buf;
+}
 
 /* Which option word w is; *val gets an attached value (--opt=value). */
 static const struct task_option *match_option(const char *w, const char **val)
@@ -387,7 +422,7 @@ static const struct task_option *match_option(const char *w, const char **val)
     for (size_t i = 0; i < n; i++) {
         const struct task_option *o = &task_options[i];
         size_t len = strlen(o->long_name);
-        if (w[1] == o->short_name && w[2] == '\0')
+        if (o->short_name && w[1] == o->short_name && w[2] == '\0')
             return o;
         if (w[1] == '-' && strncmp(w + 2, o->long_name, len) == 0) {
             if (w[2 + len] == '=')
@@ -409,15 +444,16 @@ static int parse_options(struct parser *p, struct dag_task_spec *spec, size_t *n
         if (!o)
             return syntax(p, "task %.*s: unknown option %.*s", show(p->task_len), p->task,
                           show(p->word_len[i - 1]), w);
+        char name[64];
         if (!val && i == p->nwords)
-            return syntax(p, "task %.*s: -%c/--%s needs a value", show(p->task_len), p->task,
-                          o->short_name, o->long_name);
+            return syntax(p, "task %.*s: %s needs a value", show(p->task_len), p->task,
+                          option_name(o, name, sizeof name));
         if (!val)
             val = p->word[i++];
         if (!o->apply(p, spec, val))
-            return syntax(p, "task %.*s: bad value '%.*s' for -%c/--%s (expected %s)",
-                          show(p->task_len), p->task, show(strlen(val)), val, o->short_name,
-                          o->long_name, o->expects);
+            return syntax(p, "task %.*s: bad value '%.*s' for %s (expected %s)",
+                          show(p->task_len), p->task, show(strlen(val)), val,
+                          option_name(o, name, sizeof name), o->expects);
     }
     *next = i;
     return 0;
@@ -449,6 +485,13 @@ static int parse_task(struct parser *p, const char *s, const char *e)
     p->task = s;
     s = word_end(s, e);
     p->task_len = (size_t)(s - p->task);
+    /* The rescue log reads a name with a control byte as garbage (it marks
+     * zero-filled blocks), so such a task could never be recorded as done:
+     * refuse it here rather than fail the restart (docs/reliability.md). */
+    for (size_t i = 0; i < p->task_len; i++)
+        if ((unsigned char)p->task[i] < 0x20 || p->task[i] == 0x7f)
+            return syntax(p, "task %.*s: control character 0x%02x in the name",
+                          show(p->task_len), p->task, (unsigned char)p->task[i]);
     if (tokenise(p, s, e))
         return -1;
     if (reserve_fwd(p, p->nwords / 2 + 1))

@@ -8,8 +8,9 @@
  * Task options before the executable: -m/--request-memory MB (float, rounded
  * up), -c/--request-cpus N (float, rounded up, default 1), -t/--tries T (>=1),
  * -p/--priority P (integer, may be negative), -f/--pipe-forward VAR=FILE,
- * -F/--file-forward SRC=DEST (both repeatable); an option's value may also be
- * attached as --opt=value.  Words are split on white space; ' or " opens a
+ * -F/--file-forward SRC=DEST (both repeatable), and, beyond PMC,
+ * -g/--request-gpus N (integer >= 0) and --time-limit SECONDS (> 0, decimal);
+ * an option's value may also be attached as --opt=value.  Words are split on white space; ' or " opens a
  * quoted run closed by the same character, \ makes the next character literal.
  *
  * The file is read with one mmap (or one read for pipes), never a malloc per

@@ -34,8 +34,8 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
 
 #define MSG_MAX_LEN ((size_t)UINT32_MAX) /* the header's u32 length */
 #define INITIAL_CAP 512
-#define HELLO_FIXED 24  /* host_rank, host_ranks, cpus, pad, memory_mb */
-#define TASK_FIXED 28   /* id, attempt, cpus, memory_mb, flags, argc, nfwd */
+#define HELLO_FIXED 24  /* host_rank, host_ranks, cpus, gpus, memory_mb */
+#define TASK_FIXED 36   /* id, attempt, cpus, memory_mb, flags, argc, nfwd, gpus, time_limit_ms */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
 #define STARTED_SIZE 16 /* id, attempt, start: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
@@ -232,7 +232,7 @@ int msg_add_hello(struct msgbuf *b, const struct msg_hello *h)
     put_u32(p, h->host_rank);
     put_u32(p + 4, h->host_ranks);
     put_u32(p + 8, h->cpus);
-    put_u32(p + 12, 0);
+    put_u32(p + 12, h->gpus);
     put_u64(p + 16, h->memory_mb);
     memcpy(p + HELLO_FIXED, h->hostname, name_len);
     return commit(b, need);
@@ -258,6 +258,8 @@ int msg_add_task(struct msgbuf *b, const struct msg_task *t)
     put_u32(p + 16, t->flags);
     put_u32(p + 20, t->argc);
     put_u32(p + 24, t->nfwd);
+    put_u32(p + 28, t->gpus);
+    put_u32(p + 32, t->time_limit_ms);
     p += TASK_FIXED;
     memcpy(p, t->name, name_len);
     p += name_len;
@@ -545,9 +547,7 @@ static int decode_hello(const struct msg_reader *r, const uint8_t **pp, struct m
     h->host_rank = get_u32(p);
     h->host_ranks = get_u32(p + 4);
     h->cpus = get_u32(p + 8);
-    uint32_t pad = get_u32(p + 12);
-    if (pad != 0)
-        return item_bad(r, err, "pad is %u, expected 0", pad);
+    h->gpus = get_u32(p + 12);
     h->memory_mb = get_u64(p + 16);
     if (!(p = take_str(p + HELLO_FIXED, r->end, &h->hostname)))
         return item_bad(r, err, "hostname runs past the end of the message");
@@ -590,6 +590,8 @@ static int decode_task(const struct msg_reader *r, const uint8_t **pp, struct ms
                         t->flags & ~MSG_TASK_FLAGS_KNOWN);
     t->argc = get_u32(p + 20);
     t->nfwd = get_u32(p + 24);
+    t->gpus = get_u32(p + 28);
+    t->time_limit_ms = get_u32(p + 32);
     p += TASK_FIXED;
     if (decode_task_strs(r, &p, t, err) < 0)
         return -1;

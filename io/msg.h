@@ -14,10 +14,11 @@
  * little-endian order.  Items, by kind:
  *
  *   HELLO    (node -> master, count 1): u32 host_rank, u32 host_ranks,
- *            u32 cpus, u32 pad (0), u64 memory_mb, str hostname
+ *            u32 cpus, u32 gpus, u64 memory_mb, str hostname
  *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
  *            u32 flags (bit set of MSG_TASK_*; unknown bits are an error),
- *            u32 argc, u32 nfwd, str name, str pegasus_id, argc x str argv,
+ *            u32 argc, u32 nfwd, u32 gpus, u32 time_limit_ms (0: none),
+ *            str name, str pegasus_id, argc x str argv,
  *            nfwd x (u8 kind (0 or 1), str src, str dest)
  *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
  *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
@@ -37,13 +38,15 @@
  *
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
- * message is an error, never a crash.  Reserved fields and pads must be 0;
+ * message is an error, never a crash.  Reserved fields must be 0;
  * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN count 0 and no body.
  *
- * MSG_VERSION stays 1 although STARTED and MSG_TASK_NOTIFY_START came later:
+ * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
+ * time_limit_ms.  STARTED and MSG_TASK_NOTIFY_START came without a bump:
  * messages never outlive a run and every rank of a run is the same
- * executable, so no peer with the older protocol can take part.  Bump it when
- * that stops being true or an existing item's layout or meaning changes.
+ * executable, so no peer with the older protocol can take part; the version
+ * still turns a mixed install into a clear error.  Bump it when an existing
+ * item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -60,7 +63,7 @@ extern "C" {
 #endif
 
 #define MSG_MAGIC 0x504d4348u
-#define MSG_VERSION 1
+#define MSG_VERSION 2
 #define MSG_HEADER_SIZE 16
 
 enum msg_kind {
@@ -84,6 +87,7 @@ struct msg_hello {
     uint32_t host_rank;  /* this rank's index among the ranks on its host */
     uint32_t host_ranks; /* number of ranks on the host */
     uint32_t cpus;       /* CPUs this rank offers */
+    uint32_t gpus;       /* GPUs this rank offers */
     uint64_t memory_mb;  /* memory this rank offers, MB */
     const char *hostname;
 };
@@ -96,6 +100,8 @@ struct msg_task {
     uint32_t cpus;
     uint32_t memory_mb;
     uint32_t flags; /* bit set of MSG_TASK_*; unknown bits are an error */
+    uint32_t gpus;  /* GPUs requested */
+    uint32_t time_limit_ms; /* hard run-time limit, ms; 0 = none */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
     uint32_t argc;

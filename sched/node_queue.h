@@ -3,7 +3,7 @@
  * The master sends a node more tasks than it can run at once (a prefetch
  * window, DESIGN.md section 2), so the node never idles waiting for a round
  * trip.  The agent keeps them here in arrival order (which is the master's
- * priority order) and starts them as its own CPU and memory accounting
+ * priority order) and starts them as its own CPU, memory and GPU accounting
  * allows, with PMC's deferral rule: when the first task does not fit, the
  * first one within the next NQ_DEFER_SCAN entries that fits starts instead,
  * and the others keep their order.
@@ -41,11 +41,11 @@ struct node_queue {
 /* Append.  0, or -1 with ENOMEM. */
 int nq_push(struct node_queue *q, const struct msg_task *t, void *batch);
 
-/* Remove and return the first task that fits cpus_free and memory_free
- * (MB), looking at most NQ_DEFER_SCAN entries deep.  1 when one was taken,
- * 0 when none fits (or the queue is empty). */
+/* Remove and return the first task that fits cpus_free, memory_free (MB)
+ * and gpus_free, looking at most NQ_DEFER_SCAN entries deep.  1 when one
+ * was taken, 0 when none fits (or the queue is empty). */
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
-                struct node_task *out);
+                uint32_t gpus_free, struct node_task *out);
 
 /* Remove the first task regardless of fit.  1, or 0 when empty. */
 int nq_pop(struct node_queue *q, struct node_task *out);

@@ -456,7 +456,7 @@ static void sim_node_pump(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
     struct node_task nt;
-    while (!n->draining && nq_take_fit(&n->queue, n->cpus_free, n->memory_free, &nt) == 1) {
+    while (!n->draining && nq_take_fit(&n->queue, n->cpus_free, n->memory_free, UINT32_MAX, &nt) == 1) {
         double dur = simdag_task_duration(nt.t.argv, nt.t.argc) * s->cfg.time_scale;
         struct event *e = sim_push(s, s->now + dur, EV_TASK_DONE, i);
         if (e)

@@ -1,0 +1,187 @@
+/* agent_env.c - a task's environment (COMPAT.md "Task environment"):
+ * pmc-hybrid's environment without the variables it sets itself, plus
+ *   PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK, PMC_HOST_RANK (PMC's),
+ *   PMC_AFFINITY with --set-affinity (the CPU list it is bound to),
+ *   for a task with -g N: CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
+ *     ZE_AFFINITY_MASK and PMC_GPUS, all "id,id" of its GPUs (engine/gpus.h);
+ *     a task without GPUs keeps whatever of these pmc-hybrid inherited;
+ *   unless --no-thread-env, the thread counts of OpenMP and the usual BLAS
+ *     libraries set to the task's CPUs (-c N): OMP_NUM_THREADS,
+ *     OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, BLIS_NUM_THREADS,
+ *     VECLIB_MAXIMUM_THREADS, NUMEXPR_NUM_THREADS, and, when the task is
+ *     bound (--set-affinity), OMP_PLACES ("{0},{1},...": its CPUs) and
+ *     OMP_PROC_BIND=close; each only when the user's environment does not
+ *     set it already (a task's own `env VAR=...` wins anyway);
+ *   the -f forward variables.
+ * So a -c 8 task uses its 8 CPUs and no more, the oversubscription that
+ * hybrid MPI+threads or BLAS codes otherwise fall into.
+ *
+ * The strings live in the slot's envbuf, the pointers in its envp; both are
+ * reused between tasks (no allocation once warmed up).  Agent thread only.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/agent_internal.h"
+#include "engine/grow.h"
+
+extern char **environ;
+
+static const char *const ours[] = {"PMC_TASK=",     "PMC_MEMORY=",    "PMC_CPUS=",
+                                   "PMC_RANK=",     "PMC_HOST_RANK=", "PMC_AFFINITY="};
+static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                       "ZE_AFFINITY_MASK", "PMC_GPUS"};
+#define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])
+static const char *const thread_vars[] = {
+    "OMP_NUM_THREADS",        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",  "OMP_PLACES",      "OMP_PROC_BIND"};
+#define NTHREAD_VARS (sizeof thread_vars / sizeof thread_vars[0])
+#define OMP_PLACES_VAR 6 /* thread_vars[] index: only for bound tasks */
+#define OMP_PROC_BIND_VAR 7
+
+static bool has_name(const char *kv, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(kv, name, n) == 0 && kv[n] == '=';
+}
+
+static bool is_ours(const char *kv)
+{
+    for (size_t i = 0; i < sizeof ours / sizeof ours[0]; i++)
+        if (strncmp(kv, ours[i], strlen(ours[i])) == 0)
+            return true;
+    return false;
+}
+
+/* A GPU visibility variable: remembered aside (index), not in base_env. */
+static int gpu_var(const char *kv)
+{
+    for (size_t i = 0; i < NGPU_VARS; i++)
+        if (has_name(kv, gpu_vars[i]))
+            return (int)i;
+    return -1;
+}
+
+int agent__snapshot_env(struct agent *a)
+{
+    size_t n = 0;
+    while (environ && environ[n])
+        n++;
+    a->base_env = calloc(n + 1, sizeof *a->base_env);
+    if (!a->base_env)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        int g = gpu_var(environ[i]);
+        if (g >= 0) {
+            a->gpu_env[g] = environ[i];
+            continue;
+        }
+        for (size_t k = 0; k < NTHREAD_VARS; k++)
+            if (has_name(environ[i], thread_vars[k]))
+                a->thread_vars_set |= 1u << k;
+        if (!is_ours(environ[i]))
+            a->base_env[a->base_env_n++] = environ[i];
+    }
+    return 0;
+}
+
+/* Appends "NAME=value" strings to envbuf and their pointers to envp. */
+struct env_out {
+    char *p, **e;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct env_out *o, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsprintf(o->p, fmt, ap);
+    va_end(ap);
+    *o->e++ = o->p;
+    o->p += n + 1;
+}
+
+/* "{0},{1},..." of the CPUs in set. */
+static void put_places(struct env_out *o, const cpu_set_t *set)
+{
+    char *start = o->p;
+    o->p += sprintf(o->p, "OMP_PLACES=");
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, set))
+            o->p += sprintf(o->p, "%s{%d}", o->p[-1] == '=' ? "" : ",", c);
+    *o->p++ = '\0';
+    *o->e++ = start;
+}
+
+static void put_thread_vars(struct agent *a, struct slot *s, const struct msg_task *t,
+                            struct env_out *o)
+{
+    if (!a->cfg.thread_env)
+        return;
+    for (size_t k = 0; k < OMP_PLACES_VAR; k++)
+        if (!(a->thread_vars_set & (1u << k)))
+            put(o, "%s=%u", thread_vars[k], t->cpus ? t->cpus : 1);
+    if (!s->bound)
+        return;
+    if (!(a->thread_vars_set & (1u << OMP_PLACES_VAR)))
+        put_places(o, &s->cpuset);
+    if (!(a->thread_vars_set & (1u << OMP_PROC_BIND_VAR)))
+        put(o, "OMP_PROC_BIND=close");
+}
+
+/* list_len: the length of the task's "id,id" list (gpus_format()). */
+static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, size_t list_len)
+{
+    if (s->ngpu == 0) {
+        for (size_t i = 0; i < NGPU_VARS; i++)
+            if (a->gpu_env[i])
+                *o->e++ = (char *)a->gpu_env[i];
+        return;
+    }
+    for (size_t i = 0; i < NGPU_VARS; i++) {
+        char *start = o->p;
+        o->p += sprintf(o->p, "%s=", gpu_vars[i]);
+        o->p += gpus_format(a->cfg.gpus, s->gpu, s->ngpu, o->p, list_len + 1);
+        *o->p++ = '\0';
+        *o->e++ = start;
+    }
+}
+
+/* Bytes of envbuf the task needs, at most. */
+static size_t env_bytes(struct agent *a, struct slot *s, const struct msg_task *t, size_t gpus)
+{
+    size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
+    need += NTHREAD_VARS * 40 + (s->bound ? (size_t)CPU_COUNT(&s->cpuset) * 10 + 16 : 0);
+    return need + (NGPU_VARS + 1) * (gpus + 32) + 64;
+}
+
+int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
+{
+    size_t gpus = s->ngpu ? gpus_format(a->cfg.gpus, s->gpu, s->ngpu, NULL, 0) : 0;
+    if (pmc_grow((void **)&s->envbuf, &s->envbuf_cap, env_bytes(a, s, t, gpus), 1) < 0)
+        return -1;
+    size_t nvars = a->base_env_n + 6 + NGPU_VARS + NTHREAD_VARS + s->fwd.npipes + 1;
+    if (pmc_grow((void **)&s->envp, &s->envp_cap, nvars, sizeof(char *)) < 0)
+        return -1;
+    memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
+    struct env_out o = {s->envbuf, s->envp + a->base_env_n};
+    put(&o, "PMC_TASK=%s", t->name);
+    put(&o, "PMC_MEMORY=%u", t->memory_mb);
+    put(&o, "PMC_CPUS=%u", t->cpus);
+    put(&o, "PMC_RANK=%d", a->cfg.rank);
+    put(&o, "PMC_HOST_RANK=%d", a->cfg.host_rank);
+    if (s->bound) {
+        char *start = o.p;
+        o.p += sprintf(o.p, "PMC_AFFINITY=");
+        affinity_format(&s->cpuset, o.p, AFFINITY_LIST_MAX);
+        o.p += strlen(o.p) + 1;
+        *o.e++ = start;
+    }
+    put_gpu_vars(a, s, &o, gpus);
+    put_thread_vars(a, s, t, &o);
+    if (fwd_child_env(&s->fwd, o.e) < 0)
+        return -1;
+    o.e[s->fwd.npipes] = NULL;
+    return 0;
+}

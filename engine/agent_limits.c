@@ -1,0 +1,89 @@
+/* agent_limits.c - per-task hard time limits on a node (DESIGN.md section
+ * 9, issue "Beyond PMC"): no thread or timer per task, one deadline heap per
+ * agent (sched/deadlines.h) whose earliest entry bounds the agent's epoll
+ * timeout.
+ *
+ * A task with a limit (its own --time-limit, else the run's
+ * --task-time-limit; the master sends the one that applies) gets a deadline
+ * at start + limit.  When it passes, the task's process group gets SIGTERM
+ * and a second deadline at now + --kill-grace; if the task is still there
+ * then, SIGKILL.  When it is reaped, its attempt fails with exit code 124
+ * (timeout(1)'s code: record status=31744) and ETIMEDOUT in its result, so
+ * the master logs "Task NAME exceeded its time limit of S s"; the task's
+ * stderr gets the same line.  It retries like any failure.
+ *
+ * Slots are reused, so entries carry the slot's generation: a stale entry
+ * (the task ended, the slot holds another) is dropped.  Agent thread only.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "engine/agent_internal.h"
+#include "io/log.h"
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int agent__limit_start(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    s->timed_out = false;
+    if (!s->time_limit_ms)
+        return 0;
+    return deadlines_set(&a->deadlines, i, s->gen, now_ns() + (uint64_t)s->time_limit_ms * 1000000u);
+}
+
+void agent__limit_end(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    if (s->time_limit_ms)
+        deadlines_remove(&a->deadlines, i);
+    s->gen++;
+}
+
+/* The limit of slot i passed: TERM now and KILL after the grace; or the
+ * grace passed: KILL. */
+static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
+{
+    struct slot *s = &a->slots[i];
+    if (!s->timed_out) {
+        s->timed_out = true;
+        log_debug("Task %s exceeded its time limit of %g s: SIGTERM", s->strs,
+                  s->time_limit_ms / 1000.0);
+        kill(-s->pid, SIGTERM);
+        if (deadlines_set(&a->deadlines, i, s->gen,
+                          now + (uint64_t)a->cfg.kill_grace_ms * 1000000u) == 0)
+            return;
+    }
+    kill(-s->pid, SIGKILL);
+}
+
+int agent__limit_timeout_ms(struct agent *a)
+{
+    uint64_t now = now_ns();
+    uint32_t i, gen;
+    while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
+        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen &&
+            a->slots[i].pidfd >= 0)
+            agent_limit_expired(a, i, now);
+    }
+    return deadlines_timeout_ms(&a->deadlines, now);
+}
+
+void agent__limit_note(struct agent *a, struct slot *s, int *status, int *exec_errno)
+{
+    if (!s->timed_out)
+        return;
+    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
+            "pmc-hybrid: task %s exceeded its time limit of %g s\n", s->strs,
+            s->time_limit_ms / 1000.0);
+    *status = AGENT_TIMEOUT_STATUS;
+    *exec_errno = ETIMEDOUT;
+    (void)a;
+}

@@ -1,0 +1,159 @@
+/* gpus.c - this host's GPU ids; see gpus.h. */
+#include "engine/gpus.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <hwloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int add_id(struct gpu_ids *g, const char *s, size_t len)
+{
+    if (g->n >= GPUS_MAX)
+        return 0;
+    char **ids = realloc(g->id, sizeof *ids * (g->n + 1));
+    if (!ids)
+        return -1;
+    g->id = ids;
+    if (!(g->id[g->n] = strndup(s, len)))
+        return -1;
+    g->n++;
+    return 0;
+}
+
+static int add_numbers(struct gpu_ids *g, uint32_t n)
+{
+    char buf[16];
+    for (uint32_t i = 0; i < n; i++) {
+        int len = snprintf(buf, sizeof buf, "%u", i);
+        if (add_id(g, buf, (size_t)len) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+/* Split an inherited visibility list ("0,2" or "GPU-uuid,..."). */
+static int add_list(struct gpu_ids *g, const char *list)
+{
+    while (*list) {
+        size_t len = strcspn(list, ",");
+        if (len && add_id(g, list, len) < 0)
+            return -1;
+        list += len + (list[len] == ',');
+    }
+    return 0;
+}
+
+static const char *inherited_list(const char **name)
+{
+    static const char *const vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+                                       "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) {
+            *name = vars[i];
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* 1 when name is PREFIX<digit>..., else 0 (for counting). */
+static uint32_t is_numbered(const char *name, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return strncmp(name, prefix, n) == 0 && isdigit((unsigned char)name[n]);
+}
+
+/* GPUs hwloc's I/O discovery sees: the largest count of one backend. */
+static uint32_t hwloc_gpus(void)
+{
+    hwloc_topology_t t;
+    if (hwloc_topology_init(&t) < 0)
+        return 0;
+    uint32_t cuda = 0, nvml = 0, rsmi = 0, ze = 0;
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    if (hwloc_topology_load(t) == 0) {
+        for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;) {
+            if (!o->name)
+                continue;
+            cuda += is_numbered(o->name, "cuda");
+            nvml += is_numbered(o->name, "nvml");
+            rsmi += is_numbered(o->name, "rsmi");
+            ze += is_numbered(o->name, "ze");
+        }
+    }
+    hwloc_topology_destroy(t);
+    uint32_t best = cuda > nvml ? cuda : nvml;
+    best = best > rsmi ? best : rsmi;
+    return best > ze ? best : ze;
+}
+
+/* /dev/nvidia0, /dev/nvidia1, ... (not nvidiactl, nvidia-uvm). */
+static uint32_t dev_nvidia(void)
+{
+    DIR *d = opendir("/dev");
+    uint32_t n = 0;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;)
+        n += is_numbered(e->d_name, "nvidia");
+    if (d)
+        closedir(d);
+    return n;
+}
+
+int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err)
+{
+    memset(out, 0, sizeof *out);
+    const char *var = NULL, *list = inherited_list(&var);
+    int rc = 0;
+    if (list)
+        rc = add_list(out, list);
+    if (rc == 0 && override && out->n >= count) {
+        while (out->n > count)
+            free(out->id[--out->n]);
+        snprintf(out->source, sizeof out->source, "--host-gpus of %s", var);
+    } else if (rc == 0 && override) {
+        gpus_free(out);
+        rc = add_numbers(out, count);
+        snprintf(out->source, sizeof out->source, "--host-gpus");
+    } else if (rc == 0 && list) {
+        snprintf(out->source, sizeof out->source, "%s", var);
+    } else if (rc == 0) {
+        uint32_t n = hwloc_gpus();
+        const char *how = "hwloc";
+        if (n == 0 && (n = dev_nvidia()) > 0)
+            how = "/dev/nvidia*";
+        rc = add_numbers(out, n);
+        snprintf(out->source, sizeof out->source, "%s", how);
+    }
+    if (rc < 0) {
+        gpus_free(out);
+        return pmc_errorf(err, "out of memory for the GPU ids");
+    }
+    return 0;
+}
+
+size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, char *buf,
+                   size_t size)
+{
+    size_t len = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const char *id = idx[i] < g->n ? g->id[idx[i]] : "?";
+        int w = snprintf(buf + (len < size ? len : size), len < size ? size - len : 0, "%s%s",
+                         i ? "," : "", id);
+        len += (size_t)(w > 0 ? w : 0);
+    }
+    if (n == 0 && size)
+        buf[0] = '\0';
+    return len;
+}
+
+void gpus_free(struct gpu_ids *g)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        free(g->id[i]);
+    free(g->id);
+    g->id = NULL;
+    g->n = 0;
+}

@@ -1,0 +1,57 @@
+/* gpus.h - the GPUs of this host, named as the tasks will see them.
+ *
+ * A host's GPUs are a list of ids: the strings a task finds in
+ * CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK and PMC_GPUS.
+ * Where they come from, in order:
+ *   1. a visibility variable pmc-hybrid itself inherited (the batch system
+ *      or the user restricted it): CUDA_VISIBLE_DEVICES, else
+ *      ROCR_VISIBLE_DEVICES, else HIP_VISIBLE_DEVICES, else ZE_AFFINITY_MASK
+ *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids;
+ *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
+ *      Level Zero "zeN" where hwloc was built with those backends): the
+ *      largest count of one backend, ids "0".."N-1";
+ *   3. /dev/nvidiaN device files (NVIDIA's driver without hwloc's CUDA or
+ *      NVML backend): ids "0".."N-1".
+ * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
+ * whose GPUs cannot be seen, and for tests): the first N ids of an inherited
+ * visibility list when it has that many, else "0".."N-1".
+ *
+ * Thread-safety: gpus_discover() is not (hwloc topology load, getenv);
+ * call it from the main thread before the agent starts.
+ */
+#ifndef PMC_GPUS_H
+#define PMC_GPUS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define GPUS_MAX 1024 /* ids kept per host */
+
+struct gpu_ids {
+    uint32_t n;
+    char **id;  /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
+    char source[64]; /* where they came from, for the log */
+};
+
+/* Find this host's GPUs; with override, exactly count of them (see above).
+ * 0, or -1 with err (out of memory; a malformed visibility list is taken
+ * as it is: its comma-separated words are the ids). */
+int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err);
+
+/* "id,id,..." of the ids whose indices are idx[0..n) into buf (size bytes);
+ * returns the length, or the length it would need (>= size: cut). */
+size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, char *buf,
+                   size_t size);
+
+void gpus_free(struct gpu_ids *g); /* g may be zeroed */
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""test_beyond.py - what PMC never had (issue "Beyond PMC"): GPUs, per-task
+time limits, the batch job's end, threaded tasks.
+
+  * gpus_exclusive: --host-gpus 4, 12 tasks of -g 1 / -g 2 that print their
+    CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, PMC_GPUS
+    and their start/end times: every task sees its -g count of distinct ids
+    in 0..3, the four variables agree, no two tasks that ran at the same
+    time share an id (from the tasks' own timestamps), and the GPUs in use
+    at once reach 4.
+  * gpus_too_many: a -g 5 task on --host-gpus 4 aborts at start with PMC's
+    "FATAL ERROR: No host is capable of running task", runs nothing.
+  * gpus_per_host: mpiexec -n 2 --ranks-are-hosts --host-gpus 1 (two
+    "hosts" of one GPU each): two -g 1 tasks of 1 s overlap in time, each on
+    its own rank, each seeing id 0.
+  * time_limit: a `sleep 60` task with --time-limit 1 ends in < 3 s with
+    "Task NAME exceeded its time limit of 1 s", record status 31744 (exit
+    code 124); with -t 2 it is tried twice; a task that ignores SIGTERM is
+    killed after --kill-grace 1; the run's --task-time-limit applies to a
+    task without its own; nothing of the session is left running.
+  * batch_end: SLURM_JOB_END_TIME 20 s ahead with --drain-margin 15 on a DAG
+    of `sleep 30` tasks: the run stops within ~5 s+grace, says why, summary
+    stat="failed", the rescue log parses and holds no task of the DAG, and
+    a rerun without the variable completes the rest (on shorter tasks).
+  * thread_env: a -c 3 task sees OMP_NUM_THREADS=3 (and MKL/OPENBLAS); a
+    value the user set is kept; --no-thread-env sets none.
+"""
+
+import os
+import re
+import sys
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmcrun  # noqa: E402
+
+GPU_VARS = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "ZE_AFFINITY_MASK", "PMC_GPUS")
+
+
+def gpu_task(name, gpus, secs, out):
+    """A task that records its GPU variables and its own start/end times."""
+    show = " ".join("%s=$%s" % (v, v) for v in GPU_VARS)
+    return ('TASK %s -g %d /bin/sh -c "s=$(date +%%s.%%N); sleep %s; '
+            'echo %s $s $(date +%%s.%%N) rank=$PMC_RANK %s >> %s"'
+            % (name, gpus, secs, name, show, out))
+
+
+def parse_gpu_lines(path):
+    rows = []
+    with open(path) as f:
+        for line in f:
+            w = line.split()
+            kv = dict(x.split("=", 1) for x in w[3:])
+            rows.append({"name": w[0], "start": float(w[1]), "end": float(w[2]), **kv})
+    return rows
+
+
+class Beyond(pmcrun.TestCase):
+    # ----------------------------------------------------------------- GPUs
+
+    def test_gpus_exclusive(self):
+        out = self.path("gpus.txt")
+        tasks = [gpu_task("g%02d" % i, 1 + i % 2, 0.4, out) for i in range(12)]
+        dag = self.write_dag("g.dag", "\n".join(tasks))
+        res = self.run_pmc(["--host-gpus", "4", "--host-cpus", "8", dag])
+        problems = []
+        if res.returncode != 0:
+            problems.append("exit status %s" % res.returncode)
+        rows = parse_gpu_lines(out) if os.path.exists(out) else []
+        if len(rows) != 12:
+            problems.append("%d tasks reported, expected 12" % len(rows))
+        for r in rows:
+            want = 1 + int(r["name"][1:]) % 2
+            ids = r["CUDA_VISIBLE_DEVICES"].split(",") if r["CUDA_VISIBLE_DEVICES"] else []
+            if len(ids) != want or len(set(ids)) != want or any(i not in "0123" for i in ids):
+                problems.append("%s: CUDA_VISIBLE_DEVICES=%r for -g %d"
+                                % (r["name"], r["CUDA_VISIBLE_DEVICES"], want))
+            if any(r[v] != r["CUDA_VISIBLE_DEVICES"] for v in GPU_VARS):
+                problems.append("%s: the GPU variables differ: %s"
+                                % (r["name"], {v: r[v] for v in GPU_VARS}))
+            r["ids"] = set(ids)
+        peak = 0
+        for a in rows:
+            at_once = [b for b in rows if b["start"] <= a["start"] < b["end"]]
+            used = [i for b in at_once for i in b["ids"]]
+            if len(used) != len(set(used)):
+                problems.append("at %.3f tasks %s share GPU ids"
+                                % (a["start"], [b["name"] for b in at_once]))
+            peak = max(peak, len(used))
+        if peak != 4:
+            problems.append("at most %d GPUs in use at once, expected 4" % peak)
+        self.check(problems, res)
+
+    def test_gpus_too_many(self):
+        dag = self.write_dag("g.dag", """
+            TASK big -g 5 /bin/sh -c "touch %s/ran"
+            TASK small /bin/sh -c "touch %s/ran"
+        """ % (self.tmp, self.tmp))
+        res = self.run_pmc(["--host-gpus", "4", dag])
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        if "FATAL ERROR: No host is capable of running task big" not in res.stderr:
+            problems.append("stderr lacks PMC's 'No host is capable' message for big")
+        if os.path.exists(self.path("ran")):
+            problems.append("a task ran")
+        self.check(problems, res)
+
+    def test_gpus_per_host(self):
+        out = self.path("gpus.txt")
+        dag = self.write_dag("g.dag", "\n".join(gpu_task("h%d" % i, 1, 1.0, out)
+                                                for i in range(2)))
+        res = self.run_pmc(["--ranks-are-hosts", "--host-gpus", "1", "--host-cpus", "2", dag],
+                           ranks=2)
+        problems = []
+        if res.returncode != 0:
+            problems.append("exit status %s" % res.returncode)
+        rows = parse_gpu_lines(out) if os.path.exists(out) else []
+        if len(rows) != 2:
+            problems.append("%d tasks reported" % len(rows))
+        else:
+            a, b = rows
+            if {a["rank"], b["rank"]} != {"0", "1"}:
+                problems.append("ranks %s, expected one task per rank" % [a["rank"], b["rank"]])
+            if a["CUDA_VISIBLE_DEVICES"] != "0" or b["CUDA_VISIBLE_DEVICES"] != "0":
+                problems.append("ids %r %r, expected 0 on each host"
+                                % (a["CUDA_VISIBLE_DEVICES"], b["CUDA_VISIBLE_DEVICES"]))
+            if not (a["start"] < b["end"] and b["start"] < a["end"]):
+                problems.append("the two tasks did not overlap: GPUs are not per host")
+        self.check(problems, res)
+
+    # ---------------------------------------------------------- time limits
+
+    def test_time_limit(self):
+        dag = self.write_dag("t.dag", """
+            TASK slow --time-limit 1 /bin/sleep 60
+            TASK twice -t 2 --time-limit 0.5 /bin/sleep 60
+            TASK stubborn --time-limit 0.5 /bin/sh -c "trap '' TERM; sleep 60; sleep 60"
+            TASK dflt /bin/sleep 60
+            TASK quick --time-limit 5 /bin/true
+        """)
+        t0 = time.monotonic()
+        res = self.run_pmc(["--host-cpus", "5", "--kill-grace", "1", "--task-time-limit", "1.5",
+                            dag], timeout=60)
+        wall = time.monotonic() - t0
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        if wall > 6:
+            problems.append("the run took %.1f s: limits of 0.5-1.5 s + 1 s grace" % wall)
+        for name, limit in (("slow", "1"), ("twice", "0.5"), ("stubborn", "0.5"),
+                            ("dflt", "1.5")):
+            msg = "Task %s exceeded its time limit of %s s" % (name, limit)
+            if msg not in res.stderr:
+                problems.append("stderr lacks %r" % msg)
+            for r in res.records_of(name):
+                if r.status != 124 << 8:
+                    problems.append("%s: record status %s, expected %d" % (name, r.status,
+                                                                         124 << 8))
+        if len(res.records_of("twice")) != 2:
+            problems.append("twice ran %d times, expected 2" % len(res.records_of("twice")))
+        stub = res.records_of("stubborn")
+        if stub and not (1.3 <= stub[0].duration <= 3.0):
+            problems.append("stubborn lasted %.2f s: TERM at 0.5 s, KILL after 1 s grace"
+                            % stub[0].duration)
+        quick = res.records_of("quick")
+        if not quick or quick[0].status != 0:
+            problems.append("quick (under its limit) did not succeed")
+        self.check(problems, res)
+
+    # ------------------------------------------------------ batch job's end
+
+    def test_batch_end(self):
+        names = ["b%d" % i for i in range(4)]
+        dag = self.write_dag("b.dag", "\n".join("TASK %s /bin/sleep 30" % n for n in names))
+        env = {"SLURM_JOB_END_TIME": str(int(time.time()) + 20)}
+        t0 = time.monotonic()
+        res = self.run_pmc(["--host-cpus", "2", "--drain-margin", "15", "--kill-grace", "1",
+                            dag], env=env, timeout=60)
+        wall = time.monotonic() - t0
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        if wall > 9:
+            problems.append("stopped after %.1f s, expected ~5 s + grace" % wall)
+        if "SLURM_JOB_END_TIME" not in res.stderr:
+            problems.append("the log does not say where the end came from")
+        if not res.summaries or res.summaries[0].get("stat") != "failed":
+            problems.append("no stat=failed summary")
+        rescue = pmcrun.parse_rescue(dag + ".rescue")
+        problems += rescue.problems
+        if rescue.done:
+            problems.append("rescue log holds %s" % sorted(rescue.done))
+        self.check(problems, res, "first allocation")
+        # the next allocation, with time to spare: the same DAG completes
+        with open(dag, "w") as f:
+            f.write("\n".join("TASK %s /bin/sleep 0.1" % n for n in names) + "\n")
+        res = self.run_pmc(["--host-cpus", "2", dag])
+        if res.returncode != 0 or len(res.tasks) != 4:
+            self.check(["rerun: exit %s, %d records" % (res.returncode, len(res.tasks))], res)
+
+    # ------------------------------------------------------- threaded tasks
+
+    def test_thread_env(self):
+        show = "OMP=$OMP_NUM_THREADS MKL=$MKL_NUM_THREADS OPENBLAS=$OPENBLAS_NUM_THREADS"
+        dag = self.write_dag("c.dag", 'TASK c3 -c 3 /bin/sh -c "echo %s"' % show)
+        res = self.run_pmc(["--host-cpus", "4", dag])
+        problems = []
+        if "OMP=3 MKL=3 OPENBLAS=3" not in res.stdout:
+            problems.append("a -c 3 task did not see 3 threads: %r" % res.stdout[:200])
+        res = self.run_pmc(["-s", "--host-cpus", "4", dag], env={"OMP_NUM_THREADS": "7"})
+        if "OMP=7 MKL=3" not in res.stdout:
+            problems.append("the user's OMP_NUM_THREADS=7 was not kept: %r" % res.stdout[:200])
+        res = self.run_pmc(["-s", "--no-thread-env", "--host-cpus", "4", dag])
+        if "OMP= MKL= OPENBLAS=" not in res.stdout:
+            problems.append("--no-thread-env still set thread variables: %r"
+                            % res.stdout[:200])
+        self.check(problems, res)
+
+
+if __name__ == "__main__":
+    pmcrun.main()
