@@ -29,8 +29,8 @@
 
 extern char **environ;
 
-static const char *const ours[] = {"PMC_TASK=",     "PMC_MEMORY=",    "PMC_CPUS=",
-                                   "PMC_RANK=",     "PMC_HOST_RANK=", "PMC_AFFINITY="};
+static const char *const ours[] = {
+    "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
 static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                        "ZE_AFFINITY_MASK", "PMC_GPUS"};
 #define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])

@@ -36,7 +36,8 @@ int agent__limit_start(struct agent *a, uint32_t i)
     s->timed_out = false;
     if (!s->time_limit_ms)
         return 0;
-    return deadlines_set(&a->deadlines, i, s->gen, now_ns() + (uint64_t)s->time_limit_ms * 1000000u);
+    return deadlines_set(&a->deadlines, i, s->gen,
+                         now_ns() + (uint64_t)s->time_limit_ms * 1000000u);
 }
 
 void agent__limit_end(struct agent *a, uint32_t i)
@@ -69,8 +70,7 @@ int agent__limit_timeout_ms(struct agent *a)
     uint64_t now = now_ns();
     uint32_t i, gen;
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
-        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen &&
-            a->slots[i].pidfd >= 0)
+        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen && a->slots[i].pidfd >= 0)
             agent_limit_expired(a, i, now);
     }
     return deadlines_timeout_ms(&a->deadlines, now);

@@ -73,6 +73,8 @@ static int agent_slot_get(struct agent *a)
         if (!a->slots[i].in_use)
             return (int)i;
     uint32_t n = a->nslots ? a->nslots * 2 : 8;
+    if (deadlines_reserve(&a->deadlines, n) < 0) /* no allocation when a limit is armed */
+        return -1;
     struct slot *t = realloc(a->slots, n * sizeof *t);
     if (!t)
         return -1;
@@ -266,7 +268,8 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
     s->ngpu = 0;
     if (t->gpus == 0)
         return 0;
-    if (t->gpus > a->gpus_free || pmc_grow((void **)&s->gpu, &s->gpu_cap, t->gpus, sizeof *s->gpu) < 0) {
+    if (t->gpus > a->gpus_free ||
+        pmc_grow((void **)&s->gpu, &s->gpu_cap, t->gpus, sizeof *s->gpu) < 0) {
         log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->gpus_free);
         return -1;
     }

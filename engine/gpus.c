@@ -134,8 +134,7 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     return 0;
 }
 
-size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, char *buf,
-                   size_t size)
+size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, char *buf, size_t size)
 {
     size_t len = 0;
     for (uint32_t i = 0; i < n; i++) {

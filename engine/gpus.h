@@ -35,7 +35,7 @@ extern "C" {
 
 struct gpu_ids {
     uint32_t n;
-    char **id;  /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
+    char **id;       /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
     char source[64]; /* where they came from, for the log */
 };
 

@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/agent.h"
 #include "sched/affinity.h"
+#include "engine/batchend.h"
 #include "engine/comm.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
@@ -131,10 +133,13 @@ static void log_plan(const struct rank_info *ri)
     const struct host_plan *p = &ri->plan;
     if (ri->rank != 0 || p->crowded_hosts == 0)
         return;
-    log_info("%d of %d hosts have more than one MPI rank (up to %d): one rank per host runs "
-             "its tasks with all of the host's CPUs and memory, the other %d ranks wait idle; "
-             "launch one rank per host (mpiexec -ppn 1)",
-             p->crowded_hosts, p->nhosts, p->max_ranks_per_host, p->idle_ranks);
+    char idle[64] = "";
+    if (p->idle_ranks > 0)
+        snprintf(idle, sizeof idle, ", the other %d ranks wait idle", p->idle_ranks);
+    log_info("%d of %d hosts have more than one MPI rank (up to %d): one rank per host runs its "
+             "tasks with all of the host's CPUs and memory (rank 0 is the master only)%s; launch "
+             "one rank per host (mpiexec -ppn 1)",
+             p->crowded_hosts, p->nhosts, p->max_ranks_per_host, idle);
 }
 
 static void program_path(char *buf, size_t size, const char *argv0)
@@ -183,13 +188,47 @@ static int setup_options(struct options *o, int argc, char **argv, int rank)
     return 0;
 }
 
+/* Without --max-wall-time, the batch job's end less --drain-margin (rank 0
+ * only).  Sets *stop_at (epoch s; 0: none) and reason (static).  -1 on a
+ * malformed batch variable (printed). */
+static int batch_stop(const struct options *o, double *stop_at, const char **reason)
+{
+    static char text[256];
+    struct batchend be;
+    struct pmc_error err;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    double now = (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    *stop_at = 0;
+    *reason = NULL;
+    if (o->max_wall_time > 0)
+        return 0;
+    int rc = batchend_discover(now, &be, &err);
+    if (rc < 0) {
+        fprintf(stderr, "pmc-hybrid: %s\n", err.text);
+        return -1;
+    }
+    if (rc == 0)
+        return 0;
+    *stop_at = be.end_epoch - o->drain_margin;
+    snprintf(text, sizeof text, "%s: the job ends in %.0f s, --drain-margin %.0f s", be.source,
+             be.end_epoch - now, o->drain_margin);
+    *reason = text;
+    log_info("Stopping %.0f s from now, before the batch job's end (%s)", *stop_at - now, text);
+    return 0;
+}
+
 /* Rank 0 loads the DAG and the rescue log and opens every output; everyone
  * learns whether it worked.  -1: exit 1 (the master printed why). */
 static int setup_master(const struct options *o, const struct rank_info *ri, const char *program,
                         struct master **mp)
 {
     int ok = 1;
-    if (ri->rank == 0) {
+    double stop_at = 0;
+    const char *stop_reason = NULL;
+    if (ri->rank == 0 && batch_stop(o, &stop_at, &stop_reason) < 0)
+        ok = 0;
+    if (ri->rank == 0 && ok) {
         struct master_config mc = {.dag_path = o->dag_path,
                                    .rescue_path = o->rescue_path,
                                    .skip_rescue = o->skip_rescue,
@@ -211,7 +250,9 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .status_path = o->status_path,
                                    .summary_json_path = o->summary_json_path,
                                    .mpi_library = mpi_library(),
-                                   .task_time_limit = o->task_time_limit};
+                                   .task_time_limit = o->task_time_limit,
+                                   .stop_at = stop_at,
+                                   .stop_reason = stop_reason};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (!*mp) {

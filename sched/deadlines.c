@@ -165,8 +165,7 @@ uint32_t deadlines_count(const struct deadlines *h)
     return h->n;
 }
 
-bool deadlines_peek(const struct deadlines *h, uint64_t *deadline_ns, uint32_t *slot,
-                    uint32_t *gen)
+bool deadlines_peek(const struct deadlines *h, uint64_t *deadline_ns, uint32_t *slot, uint32_t *gen)
 {
     if (h->n == 0)
         return false;

@@ -4,7 +4,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config mpich libmpich-dev libhwloc-dev libnuma-dev
 libjemalloc-dev libgtest-dev python3 procps libjansson-dev clang libclang-rt-14-dev
-clang-format python3-matplotlib"
+clang-format python3-matplotlib man-db"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

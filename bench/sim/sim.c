@@ -456,7 +456,8 @@ static void sim_node_pump(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
     struct node_task nt;
-    while (!n->draining && nq_take_fit(&n->queue, n->cpus_free, n->memory_free, UINT32_MAX, &nt) == 1) {
+    while (!n->draining &&
+           nq_take_fit(&n->queue, n->cpus_free, n->memory_free, UINT32_MAX, &nt) == 1) {
         double dur = simdag_task_duration(nt.t.argv, nt.t.argc) * s->cfg.time_scale;
         struct event *e = sim_push(s, s->now + dur, EV_TASK_DONE, i);
         if (e)
@@ -721,7 +722,11 @@ static int sim_hellos(struct sim *s)
     for (int r = 0; r < s->cfg.nodes; r++) {
         char host[32];
         snprintf(host, sizeof host, "vnode%05d", r);
-        struct msg_hello h = {0, 1, s->cfg.cores, s->cfg.memory_mb, host};
+        struct msg_hello h = {.host_rank = 0,
+                              .host_ranks = 1,
+                              .cpus = s->cfg.cores,
+                              .memory_mb = s->cfg.memory_mb,
+                              .hostname = host};
         struct msgbuf b = {0};
         if (msg_begin(&b, MSG_HELLO) < 0 || msg_add_hello(&b, &h) < 0) {
             msg_free(&b);

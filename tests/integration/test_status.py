@@ -134,8 +134,8 @@ class Status(pmcrun.TestCase):
         poller.stop.set()
         poller.join()
         problems = []
-        if res.returncode != 0:
-            problems.append("exit status %s, expected 0" % res.returncode)
+        if res.returncode != 0 or not os.path.exists(status) or not os.path.exists(summary):
+            self.check(["exit status %s, expected 0, with both JSON files" % res.returncode], res)
         problems += ["torn or invalid status read: " + b for b in poller.bad]
         running = [d for d in poller.docs if d.get("state") == "running"]
         if len(running) < 2:
@@ -188,6 +188,8 @@ class Status(pmcrun.TestCase):
         status, summary = self.path("st.json"), self.path("sum.json")
         res = self.run_pmc(["--host-cpus", "2", "--status", status, "--summary-json", summary,
                             dag])
+        if not os.path.exists(status) or not os.path.exists(summary):
+            self.check(["a JSON file is missing"], res)
         summ, final = load_json(summary), load_json(status)
         problems = []
         if res.returncode != 1:

@@ -203,7 +203,7 @@ msg_task sample_task(uint32_t id)
 Bytes hello_msg()
 {
     msgbuf b{};
-    msg_hello h{3, 4, 16, 64000, "node17.cluster"};
+    msg_hello h{3, 4, 16, 0, 64000, "node17.cluster"};
     EXPECT_EQ(0, msg_begin(&b, MSG_HELLO));
     EXPECT_EQ(0, msg_add_hello(&b, &h));
     Bytes m = take(&b);
@@ -313,19 +313,19 @@ void expect_bad(const Bytes &m, const std::string &want)
 TEST(MsgWire, HelloBytes)
 {
     msgbuf b{};
-    msg_hello h{1, 4, 8, 0x0102030405ull, "n1"};
+    msg_hello h{1, 4, 8, 2, 0x0102030405ull, "n1"};
     ASSERT_EQ(0, msg_begin(&b, MSG_HELLO));
     ASSERT_EQ(0, msg_add_hello(&b, &h));
     // clang-format off
     Bytes want = {
         0x48, 0x43, 0x4d, 0x50,  /* magic "PMCH" */
-        1, MSG_HELLO, 0, 0,      /* version, kind, reserved */
+        MSG_VERSION, MSG_HELLO, 0, 0, /* version, kind, reserved */
         43, 0, 0, 0,             /* length */
         1, 0, 0, 0,              /* count */
         1, 0, 0, 0,              /* host_rank */
         4, 0, 0, 0,              /* host_ranks */
         8, 0, 0, 0,              /* cpus */
-        0, 0, 0, 0,              /* pad */
+        2, 0, 0, 0,              /* gpus */
         5, 4, 3, 2, 1, 0, 0, 0,  /* memory_mb */
         'n', '1', 0,             /* hostname */
     };
@@ -343,6 +343,8 @@ TEST(MsgWire, TaskBytes)
     t.cpus = 1;
     t.memory_mb = 100;
     t.flags = MSG_TASK_NOTIFY_START;
+    t.gpus = 2;
+    t.time_limit_ms = 1500;
     t.name = "a";
     t.pegasus_id = nullptr; /* sent as "" */
     t.argc = 2;
@@ -353,7 +355,7 @@ TEST(MsgWire, TaskBytes)
     ASSERT_EQ(0, msg_add_task(&b, &t));
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, 1, MSG_TASKS, 0, 0, 57, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 65, 0, 0, 0, 1, 0, 0, 0,  /* header */
         4, 3, 2, 1,              /* id */
         2, 0, 0, 0,              /* attempt */
         1, 0, 0, 0,              /* cpus */
@@ -361,6 +363,8 @@ TEST(MsgWire, TaskBytes)
         1, 0, 0, 0,              /* flags MSG_TASK_NOTIFY_START */
         2, 0, 0, 0,              /* argc */
         1, 0, 0, 0,              /* nfwd */
+        2, 0, 0, 0,              /* gpus */
+        0xdc, 0x05, 0, 0,        /* time_limit_ms 1500 */
         'a', 0,                  /* name */
         0,                       /* pegasus_id "" */
         'x', 0, 'y', 'z', 0,     /* argv */
@@ -381,7 +385,7 @@ TEST(MsgWire, ResultBytes)
     ASSERT_EQ(0, msg_add_result(&b, &r));
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, 1, MSG_RESULTS, 0, 0, 62, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_RESULTS, 0, 0, 62, 0, 0, 0, 1, 0, 0, 0,  /* header */
         7, 0, 0, 0,                       /* id */
         1, 0, 0, 0,                       /* attempt */
         0xff, 0xff, 0xff, 0xff,           /* status -1 */
@@ -406,7 +410,7 @@ TEST(MsgWire, StartedBytes)
     EXPECT_EQ(1u, b.count);
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, 1, 8, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 8 */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 8, 0, 0, 32, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 8 */
         4, 3, 2, 1,                       /* id */
         2, 0, 0, 0,                       /* attempt */
         0, 0, 0, 0, 0, 0, 0xf8, 0x3f,     /* start 1.5 */
@@ -423,7 +427,8 @@ TEST(MsgWire, EmptyKindsAreBareHeaders)
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes m = take(&b);
-        Bytes want = {0x48, 0x43, 0x4d, 0x50, 1, (uint8_t)k, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0};
+        Bytes want = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, (uint8_t)k, 0, 0,
+                      16,   0,    0,    0,    0,           0,          0, 0};
         EXPECT_EQ(want, m);
         msg_reader r;
         open_ok(&r, m, k, 0);
@@ -1098,8 +1103,8 @@ TEST(MsgMalformed, TrailingBytes)
  * strings follow as raw bytes. */
 Bytes raw_task(uint32_t argc, uint32_t nfwd, const std::string &tail)
 {
-    Bytes m = {0x48, 0x43, 0x4d, 0x50, 1, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    Bytes fixed(28, 0);
+    Bytes m = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    Bytes fixed(36, 0);
     put32(fixed, 20, argc);
     put32(fixed, 24, nfwd);
     m.insert(m.end(), fixed.begin(), fixed.end());
@@ -1110,7 +1115,7 @@ Bytes raw_task(uint32_t argc, uint32_t nfwd, const std::string &tail)
 
 Bytes raw_result(uint32_t nfwd, const Bytes &tail)
 {
-    Bytes m = {0x48, 0x43, 0x4d, 0x50, 1, MSG_RESULTS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    Bytes m = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_RESULTS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
     Bytes fixed(36, 0);
     put32(fixed, 32, nfwd);
     m.insert(m.end(), fixed.begin(), fixed.end());
@@ -1147,8 +1152,9 @@ TEST(MsgMalformed, TaskFields)
     expect_bad(raw_task(0, 1, "n\0\0\1src"s), "TASKS item 1: forward 1: source runs past the end");
     expect_bad(raw_task(0, 0, "n\0\0junk"s), "TASKS item 1: 4 trailing bytes after the last item");
 
-    Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, 1, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    short_fixed.resize(16 + 30, 0xff); /* enough for the count check, no NUL anywhere */
+    Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0,
+                         0,    0,    0,    0,    1,           0,         0, 0};
+    short_fixed.resize(16 + 38, 0xff); /* enough for the count check, no NUL anywhere */
     put32(short_fixed, 16 + 16, 0);    /* but known flags, so the name is reached */
     fix_length(short_fixed);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
@@ -1178,13 +1184,49 @@ TEST(MsgMalformed, ResultFields)
     expect_bad(raw_result(2, block), "RESULTS item 1: nfwd 2 exceeds the 11 bytes left");
 }
 
+// Codec version 2: HELLO's former pad is gpus, TASKS items carry gpus and
+// a time limit; a version 1 peer is refused by name.
+TEST(MsgRoundTrip, GpusAndTimeLimit)
+{
+    for (uint32_t gpus : {0u, 4u, 0xffffffffu}) {
+        msgbuf b{};
+        msg_hello h{0, 1, 8, gpus, 1000, "h"};
+        ASSERT_EQ(0, msg_begin(&b, MSG_HELLO));
+        ASSERT_EQ(0, msg_add_hello(&b, &h));
+        Bytes m = take(&b);
+        msg_free(&b);
+        msg_reader r;
+        open_ok(&r, m, MSG_HELLO, 1);
+        msg_hello out{};
+        pmc_error err{};
+        ASSERT_EQ(1, msg_next_hello(&r, &out, &err)) << err.text;
+        EXPECT_EQ(gpus, out.gpus);
+        EXPECT_EQ(1000u, out.memory_mb);
+    }
+    msgbuf b{};
+    msg_task t = sample_task(1);
+    t.gpus = 3;
+    t.time_limit_ms = 86400000;
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    Bytes m = take(&b);
+    msg_free(&b);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 1);
+    msg_task out{};
+    pmc_error err{};
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    EXPECT_EQ(3u, out.gpus);
+    EXPECT_EQ(86400000u, out.time_limit_ms);
+    EXPECT_STREQ(t.name, out.name);
+    m[4] = 1;
+    expect_bad(m, "version 1 not supported");
+}
+
 TEST(MsgMalformed, HelloFields)
 {
     Bytes m = hello_msg();
     Bytes x = m;
-    x[16 + 12] = 1;
-    expect_bad(x, "HELLO item 1: pad is 1, expected 0");
-    x = m;
     x.back() = 'x'; /* hostname loses its NUL */
     expect_bad(x, "HELLO item 1: hostname runs past the end");
 }
@@ -1407,7 +1449,7 @@ Bytes random_msg(std::mt19937 &rng)
         c = (uint8_t)(small_d(rng) < 3 ? small_d(rng) : byte_d(rng)); /* many small values */
     if (m.size() >= 16 && rng() % 2) {
         const uint8_t kinds[] = {MSG_HELLO, MSG_TASKS, MSG_RESULTS, MSG_STARTED};
-        Bytes h = {0x48, 0x43, 0x4d, 0x50, 1, kinds[rng() % 4], 0, 0};
+        Bytes h = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, kinds[rng() % 4], 0, 0};
         std::copy(h.begin(), h.end(), m.begin());
         fix_length(m);
         put32(m, 12, rng() % 4);
