@@ -138,7 +138,8 @@ static json_t *nodes_json(const struct master *m)
     return a;
 }
 
-/* The STATUS_SLOWEST attempts sent longest ago and not back yet. */
+/* The STATUS_SLOWEST attempts sent longest ago and not back yet: a
+ * bounded insertion sort over the running tasks, oldest first. */
 static json_t *slowest_json(const struct master *m, double elapsed)
 {
     uint32_t top[STATUS_SLOWEST];
@@ -147,17 +148,17 @@ static json_t *slowest_json(const struct master *m, double elapsed)
     for (uint32_t t = 0; sent && t < m->dag->ntasks; t++) {
         if (m->state[t] != TASK_RUNNING)
             continue;
-        int i = k < STATUS_SLOWEST ? k++ : STATUS_SLOWEST - 1;
-        if (i == STATUS_SLOWEST - 1 && k == STATUS_SLOWEST && sent[t] >= sent[top[i]])
-            continue;
+        if (k == STATUS_SLOWEST && sent[t] >= sent[top[k - 1]])
+            continue; /* younger than every one kept */
+        int i = k < STATUS_SLOWEST ? k++ : k - 1;
         for (; i > 0 && sent[top[i - 1]] > sent[t]; i--)
             top[i] = top[i - 1];
         top[i] = t;
     }
     json_t *a = json_array();
     for (int i = 0; a && i < k; i++)
-        json_array_append_new(a, json_pack("{s:s, s:f}", "name", task_name(m, top[i]), "seconds",
-                                           elapsed - sent[top[i]]));
+        json_array_append_new(a, json_pack("{s:s, s:f}", "name", task_name(m, top[i]),
+                                           "seconds", elapsed - sent[top[i]]));
     return a;
 }
 

@@ -8,7 +8,9 @@
     "pmc-hybrid-status" version 1, its task counts add up to the DAG's
     tasks, `succeeded` never goes down, at least two distinct rewrites were
     seen while the run went on, the final file says state "succeeded" and
-    equals --summary-json's final_tasks, and the summary equals the
+    equals --summary-json's final_tasks, every document's slowest_running
+    lists min(10, running) tasks longest first (more than 10 run at some
+    point, so the bound is exercised), and the summary equals the
     [cluster-summary] record field by field (tasks, submitted, succeeded,
     failed, extra, slots, cpus, stat, pid).
   * failures_listed: a task that exits 3 (tries 2) and one that succeeds:
@@ -142,12 +144,23 @@ class Status(pmcrun.TestCase):
             problems.append("%d distinct status documents while running (of %d reads), "
                             "expected at least 2 rewrites" % (len(running), poller.reads))
         last = -1
+        busy_lists = 0
         for i, doc in enumerate(poller.docs):
             problems += count_problems(doc, 24, "status #%d" % i)
+            slow = doc.get("slowest_running", [])
+            secs = [x["seconds"] for x in slow]
+            running = doc.get("tasks", {}).get("running", 0)
+            if len(slow) != min(10, running) or secs != sorted(secs, reverse=True):
+                problems.append("status #%d: slowest_running %s for %d running (want the "
+                                "min(10, running) longest, longest first)" % (i, slow, running))
+            busy_lists += running > 10
             s = doc.get("tasks", {}).get("succeeded", 0)
             if s < last:
                 problems.append("status #%d: succeeded went down from %d to %d" % (i, last, s))
             last = s
+        if busy_lists == 0:
+            problems.append("no status document had more than 10 tasks running: the bound "
+                            "of slowest_running was not exercised")
         final = load_json(status)
         summ = load_json(summary)
         if final.get("state") != "succeeded":
