@@ -60,6 +60,7 @@ struct slot {
     int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
     bool bound;             /* cpuset taken from the agent's pool */
     cpu_set_t cpuset;
+    uint32_t gpus;          /* GPUs the task asked for (its record's gpus=) */
     uint32_t *gpu;          /* indices into the host's GPU ids, ngpu of them */
     uint32_t ngpu;
     size_t gpu_cap;

@@ -34,8 +34,17 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
     const char *name = s->strs;
     const char *pegasus_id = name + strlen(name) + 1;
     const char *app = pegasus_id + strlen(pegasus_id) + 1;
-    struct task_record r = {pegasus_id,      name,        s->start, duration,    status, app,
-                            a->cfg.hostname, a->cfg.rank, s->cpus,  s->memory_mb};
+    struct task_record r = {.pegasus_id = pegasus_id,
+                            .name = name,
+                            .start = s->start,
+                            .duration = duration,
+                            .status = status,
+                            .app = app,
+                            .hostname = a->cfg.hostname,
+                            .slot = a->cfg.rank,
+                            .cpus = s->cpus,
+                            .memory_mb = s->memory_mb,
+                            .gpus = s->gpus};
     /* the record starts a line even after output without a final newline */
     char line[4096];
     int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
@@ -145,6 +154,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
+    s->gpus = t->gpus;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
     s->id = t->id;

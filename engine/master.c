@@ -158,7 +158,7 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->window = h->cpus > PREFETCH_MIN ? h->cpus : PREFETCH_MIN;
     n->memory_mb = h->memory_mb;
     n->hostname = strdup(h->hostname);
-    n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb);
+    n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
     m->node_of_rank[rank] = m->nnodes++;
     master__node_changed(m, m->nnodes - 1, 0);
     m->cpus_total += h->cpus;

@@ -65,7 +65,8 @@ static void master_print_summary(const struct master *m, bool failed, double wal
                                .app = m->cfg.program,
                                .runtime = m->st.runtime,
                                .slots = m->cpus_total,
-                               .cpus = m->cpus_total};
+                               .cpus = m->cpus_total,
+                               .gpus = m->gpus_total};
     char line[2048];
     size_t n = records_format_summary(line, sizeof line, &s);
     if (n >= sizeof line)

@@ -62,8 +62,7 @@ static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem, uin
 {
     return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
            n->committed_cpus + cpus <= n->cpus + n->window &&
-           n->committed_mem + mem <= 2 * n->memory_mb &&
-           n->committed_gpus + gpus <= 2 * n->gpus;
+           n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
 }
 
 /* The hard time limit of t in ms (its own, else the run's default; 0 =
@@ -201,7 +200,8 @@ static int master_assign(struct master *m, uint32_t t, int i)
     n->committed_mem += m->dag->memory_mb[t];
     n->committed_gpus += m->dag->gpus[t];
     master__node_changed(m, i, room_before);
-    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t]);
+    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
+                         m->dag->gpus[t]);
     m->inflight++;
     m->st.submitted++;
     master__status_sent(m, t);
@@ -409,7 +409,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     n->committed_gpus -= m->dag->gpus[t];
     master__node_changed(m, (int)(n - m->nodes), room_before);
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
-                         -(int64_t)m->dag->memory_mb[t]);
+                         -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
     m->inflight--;
     if (r->exec_errno == ECANCELED) {
         master_task_returned(m, t);

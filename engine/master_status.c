@@ -157,8 +157,8 @@ static json_t *slowest_json(const struct master *m, double elapsed)
     }
     json_t *a = json_array();
     for (int i = 0; a && i < k; i++)
-        json_array_append_new(a, json_pack("{s:s, s:f}", "name", task_name(m, top[i]),
-                                           "seconds", elapsed - sent[top[i]]));
+        json_array_append_new(a, json_pack("{s:s, s:f}", "name", task_name(m, top[i]), "seconds",
+                                           elapsed - sent[top[i]]));
     return a;
 }
 

@@ -10,9 +10,9 @@
 
 struct host {
     char *name;
-    uint32_t cpus;
+    uint32_t cpus, gpus;
     uint64_t memory_mb;
-    int64_t committed_cpus, committed_mem;
+    int64_t committed_cpus, committed_mem, committed_gpus;
     bool dirty;
 };
 
@@ -25,6 +25,7 @@ struct monitor {
     uint32_t *index; /* open addressing: hostname -> host + 1, 0 = empty */
     uint32_t index_mask;
     bool dirty;
+    bool gpus; /* some host has GPUs: the resource log gets their column */
 };
 
 /* FNV-1a, 32 bits (Fowler, Noll, Vo). */
@@ -154,7 +155,7 @@ void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, u
 }
 
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
-                          uint64_t memory_mb)
+                          uint64_t memory_mb, uint32_t gpus)
 {
     if (!mon)
         return 0;
@@ -162,8 +163,10 @@ uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cp
     if (slot && *slot) {
         struct host *h = &mon->hosts[*slot - 1];
         h->cpus += cpus;
+        h->gpus += gpus;
         h->memory_mb += memory_mb;
         h->dirty = mon->dirty = true;
+        mon->gpus |= gpus > 0;
         return *slot - 1;
     }
     if (mon->nhosts == mon->cap) {
@@ -181,18 +184,22 @@ uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cp
     if (!h->name)
         return 0; /* as above */
     h->cpus = cpus;
+    h->gpus = gpus;
     h->memory_mb = memory_mb;
     h->dirty = mon->dirty = true;
+    mon->gpus |= gpus > 0;
     *monitor_slot(mon, hostname) = mon->nhosts + 1;
     return mon->nhosts++;
 }
 
-void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem)
+void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem,
+                          int64_t dgpus)
 {
     if (!mon || !mon->resource || h >= mon->nhosts)
         return;
     mon->hosts[h].committed_cpus += dcpus;
     mon->hosts[h].committed_mem += dmem;
+    mon->hosts[h].committed_gpus += dgpus;
     mon->hosts[h].dirty = mon->dirty = true;
 }
 
@@ -201,28 +208,38 @@ static uint64_t free_of(uint64_t total, int64_t committed)
     return committed <= 0 ? total : (uint64_t)committed >= total ? 0 : total - (uint64_t)committed;
 }
 
+/* One line: PMC's five columns, and the free GPUs when the hosts have any. */
+static int monitor_line(struct monitor *mon, double now, uint64_t cpus, uint64_t mem, uint64_t gpus,
+                        const char *name, struct pmc_error *err)
+{
+    if (mon->gpus)
+        return resource_log_write_gpus(mon->resource, now, (uint32_t)cpus, (uint32_t)cpus, mem,
+                                       name, (uint32_t)gpus, err);
+    return resource_log_write(mon->resource, now, (uint32_t)cpus, (uint32_t)cpus, mem, name, err);
+}
+
 static void monitor_write_resources(struct monitor *mon)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-    uint64_t all_cpus = 0, all_mem = 0;
+    uint64_t all_cpus = 0, all_mem = 0, all_gpus = 0;
     int rc = 0;
     struct pmc_error err;
     for (uint32_t i = 0; i < mon->nhosts && rc == 0; i++) {
         struct host *h = &mon->hosts[i];
         uint64_t cpus = free_of(h->cpus, h->committed_cpus);
         uint64_t mem = free_of(h->memory_mb, h->committed_mem);
+        uint64_t gpus = free_of(h->gpus, h->committed_gpus);
         all_cpus += cpus;
         all_mem += mem;
+        all_gpus += gpus;
         if (h->dirty)
-            rc = resource_log_write(mon->resource, now, (uint32_t)cpus, (uint32_t)cpus, mem,
-                                    h->name, &err);
+            rc = monitor_line(mon, now, cpus, mem, gpus, h->name, &err);
         h->dirty = false;
     }
     if (rc == 0)
-        rc = resource_log_write(mon->resource, now, (uint32_t)all_cpus, (uint32_t)all_cpus, all_mem,
-                                "*", &err);
+        rc = monitor_line(mon, now, all_cpus, all_mem, all_gpus, "*", &err);
     if (rc < 0) {
         log_error("resource log: %s", err.text);
         resource_log_close(mon->resource, NULL);

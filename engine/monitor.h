@@ -54,12 +54,15 @@ void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint
 void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
                       int exitcode, double when);
 
-/* Register a node; returns its host index for monitor_node_changed(). */
+/* Register a node; returns its host index for monitor_node_changed().  Once
+ * a host has GPUs, every resource line gets a sixth column, the free GPUs. */
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
-                          uint64_t memory_mb);
+                          uint64_t memory_mb, uint32_t gpus);
 
-/* The master's commitment to a node of host h changed by dcpus / dmem. */
-void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem);
+/* The master's commitment to a node of host h changed by dcpus / dmem (MB)
+ * / dgpus. */
+void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_t dmem,
+                          int64_t dgpus);
 
 /* Write the resource lines of changed hosts, and flush every log. */
 void monitor_flush(struct monitor *mon);

@@ -409,6 +409,20 @@ int resource_log_write(struct resource_log *rl, double timestamp, uint32_t slots
                      slots_free, cpus_free, memory_free_mb, hostname);
 }
 
+int resource_log_write_gpus(struct resource_log *rl, double timestamp, uint32_t slots_free,
+                            uint32_t cpus_free, uint64_t memory_free_mb, const char *hostname,
+                            uint32_t gpus_free, struct pmc_error *err)
+{
+    if (!rl)
+        return 0;
+    if (!hostname) {
+        errno = EINVAL;
+        return pmc_errorf(err, "%s: missing host name", rl->lb.path);
+    }
+    return lb_printf(&rl->lb, err, "%f,%" PRIu32 ",%" PRIu32 ",%" PRIu64 ",%s,%" PRIu32 "\n",
+                     timestamp, slots_free, cpus_free, memory_free_mb, hostname, gpus_free);
+}
+
 int resource_log_flush(struct resource_log *rl, struct pmc_error *err)
 {
     return rl ? lb_flush(&rl->lb, err) : 0;

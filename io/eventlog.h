@@ -41,6 +41,7 @@
  *
  *   DAGFILE.resource (appended; PMC's log_resources), CSV without header:
  *     TS,SLOTS_FREE,CPUS_FREE,MEMORY_FREE_MB,HOSTNAME      (TS as "%f")
+ *     ...,HOSTNAME,GPUS_FREE                 (when the hosts have GPUs)
  *
  * Buffering.  Each log has a private 64 KiB buffer holding whole lines only;
  * it goes to the file with write(2) when the next event does not fit, on
@@ -141,6 +142,12 @@ struct resource_log *resource_log_open(const char *path, struct pmc_error *err);
 int resource_log_write(struct resource_log *rl, double timestamp, uint32_t slots_free,
                        uint32_t cpus_free, uint64_t memory_free_mb, const char *hostname,
                        struct pmc_error *err);
+/* The same line with a sixth column, the host's free GPUs:
+ * "TS,SLOTS,CPUS,MEM,HOSTNAME,GPUS\n" (written when the run's hosts have
+ * GPUs; the first five columns keep PMC's meaning and place). */
+int resource_log_write_gpus(struct resource_log *rl, double timestamp, uint32_t slots_free,
+                            uint32_t cpus_free, uint64_t memory_free_mb, const char *hostname,
+                            uint32_t gpus_free, struct pmc_error *err);
 int resource_log_flush(struct resource_log *rl, struct pmc_error *err);
 int resource_log_close(struct resource_log *rl, struct pmc_error *err);
 

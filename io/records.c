@@ -47,12 +47,16 @@ size_t records_format_task(char *buf, size_t size, const struct task_record *r)
         char clean[100];
         snprintf(id, sizeof id, "id=%s, ", records_clean(r->pegasus_id, clean, sizeof clean));
     }
+    char gpus[24] = "";
+    if (r->gpus)
+        snprintf(gpus, sizeof gpus, ", gpus=%u", r->gpus);
     int n = snprintf(buf, size,
                      "[cluster-task %sname=%s, start=\"%s\", duration=%.3f, status=%d, "
-                     "app=\"%s\", hostname=\"%s\", slot=%d, cpus=%u, memory=%u]\n",
+                     "app=\"%s\", hostname=\"%s\", slot=%d, cpus=%u, memory=%u%s]\n",
                      id, records_clean(r->name, name, sizeof name), date, r->duration, r->status,
                      records_clean(r->app, app, sizeof app),
-                     records_clean(r->hostname, host, sizeof host), r->slot, r->cpus, r->memory_mb);
+                     records_clean(r->hostname, host, sizeof host), r->slot, r->cpus, r->memory_mb,
+                     gpus);
     return n < 0 ? 0 : (size_t)n;
 }
 
@@ -60,12 +64,15 @@ size_t records_format_summary(char *buf, size_t size, const struct summary_recor
 {
     char date[40], app[1024];
     records_iso_time(s->start, date, sizeof date);
+    char gpus[24] = "";
+    if (s->gpus)
+        snprintf(gpus, sizeof gpus, ", gpus=%u", s->gpus);
     int n = snprintf(buf, size,
                      "[cluster-summary stat=\"%s\", tasks=%u, submitted=%u, succeeded=%u, "
                      "failed=%u, extra=%u, start=\"%s\", duration=%.3f, pid=%d, app=\"%s\", "
-                     "runtime=%.3f, slots=%u, cpus=%u]\n",
+                     "runtime=%.3f, slots=%u, cpus=%u%s]\n",
                      s->failed ? "failed" : "ok", s->tasks, s->submitted, s->succeeded,
                      s->failed_tasks, s->extra, date, s->duration, s->pid,
-                     records_clean(s->app, app, sizeof app), s->runtime, s->slots, s->cpus);
+                     records_clean(s->app, app, sizeof app), s->runtime, s->slots, s->cpus, gpus);
     return n < 0 ? 0 : (size_t)n;
 }

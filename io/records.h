@@ -9,7 +9,10 @@
  *    runtime=3.210, slots=2, cpus=2]
  *
  * Each is one line.  Values never contain ']' or '"' (replaced by '_'), so a
- * reader can split on them.  `id=N, ` appears only for tasks with a #@ line.
+ * reader can split on them.  `id=N, ` appears only for tasks with a #@ line;
+ * `, gpus=N` (a pmc-hybrid addition) ends a task record only for a task that
+ * asked for GPUs, and the summary only when the hosts have GPUs, so PMC's
+ * records stay byte for byte what they were.
  *
  * Thread-safety: all functions are reentrant.
  */
@@ -40,6 +43,7 @@ struct task_record {
     int slot; /* the rank that ran the task */
     uint32_t cpus;
     uint32_t memory_mb;
+    uint32_t gpus; /* 0: no gpus= field */
 };
 
 /* Format the record with its trailing newline into buf.  Returns the length
@@ -47,19 +51,20 @@ struct task_record {
 size_t records_format_task(char *buf, size_t size, const struct task_record *r);
 
 struct summary_record {
-    bool failed;       /* stat="failed" instead of "ok" */
-    uint32_t tasks;    /* tasks in the DAG */
-    uint32_t submitted; /* attempts dispatched in this run */
-    uint32_t succeeded; /* tasks that succeeded in this run */
+    bool failed;           /* stat="failed" instead of "ok" */
+    uint32_t tasks;        /* tasks in the DAG */
+    uint32_t submitted;    /* attempts dispatched in this run */
+    uint32_t succeeded;    /* tasks that succeeded in this run */
     uint32_t failed_tasks; /* tasks that failed after all their tries */
-    uint32_t extra;     /* attempts beyond each task's first (retries) */
-    double start;       /* seconds since the epoch */
-    double duration;    /* wall time, seconds */
+    uint32_t extra;        /* attempts beyond each task's first (retries) */
+    double start;          /* seconds since the epoch */
+    double duration;       /* wall time, seconds */
     int pid;
     const char *app;
     double runtime; /* sum of task durations, seconds */
     uint32_t slots; /* tasks that could run at once (total CPUs) */
     uint32_t cpus;  /* CPUs of all nodes */
+    uint32_t gpus;  /* GPUs of all nodes; 0: no gpus= field */
 };
 
 size_t records_format_summary(char *buf, size_t size, const struct summary_record *s);

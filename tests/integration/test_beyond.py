@@ -6,8 +6,9 @@ time limits, the batch job's end, threaded tasks.
     CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, PMC_GPUS
     and their start/end times: every task sees its -g count of distinct ids
     in 0..3, the four variables agree, no two tasks that ran at the same
-    time share an id (from the tasks' own timestamps), and the GPUs in use
-    at once reach 4.
+    time share an id (from the tasks' own timestamps), the GPUs in use at
+    once reach 4, each record says gpus=N, the summary gpus=4, and the
+    resource log has a sixth column of free GPUs.
   * gpus_too_many: a -g 5 task on --host-gpus 4 aborts at start with PMC's
     "FATAL ERROR: No host is capable of running task", runs nothing.
   * gpus_per_host: mpiexec -n 2 --ranks-are-hosts --host-gpus 1 (two
@@ -90,6 +91,17 @@ class Beyond(pmcrun.TestCase):
             peak = max(peak, len(used))
         if peak != 4:
             problems.append("at most %d GPUs in use at once, expected 4" % peak)
+        for rec in res.tasks:
+            want = str(1 + int(rec.name[1:]) % 2)
+            if rec.fields.get("gpus") != want:
+                problems.append("%s: record gpus=%r, expected %s"
+                                % (rec.name, rec.fields.get("gpus"), want))
+        if not res.summaries or res.summaries[0].get("gpus") != "4":
+            problems.append("the summary does not count 4 GPUs: %s" % res.summaries)
+        with open(dag + ".resource") as f:
+            resource = [line.rstrip("\n").split(",") for line in f]
+        if not resource or any(len(r) != 6 for r in resource) or resource[0][5] != "4":
+            problems.append("resource log lines lack the free-GPU column: %s" % resource[:3])
         self.check(problems, res)
 
     def test_gpus_too_many(self):

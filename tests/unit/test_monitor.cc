@@ -51,10 +51,10 @@ TEST_F(MonitorTest, SameHostnameIsOneHostPastIndexGrowth)
     ASSERT_NE(mon, nullptr);
     std::vector<uint32_t> first(300);
     for (int i = 0; i < 300; i++)
-        first[i] = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100);
+        first[i] = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100, 0);
     for (int i = 0; i < 300; i++) {
         EXPECT_EQ(first[i], (uint32_t)i) << "hosts are numbered in order of first sight";
-        uint32_t again = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100);
+        uint32_t again = monitor_add_node(mon, ("node" + std::to_string(i)).c_str(), 4, 100, 0);
         EXPECT_EQ(again, first[i]) << "a second rank on node" << i;
     }
     monitor_close(mon);
@@ -64,13 +64,13 @@ TEST_F(MonitorTest, OneLinePerChangedHostAndTotals)
 {
     struct monitor *mon = open(false, true);
     ASSERT_NE(mon, nullptr);
-    uint32_t a = monitor_add_node(mon, "a", 4, 1000);
-    uint32_t b = monitor_add_node(mon, "b", 2, 500);
+    uint32_t a = monitor_add_node(mon, "a", 4, 1000, 0);
+    uint32_t b = monitor_add_node(mon, "b", 2, 500, 0);
     monitor_flush(mon); // everything free: a, b, *
-    monitor_node_changed(mon, a, 3, 600);
-    monitor_node_changed(mon, a, 2, 100); // over-committed: free is 0, not negative
-    monitor_flush(mon);                   // only a changed: a, *
-    monitor_flush(mon);                   // nothing changed: no line
+    monitor_node_changed(mon, a, 3, 600, 0);
+    monitor_node_changed(mon, a, 2, 100, 0); // over-committed: free is 0, not negative
+    monitor_flush(mon);                      // only a changed: a, *
+    monitor_flush(mon);                      // nothing changed: no line
     monitor_close(mon);
     std::vector<std::string> l = lines(dag_ + ".resource");
     ASSERT_EQ(l.size(), 5u);
@@ -81,6 +81,27 @@ TEST_F(MonitorTest, OneLinePerChangedHostAndTotals)
     EXPECT_EQ(tail(l[3]), "0,0,300,a");
     EXPECT_EQ(tail(l[4]), "2,2,800,*");
     (void)b;
+}
+
+// A host with GPUs gives every line a sixth column, its free GPUs.
+TEST_F(MonitorTest, GpusColumnOnceAHostHasGpus)
+{
+    struct monitor *mon = open(false, true);
+    ASSERT_NE(mon, nullptr);
+    uint32_t a = monitor_add_node(mon, "a", 4, 1000, 2);
+    monitor_add_node(mon, "b", 2, 500, 0);
+    monitor_flush(mon);
+    monitor_node_changed(mon, a, 1, 0, 1);
+    monitor_flush(mon);
+    monitor_close(mon);
+    std::vector<std::string> l = lines(dag_ + ".resource");
+    ASSERT_EQ(l.size(), 5u);
+    auto tail = [](const std::string &s) { return s.substr(s.find(',') + 1); };
+    EXPECT_EQ(tail(l[0]), "4,4,1000,a,2");
+    EXPECT_EQ(tail(l[1]), "2,2,500,b,0");
+    EXPECT_EQ(tail(l[2]), "6,6,1500,*,2");
+    EXPECT_EQ(tail(l[3]), "3,3,1000,a,1");
+    EXPECT_EQ(tail(l[4]), "5,5,1500,*,1");
 }
 
 TEST_F(MonitorTest, TaskEventsReachJobstate)
@@ -106,7 +127,7 @@ TEST_F(MonitorTest, NothingAskedWritesNothing)
     struct monitor *mon = open(false, false);
     ASSERT_NE(mon, nullptr);
     EXPECT_FALSE(monitor_wants_tasks(mon));
-    monitor_add_node(mon, "a", 1, 1);
+    monitor_add_node(mon, "a", 1, 1, 0);
     monitor_flush(mon);
     monitor_close(mon);
     EXPECT_FALSE(fs::exists(dag_ + ".resource"));
@@ -146,8 +167,8 @@ TEST(MonitorNull, EveryCallAcceptsNull)
     EXPECT_FALSE(monitor_wants_tasks(nullptr));
     monitor_event(nullptr, WF_WORKFLOW_FAILURE, nullptr, 0, 0);
     monitor_event_at(nullptr, WF_TASK_EXECUTE, "t", 1, 0, 1.0);
-    EXPECT_EQ(monitor_add_node(nullptr, "h", 1, 1), 0u);
-    monitor_node_changed(nullptr, 0, 1, 1);
+    EXPECT_EQ(monitor_add_node(nullptr, "h", 1, 1, 0), 0u);
+    monitor_node_changed(nullptr, 0, 1, 1, 1);
     monitor_flush(nullptr);
     monitor_close(nullptr);
 }

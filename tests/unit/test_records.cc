@@ -199,16 +199,17 @@ void expect_summary(const struct summary_record &s, const std::string &want_line
 // failed_tasks, extra, start, duration, pid, app, runtime, slots, cpus.
 TEST_F(RecordsTest, SummaryLineOk)
 {
-    expect_summary({false, 4, 5, 4, 0, 1, 1348605682.0, 5.0, 123, "/path/pmc-hybrid", 3.2104, 2, 8},
-                   "[cluster-summary stat=\"ok\", tasks=4, submitted=5, succeeded=4, failed=0, "
-                   "extra=1, start=\"@\", duration=5.000, pid=123, app=\"/path/pmc-hybrid\", "
-                   "runtime=3.210, slots=2, cpus=8]\n",
-                   "2012-09-25T13:41:22.000-07:00");
+    expect_summary(
+        {false, 4, 5, 4, 0, 1, 1348605682.0, 5.0, 123, "/path/pmc-hybrid", 3.2104, 2, 8, 0},
+        "[cluster-summary stat=\"ok\", tasks=4, submitted=5, succeeded=4, failed=0, "
+        "extra=1, start=\"@\", duration=5.000, pid=123, app=\"/path/pmc-hybrid\", "
+        "runtime=3.210, slots=2, cpus=8]\n",
+        "2012-09-25T13:41:22.000-07:00");
 }
 
 TEST_F(RecordsTest, SummaryLineFailed)
 {
-    expect_summary({true, 10, 7, 3, 2, 0, 1348605682.5, 61.25, 4242, "pmc-hybrid", 0.0, 1, 1},
+    expect_summary({true, 10, 7, 3, 2, 0, 1348605682.5, 61.25, 4242, "pmc-hybrid", 0.0, 1, 1, 0},
                    "[cluster-summary stat=\"failed\", tasks=10, submitted=7, succeeded=3, "
                    "failed=2, extra=0, start=\"@\", duration=61.250, pid=4242, "
                    "app=\"pmc-hybrid\", runtime=0.000, slots=1, cpus=1]\n",
@@ -230,6 +231,23 @@ TEST_F(RecordsTest, BracketAndQuoteReplacedInTaskValues)
                    "memory=512]\n");
     // A reader splitting on ']' sees exactly one record end.
     EXPECT_EQ(line.find(']'), line.size() - 2) << line;
+}
+
+// gpus= is a pmc-hybrid addition: only tasks that asked for GPUs and runs
+// whose hosts have GPUs carry it, last, so PMC's records stay as they were.
+TEST_F(RecordsTest, GpusFieldOnlyWhenThereAreGpus)
+{
+    struct task_record r = sample_task();
+    EXPECT_EQ(format_task(r).find("gpus="), std::string::npos);
+    r.gpus = 2;
+    std::string line = format_task(r);
+    EXPECT_NE(line.find(", memory=512, gpus=2]\n"), std::string::npos) << line;
+    struct summary_record s = {};
+    s.cpus = s.slots = 8;
+    EXPECT_EQ(format_summary(s).find("gpus="), std::string::npos);
+    s.gpus = 4;
+    line = format_summary(s);
+    EXPECT_NE(line.find(", slots=8, cpus=8, gpus=4]\n"), std::string::npos) << line;
 }
 
 TEST_F(RecordsTest, BracketAndQuoteReplacedInSummaryApp)
