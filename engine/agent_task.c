@@ -248,14 +248,19 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     agent_slot_release(a, s);
 }
 
-/* --set-affinity: take t->cpus PUs of the rank's pool; when they cannot be
- * had, the task runs unbound with a warning.  Always 0. */
+/* --set-affinity: take t->cpus PUs of the host's pool, near the task's GPUs
+ * first (its GPUs are taken before); when they cannot be had, the task runs
+ * unbound with a warning.  Always 0. */
 static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     s->bound = false;
     if (!a->pool)
         return 0;
-    int rc = cpuset_pool_take(a->pool, t->cpus ? t->cpus : 1, &s->cpuset);
+    cpu_set_t near; /* the CPUs near the task's GPUs, when hwloc knows */
+    CPU_ZERO(&near);
+    for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->ngpu; k++)
+        CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu[k]]);
+    int rc = cpuset_pool_take_near(a->pool, t->cpus ? t->cpus : 1, &near, &s->cpuset);
     if (rc == 0) {
         s->bound = true;
     } else if (rc == 1) {
@@ -303,8 +308,8 @@ void agent__launch(struct agent *a, const struct msg_task *t)
         a->failed = true;
         return;
     }
-    if (agent_slot_io(a, s, t) < 0 || agent_slot_bind(a, s, t) < 0 ||
-        agent_slot_gpus(a, s, t) < 0 || agent__slot_env(a, s, t) < 0) {
+    if (agent_slot_io(a, s, t) < 0 || agent_slot_gpus(a, s, t) < 0 ||
+        agent_slot_bind(a, s, t) < 0 || agent__slot_env(a, s, t) < 0) {
         /* the task cannot start: report it as failed (status 256, as PMC
          * does when stdio cannot be opened) */
         agent_task_unstartable(a, s, t);

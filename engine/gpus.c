@@ -4,6 +4,7 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <hwloc.h>
+#include <hwloc/glibc-sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,28 +67,58 @@ static uint32_t is_numbered(const char *name, const char *prefix)
     return strncmp(name, prefix, n) == 0 && isdigit((unsigned char)name[n]);
 }
 
-/* GPUs hwloc's I/O discovery sees: the largest count of one backend. */
-static uint32_t hwloc_gpus(void)
+static const char *const backends[] = {"cuda", "nvml", "rsmi", "ze"};
+#define NBACKENDS (sizeof backends / sizeof backends[0])
+
+/* The device number of an OS device named BACKEND<digits>, or -1. */
+static long device_number(const char *name, const char *backend)
+{
+    if (!is_numbered(name, backend))
+        return -1;
+    return strtol(name + strlen(backend), NULL, 10);
+}
+
+/* GPUs hwloc's I/O discovery sees: the largest count of one backend, and,
+ * when near is given (n sets), the locality of devices 0..n-1 of the first
+ * backend that has them. */
+static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
 {
     hwloc_topology_t t;
     if (hwloc_topology_init(&t) < 0)
         return 0;
-    uint32_t cuda = 0, nvml = 0, rsmi = 0, ze = 0;
+    uint32_t count[NBACKENDS] = {0}, best = 0;
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     if (hwloc_topology_load(t) == 0) {
         for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;) {
-            if (!o->name)
-                continue;
-            cuda += is_numbered(o->name, "cuda");
-            nvml += is_numbered(o->name, "nvml");
-            rsmi += is_numbered(o->name, "rsmi");
-            ze += is_numbered(o->name, "ze");
+            for (size_t b = 0; o->name && b < NBACKENDS; b++) {
+                long dev = device_number(o->name, backends[b]);
+                if (dev < 0)
+                    continue;
+                count[b]++;
+                hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
+                if (near && dev < (long)n && anc && anc->cpuset && CPU_COUNT(&near[dev]) == 0)
+                    hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[dev],
+                                                         sizeof near[dev]);
+            }
         }
     }
     hwloc_topology_destroy(t);
-    uint32_t best = cuda > nvml ? cuda : nvml;
-    best = best > rsmi ? best : rsmi;
-    return best > ze ? best : ze;
+    for (size_t b = 0; b < NBACKENDS; b++)
+        best = count[b] > best ? count[b] : best;
+    return best;
+}
+
+/* near[i] for each id, from hwloc; NULL (not an error) when it knows none. */
+static void find_locality(struct gpu_ids *g)
+{
+    if (g->n == 0 || !(g->near = calloc(g->n, sizeof *g->near)))
+        return;
+    hwloc_gpus(g->near, g->n);
+    for (uint32_t i = 0; i < g->n; i++)
+        if (CPU_COUNT(&g->near[i]))
+            return;
+    free(g->near);
+    g->near = NULL;
 }
 
 /* /dev/nvidia0, /dev/nvidia1, ... (not nvidiactl, nvidia-uvm). */
@@ -120,7 +151,7 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     } else if (rc == 0 && list) {
         snprintf(out->source, sizeof out->source, "%s", var);
     } else if (rc == 0) {
-        uint32_t n = hwloc_gpus();
+        uint32_t n = hwloc_gpus(NULL, 0);
         const char *how = "hwloc";
         if (n == 0 && (n = dev_nvidia()) > 0)
             how = "/dev/nvidia*";
@@ -131,6 +162,7 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
         gpus_free(out);
         return pmc_errorf(err, "out of memory for the GPU ids");
     }
+    find_locality(out);
     return 0;
 }
 
@@ -153,6 +185,8 @@ void gpus_free(struct gpu_ids *g)
     for (uint32_t i = 0; i < g->n; i++)
         free(g->id[i]);
     free(g->id);
+    free(g->near);
     g->id = NULL;
+    g->near = NULL;
     g->n = 0;
 }

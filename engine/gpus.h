@@ -15,6 +15,10 @@
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
  * whose GPUs cannot be seen, and for tests): the first N ids of an inherited
  * visibility list when it has that many, else "0".."N-1".
+ * Locality: id i is the backend's device i (CUDA numbers the visible devices
+ * in the order of the visibility list), so near[i] is the cpuset of the
+ * closest non-I/O ancestor of hwloc's OS device "cudai" (or nvml, rsmi, ze),
+ * used by --set-affinity to bind a GPU task's CPUs near its GPUs.
  *
  * Thread-safety: gpus_discover() is not (hwloc topology load, getenv);
  * call it from the main thread before the agent starts.
@@ -22,6 +26,7 @@
 #ifndef PMC_GPUS_H
 #define PMC_GPUS_H
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -36,6 +41,9 @@ extern "C" {
 struct gpu_ids {
     uint32_t n;
     char **id;       /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
+    cpu_set_t *near; /* n sets: the CPUs near each GPU (hwloc's locality of the
+                        backend's device i), empty when unknown; NULL when hwloc
+                        knows none (malloc'd; gpus_free() frees) */
     char source[64]; /* where they came from, for the log */
 };
 

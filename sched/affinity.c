@@ -301,15 +301,26 @@ static unsigned pool_free_in(const struct cpuset_pool *p, const struct pool_box 
     return f;
 }
 
-/* The smallest eligible box with n free PUs, the fullest among equals. */
-static const struct pool_box *pool_best_box(const struct cpuset_pool *p, unsigned n)
+/* Are all PUs of box b in near? */
+static bool box_within(const struct cpuset_pool *p, const struct pool_box *b, const cpu_set_t *near)
+{
+    for (unsigned i = b->lo; i < b->hi; i++)
+        if (!CPU_ISSET(p->pu[i], near))
+            return false;
+    return true;
+}
+
+/* The smallest eligible box with n free PUs, the fullest among equals;
+ * with near, only boxes whose PUs all lie in near. */
+static const struct pool_box *pool_best_box(const struct cpuset_pool *p, unsigned n,
+                                            const cpu_set_t *near)
 {
     const struct pool_box *best = NULL;
     unsigned best_free = 0;
     bool any = n > p->local_max; /* too big for one package: any box */
     for (unsigned k = 0; k < p->nbox; k++) {
         const struct pool_box *b = &p->box[k];
-        if (b->hi - b->lo < n || !(b->local || any))
+        if (b->hi - b->lo < n || !(b->local || any) || (near && !box_within(p, b, near)))
             continue;
         if (best && b->hi - b->lo > best->hi - best->lo)
             break;
@@ -324,14 +335,17 @@ static const struct pool_box *pool_best_box(const struct cpuset_pool *p, unsigne
     return best;
 }
 
-int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
+int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t *near,
+                          cpu_set_t *out)
 {
     CPU_ZERO(out);
     if (n == 0 || n > pool->nfree) {
         errno = n == 0 ? EINVAL : EBUSY;
         return -1;
     }
-    const struct pool_box *b = pool_best_box(pool, n);
+    const struct pool_box *b = near && CPU_COUNT(near) ? pool_best_box(pool, n, near) : NULL;
+    if (!b)
+        b = pool_best_box(pool, n, NULL);
     if (!b)
         return 1;
     for (unsigned i = b->lo, got = 0; got < n; i++)
@@ -342,6 +356,11 @@ int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
         }
     pool->nfree -= n;
     return 0;
+}
+
+int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
+{
+    return cpuset_pool_take_near(pool, n, NULL, out);
 }
 
 void cpuset_pool_give(struct cpuset_pool *pool, const cpu_set_t *set)

@@ -105,6 +105,12 @@ void cpuset_pool_all(const struct cpuset_pool *pool, cpu_set_t *out);
  * O(PUs x topology depth), no allocation. */
 int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out);
 
+/* The same, preferring PUs near something (e.g. the task's GPUs): the best
+ * box (as above) among those whose PUs all lie in *near; when none has n
+ * free PUs, or near is NULL or empty, the best box anywhere. */
+int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t *near,
+                          cpu_set_t *out);
+
 /* Return PUs taken with cpuset_pool_take().  CPUs of *set that are not in
  * the pool or not taken are ignored. */
 void cpuset_pool_give(struct cpuset_pool *pool, const cpu_set_t *set);

@@ -24,7 +24,9 @@ time limits, the batch job's end, threaded tasks.
     stat="failed", the rescue log parses and holds no task of the DAG, and
     a rerun without the variable completes the rest (on shorter tasks).
   * thread_env: a -c 3 task sees OMP_NUM_THREADS=3 (and MKL/OPENBLAS); a
-    value the user set is kept; --no-thread-env sets none.
+    value the user set is kept; --no-thread-env sets none; with
+    --set-affinity OMP_PLACES lists exactly the task's CPUs (PMC_AFFINITY)
+    and OMP_PROC_BIND=close.
 """
 
 import os
@@ -153,10 +155,18 @@ class Beyond(pmcrun.TestCase):
             TASK quick --time-limit 5 /bin/true
         """)
         t0 = time.monotonic()
-        res = self.run_pmc(["--host-cpus", "5", "--kill-grace", "1", "--task-time-limit", "1.5",
-                            dag], timeout=60)
+        proc = self.start_pmc(["--host-cpus", "5", "--kill-grace", "1", "--task-time-limit",
+                               "1.5", dag])
+        try:
+            proc.wait(timeout=60)
+        except Exception:
+            pass
+        left = pmcrun.session_pids(proc.pid)  # before any clean-up kills them
+        res = pmcrun.finish(proc)
         wall = time.monotonic() - t0
         problems = []
+        if left:
+            problems.append("processes left running after the run: %s" % left)
         if res.returncode != 1:
             problems.append("exit status %s, expected 1" % res.returncode)
         if wall > 6:
@@ -228,6 +238,23 @@ class Beyond(pmcrun.TestCase):
         if "OMP= MKL= OPENBLAS=" not in res.stdout:
             problems.append("--no-thread-env still set thread variables: %r"
                             % res.stdout[:200])
+        # bound: OMP_PLACES lists exactly the CPUs of PMC_AFFINITY
+        ncpu = len(os.sched_getaffinity(0))
+        dag = self.write_dag("p.dag", 'TASK p -c %d /bin/sh -c "echo A=$PMC_AFFINITY '
+                             'P=$OMP_PLACES B=$OMP_PROC_BIND"' % ncpu)
+        res = self.run_pmc(["--set-affinity", dag])
+        m = re.search(r"A=(\S+) P=(\S+) B=(\S+)", res.stdout)
+        if not m:
+            problems.append("--set-affinity: no bound task output: %r" % res.stdout[:200])
+        else:
+            cpus = set()
+            for part in m.group(1).split(","):
+                lo, _, hi = part.partition("-")
+                cpus.update(range(int(lo), int(hi or lo) + 1))
+            places = {int(x.strip("{}")) for x in m.group(2).split(",")}
+            if places != cpus or len(cpus) != ncpu or m.group(3) != "close":
+                problems.append("PMC_AFFINITY=%s but OMP_PLACES=%s OMP_PROC_BIND=%s"
+                                % m.groups())
         self.check(problems, res)
 
 

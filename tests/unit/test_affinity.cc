@@ -197,6 +197,26 @@ TEST(CpusetPool, SplitBetweenHostRanks)
     }
 }
 
+// --set-affinity with GPUs: the task's CPUs come from near its GPUs (here
+// package 1, PUs 8-15) while that package has room, then from anywhere.
+TEST(CpusetPool, TakeNearPrefersTheGivenPus)
+{
+    Topo t("pack:2 core:4 pu:2");
+    Pool p = make_pool(t);
+    cpu_set_t near = set_of({8, 9, 10, 11, 12, 13, 14, 15});
+    cpu_set_t got;
+    ASSERT_EQ(cpuset_pool_take_near(p.get(), 2, &near, &got), 0);
+    EXPECT_EQ(list(got), "8-9") << "a whole core in package 1";
+    ASSERT_EQ(cpuset_pool_take_near(p.get(), 6, &near, &got), 0);
+    EXPECT_EQ(list(got), "10-15");
+    ASSERT_EQ(cpuset_pool_take_near(p.get(), 2, &near, &got), 0);
+    EXPECT_EQ(list(got), "0-1") << "package 1 is full: anywhere";
+    cpu_set_t empty;
+    CPU_ZERO(&empty);
+    ASSERT_EQ(cpuset_pool_take_near(p.get(), 2, &empty, &got), 0);
+    EXPECT_EQ(list(got), "2-3") << "an empty set means no preference";
+}
+
 TEST(CpusetPool, MoreRanksThanPus)
 {
     Topo t("pack:1 core:1 pu:2");
