@@ -44,7 +44,7 @@
 
 struct snapshot {
     uint32_t total, succeeded, done_before, failed, running, ready, waiting;
-    uint32_t cpus, busy_cpus;
+    uint32_t cpus, busy_cpus, gpus, busy_gpus;
     double elapsed, rate, eta, mean_duration;
     uint32_t critical_left;
 };
@@ -66,8 +66,12 @@ static void snapshot_take(struct master *m, struct snapshot *s)
     uint32_t accounted = s->succeeded + s->done_before + s->failed + s->running + s->ready;
     s->waiting = s->total > accounted ? s->total - accounted : 0;
     s->cpus = m->cpus_total;
-    for (int i = 0; i < m->nnodes; i++)
-        s->busy_cpus += node_busy_cpus(&m->nodes[i]);
+    s->gpus = m->gpus_total;
+    for (int i = 0; i < m->nnodes; i++) {
+        const struct node *n = &m->nodes[i];
+        s->busy_cpus += node_busy_cpus(n);
+        s->busy_gpus += n->committed_gpus < n->gpus ? n->committed_gpus : n->gpus;
+    }
     double now = now_mono();
     s->elapsed = m->start_mono > 0 ? now - m->start_mono : 0;
     progress_sample(&m->status.prog, (uint64_t)s->succeeded + s->failed, now);
@@ -99,13 +103,15 @@ static void format_duration(char *buf, size_t n, double s)
 
 static void progress_line(struct master *m, const struct snapshot *s)
 {
-    char eta[32], line[256];
+    char eta[32], gpu[32] = "", line[300];
     format_duration(eta, sizeof eta, s->eta);
+    if (s->gpus)
+        snprintf(gpu, sizeof gpu, " GPU %.0f%%", 100.0 * s->busy_gpus / s->gpus);
     int n = snprintf(line, sizeof line,
                      "\r[progress] %u/%u done, %u failed, %u on nodes, %u ready | %.1f tasks/s | "
-                     "CPU %.0f%% | ETA %s\033[K",
+                     "CPU %.0f%%%s | ETA %s\033[K",
                      s->succeeded + s->done_before, s->total, s->failed, s->running, s->ready,
-                     s->rate, s->cpus ? 100.0 * s->busy_cpus / s->cpus : 0.0, eta);
+                     s->rate, s->cpus ? 100.0 * s->busy_cpus / s->cpus : 0.0, gpu, eta);
     if (n > 0 && write(2, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1) > 0)
         m->status.line_shown = true;
 }
@@ -187,14 +193,16 @@ static json_t *status_json(struct master *m, const struct snapshot *s, bool end,
     size_t nf = m->status.nfailures;
     json_t *eta = s->eta >= 0 ? json_real(s->eta) : json_null();
     return json_pack(
-        "{s:s, s:i, s:f, s:s, s:s, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, s:o, s:o, "
-        "s:I, s:o}",
+        "{s:s, s:i, s:f, s:s, s:s, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
+        "s:{s:I, s:I, s:f}, s:o, s:o, s:I, s:o}",
         "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time", now_epoch(),
         "state", run_state(m, end, ok), "dag", m->cfg.dag_path, "elapsed_s", s->elapsed, "tasks",
         tasks_json(s), "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
         (json_int_t)s->critical_left, "mean_task_s", s->mean_duration, "cpus", "total",
         (json_int_t)s->cpus, "busy", (json_int_t)s->busy_cpus, "utilization",
-        s->cpus ? (double)s->busy_cpus / s->cpus : 0.0, "nodes", nodes_json(m), "slowest_running",
+        s->cpus ? (double)s->busy_cpus / s->cpus : 0.0, "gpus", "total", (json_int_t)s->gpus,
+        "busy", (json_int_t)s->busy_gpus, "utilization",
+        s->gpus ? (double)s->busy_gpus / s->gpus : 0.0, "nodes", nodes_json(m), "slowest_running",
         slowest_json(m, s->elapsed), "failures_total", (json_int_t)nf, "failures",
         failures_json(m, nf > STATUS_FAILURES ? nf - STATUS_FAILURES : 0, nf));
 }
@@ -281,7 +289,11 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
     records_iso_time(m->start, start, sizeof start);
     double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
     size_t nf = m->status.nfailures;
-    return json_pack(
+    double rt = m->st.runtime, cpus = m->cpus_total;
+    json_t *util = json_pack("{s:f, s:f}", "with_master",
+                             wall > 0 ? rt / (wall * (cpus + 1)) : 0.0, "without_master",
+                             wall > 0 && cpus > 0 ? rt / (wall * cpus) : 0.0);
+    json_t *doc = json_pack(
         "{s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:s, s:f, "
         "s:I, s:I, s:f, s:f, s:b, s:b, s:o, s:I, s:o, s:o, s:o, s:o}",
         "schema", "pmc-hybrid-summary", "version", STATUS_SCHEMA_VERSION, "stat",
@@ -296,6 +308,13 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
         tasks_json(s), "failed_total", (json_int_t)nf, "failed_tasks",
         failures_json(m, 0, nf < SUMMARY_LIST_MAX ? nf : SUMMARY_LIST_MAX), "attempts",
         attempts_json(m), "messages", messages_json(m), "machine", machine_json(m));
+    if (doc) { /* as the end-of-run log lines */
+        json_object_set_new(doc, "gpus", json_integer((json_int_t)m->gpus_total));
+        json_object_set_new(doc, "utilization", util);
+    } else {
+        json_decref(util);
+    }
+    return doc;
 }
 
 /* ---- the hooks ----------------------------------------------------------- */
