@@ -742,3 +742,23 @@ size_t dag_task_argv_bytes(const struct dag *dag, dag_task_t t)
         s += strlen(s) + 1;
     return (size_t)(s - start);
 }
+
+int dag_topo_order(const struct dag *dag, dag_task_t *order)
+{
+    uint32_t n = dag->ntasks, head = 0, tail = 0;
+    uint32_t *indeg = malloc(sizeof *indeg * (n ? n : 1));
+    if (!indeg)
+        return -1;
+    memcpy(indeg, dag->nparents, sizeof *indeg * n);
+    for (dag_task_t t = 0; t < n; t++)
+        if (indeg[t] == 0)
+            order[tail++] = t;
+    while (head < tail) {
+        dag_task_t t = order[head++];
+        for (uint32_t e = dag->child_first[t]; e < dag->child_first[t + 1]; e++)
+            if (--indeg[dag->children[e]] == 0)
+                order[tail++] = dag->children[e];
+    }
+    free(indeg);
+    return 0; /* dag_finish() rejected cycles: tail == n */
+}

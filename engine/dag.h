@@ -117,6 +117,13 @@ struct dag {
  * and frees it with dag_destroy(). */
 struct dag *dag_create(void);
 
+/* A topological order of a finished DAG (Kahn's algorithm, A. B. Kahn,
+ * "Topological sorting of large networks", CACM 1962): order[] (ntasks
+ * entries, the caller's) gets every task after all its parents.  0, or -1
+ * with ENOMEM (one temporary array of ntasks counts).  Thread-safe on a
+ * finished DAG. */
+int dag_topo_order(const struct dag *dag, dag_task_t *order);
+
 /* Free the DAG and everything it holds.  NULL is a no-op. */
 void dag_destroy(struct dag *dag);
 

@@ -5,27 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* order[] = a topological order of d (Kahn).  0, or -1 with ENOMEM. */
-static int topo_order(const struct dag *d, uint32_t *order)
-{
-    uint32_t n = d->ntasks, head = 0, tail = 0;
-    uint32_t *indeg = malloc(sizeof *indeg * (n ? n : 1));
-    if (!indeg)
-        return -1;
-    memcpy(indeg, d->nparents, sizeof *indeg * n);
-    for (uint32_t t = 0; t < n; t++)
-        if (indeg[t] == 0)
-            order[tail++] = t;
-    while (head < tail) {
-        uint32_t t = order[head++];
-        for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
-            if (--indeg[d->children[e]] == 0)
-                order[tail++] = d->children[e];
-    }
-    free(indeg);
-    return 0; /* dag_finish() rejected cycles: tail == n */
-}
-
 /* height[] in reverse topological order; returns the largest height. */
 static uint32_t compute_heights(const struct dag *d, const uint32_t *order, uint32_t *height)
 {
@@ -49,7 +28,7 @@ int progress_init(struct progress *p, const struct dag *d, const uint8_t *done)
     uint32_t n = d->ntasks;
     uint32_t *order = malloc(sizeof *order * (n ? n : 1));
     p->height = malloc(sizeof *p->height * (n ? n : 1));
-    if (!order || !p->height || topo_order(d, order) < 0) {
+    if (!order || !p->height || dag_topo_order(d, order) < 0) {
         free(order);
         progress_free(p);
         return -1;

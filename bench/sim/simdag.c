@@ -48,27 +48,6 @@ double simdag_task_duration(const char *argv, uint32_t argc)
     return d > 0 ? d : 0.0;
 }
 
-/* Kahn's order of d's tasks into order[] (d is acyclic: dag_finish()). */
-static int topo_order(const struct dag *d, uint32_t *order)
-{
-    uint32_t *indeg = malloc(sizeof *indeg * (d->ntasks ? d->ntasks : 1));
-    if (!indeg)
-        return -1;
-    memcpy(indeg, d->nparents, sizeof *indeg * d->ntasks);
-    uint32_t head = 0, tail = 0;
-    for (uint32_t t = 0; t < d->ntasks; t++)
-        if (indeg[t] == 0)
-            order[tail++] = t;
-    while (head < tail) {
-        uint32_t t = order[head++];
-        for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
-            if (--indeg[d->children[e]] == 0)
-                order[tail++] = d->children[e];
-    }
-    free(indeg);
-    return 0;
-}
-
 /* Longest path through d with the given durations; est[] is scratch. */
 static double critical_path(const struct dag *d, const uint32_t *order, const double *dur,
                             double *est)
@@ -144,7 +123,7 @@ static int write_copies(FILE *f, const struct dag *d, uint32_t copies, double ji
     uint32_t *order = malloc(sizeof *order * n);
     double *dur = malloc(sizeof *dur * n), *est = malloc(sizeof *est * n);
     int rc = -1;
-    if (!order || !dur || !est || topo_order(d, order) < 0)
+    if (!order || !dur || !est || dag_topo_order(d, order) < 0)
         goto out;
     fprintf(f, "# pmc-sim: %u copies of %u tasks, jitter %g, seed %llu\n", copies, d->ntasks,
             jitter, (unsigned long long)seed);
@@ -208,7 +187,7 @@ int simdag_measure(const char *path, struct simdag_info *info, struct pmc_error 
     uint32_t *order = malloc(sizeof *order * n);
     double *dur = malloc(sizeof *dur * n), *est = malloc(sizeof *est * n);
     int rc = -1;
-    if (order && dur && est && topo_order(d, order) == 0) {
+    if (order && dur && est && dag_topo_order(d, order) == 0) {
         for (dag_task_t t = 0; t < d->ntasks; t++) {
             dur[t] = simdag_task_duration(d->arena + d->argv[t], d->argc[t]);
             info->work += dur[t] * d->cpus[t];

@@ -1277,48 +1277,6 @@ TEST(MsgMalformed, TaskUnknownFlags)
     msg_free(&b);
 }
 
-TEST(MsgMalformed, StartedTruncatedAtEveryLength)
-{
-    Bytes m = started_msg();
-    ASSERT_EQ(16u + 3 * 16, m.size());
-    for (size_t n = 0; n < m.size(); n++) {
-        Exact e(m.data(), n);
-        msg_reader r;
-        pmc_error err{};
-        ASSERT_EQ(-1, msg_open(&r, e.data(), n, &err)) << "length " << n;
-        if (n < 16)
-            continue;
-        /* With the header's length fixed, the count (3) no longer fits. */
-        Bytes cut(m.begin(), m.begin() + (long)n);
-        fix_length(cut);
-        Outcome o = decode_all(cut);
-        ASSERT_EQ(-1, o.rc) << "cut at " << n;
-        ASSERT_EQ(0u, o.items) << "cut at " << n;
-        EXPECT_EQ("STARTED count 3 cannot fit in the " + std::to_string(n - 16) +
-                      " bytes after the header",
-                  o.err);
-        /* With the count fixed too, the cut item becomes trailing bytes. */
-        put32(cut, 12, (uint32_t)((n - 16) / 16));
-        o = decode_all(cut);
-        if ((n - 16) % 16 == 0) {
-            EXPECT_EQ(0, o.rc) << o.err; /* whole items only: a valid shorter batch */
-            EXPECT_EQ((n - 16) / 16, o.items);
-        } else if (n - 16 < 16) {
-            EXPECT_EQ(-1, o.rc);
-            EXPECT_EQ("STARTED count is 0 but " + std::to_string(n - 16) +
-                          " bytes follow the header",
-                      o.err);
-        } else {
-            EXPECT_EQ(-1, o.rc);
-            size_t items = (n - 16) / 16;
-            EXPECT_EQ(items - 1, o.items);
-            EXPECT_EQ("STARTED item " + std::to_string(items) + ": " +
-                          std::to_string((n - 16) % 16) + " trailing bytes after the last item",
-                      o.err);
-        }
-    }
-}
-
 /* msg_open()'s count check keeps a short STARTED item from reaching the
  * reader; a reader set up by hand checks it again on its own. */
 TEST(MsgMalformed, StartedItemShorterThan16Bytes)
