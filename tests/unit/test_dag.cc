@@ -4,6 +4,8 @@
 // std::set edge list.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -433,6 +435,43 @@ TEST(DagModel, CsrMatchesNaiveOnRandomLayeredDag)
             ASSERT_EQ(indeg[t], d->nparents[t]) << "task " << t;
         }
     }
+}
+
+// dag_topo_order: a permutation of the tasks with every parent before its
+// children, on a random DAG whose ids do not follow the edges.
+TEST(DagModel, TopoOrderPutsParentsFirst)
+{
+    std::mt19937 rng(7);
+    DagPtr d;
+    const int n = 3000;
+    std::vector<int> rank(n); // a hidden order the edges follow
+    for (int i = 0; i < n; i++) {
+        add(d, "t" + std::to_string(i));
+        rank[i] = i;
+    }
+    std::shuffle(rank.begin(), rank.end(), rng);
+    std::vector<std::pair<int, int>> edges;
+    for (int e = 0; e < 20000; e++) {
+        int a = (int)(rng() % n), b = (int)(rng() % n);
+        if (rank[a] == rank[b])
+            continue;
+        if (rank[a] > rank[b])
+            std::swap(a, b);
+        ASSERT_EQ(0, dag_add_edge(d, (dag_task_t)a, (dag_task_t)b));
+        edges.push_back({a, b});
+    }
+    pmc_error err{};
+    ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+    std::vector<dag_task_t> order(n);
+    ASSERT_EQ(0, dag_topo_order(d, order.data()));
+    std::vector<int> pos(n, -1);
+    for (int k = 0; k < n; k++) {
+        ASSERT_LT(order[k], (dag_task_t)n);
+        ASSERT_EQ(pos[order[k]], -1) << "task " << order[k] << " twice";
+        pos[order[k]] = k;
+    }
+    for (auto [a, b] : edges)
+        ASSERT_LT(pos[a], pos[b]) << a << " -> " << b;
 }
 
 TEST(DagModel, CycleReportIsExact)
