@@ -1,7 +1,8 @@
 /* test_msg.cc - unit tests of the message codec (io/msg.h).
  *
  * Covers: the exact wire bytes of each item kind (golden bytes), round trips
- * of every kind (STARTED and the TASKS flag MSG_TASK_NOTIFY_START included),
+ * of every kind (STARTED and the TASKS flag MSG_TASK_NOTIFY_START included;
+ * version 2's HELLO gpus and TASKS gpus and time_limit_ms; version 1 refused),
  * msgbuf growth and reuse, failures that leave the buffer
  * unchanged, many items, and hostile input: every truncation, every single
  * byte value at every position, forged counts and lengths, and a seeded fuzz
@@ -375,6 +376,53 @@ TEST(MsgWire, TaskBytes)
     msg_free(&b);
 }
 
+/* gpus and time_limit_ms sit after nfwd, each in its own four bytes, least
+ * significant first: distinct bytes show the order and that neither spills
+ * into its neighbours. */
+TEST(MsgWire, TaskGpusAndTimeLimitBytes)
+{
+    msgbuf b{};
+    msg_task t{};
+    t.id = 9;
+    t.attempt = 1;
+    t.cpus = 4;
+    t.memory_mb = 0;
+    t.gpus = 0x0a0b0c0d;
+    t.time_limit_ms = 0xfffffffe;
+    t.name = "g";
+    t.pegasus_id = "p";
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    // clang-format off
+    Bytes want = {
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 56, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        9, 0, 0, 0,                /* id */
+        1, 0, 0, 0,                /* attempt */
+        4, 0, 0, 0,                /* cpus */
+        0, 0, 0, 0,                /* memory_mb */
+        0, 0, 0, 0,                /* flags */
+        0, 0, 0, 0,                /* argc */
+        0, 0, 0, 0,                /* nfwd */
+        0x0d, 0x0c, 0x0b, 0x0a,    /* gpus 0x0a0b0c0d */
+        0xfe, 0xff, 0xff, 0xff,    /* time_limit_ms 0xfffffffe */
+        'g', 0,                    /* name */
+        'p', 0,                    /* pegasus_id */
+    };
+    // clang-format on
+    Bytes m = take(&b);
+    EXPECT_EQ(want, m);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 1);
+    msg_task out{};
+    pmc_error err{};
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    EXPECT_EQ(0x0a0b0c0du, out.gpus);
+    EXPECT_EQ(0xfffffffeu, out.time_limit_ms);
+    EXPECT_EQ(0u, out.nfwd);
+    EXPECT_EQ(0u, out.argc);
+    msg_free(&b);
+}
+
 TEST(MsgWire, ResultBytes)
 {
     msgbuf b{}, pack{};
@@ -452,6 +500,7 @@ TEST(MsgRoundTrip, Hello)
     EXPECT_EQ(3u, h.host_rank);
     EXPECT_EQ(4u, h.host_ranks);
     EXPECT_EQ(16u, h.cpus);
+    EXPECT_EQ(0u, h.gpus);
     EXPECT_EQ(64000u, h.memory_mb);
     EXPECT_STREQ("node17.cluster", h.hostname);
     EXPECT_EQ(0, msg_next_hello(&r, &h, &err));
@@ -473,6 +522,8 @@ TEST(MsgRoundTrip, TasksWithForwardsAndEmptyPegasusId)
     EXPECT_EQ(2u, t.cpus);
     EXPECT_EQ(1024u, t.memory_mb);
     EXPECT_EQ(0u, t.flags);
+    EXPECT_EQ(0u, t.gpus);
+    EXPECT_EQ(0u, t.time_limit_ms);
     EXPECT_STREQ("ID000001", t.name);
     EXPECT_STREQ("pid-1", t.pegasus_id);
     EXPECT_EQ(argv3, argv_of(t));
@@ -651,6 +702,81 @@ TEST(MsgRoundTrip, TaskNotifyStartFlag)
     msg_free(&b);
 }
 
+/* Codec version 2: HELLO's former pad is gpus, any value of it is sent and
+ * read back (version 1 required 0 there). */
+TEST(MsgRoundTrip, HelloGpus)
+{
+    for (uint32_t gpus : {0u, 4u, 0xffffffffu}) {
+        msgbuf b{};
+        msg_hello h{2, 3, 8, gpus, 0x0102030405ull, "h"};
+        ASSERT_EQ(0, msg_begin(&b, MSG_HELLO));
+        ASSERT_EQ(0, msg_add_hello(&b, &h));
+        Bytes m = take(&b);
+        msg_free(&b);
+        msg_reader r;
+        open_ok(&r, m, MSG_HELLO, 1);
+        msg_hello out{};
+        pmc_error err{};
+        ASSERT_EQ(1, msg_next_hello(&r, &out, &err)) << "gpus " << gpus << ": " << err.text;
+        EXPECT_EQ(gpus, out.gpus);
+        EXPECT_EQ(2u, out.host_rank); /* the neighbours are untouched */
+        EXPECT_EQ(3u, out.host_ranks);
+        EXPECT_EQ(8u, out.cpus);
+        EXPECT_EQ(0x0102030405ull, out.memory_mb);
+        EXPECT_STREQ("h", out.hostname);
+        EXPECT_EQ(0, msg_next_hello(&r, &out, &err));
+    }
+}
+
+/* Codec version 2: each TASKS item carries gpus and time_limit_ms (0: no
+ * limit); items of one batch keep their own values. */
+TEST(MsgRoundTrip, TaskGpusAndTimeLimit)
+{
+    struct Case {
+        uint32_t gpus, time_limit_ms;
+    };
+    const Case cases[] = {{0, 0}, {1, 1},    {3, 86400000},
+                          {8, 0}, {0, 1500}, {0xffffffffu, 0xffffffffu}};
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    uint32_t id = 0;
+    for (const Case &c : cases) {
+        msg_task t = sample_task(++id);
+        t.flags = id % 2 ? MSG_TASK_NOTIFY_START : 0;
+        t.gpus = c.gpus;
+        t.time_limit_ms = c.time_limit_ms;
+        if (id == 3) {
+            t.nfwd = 2;
+            t.fwd = kFwd;
+        }
+        ASSERT_EQ(0, msg_add_task(&b, &t));
+    }
+    Bytes m = take(&b);
+    msg_free(&b);
+    const uint32_t n = (uint32_t)(sizeof cases / sizeof cases[0]);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, n);
+    pmc_error err{};
+    std::vector<std::string> argv3 = {"/bin/echo", "hello", "world"};
+    for (uint32_t i = 0; i < n; i++) {
+        msg_task out{};
+        ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << "item " << i << ": " << err.text;
+        EXPECT_EQ(i + 1, out.id);
+        EXPECT_EQ(cases[i].gpus, out.gpus) << "item " << i;
+        EXPECT_EQ(cases[i].time_limit_ms, out.time_limit_ms) << "item " << i;
+        EXPECT_EQ((i + 1) % 2 ? MSG_TASK_NOTIFY_START : 0u, out.flags);
+        EXPECT_EQ(2u, out.cpus);
+        EXPECT_EQ(1024u, out.memory_mb);
+        EXPECT_STREQ("ID000001", out.name);
+        EXPECT_STREQ("pid-1", out.pegasus_id);
+        EXPECT_EQ(argv3, argv_of(out));
+        EXPECT_EQ(i + 1 == 3 ? 2u : 0u, out.nfwd);
+        EXPECT_EQ(i + 1 == 3 ? sizeof kFwd : 0u, out.fwd_len);
+    }
+    msg_task out{};
+    EXPECT_EQ(0, msg_next_task(&r, &out, &err));
+}
+
 TEST(MsgRoundTrip, ManyItems)
 {
     const uint32_t n = 100000;
@@ -727,7 +853,7 @@ TEST(MsgBuf, GrowsGeometrically)
         grows += b.cap != cap;
         cap = b.cap;
     }
-    EXPECT_LE(grows, 20); /* 200000 x 57 bytes from 512: ~15 doublings */
+    EXPECT_LE(grows, 20); /* 200000 x 73 bytes from 512: ~15 doublings */
     EXPECT_LE(b.cap, 2 * b.len);
     msg_free(&b);
 }
@@ -1022,6 +1148,68 @@ TEST(MsgMalformed, Header)
     expect_bad(x, "message of 15 bytes is shorter than the 16-byte header");
 }
 
+/* A peer still speaking version 1 is refused by name, whatever the kind,
+ * before anything of the body is looked at; r is left untouched. */
+TEST(MsgMalformed, Version1IsRefused)
+{
+    static_assert(MSG_VERSION == 2, "update this test with the protocol");
+    /* A version 1 HELLO as an old node sent it: u32 pad 0 where gpus is now. */
+    // clang-format off
+    const Bytes hello_v1 = {
+        0x48, 0x43, 0x4d, 0x50, 1, MSG_HELLO, 0, 0, 43, 0, 0, 0, 1, 0, 0, 0,
+        1, 0, 0, 0,  4, 0, 0, 0,  8, 0, 0, 0,  0, 0, 0, 0,  /* host_rank, host_ranks, cpus, pad */
+        5, 4, 3, 2, 1, 0, 0, 0,  'n', '1', 0,               /* memory_mb, hostname */
+    };
+    // clang-format on
+    msg_reader r{}, zero{};
+    pmc_error err{};
+    Exact e(hello_v1);
+    errno = 0;
+    EXPECT_EQ(-1, msg_open(&r, e.data(), e.len, &err));
+    EXPECT_EQ(EBADMSG, errno);
+    EXPECT_STREQ("version 1 not supported", err.text);
+    EXPECT_EQ(0, memcmp(&zero, &r, sizeof r));
+
+    /* A version 1 TASKS item had a 28-byte fixed part (no gpus, no time
+     * limit): a whole, well-formed v1 item is still refused. */
+    using namespace std::string_literals;
+    Bytes tasks_v1 = {0x48, 0x43, 0x4d, 0x50, 1, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
+    Bytes fixed(28, 0);
+    put32(fixed, 0, 1);  /* id */
+    put32(fixed, 4, 1);  /* attempt */
+    put32(fixed, 20, 1); /* argc */
+    tasks_v1.insert(tasks_v1.end(), fixed.begin(), fixed.end());
+    const std::string strs = "n\0\0/bin/true\0"s;
+    tasks_v1.insert(tasks_v1.end(), strs.begin(), strs.end());
+    fix_length(tasks_v1);
+    expect_bad(tasks_v1, "version 1 not supported");
+
+    /* Every message we send, relabelled as version 1. */
+    for (const Bytes &m : sample_msgs()) {
+        ASSERT_EQ(MSG_VERSION, m[4]);
+        Bytes x = m;
+        x[4] = 1;
+        Outcome o = decode_all(x);
+        EXPECT_EQ(-1, o.rc);
+        EXPECT_EQ(0u, o.items);
+        EXPECT_EQ("version 1 not supported", o.err) << "kind " << (int)m[5];
+    }
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN}) {
+        msgbuf b{};
+        ASSERT_EQ(0, msg_begin(&b, k));
+        Bytes x = take(&b);
+        msg_free(&b);
+        x[4] = 1;
+        expect_bad(x, "version 1 not supported");
+    }
+    /* Neither an older nor a newer version passes. */
+    for (int v : {0, MSG_VERSION + 1, 255}) {
+        Bytes x = hello_msg();
+        x[4] = (uint8_t)v;
+        expect_bad(x, "version " + std::to_string(v) + " not supported");
+    }
+}
+
 TEST(MsgMalformed, CountRules)
 {
     Bytes x = hello_msg();
@@ -1131,6 +1319,21 @@ TEST(MsgMalformed, RawTaskBaselineIsValid)
     EXPECT_EQ(0, o.rc) << o.err;
     EXPECT_EQ(1u, o.items);
     EXPECT_TRUE(o.in_bounds);
+
+    /* gpus (offset 28) and time_limit_ms (offset 32) take any value. */
+    Bytes m = raw_task(0, 0, "n\0\0"s);
+    put32(m, 16 + 28, 0xffffffffu);
+    put32(m, 16 + 32, 0x01020304u);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 1);
+    msg_task t{};
+    pmc_error err{};
+    ASSERT_EQ(1, msg_next_task(&r, &t, &err)) << err.text;
+    EXPECT_EQ(0xffffffffu, t.gpus);
+    EXPECT_EQ(0x01020304u, t.time_limit_ms);
+    EXPECT_EQ(0u, t.argc);
+    EXPECT_EQ(0u, t.nfwd);
+    EXPECT_STREQ("n", t.name);
 }
 
 TEST(MsgMalformed, TaskFields)
@@ -1184,48 +1387,24 @@ TEST(MsgMalformed, ResultFields)
     expect_bad(raw_result(2, block), "RESULTS item 1: nfwd 2 exceeds the 11 bytes left");
 }
 
-// Codec version 2: HELLO's former pad is gpus, TASKS items carry gpus and
-// a time limit; a version 1 peer is refused by name.
-TEST(MsgRoundTrip, GpusAndTimeLimit)
-{
-    for (uint32_t gpus : {0u, 4u, 0xffffffffu}) {
-        msgbuf b{};
-        msg_hello h{0, 1, 8, gpus, 1000, "h"};
-        ASSERT_EQ(0, msg_begin(&b, MSG_HELLO));
-        ASSERT_EQ(0, msg_add_hello(&b, &h));
-        Bytes m = take(&b);
-        msg_free(&b);
-        msg_reader r;
-        open_ok(&r, m, MSG_HELLO, 1);
-        msg_hello out{};
-        pmc_error err{};
-        ASSERT_EQ(1, msg_next_hello(&r, &out, &err)) << err.text;
-        EXPECT_EQ(gpus, out.gpus);
-        EXPECT_EQ(1000u, out.memory_mb);
-    }
-    msgbuf b{};
-    msg_task t = sample_task(1);
-    t.gpus = 3;
-    t.time_limit_ms = 86400000;
-    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
-    ASSERT_EQ(0, msg_add_task(&b, &t));
-    Bytes m = take(&b);
-    msg_free(&b);
-    msg_reader r;
-    open_ok(&r, m, MSG_TASKS, 1);
-    msg_task out{};
-    pmc_error err{};
-    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
-    EXPECT_EQ(3u, out.gpus);
-    EXPECT_EQ(86400000u, out.time_limit_ms);
-    EXPECT_STREQ(t.name, out.name);
-    m[4] = 1;
-    expect_bad(m, "version 1 not supported");
-}
-
 TEST(MsgMalformed, HelloFields)
 {
     Bytes m = hello_msg();
+    /* Bytes 12..15 of the item were version 1's pad, which had to be 0; as
+     * gpus they take any value, and only gpus changes. */
+    for (uint32_t gpus : {1u, 2u, 0x80u, 0x100u, 0x01020304u, 0x80000000u, 0xffffffffu}) {
+        Bytes x = m;
+        put32(x, 16 + 12, gpus);
+        msg_reader r;
+        open_ok(&r, x, MSG_HELLO, 1);
+        msg_hello h{};
+        pmc_error err{};
+        ASSERT_EQ(1, msg_next_hello(&r, &h, &err)) << "gpus " << gpus << ": " << err.text;
+        EXPECT_EQ(gpus, h.gpus);
+        EXPECT_EQ(16u, h.cpus);
+        EXPECT_EQ(64000u, h.memory_mb);
+        EXPECT_STREQ("node17.cluster", h.hostname);
+    }
     Bytes x = m;
     x.back() = 'x'; /* hostname loses its NUL */
     expect_bad(x, "HELLO item 1: hostname runs past the end");
