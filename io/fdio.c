@@ -26,6 +26,12 @@ int fdio_write_all(int fd, const void *p, size_t n)
     return 0;
 }
 
+bool fdio_not_regular(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
 /* PATH.tmp into tmp; -1 with err when it does not fit. */
 static int tmp_path(char tmp[PATH_MAX], const char *path, struct pmc_error *err)
 {
@@ -42,6 +48,8 @@ int fdio_check_replaceable(const char *path, struct pmc_error *err)
         return -1;
     if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         return pmc_errorf(err, "%s: %s", path, strerror(EISDIR));
+    if (fdio_not_regular(path))
+        return pmc_errorf(err, "%s: not a regular file (it would be replaced by one)", path);
     int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) {
         close(fd);
@@ -67,6 +75,8 @@ int fdio_replace_file(const char *path, const void *p, size_t n, struct pmc_erro
     int e = fdio_write_all(fd, p, n);
     if (close(fd) < 0 && !e)
         e = errno;
+    if (!e && fdio_not_regular(path))
+        e = EEXIST; /* never replace a device, FIFO or socket (/dev/null as root) */
     if (!e && rename(tmp, path) < 0)
         e = errno;
     if (!e)

@@ -5,6 +5,7 @@
 #ifndef PMC_FDIO_H
 #define PMC_FDIO_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "engine/error.h"
@@ -18,8 +19,14 @@ extern "C" {
  * write(2) returns 0, so a broken descriptor cannot make it spin). */
 int fdio_write_all(int fd, const void *p, size_t n);
 
+/* True when path exists and is neither a regular file nor a directory (a
+ * device such as /dev/null, a FIFO, a socket): such a path must never be
+ * replaced by rename(2), which as root would swap /dev/null for a file. */
+bool fdio_not_regular(const char *path);
+
 /* Before a run: could a file be written at PATH.tmp and renamed over path
- * (the atomic-replace pattern of the rescue log and the JSON files)?
+ * (the atomic-replace pattern of the rescue log and the JSON files)?  Not
+ * when path is a directory or not a regular file (fdio_not_regular()).
  * Creates and removes PATH.tmp when none exists; changes nothing at path.
  * 0, or -1 with err naming the path and the reason ("out/x.tmp: Permission
  * denied", "x: Is a directory").  A check that the first write would not

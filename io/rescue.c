@@ -781,6 +781,10 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
                                          const uint8_t *done, struct pmc_error *err)
 {
     char eb[128];
+    if (fdio_not_regular(path)) {
+        pmc_errorf(err, "%s: not a regular file (the rescue log is replaced at start)", path);
+        return NULL;
+    }
     struct rescue_writer *w = writer_alloc(path, dag);
     if (!w) {
         pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));

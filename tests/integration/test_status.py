@@ -23,13 +23,16 @@
   * no_progress_on_a_file: stderr is a file: no "[progress]"; with
     --progress forced, it appears.
   * unwritable_status: --status in a missing directory fails the run before
-    any task starts (exit 1, the path in the message, a failed summary).
+    any task starts (exit 1, the path in the message, a failed summary);
+    --status, --summary-json and -r naming /dev/null are refused ("not a
+    regular file") and /dev/null stays a device.
 """
 
 import json
 import os
 import pty
 import select
+import stat
 import subprocess
 import sys
 import threading
@@ -262,6 +265,19 @@ class Status(pmcrun.TestCase):
             problems.append("the task ran")
         if not res.summaries or res.summaries[0].get("stat") != "failed":
             problems.append("no failed cluster-summary")
+        # files replaced by rename must be regular files: as root, --status
+        # /dev/null or -r /dev/null would otherwise swap the device for a file
+        for opt in ("--status", "--summary-json", "-r"):
+            res = self.run_pmc([opt, "/dev/null", dag])
+            if res.returncode != 1 or "/dev/null: not a regular file" not in res.stderr:
+                problems.append("%s /dev/null: exit %s, stderr %r"
+                                % (opt, res.returncode, res.stderr[-200:]))
+            if not stat.S_ISCHR(os.stat("/dev/null").st_mode):
+                problems.append("%s /dev/null replaced the device with a file" % opt)
+                os.unlink("/dev/null")
+                os.mknod("/dev/null", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        if os.path.exists(self.path("ran")):
+            problems.append("a task ran")
         self.check(problems, res)
 
 

@@ -426,6 +426,21 @@ TEST_F(RescueTest, CheckWritableRefusesDirectoriesAndMissingFolders)
     EXPECT_EQ(std::string(err.text), missing + ".tmp: No such file or directory");
 }
 
+// -r /dev/null as root must not turn the device into a file: the log is
+// replaced by rename at start, so anything but a regular file is refused.
+TEST_F(RescueTest, NeverReplacesADevice)
+{
+    pmc_error err{};
+    EXPECT_EQ(rescue_check_writable("/dev/null", &err), -1);
+    EXPECT_NE(std::string(err.text).find("/dev/null: not a regular file"), std::string::npos)
+        << err.text;
+    EXPECT_EQ(rescue_writer_open("/dev/null", dag_.get(), nullptr, &err), nullptr);
+    EXPECT_NE(std::string(err.text).find("not a regular file"), std::string::npos) << err.text;
+    struct stat st;
+    ASSERT_EQ(stat("/dev/null", &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "/dev/null is no longer a device";
+}
+
 TEST_F(RescueTest, CheckWritableRefusesAReadOnlyFolder)
 {
     write_file(path_, "DONE a\n");
