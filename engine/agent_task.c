@@ -288,7 +288,7 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
         log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->gpus_free);
         return -1;
     }
-    for (uint32_t i = 0; s->ngpu < t->gpus; i++) {
+    for (uint32_t i = 0; s->ngpu < t->gpus && i < a->cfg.gpus->n; i++) {
         if (a->gpu_busy[i])
             continue;
         a->gpu_busy[i] = true;

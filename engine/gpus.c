@@ -169,14 +169,14 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
 size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, char *buf, size_t size)
 {
     size_t len = 0;
+    if (buf && size)
+        buf[0] = '\0';
     for (uint32_t i = 0; i < n; i++) {
         const char *id = idx[i] < g->n ? g->id[idx[i]] : "?";
-        int w = snprintf(buf + (len < size ? len : size), len < size ? size - len : 0, "%s%s",
-                         i ? "," : "", id);
+        bool room = buf && len < size;
+        int w = snprintf(room ? buf + len : NULL, room ? size - len : 0, "%s%s", i ? "," : "", id);
         len += (size_t)(w > 0 ? w : 0);
     }
-    if (n == 0 && size)
-        buf[0] = '\0';
     return len;
 }
 
