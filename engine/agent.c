@@ -412,6 +412,9 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         return NULL;
     }
     if (agent__open_outputs(a, err) < 0) {
+        char text[sizeof err->text];
+        snprintf(text, sizeof text, "%s", err->text);
+        pmc_errorf(err, "Unable to open %s", text);
         agent_destroy(a);
         return NULL;
     }

@@ -290,9 +290,8 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
     double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
     size_t nf = m->status.nfailures;
     double rt = m->st.runtime, cpus = m->cpus_total;
-    json_t *util = json_pack("{s:f, s:f}", "with_master",
-                             wall > 0 ? rt / (wall * (cpus + 1)) : 0.0, "without_master",
-                             wall > 0 && cpus > 0 ? rt / (wall * cpus) : 0.0);
+    json_t *util = json_pack("{s:f, s:f}", "with_master", wall > 0 ? rt / (wall * (cpus + 1)) : 0.0,
+                             "without_master", wall > 0 && cpus > 0 ? rt / (wall * cpus) : 0.0);
     json_t *doc = json_pack(
         "{s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:s, s:f, "
         "s:I, s:I, s:f, s:f, s:b, s:b, s:o, s:I, s:o, s:o, s:o, s:o}",
@@ -330,6 +329,7 @@ int master__status_init(struct master *m)
     for (int i = 0; i < 2; i++)
         if (paths[i] && fdio_check_replaceable(paths[i], &err) < 0) {
             log_fatal("Unable to open %s", err.text);
+            st->tracking = false; /* the run ends now: write no JSON at its end */
             return -1;
         }
     if (progress_init(&st->prog, m->dag, m->done_before) < 0 ||

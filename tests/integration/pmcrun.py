@@ -12,7 +12,10 @@ files share:
     run directly) or from PMC_TEST_* environment variables (set by ctest);
   * running: pmc-hybrid with 1 rank (plain exec) or N ranks (mpiexec -n N),
     each run in its own session with a timeout, the whole session killed with
-    SIGKILL when the timeout expires;
+    SIGKILL when the timeout expires.  N ranks on this machine are one host
+    (rank 0 master, rank 1 the agent, the rest idle: PMC's launch shape);
+    ranks_are_hosts=True adds --ranks-are-hosts so that each rank is a host
+    (tests of several node agents);
   * parsers: DAG files (COMPAT.md quoting rules), rescue files, output
     records (key=value pairs, quoted values, ISO-8601 start times);
   * checks that return a list of problems instead of stopping at the first,
@@ -44,7 +47,8 @@ ORDER_TOLERANCE = 0.002
 
 # Environment variables that are aliases of pmc-hybrid options: removed from
 # the environment of every run so that the caller's shell cannot change it.
-PMC_ALIASES = ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_MAX_WALL_TIME")
+PMC_ALIASES = ("PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_MAX_WALL_TIME",
+               "PMC_HOST_GPUS", "PMC_RANKS_ARE_HOSTS")
 
 # ----------------------------------------------------------------- config
 
@@ -113,14 +117,64 @@ def session_pids(sid):
     return pids
 
 
+def descendant_pids(root):
+    """Pids of every live descendant of process root (from /proc).  MPICH's
+    hydra starts its proxy and every rank in a session of its own, so the
+    ranks of an mpiexec run are found through the process tree, not the
+    session."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rfind(")") + 2:].split()
+        if len(fields) > 1 and fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def rank_processes(root):
+    """{rank: pid} of the pmc-hybrid processes under process root (mpiexec);
+    the rank is PMI_RANK from the process's environment."""
+    exe = os.path.realpath(CONFIG.bin)
+    found = {}
+    for pid in descendant_pids(root):
+        try:
+            if os.path.realpath(os.readlink("/proc/%d/exe" % pid)) != exe:
+                continue
+            with open("/proc/%d/environ" % pid, "rb") as f:
+                env = f.read().split(b"\0")
+        except OSError:
+            continue
+        rank = 0
+        for item in env:
+            if item.startswith(b"PMI_RANK="):
+                rank = int(item[len(b"PMI_RANK="):])
+        found[rank] = pid
+    return found
+
+
 def kill_session(proc):
-    """SIGKILL proc's process group and every other process of its session
-    (mpiexec's proxies and ranks, tasks that made their own groups)."""
+    """SIGKILL proc's process group, every other process of its session
+    (tasks that made their own groups) and every descendant of proc
+    (mpiexec's proxies and ranks, which hydra puts in sessions of their
+    own; looked for only while proc has not been reaped, so that its pid
+    cannot belong to another process)."""
+    tree = descendant_pids(proc.pid) if proc.poll() is None else []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except OSError:
         pass
-    for pid in session_pids(proc.pid):
+    for pid in set(session_pids(proc.pid)) | set(tree):
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -137,11 +191,19 @@ def wait_session_gone(sid, timeout=10.0):
     return not session_pids(sid)
 
 
-def command(args, ranks=1):
-    """The argv that runs pmc-hybrid with args on `ranks` MPI ranks."""
+def command(args, ranks=1, ranks_are_hosts=False):
+    """The argv that runs pmc-hybrid with args on `ranks` MPI ranks.
+
+    By default the ranks of `mpiexec -n N` share this machine, which is one
+    host (PMC's launch shape): rank 0 is the master, rank 1 the host's only
+    node agent, ranks 2.. wait idle.  ranks_are_hosts=True passes
+    --ranks-are-hosts, so that every rank is a host of its own (several node
+    agents, remote agents, TASKS/RESULTS over MPI, per-rank stdio files of
+    several agents)."""
+    args = (["--ranks-are-hosts"] if ranks_are_hosts else []) + list(args)
     if ranks == 1:
-        return [CONFIG.bin] + list(args)
-    return [CONFIG.mpiexec, "-n", str(ranks), CONFIG.bin] + list(args)
+        return [CONFIG.bin] + args
+    return [CONFIG.mpiexec, "-n", str(ranks), CONFIG.bin] + args
 
 
 def run_env(extra=None):
@@ -191,12 +253,12 @@ class Result:
                 % (" ".join(self.argv), status, self.elapsed, tail(self.stderr), tail(self.stdout)))
 
 
-def start(args, ranks=1, cwd=None, env=None, preexec=None):
+def start(args, ranks=1, cwd=None, env=None, preexec=None, ranks_are_hosts=False):
     """Launch pmc-hybrid without waiting, in a new session (preexec, if
     given, runs in the child before exec, e.g. to set a resource limit).
     Returns the Popen with .argv and .started attributes; finish it with
-    finish()."""
-    argv = command(args, ranks)
+    finish().  ranks_are_hosts: see command()."""
+    argv = command(args, ranks, ranks_are_hosts)
     started = time.time()
     proc = subprocess.Popen(argv, cwd=cwd, env=run_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -223,9 +285,10 @@ def finish(proc, timeout=RUN_TIMEOUT):
                   err.decode("utf-8", "replace"), elapsed, timed_out, proc.started)
 
 
-def run(args, ranks=1, cwd=None, timeout=RUN_TIMEOUT, env=None, preexec=None):
+def run(args, ranks=1, cwd=None, timeout=RUN_TIMEOUT, env=None, preexec=None,
+        ranks_are_hosts=False):
     """Run pmc-hybrid to the end and return its Result."""
-    return finish(start(args, ranks, cwd, env, preexec), timeout)
+    return finish(start(args, ranks, cwd, env, preexec, ranks_are_hosts), timeout)
 
 
 def gendag(args, output, timeout=60):
@@ -657,6 +720,30 @@ def record_problems(dag, records):
     return problems
 
 
+def slot_counts(records):
+    """{slot (int): number of records} of the records' slot= fields."""
+    counts = {}
+    for r in records:
+        slot = int(r.fields.get("slot", -1))
+        counts[slot] = counts.get(slot, 0) + 1
+    return counts
+
+
+def spread_problems(records, ranks):
+    """With --ranks-are-hosts every one of `ranks` ranks (slot=0..ranks-1)
+    ran at least one task, and no record names another slot."""
+    counts = slot_counts(records)
+    problems = []
+    missing = [r for r in range(ranks) if not counts.get(r)]
+    if missing:
+        problems.append("rank(s) %s ran no task although every rank is a host "
+                        "(records per slot: %s)" % (missing, counts))
+    other = sorted(s for s in counts if not 0 <= s < ranks)
+    if other:
+        problems.append("records with slot=%s, expected 0..%d" % (other, ranks - 1))
+    return problems
+
+
 def stdio_leftovers(dag_path):
     """Per-rank DAG.out.R / DAG.err.R files next to the DAG."""
     folder, base = os.path.split(dag_path)
@@ -762,11 +849,12 @@ class TestCase(unittest.TestCase):
         os.chmod(dst, 0o644)
         return dst
 
-    def run_pmc(self, args, ranks=1, timeout=RUN_TIMEOUT, env=None):
-        return run(args, ranks=ranks, cwd=self.tmp, timeout=timeout, env=env)
+    def run_pmc(self, args, ranks=1, timeout=RUN_TIMEOUT, env=None, ranks_are_hosts=False):
+        return run(args, ranks=ranks, cwd=self.tmp, timeout=timeout, env=env,
+                   ranks_are_hosts=ranks_are_hosts)
 
-    def start_pmc(self, args, ranks=1, env=None):
-        proc = start(args, ranks=ranks, cwd=self.tmp, env=env)
+    def start_pmc(self, args, ranks=1, env=None, ranks_are_hosts=False):
+        proc = start(args, ranks=ranks, cwd=self.tmp, env=env, ranks_are_hosts=ranks_are_hosts)
         self.addCleanup(kill_session, proc)
         return proc
 

@@ -8,7 +8,9 @@ with status=32512 (127 << 8, the shell's convention) and a message on stderr
 that names the program or the task and says "could not" or "No such file";
 the task exiting 1 gives status=256 and "Task NAME failed with exitcode 1";
 the child of the unstartable task never runs; the good task still runs and
-is the only DONE record in the rescue file.
+is the only DONE record in the rescue file.  The 4-rank run uses
+--ranks-are-hosts (four node agents), and its three records must come from
+at least two ranks, so that results also travel back over MPI.
 """
 
 import os
@@ -37,8 +39,13 @@ class ExecFailure(pmcrun.TestCase):
                     f.write("TASK fine /bin/true\n")
                     f.write("EDGE nope child\n")
                 res = pmcrun.run(["--host-cpus", "4", dag_path], ranks=ranks, cwd=sub,
-                                 timeout=60)
-                self.check(self.problems(res, dag_path, sub), res, case)
+                                 timeout=60, ranks_are_hosts=ranks > 1)
+                problems = self.problems(res, dag_path, sub)
+                slots = pmcrun.slot_counts(res.tasks)
+                if ranks > 1 and len(slots) < 2:
+                    problems.append("every record from rank(s) %s, expected at least two of "
+                                    "the %d hosts" % (sorted(slots), ranks))
+                self.check(problems, res, case)
 
     def problems(self, res, dag_path, sub):
         problems = []

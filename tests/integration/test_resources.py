@@ -24,15 +24,23 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     first; R gates H (-p 10, -c 2) and M (-p 1, -c 1).  H cannot fit while L
     runs, so the lower-priority M starts first (while L is still running) and
     H starts after L ends.
-  * spread_ranks4: mpiexec -n 4, --host-cpus 8, 40 tasks of 0.2 s: every rank
-    (slot=0..3) ran at least one task.
+  * spread_ranks4: mpiexec -n 4 --ranks-are-hosts (four hosts of 8 CPUs on
+    this machine), 40 tasks of 0.2 s: every rank (slot=0..3) ran at least
+    one task, and each record's hostname= is "HOSTNAME:SLOT".  (Without
+    --ranks-are-hosts the four ranks are one host: test_hosts.py.)
   * environment_ranks1 / environment_ranks2: PMC_TASK, PMC_MEMORY, PMC_CPUS,
     PMC_RANK, PMC_HOST_RANK as seen by the task (defaults 0 MB and 1 CPU);
-    with 2 ranks PMC_RANK and PMC_HOST_RANK equal the slot= of the task's
-    record and some task ran on rank 1.
-  * set_affinity: --set-affinity --host-cpus 2: a -c 2 task's
-    Cpus_allowed_list has exactly 2 CPUs and PMC_AFFINITY names the same
-    CPUs; a -c 1 task gets exactly 1 CPU.
+    with 2 ranks and --ranks-are-hosts PMC_RANK equals the slot= of the
+    task's record, PMC_HOST_RANK is 0 (one agent per host) and tasks ran on
+    both ranks.
+  * set_affinity: --set-affinity (the host's real CPUs; this test needs two
+    that this process may use): a -c 2 task's Cpus_allowed_list has exactly
+    2 CPUs and PMC_AFFINITY names the same CPUs; a -c 1 task gets exactly 1
+    CPU.
+  * set_affinity_refuses_host_cpus: --set-affinity with --host-cpus 2, or
+    with PMC_HOST_CPUS=2, is refused as in PMC: exit 1, stderr has
+    "--set-affinity cannot be used with --host-cpus", no task ran, no
+    record; --host-cpus 0 (detect) is accepted.
   * inherited_affinity: pmc-hybrid started with the CPU affinity {first CPU}
     (what `taskset -c 0` does; set through sched_setaffinity in the child
     before exec): without --keep-affinity a task may use every CPU this test
@@ -41,12 +49,14 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     string fails, the same with -m 1024 succeeds, a -m 5000 task's
     `ulimit -v` prints 5120000; without --strict-limits all succeed and
     `ulimit -v` prints the inherited limit.
-  * master_only: mpiexec -n 2 --master-only: no record has slot=0.
+  * master_only: mpiexec -n 2 --master-only: every task ran on rank 1 (the
+    host's agent; slot=1, none on rank 0).
 """
 
 import os
 import re
 import resource
+import socket
 import sys
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -278,14 +288,15 @@ class Resources(pmcrun.TestCase):
     def test_spread_ranks4(self):
         dag_path = self.write("spread.dag", "".join(
             "TASK s%02d /bin/sleep 0.2\n" % i for i in range(40)))
-        res = self.run_pmc(["--host-cpus", "8", dag_path], ranks=4)
+        res = self.run_pmc(["--host-cpus", "8", dag_path], ranks=4, ranks_are_hosts=True)
         problems = self.ok_run_problems(res, dag_path)
-        slots = {}
+        problems += pmcrun.spread_problems(res.tasks, 4)
+        host = socket.gethostname()
         for r in res.tasks:
-            slots[r.fields.get("slot")] = slots.get(r.fields.get("slot"), 0) + 1
-        for rank in range(4):
-            if not slots.get(str(rank)):
-                problems.append("rank %d ran no task (tasks per slot: %s)" % (rank, slots))
+            want = "%s:%s" % (host, r.fields.get("slot"))
+            if r.fields.get("hostname") != want:
+                problems.append("%s: hostname=%r, expected %r (each rank is a host)"
+                                % (r.name, r.fields.get("hostname"), want))
         self.check(problems, res)
 
     # ----------------------------------------------------------- environment
@@ -315,18 +326,15 @@ class Resources(pmcrun.TestCase):
         names = ["e%d" % i for i in range(8)]
         dag_path = self.write("env2.dag", "".join(
             "TASK %s /bin/sh %s/env.sh %s %s 0.3\n" % (n, self.tmp, self.tmp, n) for n in names))
-        res = self.run_pmc(["--host-cpus", "4", dag_path], ranks=2)
+        res = self.run_pmc(["--host-cpus", "4", dag_path], ranks=2, ranks_are_hosts=True)
         problems = self.ok_run_problems(res, dag_path)
-        on_rank1 = 0
         for r in res.tasks:
             slot = r.fields.get("slot")
-            on_rank1 += slot == "1"
-            want = "%s|0|1|%s|%s" % (r.name, slot, slot)
+            want = "%s|0|1|%s|0" % (r.name, slot)
             got = self.env_of(r.name)
             if got != want:
                 problems.append("%s (slot=%s) saw %r, expected %r" % (r.name, slot, got, want))
-        if not on_rank1:
-            problems.append("no task ran on rank 1, its environment is untested")
+        problems += pmcrun.spread_problems(res.tasks, 2)
         self.check(problems, res)
 
     # -------------------------------------------------------------- affinity
@@ -344,7 +352,7 @@ class Resources(pmcrun.TestCase):
             TASK two -c 2 /bin/sh {tmp}/affinity.sh {tmp} two
             TASK one -c 1 /bin/sh {tmp}/affinity.sh {tmp} one
             """.format(tmp=self.tmp))
-        res = self.run_pmc(["--set-affinity", "--host-cpus", "2", dag_path])
+        res = self.run_pmc(["--set-affinity", dag_path])
         problems = self.ok_run_problems(res, dag_path)
         for name, count in (("two", 2), ("one", 1)):
             cpus = allowed_cpus(read_text(self.path(name + ".status")))
@@ -359,6 +367,31 @@ class Resources(pmcrun.TestCase):
                 problems.append("%s: PMC_AFFINITY=%r, expected the CPUs %s"
                                 % (name, env, sorted(cpus)))
         self.check(problems, res)
+
+    def test_set_affinity_refuses_host_cpus(self):
+        dag_path = self.write("aff.dag", "TASK t -c 1 /bin/touch %s/ran.t\n" % self.tmp)
+        cases = (("--host-cpus 2", ["--set-affinity", "--host-cpus", "2"], None, 1),
+                 ("PMC_HOST_CPUS=2", ["--set-affinity"], {"PMC_HOST_CPUS": "2"}, 1),
+                 ("--host-cpus 0 (detect)", ["--set-affinity", "--host-cpus", "0"], None, 0))
+        for case, opts, env, want_rc in cases:
+            with self.subTest(case=case):
+                for leftover in ("ran.t", "aff.dag.rescue"):
+                    if os.path.exists(self.path(leftover)):
+                        os.unlink(self.path(leftover))
+                res = self.run_pmc(opts + [dag_path], env=env, timeout=60)
+                problems = []
+                if res.timed_out or res.returncode != want_rc:
+                    problems.append("exit status %s, expected %d" % (res.returncode, want_rc))
+                ran = os.path.exists(self.path("ran.t"))
+                if want_rc:
+                    msg = "--set-affinity cannot be used with --host-cpus"
+                    if msg not in res.stderr:
+                        problems.append("stderr lacks %r" % msg)
+                    if ran or res.tasks:
+                        problems.append("the task ran although the options were refused")
+                elif not ran or [r.status for r in res.tasks] != [0]:
+                    problems.append("the task did not run successfully with --host-cpus 0")
+                self.check(problems, res, case)
 
     def test_inherited_affinity(self):
         mine = self.need_two_cpus()
@@ -440,6 +473,9 @@ class Resources(pmcrun.TestCase):
         on_master = [r.name for r in res.tasks if r.fields.get("slot") == "0"]
         if on_master:
             problems.append("--master-only, yet rank 0 ran %s" % on_master)
+        elsewhere = [r.name for r in res.tasks if r.fields.get("slot") != "1"]
+        if elsewhere:
+            problems.append("tasks %s did not run on rank 1, the host's agent" % elsewhere)
         self.check(problems, res)
 
 

@@ -4,11 +4,13 @@
 A DAG of 60 tasks of 0.2 s in 4 chains (pmc-gendag --shape chain) is
 started; once the rescue file holds at least 8 complete DONE records the run
 is killed with SIGKILL: the pmc-hybrid process itself with 1 rank, the
-mpiexec process group with 4 ranks.  The DONE set on disk at that moment (a
-torn last line does not count) is the snapshot.  The same command is run
-again and must exit 0 with stat="ok"; no task of the snapshot may run again,
-every other task runs exactly once successfully in dependency order, and the
-final rescue file lists all 60 tasks.
+mpiexec process group with 4 ranks (`mpiexec -n 4 --ranks-are-hosts`: four
+node agents, three of them remote, each with its own per-rank stdio files;
+the restart must run tasks on at least two ranks).  The DONE set on disk at
+that moment (a torn last line does not count) is the snapshot.  The same
+command is run again and must exit 0 with stat="ok"; no task of the snapshot
+may run again, every other task runs exactly once successfully in dependency
+order, and the final rescue file lists all 60 tasks.
 
 Records that started before the restart (output of the killed run that the
 restart merges from the per-rank files, which COMPAT.md opens in append
@@ -37,7 +39,7 @@ class Restart(pmcrun.TestCase):
         rescue = dag_path + ".rescue"
         args = ["--host-cpus", "16", dag_path]
 
-        proc = self.start_pmc(args, ranks=ranks)
+        proc = self.start_pmc(args, ranks=ranks, ranks_are_hosts=ranks > 1)
         deadline = time.monotonic() + 60
         done = set()
         while time.monotonic() < deadline and proc.poll() is None:
@@ -66,8 +68,14 @@ class Restart(pmcrun.TestCase):
         pmcrun.finish(proc, timeout=5)
         self.assertLess(len(snapshot), NTASKS, "every task was DONE before the kill")
 
-        res = self.run_pmc(args, ranks=ranks)
+        res = self.run_pmc(args, ranks=ranks, ranks_are_hosts=ranks > 1)
         problems = pmcrun.success_problems(res, dag, skipped=snapshot, since=res.started)
+        if ranks > 1:
+            fresh = [r for r in res.tasks if r.start >= res.started - pmcrun.ORDER_TOLERANCE]
+            slots = pmcrun.slot_counts(fresh)
+            if len(slots) < 2:
+                problems.append("the restart ran tasks on rank(s) %s only, of %d hosts"
+                                % (sorted(slots), ranks))
         self.check(problems, res, "ranks=%d, %d tasks DONE at the kill" % (ranks, len(snapshot)))
 
     def test_kill_restart_ranks1(self):

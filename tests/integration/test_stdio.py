@@ -4,7 +4,9 @@
 Four tasks print three lines each with pauses in between while running at
 the same time, one task writes to stdout and stderr, one prints text without
 a final newline.  With -o FILE -e FILE, and without (default: pmc-hybrid's
-own stdout/stderr), each with 1 and 4 ranks:
+own stdout/stderr), each with 1 rank, 4 ranks with --ranks-are-hosts (four
+agents' per-rank files merged; at least two ranks ran tasks) and 4 ranks in
+PMC's launch shape (one host: rank 1 runs every task, slot=1):
   * each task's output is contiguous (never interleaved with another task's)
     and immediately followed by its own cluster-task line;
   * every record starts at column 0, even after output without a newline;
@@ -60,14 +62,16 @@ def block_problems(text, where):
 class Stdio(pmcrun.TestCase):
     def test_stdio(self):
         for files in (True, False):
-            for ranks in (1, 4):
-                case = "%s ranks=%d" % ("-o/-e files" if files else "default stdio", ranks)
+            for ranks, hosts in ((1, False), (4, True), (4, False)):
+                case = "%s ranks=%d%s" % ("-o/-e files" if files else "default stdio", ranks,
+                                          " ranks-are-hosts" if hosts else "")
                 with self.subTest(case=case):
-                    sub = os.path.join(self.tmp, "%s.%d" % ("files" if files else "std", ranks))
+                    sub = os.path.join(self.tmp, "%s.%d%s" % ("files" if files else "std", ranks,
+                                                              ".hosts" if hosts else ""))
                     os.mkdir(sub)
-                    self.check(self.one_case(sub, files, ranks), self.last, case)
+                    self.check(self.one_case(sub, files, ranks, hosts), self.last, case)
 
-    def one_case(self, sub, files, ranks):
+    def one_case(self, sub, files, ranks, hosts):
         dag_path = os.path.join(sub, "io.dag")
         with open(dag_path, "w") as f:
             f.write(dag_text())
@@ -75,7 +79,7 @@ class Stdio(pmcrun.TestCase):
         out_file, err_file = os.path.join(sub, "task.out"), os.path.join(sub, "task.err")
         opts = ["-o", out_file, "-e", err_file] if files else []
         res = self.last = pmcrun.run(opts + ["--host-cpus", "8", dag_path], ranks=ranks,
-                                     cwd=sub, timeout=60)
+                                     cwd=sub, timeout=60, ranks_are_hosts=hosts)
         problems = []
         if res.timed_out or res.returncode != 0:
             problems.append("exit status %s, expected 0" % res.returncode)
@@ -105,6 +109,12 @@ class Stdio(pmcrun.TestCase):
         if any(r.status != 0 for r in out.tasks) or len(out.tasks) != len(dag):
             problems.append("records: %s" % [(r.name, r.status) for r in out.tasks])
         problems += pmcrun.order_problems(dag, out.tasks)
+        slots = pmcrun.slot_counts(out.tasks)
+        if hosts and len(slots) < 2:
+            problems.append("only rank(s) %s ran tasks on %d hosts" % (sorted(slots), ranks))
+        if ranks > 1 and not hosts and set(slots) != {1}:
+            problems.append("tasks per slot %s, expected all on rank 1 (the host's agent)"
+                            % slots)
         left = pmcrun.stdio_leftovers(dag_path)
         if left:
             problems.append("per-rank stdio files left after a successful run: %s"

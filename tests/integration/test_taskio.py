@@ -6,7 +6,8 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
 ("Task stdio", "Other files", messages) promise:
 
   * big_output: 32 tasks at once (--host-cpus 32) each print 10,000 lines
-    "NAME I": in the merged stdout (1 and 2 ranks) and in the -o FILE every
+    "NAME I": in the merged stdout (1 rank, and 2 ranks with --ranks-are-hosts:
+    two agents' per-rank files merged, both ran tasks) and in the -o FILE every
     task's 10,000 lines form one complete block, in order, immediately
     followed by that task's [cluster-task] line, and nothing is duplicated;
     with --per-task-stdio each NAME.out.000 (next to the DAG) holds exactly
@@ -21,7 +22,8 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
     lines each to -f OUT=DEST through the descriptor number in $OUT: DEST
     keeps its header line (appended, never truncated), every successful
     task's 200 lines appear once as one contiguous block in order, a failing
-    task contributes nothing (1 and 2 ranks).
+    task contributes nothing (1 rank, and 2 ranks with --ranks-are-hosts:
+    data forwarded from a remote agent over MPI, both ranks ran tasks).
   * file_forward: -F SRC=DEST, the task writes SRC: the data lands in DEST
     (after its header) once per task and SRC is deleted.
   * file_forward_directory: SRC is a directory: stderr "Task NAME: SRC is not
@@ -175,8 +177,10 @@ class TaskIO(pmcrun.TestCase):
                 opts = {"stdout": [], "-o FILE": ["-o", out_file],
                         "--per-task-stdio": ["--per-task-stdio"]}[mode]
                 res = pmcrun.run(opts + ["--host-cpus", str(NTASKS), dag_path], ranks=ranks,
-                                 cwd=self.tmp, timeout=120)
+                                 cwd=self.tmp, timeout=120, ranks_are_hosts=ranks > 1)
                 problems = []
+                if ranks > 1:
+                    problems += pmcrun.spread_problems(res.tasks, ranks)
                 if res.timed_out or res.returncode != 0:
                     problems.append("exit status %s, expected 0" % res.returncode)
                 if mode == "stdout":
@@ -298,8 +302,10 @@ class TaskIO(pmcrun.TestCase):
                         f.write("TASK %s -f OUT=%s /bin/sh %s/pipe.sh %s %d\n"
                                 % (n, dest, self.tmp, n, 1 if n in failing else 0))
                 res = pmcrun.run(["--host-cpus", "8", dag_path], ranks=ranks, cwd=folder,
-                                 timeout=120)
+                                 timeout=120, ranks_are_hosts=ranks > 1)
                 problems = []
+                if ranks > 1:
+                    problems += pmcrun.spread_problems(res.tasks, ranks)
                 if res.timed_out or res.returncode != 1:
                     problems.append("exit status %s, expected 1 (some tasks fail)"
                                     % res.returncode)

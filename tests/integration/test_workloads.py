@@ -3,15 +3,25 @@
 
 Every DAG in the shared workloads directory (real Pegasus workflows whose
 tasks sleep for their recorded runtime / 1000) and in examples/ is copied to
-a fresh temporary directory and run with 1 rank (no mpiexec) and with
-`mpiexec -n 4`, both with --host-cpus 16.  Each run must: exit 0, print one
-cluster-summary with stat="ok" and counts that match the records, print
-exactly one successful cluster-task record per task (with id=, app=, cpus=,
-memory= as the DAG says), record every task DONE in the rescue file, start
-no task before all its parents ended, and leave no per-rank stdio files.
+a fresh temporary directory and run with --host-cpus 16:
+
+  * ranks1: 1 rank (no mpiexec; rank 0 is master and agent);
+  * ranks4: `mpiexec -n 4 --ranks-are-hosts`: four hosts (node agents on
+    ranks 0..3) on this machine, tasks and results over MPI; at least two
+    ranks ran tasks;
+  * ranks4_one_host (workloads only): `mpiexec -n 4` in PMC's launch shape:
+    the four ranks are one host, rank 1 is its agent and runs every task
+    (slot=1), ranks 2 and 3 wait idle, and the summary counts the host once
+    (cpus=16).
+
+Each run must: exit 0, print one cluster-summary with stat="ok" and counts
+that match the records, print exactly one successful cluster-task record per
+task (with id=, app=, cpus=, memory= as the DAG says), record every task DONE
+in the rescue file, start no task before all its parents ended, and leave no
+per-rank stdio files.
 
 A missing workloads directory is a failure, not a skip, unless
-PMC_ALLOW_NO_WORKLOADS=1.  Each DAG is a subTest named "NAME ranks=R".
+PMC_ALLOW_NO_WORKLOADS=1.  Each DAG is a subTest named "NAME ranks=R[ one host]".
 
     python3 tests/integration/test_workloads.py --bin build/pmc-hybrid \\
         --workloads ../shared/workloads [-k ranks1]
@@ -29,26 +39,44 @@ TIMEOUT = 180  # seconds per workflow run
 
 
 class Workloads(pmcrun.TestCase):
-    def run_dags(self, folder, ranks):
+    def run_dags(self, folder, ranks, one_host=False):
+        """Run every DAG of folder; ranks > 1 are hosts of their own unless
+        one_host (PMC's launch shape)."""
         dags = sorted(f for f in os.listdir(folder) if f.endswith(".dag"))
         self.assertTrue(dags, "no .dag files in %s" % folder)
         for name in dags:
-            case = "%s ranks=%d" % (name, ranks)
+            case = "%s ranks=%d%s" % (name, ranks, " one host" if one_host else "")
             with self.subTest(case=case):
-                sub = os.path.join(self.tmp, "%s.%d" % (name, ranks))
+                sub = os.path.join(self.tmp, "%s.%d%s" % (name, ranks, ".one" if one_host else ""))
                 os.mkdir(sub)
                 dag_path = os.path.join(sub, name)
                 pmcrun.shutil.copyfile(os.path.join(folder, name), dag_path)
                 dag = pmcrun.parse_dag(dag_path)
+                hosts = ranks > 1 and not one_host
                 res = pmcrun.run(["--host-cpus", HOST_CPUS, dag_path], ranks=ranks, cwd=sub,
-                                 timeout=TIMEOUT)
-                self.check(pmcrun.success_problems(res, dag), res, case)
+                                 timeout=TIMEOUT, ranks_are_hosts=hosts)
+                problems = pmcrun.success_problems(res, dag)
+                slots = pmcrun.slot_counts(res.tasks)
+                if hosts and len(slots) < 2:
+                    problems.append("only rank(s) %s ran tasks on %d hosts"
+                                    % (sorted(slots), ranks))
+                if one_host:
+                    if set(slots) - {1}:
+                        problems.append("tasks per slot %s: on one host of %d ranks rank 1 "
+                                        "(its agent) runs every task" % (slots, ranks))
+                    if res.summaries and res.summaries[0].get("cpus") != HOST_CPUS:
+                        problems.append("cluster-summary cpus=%s, expected %s (one host)"
+                                        % (res.summaries[0].get("cpus"), HOST_CPUS))
+                self.check(problems, res, case)
 
     def test_workloads_ranks1(self):
         self.run_dags(self.require_workloads(), 1)
 
     def test_workloads_ranks4(self):
         self.run_dags(self.require_workloads(), 4)
+
+    def test_workloads_ranks4_one_host(self):
+        self.run_dags(self.require_workloads(), 4, one_host=True)
 
     def test_examples_ranks1(self):
         self.run_dags(os.path.join(pmcrun.CONFIG.source_dir, "examples"), 1)

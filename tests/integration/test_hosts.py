@@ -1,0 +1,330 @@
+#!/usr/bin/env python3
+"""test_hosts.py - the host is the unit of accounting; PMC's rank roles;
+--ranks-are-hosts (docs/compat-notes.md, "Running").
+
+All ranks of `mpiexec -n N` on this machine are one host.  One node agent
+per host holds all of its CPUs and memory; when rank 0 shares its host it is
+the master only and rank 1 is the host's agent; the other ranks wait idle in
+MPI_Finalize.  --host-cpus means the whole host.  --ranks-are-hosts (or
+PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
+
+  * pmc_shape_acceptance, for 1 rank (no mpiexec) and `mpiexec -n 2/3/4`
+    WITHOUT --host-cpus (the detected host: NCPU = os.cpu_count()): a DAG of
+    a 3 s -c 1 task ("hold", -p 10), six 0.3 s -c 1 tasks, a -c NCPU task
+    and a -m 500 task, each writing its PMC_RANK|PMC_HOST_RANK|PMC_CPUS|
+    PMC_MEMORY and its own start/end (date +%s.%N):
+      - the run succeeds (every task once, rescue file complete, ...);
+      - every task ran on the agent: slot=1 and PMC_RANK=1 under mpiexec
+        (slot=0, PMC_RANK=0 alone), PMC_HOST_RANK=0, hostname= the host's
+        name; the -c NCPU and -m 500 tasks saw PMC_CPUS=NCPU, PMC_MEMORY=500;
+      - the CPUs of the tasks running at any moment (from their own stamps)
+        never exceed NCPU, and reach NCPU (one agent uses the whole host);
+      - the summary says cpus=NCPU, slots=NCPU (the host counted once);
+      - the log: "mpiexec -ppn 1" exactly once under mpiexec (never alone),
+        "wait idle" exactly once when some rank is idle (3 and 4 ranks),
+        never otherwise;
+      - under mpiexec, while "hold" sleeps: every rank is a live pmc-hybrid
+        process (PMI_RANK from /proc/PID/environ) and each idle rank (2..N-1)
+        uses < 1 % of a core (utime+stime from /proc/PID/stat over 2 s).
+  * host_cpus_whole_host: `mpiexec -n 3 --host-cpus 4`, eight 0.4 s -c 1
+    tasks: at most 4 and at some moment exactly 4 run at once, all on rank
+    1, summary cpus=4 slots=4.
+  * master_only: one rank with --master-only: exit 1, stderr has "no rank is
+    left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
+    --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
+  * ranks_are_hosts: `mpiexec -n 3` with --ranks-are-hosts, with
+    PMC_RANKS_ARE_HOSTS=1, and with --ranks-are-hosts --host-cpus 4; nine
+    0.4 s tasks: every rank (0, 1, 2) ran tasks (rank 0 is master and
+    agent), PMC_RANK = slot=, PMC_HOST_RANK=0, hostname="HOSTNAME:SLOT";
+    summary cpus = slots = 3 x the host's CPUs (NCPU, or 4); per rank at
+    most the host's CPUs run at once but together more than one host's; no
+    "mpiexec -ppn 1" / "wait idle" advice in the log.
+"""
+
+import os
+import socket
+import sys
+import time
+
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pmcrun  # noqa: E402
+
+NCPU = os.cpu_count()
+HOST = socket.gethostname()
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+IDLE_WINDOW = 2.0  # seconds over which the idle ranks' CPU time is measured
+IDLE_MAX = 0.01  # of one core
+
+TASK = """#!/bin/sh
+# task.sh DIR NAME SECONDS: record PMC_* and this task's start and end around a sleep.
+printf '%s|%s|%s|%s\\n' "${PMC_RANK-UNSET}" "${PMC_HOST_RANK-UNSET}" "${PMC_CPUS-UNSET}" \\
+    "${PMC_MEMORY-UNSET}" > "$1/$2.env"
+date +%s.%N > "$1/$2.start"
+sleep "$3"
+date +%s.%N > "$1/$2.end"
+"""
+
+
+def read_text(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def read_float(path):
+    try:
+        return float(read_text(path).strip())
+    except (AttributeError, ValueError):
+        return None
+
+
+def peak_usage(intervals):
+    """intervals: [(name, start, end, amount)] -> (largest sum of amounts
+    of the intervals containing one moment, [(name, amount)] then)."""
+    best, who = 0, []
+    for _, s, _, _ in intervals:
+        active = [(n, a) for n, s2, e2, a in intervals if s2 <= s <= e2]
+        total = sum(a for _, a in active)
+        if total > best:
+            best, who = total, active
+    return best, who
+
+
+def cpu_seconds(pid):
+    """utime + stime of pid in seconds, None if it is gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            stat = f.read()
+    except OSError:
+        return None
+    fields = stat[stat.rfind(")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+class Hosts(pmcrun.TestCase):
+    def stamped(self, amounts):
+        """[(name, start, end, amount)] from the stamp files of the tasks in
+        amounts ({name: cpus}); problems for missing ones."""
+        got, problems = [], []
+        for name, amount in sorted(amounts.items()):
+            s = read_float(self.path(name + ".start"))
+            e = read_float(self.path(name + ".end"))
+            if s is None or e is None:
+                problems.append("%s: missing or bad start/end stamp file" % name)
+            else:
+                got.append((name, s, e, amount))
+        return got, problems
+
+    def clean(self, prefix):
+        """Remove the stamp/env files of a previous case."""
+        for f in os.listdir(self.tmp):
+            if f.startswith(prefix) or f.endswith((".start", ".end", ".env")):
+                os.unlink(self.path(f))
+
+    def advice_problems(self, res, ppn, idle):
+        """'mpiexec -ppn 1' once iff ppn, 'wait idle' once iff idle."""
+        problems = []
+        for text, want in (("mpiexec -ppn 1", ppn), ("wait idle", idle)):
+            n = res.stderr.count(text)
+            if n != (1 if want else 0):
+                problems.append("the log has %r %d times, expected %d"
+                                % (text, n, 1 if want else 0))
+        return problems
+
+    def summary_cpus_problems(self, res, cpus):
+        problems = []
+        if len(res.summaries) == 1:
+            for key in ("cpus", "slots"):
+                if res.summaries[0].get(key) != str(cpus):
+                    problems.append("cluster-summary %s=%s, expected %d"
+                                    % (key, res.summaries[0].get(key), cpus))
+        return problems
+
+    # ------------------------------------------------------- PMC's shape
+
+    def test_pmc_shape_acceptance(self):
+        self.write("task.sh", TASK, 0o755)
+        for ranks in (1, 2, 3, 4):
+            with self.subTest(ranks=ranks):
+                self.clean("shape")
+                self.check(*self.shape_case(ranks), case="ranks=%d" % ranks)
+
+    def shape_case(self, ranks):
+        amounts = {"hold": 1, "big": NCPU, "mem": 1}
+        lines = ["TASK hold -p 10 -c 1 /bin/sh {t}/task.sh {t} hold 3.0",
+                 "TASK big -c %d /bin/sh {t}/task.sh {t} big 0.3" % NCPU,
+                 "TASK mem -m 500 /bin/sh {t}/task.sh {t} mem 0.3"]
+        for i in range(6):
+            amounts["s%d" % i] = 1
+            lines.append("TASK s%d -c 1 /bin/sh {t}/task.sh {t} s%d 0.3" % (i, i))
+        dag_path = self.write("shape%d.dag" % ranks,
+                              "\n".join(lines).format(t=self.tmp) + "\n")
+        dag = pmcrun.parse_dag(dag_path)
+        proc = self.start_pmc([dag_path], ranks=ranks)
+        problems = []
+        if ranks > 1:
+            problems += self.idle_problems(proc, ranks)
+        res = pmcrun.finish(proc, timeout=60)
+        problems += pmcrun.success_problems(res, dag)
+        agent = 1 if ranks > 1 else 0
+        for r in res.tasks:
+            if r.fields.get("slot") != str(agent) or r.fields.get("hostname") != HOST:
+                problems.append("%s ran on slot=%s hostname=%s, expected slot=%d hostname=%s"
+                                % (r.name, r.fields.get("slot"), r.fields.get("hostname"),
+                                   agent, HOST))
+        for name in amounts:
+            want = "%d|0|%d|%d" % (agent, amounts[name], 500 if name == "mem" else 0)
+            got = (read_text(self.path(name + ".env")) or "").strip()
+            if got != want:
+                problems.append("%s saw PMC_RANK|PMC_HOST_RANK|PMC_CPUS|PMC_MEMORY = %r, "
+                                "expected %r" % (name, got, want))
+        got, more = self.stamped(amounts)
+        problems += more
+        peak, who = peak_usage(got)
+        if peak > NCPU:
+            problems.append("%d CPUs in use at once on a host of %d: %s"
+                            % (peak, NCPU, ", ".join("%s(%d)" % x for x in who)))
+        elif got and peak < NCPU:
+            problems.append("at most %d of the host's %d CPUs were ever in use: one agent "
+                            "did not get the whole host" % (peak, NCPU))
+        problems += self.summary_cpus_problems(res, NCPU)
+        problems += self.advice_problems(res, ppn=ranks > 1, idle=ranks > 2)
+        return problems, res
+
+    def idle_problems(self, proc, ranks):
+        """While "hold" sleeps: every rank is alive, and ranks 2.. use less
+        than IDLE_MAX of a core over IDLE_WINDOW seconds."""
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.path("hold.start")):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                return ["the hold task never started; idle ranks not measured"]
+            time.sleep(0.02)
+        procs = pmcrun.rank_processes(proc.pid)
+        problems = []
+        if sorted(procs) != list(range(ranks)):
+            problems.append("pmc-hybrid processes of ranks %s alive while tasks run, "
+                            "expected %s" % (sorted(procs), list(range(ranks))))
+        idle = {r: pid for r, pid in procs.items() if r >= 2}
+        before = {r: cpu_seconds(pid) for r, pid in idle.items()}
+        t0 = time.monotonic()
+        time.sleep(IDLE_WINDOW)
+        after = {r: cpu_seconds(pid) for r, pid in idle.items()}
+        window = time.monotonic() - t0
+        if os.path.exists(self.path("hold.end")):
+            problems.append("the hold task ended during the measurement")
+        for r in sorted(idle):
+            if before[r] is None or after[r] is None:
+                problems.append("idle rank %d exited while tasks were running" % r)
+                continue
+            share = (after[r] - before[r]) / window
+            if share >= IDLE_MAX:
+                problems.append("idle rank %d used %.1f %% of a core (%.3f s CPU in %.2f s)"
+                                % (r, share * 100, after[r] - before[r], window))
+        return problems
+
+    def test_host_cpus_whole_host(self):
+        self.write("task.sh", TASK, 0o755)
+        amounts = {"w%d" % i: 1 for i in range(8)}
+        dag_path = self.write("whole.dag", "".join(
+            "TASK %s /bin/sh %s/task.sh %s %s 0.4\n" % (n, self.tmp, self.tmp, n)
+            for n in sorted(amounts)))
+        res = self.run_pmc(["--host-cpus", "4", dag_path], ranks=3, timeout=60)
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        got, more = self.stamped(amounts)
+        problems += more
+        peak, who = peak_usage(got)
+        if got and peak != 4:
+            problems.append("at most %d tasks ran at once (%s), expected exactly 4: "
+                            "--host-cpus 4 is the whole host" % (peak, who))
+        slots = pmcrun.slot_counts(res.tasks)
+        if set(slots) != {1}:
+            problems.append("tasks per slot %s, expected all on rank 1" % slots)
+        problems += self.summary_cpus_problems(res, 4)
+        problems += self.advice_problems(res, ppn=True, idle=True)
+        self.check(problems, res)
+
+    # -------------------------------------------------------- master-only
+
+    def test_master_only(self):
+        self.write("task.sh", TASK, 0o755)
+        names = ["m%d" % i for i in range(4)]
+        dag_path = self.write("mo.dag", "".join(
+            "TASK %s /bin/sh %s/task.sh %s %s 0.1\n" % (n, self.tmp, self.tmp, n)
+            for n in names))
+        with self.subTest(case="one rank"):
+            res = self.run_pmc(["--master-only", dag_path], timeout=60)
+            problems = []
+            if res.timed_out or res.returncode != 1:
+                problems.append("exit status %s, expected 1" % res.returncode)
+            if "no rank is left to run tasks" not in res.stderr:
+                problems.append("stderr lacks 'no rank is left to run tasks'")
+            ran = [n for n in names if os.path.exists(self.path(n + ".start"))]
+            if ran or res.tasks:
+                problems.append("tasks ran: %s, %d records" % (ran, len(res.tasks)))
+            if os.path.exists(dag_path + ".rescue"):
+                problems.append("a rescue file was created")
+            self.check(problems, res, "--master-only on one rank")
+        with self.subTest(case="mpiexec -n 2"):
+            res = self.run_pmc(["--master-only", dag_path], ranks=2, timeout=60)
+            problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+            for n in names:
+                got = (read_text(self.path(n + ".env")) or "").strip()
+                if got != "1|0|1|0":
+                    problems.append("%s saw %r, expected '1|0|1|0' (rank 1)" % (n, got))
+            slots = pmcrun.slot_counts(res.tasks)
+            if set(slots) != {1}:
+                problems.append("tasks per slot %s, expected all on rank 1" % slots)
+            self.check(problems, res, "mpiexec -n 2 --master-only")
+
+    # ---------------------------------------------------- ranks are hosts
+
+    def test_ranks_are_hosts(self):
+        self.write("task.sh", TASK, 0o755)
+        amounts = {"h%d" % i: 1 for i in range(9)}
+        dag_path = self.write("rah.dag", "".join(
+            "TASK %s /bin/sh %s/task.sh %s %s 0.4\n" % (n, self.tmp, self.tmp, n)
+            for n in sorted(amounts)))
+        dag = pmcrun.parse_dag(dag_path)
+        cases = (("--ranks-are-hosts", ["--ranks-are-hosts"], None, NCPU),
+                 ("PMC_RANKS_ARE_HOSTS=1", [], {"PMC_RANKS_ARE_HOSTS": "1"}, NCPU),
+                 ("--ranks-are-hosts --host-cpus 4", ["--ranks-are-hosts", "--host-cpus", "4"],
+                  None, 4))
+        for case, opts, env, host_cpus in cases:
+            with self.subTest(case=case):
+                self.clean("rah.dag.")
+                res = self.run_pmc(opts + [dag_path], ranks=3, env=env, timeout=60)
+                problems = pmcrun.success_problems(res, dag)
+                problems += pmcrun.spread_problems(res.tasks, 3)
+                by_rank = {}
+                for r in res.tasks:
+                    slot = r.fields.get("slot")
+                    want_host = "%s:%s" % (HOST, slot)
+                    if r.fields.get("hostname") != want_host:
+                        problems.append("%s: hostname=%r, expected %r"
+                                        % (r.name, r.fields.get("hostname"), want_host))
+                    got = (read_text(self.path(r.name + ".env")) or "").strip()
+                    if got != "%s|0|1|0" % slot:
+                        problems.append("%s (slot=%s) saw %r, expected '%s|0|1|0'"
+                                        % (r.name, slot, got, slot))
+                    by_rank.setdefault(slot, {})[r.name] = 1
+                got, more = self.stamped(amounts)
+                problems += more
+                for slot, names in sorted(by_rank.items()):
+                    peak, who = peak_usage([g for g in got if g[0] in names])
+                    if peak > host_cpus:
+                        problems.append("rank %s ran %d tasks at once on a host of %d CPUs: %s"
+                                        % (slot, peak, host_cpus, who))
+                peak, who = peak_usage(got)
+                if got and peak <= host_cpus:
+                    problems.append("at most %d tasks ran at once: the three hosts of %d CPUs "
+                                    "were not used together" % (peak, host_cpus))
+                problems += self.summary_cpus_problems(res, 3 * host_cpus)
+                problems += self.advice_problems(res, ppn=False, idle=False)
+                self.check(problems, res, case)
+
+
+if __name__ == "__main__":
+    pmcrun.main()
