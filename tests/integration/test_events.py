@@ -35,7 +35,9 @@ from the NAME.out.NNN files beside the DAG.
     has two SUBMITs, every EXECUTE has exactly one SUBMIT with its sequence
     number, no task has more SUBMITs than EXECUTEs + 1 (a task handed back
     unstarted is not submitted again), some task ran and some task was
-    handed back without an EXECUTE.
+    handed back without an EXECUTE.  The same with -m 1 (1 rank and mpiexec
+    -n 2) and a first task (-p 10) that fails after 0.1 s: the tasks queued
+    at the node come back unstarted (DRAIN) and are not submitted again.
 """
 
 import os
@@ -266,13 +268,17 @@ class Events(pmcrun.TestCase):
                  ("--max-wall-time, mpiexec -n 2", ["--max-wall-time", "0.02"], 2, None),
                  ("SIGTERM, 1 rank", [], 1, "proc"),
                  ("SIGTERM to rank 0, mpiexec -n 2", [], 2, "rank0"),
-                 ("SIGTERM to mpiexec, 2 ranks", [], 2, "proc"))
+                 ("SIGTERM to mpiexec, 2 ranks", [], 2, "proc"),
+                 ("-m 1, 1 rank", ["-m", "1"], 1, None),
+                 ("-m 1, mpiexec -n 2", ["-m", "1"], 2, None))
         for i, (case, opts, ranks, term) in enumerate(cases):
             with self.subTest(case=case):
                 folder = self.path("stop%d" % i)
                 os.mkdir(folder)
                 dag_path = os.path.join(folder, "stop.dag")
                 with open(dag_path, "w") as f:
+                    if "-m" in opts:  # its failure stops the run (PMC's -m)
+                        f.write('TASK bad -p 10 /bin/sh -c "sleep 0.1; exit 1"\n')
                     for k in range(6):
                         f.write("TASK q%d -t 2 /bin/sleep 0.5\n" % k)
                 jobstate = os.path.join(folder, "jobstate.log")

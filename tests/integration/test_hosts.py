@@ -20,15 +20,18 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
       - the CPUs of the tasks running at any moment (from their own stamps)
         never exceed NCPU, and reach NCPU (one agent uses the whole host);
       - the summary says cpus=NCPU, slots=NCPU (the host counted once);
+      - the resource log (DAG.resource) names one host, HOSTNAME, with
+        NCPU CPUs free before any task, and the totals ("*") the same;
       - the log: "mpiexec -ppn 1" exactly once under mpiexec (never alone),
-        "wait idle" exactly once when some rank is idle (3 and 4 ranks),
-        never otherwise;
+        on an [info] line that also says "wait idle" when some rank is idle
+        (3 and 4 ranks; "wait idle" never otherwise: with 2 ranks no rank
+        is idle);
       - under mpiexec, while "hold" sleeps: every rank is a live pmc-hybrid
         process (PMI_RANK from /proc/PID/environ) and each idle rank (2..N-1)
         uses < 1 % of a core (utime+stime from /proc/PID/stat over 2 s).
   * host_cpus_whole_host: `mpiexec -n 3 --host-cpus 4`, eight 0.4 s -c 1
     tasks: at most 4 and at some moment exactly 4 run at once, all on rank
-    1, summary cpus=4 slots=4.
+    1, summary cpus=4 slots=4, the resource log shows one host of 4 CPUs.
   * master_only: one rank with --master-only: exit 1, stderr has "no rank is
     left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
     --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
@@ -36,9 +39,11 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     PMC_RANKS_ARE_HOSTS=1, and with --ranks-are-hosts --host-cpus 4; nine
     0.4 s tasks: every rank (0, 1, 2) ran tasks (rank 0 is master and
     agent), PMC_RANK = slot=, PMC_HOST_RANK=0, hostname="HOSTNAME:SLOT";
-    summary cpus = slots = 3 x the host's CPUs (NCPU, or 4); per rank at
-    most the host's CPUs run at once but together more than one host's; no
-    "mpiexec -ppn 1" / "wait idle" advice in the log.
+    summary cpus = slots = 3 x the host's CPUs (NCPU, or 4); the resource
+    log names the hosts "HOSTNAME:0".."HOSTNAME:2" with the host's CPUs
+    each and "*" with 3 x as many; per rank at most the host's CPUs run at
+    once but together more than one host's; no "mpiexec -ppn 1" / "wait
+    idle" advice in the log.
 """
 
 import os
@@ -125,13 +130,47 @@ class Hosts(pmcrun.TestCase):
                 os.unlink(self.path(f))
 
     def advice_problems(self, res, ppn, idle):
-        """'mpiexec -ppn 1' once iff ppn, 'wait idle' once iff idle."""
+        """'mpiexec -ppn 1' once iff ppn, 'wait idle' once iff idle, both on
+        one [info] line."""
         problems = []
         for text, want in (("mpiexec -ppn 1", ppn), ("wait idle", idle)):
             n = res.stderr.count(text)
             if n != (1 if want else 0):
                 problems.append("the log has %r %d times, expected %d"
                                 % (text, n, 1 if want else 0))
+        lines = [line for line in res.stderr.splitlines() if "mpiexec -ppn 1" in line]
+        if ppn and len(lines) == 1:
+            if not lines[0].startswith("[info]"):
+                problems.append("the launch advice is not logged at info level: %r" % lines[0])
+            if idle and "wait idle" not in lines[0]:
+                problems.append("'wait idle' is not on the line of the launch advice: %r"
+                                % lines[0])
+        return problems
+
+    def resource_log_problems(self, dag_path, hosts):
+        """DAG.resource ("TS,SLOTS_FREE,CPUS_FREE,MEMORY_FREE_MB,HOSTNAME[,GPUS]")
+        names exactly the hosts of `hosts` ({name: cpus}) and "*" (the
+        totals), and the most CPUs free it shows for each (the first line,
+        before any task) are that host's CPUs, and their sum for "*"."""
+        text = read_text(dag_path + ".resource")
+        if text is None:
+            return ["%s.resource does not exist" % os.path.basename(dag_path)]
+        most, problems = {}, []
+        for lineno, line in enumerate(text.splitlines(), 1):
+            cols = line.split(",")
+            if len(cols) not in (5, 6):
+                problems.append("resource log line %d malformed: %r" % (lineno, line))
+                continue
+            most[cols[4]] = max(most.get(cols[4], 0), int(cols[2]))
+        want = dict(hosts)
+        want["*"] = sum(hosts.values())
+        if sorted(most) != sorted(want):
+            problems.append("resource log names hosts %s, expected %s"
+                            % (sorted(most), sorted(want)))
+        for host, cpus in sorted(want.items()):
+            if host in most and most[host] != cpus:
+                problems.append("resource log: at most %d CPUs free on %s, expected %d"
+                                % (most[host], host, cpus))
         return problems
 
     def summary_cpus_problems(self, res, cpus):
@@ -191,6 +230,7 @@ class Hosts(pmcrun.TestCase):
             problems.append("at most %d of the host's %d CPUs were ever in use: one agent "
                             "did not get the whole host" % (peak, NCPU))
         problems += self.summary_cpus_problems(res, NCPU)
+        problems += self.resource_log_problems(dag_path, {HOST: NCPU})
         problems += self.advice_problems(res, ppn=ranks > 1, idle=ranks > 2)
         return problems, res
 
@@ -243,6 +283,7 @@ class Hosts(pmcrun.TestCase):
         if set(slots) != {1}:
             problems.append("tasks per slot %s, expected all on rank 1" % slots)
         problems += self.summary_cpus_problems(res, 4)
+        problems += self.resource_log_problems(dag_path, {HOST: 4})
         problems += self.advice_problems(res, ppn=True, idle=True)
         self.check(problems, res)
 
@@ -322,6 +363,8 @@ class Hosts(pmcrun.TestCase):
                     problems.append("at most %d tasks ran at once: the three hosts of %d CPUs "
                                     "were not used together" % (peak, host_cpus))
                 problems += self.summary_cpus_problems(res, 3 * host_cpus)
+                problems += self.resource_log_problems(
+                    dag_path, {"%s:%d" % (HOST, r): host_cpus for r in range(3)})
                 problems += self.advice_problems(res, ppn=False, idle=False)
                 self.check(problems, res, case)
 
