@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -94,6 +95,7 @@ struct spawn_child {
     struct {
         uint64_t cur, max;
     } limit;
+    pid_t parent; /* our pid: a child whose parent is gone must not run */
     /* written by the child when a step fails */
     volatile int err;
 };
@@ -141,6 +143,13 @@ SPAWN_CHILD static int spawn_child_main(void *arg)
     struct spawn_child *c = arg;
     spawn_child_signals_default();
     if (syscall(SYS_setpgid, 0, 0) < 0 || spawn_child_fds(c) < 0)
+        goto fail;
+    /* The task dies with the thread that started it: when pmc-hybrid is
+     * killed (kill -9, a rank lost and MPI killing the job), its tasks do
+     * not run on as orphans (an orderly end reaps them first).  A parent
+     * that died before this line is caught by the getppid() check. */
+    if (syscall(SYS_prctl, PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+        syscall(SYS_getppid) != c->parent)
         goto fail;
     /* Descriptors inherited without close-on-exec from whoever started us
      * must not reach the task either (Linux >= 5.9; ENOSYS is ignored: then
@@ -250,6 +259,7 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
     /* Raw call: pthread_sigmask would leave glibc's internal signals open. */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, SPAWN_SIGSET_BYTES);
     errno = 0; /* binds __errno_location now, not lazily in the child */
+    c->parent = getpid();
     int fd = -1;
     pid_t p = SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
                           CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, c, &fd);

@@ -1,0 +1,545 @@
+#!/usr/bin/env python3
+"""faults.py - injected faults: full disks, failed syncs, file size and
+descriptor limits, hostile tasks, huge output, failed allocations (issue 13).
+
+Every case runs the real pmc-hybrid in a fresh directory and demands: a
+clear message, no hang (each run is bounded), nothing lost (the rescue log
+parses, every task DONE in it ran, and a rerun without the fault completes
+exactly the rest; output that could not be merged is kept for the rerun),
+no leaked processes (none of the run's sessions survives it) and no
+descriptor growth (pmc-hybrid's open descriptors, sampled while it runs,
+stay bounded).
+
+Faults come from resource limits (RLIMIT_FSIZE, RLIMIT_NOFILE) or from
+libpmcfault.so (faultshim.c), preloaded into pmc-hybrid only:
+
+  rescue-enospc      the rescue log's writes hit a full disk (short write,
+                     then ENOSPC) after 40 records
+  rescue-efbig       the same with EFBIG
+  rescue-eio         its fdatasync fails with EIO after 3 batches
+  rewrite-enospc     the start-up rewrite (PATH.tmp) hits ENOSPC: no task
+                     runs and the old log stays byte-identical
+  output-enospc      -o hits ENOSPC during the final merge; the per-rank
+                     files stay, and the rerun merges them
+  fsize-limit        RLIMIT_FSIZE 24 MB for everything: task output
+                     overflows the per-rank file
+  emfile             RLIMIT_NOFILE from 16 to 256: each run ends cleanly
+  daemon             tasks that leave a background process behind, with and
+                     without the task's stdout
+  closed-stdio       tasks that close their stdout, their stderr, or both
+  big-stdout         one task writes --big-mb MB (default 200) to stdout:
+                     it all arrives in -o; pmc-hybrid's memory stays small
+  malloc             the Nth allocation of pmc-hybrid's own code fails, N
+                     over every allocation of a small run (--malloc-step
+                     samples), once and from N on, with 1 rank and with
+                     mpiexec -n 2 --ranks-are-hosts: every run must end
+                     (exit 0 or 1, no hang, no crash)
+
+Usage: faults.py --bin build/pmc-hybrid --shim build/tests/reliability/libpmcfault.so
+                 [-k CASE ...] [--big-mb 200] [--malloc-step 1] [--malloc-timeout 20]
+Exit status 0 when every case holds.  Python 3 standard library only.
+"""
+
+import argparse
+import errno
+import os
+import re
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import relutil  # noqa: E402
+
+ARGS = None
+FD_BOUND = 64  # descriptors pmc-hybrid may hold at once in these small runs
+
+
+class Run:
+    """One pmc-hybrid run: exit status, output, time, descriptors, leftovers."""
+
+    def __init__(self, work, args, env=None, preexec=None, timeout=60, ranks=1, tag="run"):
+        argv = [ARGS.bin] + args
+        if ranks > 1:
+            argv = [ARGS.mpiexec, "-n", str(ranks), ARGS.bin, "--ranks-are-hosts"] + args
+        self.out_path = os.path.join(work, tag + ".stdout")
+        self.err_path = os.path.join(work, tag + ".stderr")
+        t0 = time.monotonic()
+        proc = relutil.start(argv, work, self.out_path, self.err_path,
+                             env=relutil.clean_env(env), preexec=preexec)
+        self.max_fds, self.max_rss_kb, sessions = 0, 0, {proc.pid}
+        self.timed_out = False
+        while proc.poll() is None:
+            if time.monotonic() - t0 > timeout:
+                self.timed_out = True
+                break
+            sessions |= self.sessions_of(proc.pid)
+            fds, rss = self.engine_usage(proc.pid)
+            self.max_fds = max(self.max_fds, fds)
+            self.max_rss_kb = max(self.max_rss_kb, rss)
+            time.sleep(0.02)
+        self.elapsed = time.monotonic() - t0
+        time.sleep(0.3)  # what is alive now outlives the run
+        self.leftovers = [p for p, (st, _, sid) in relutil.processes().items()
+                          if st != "Z" and sid in sessions and p != proc.pid]
+        relutil.kill_tree(proc.pid)
+        for pid in self.leftovers:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        proc.wait()
+        self.rc = proc.returncode
+        with open(self.err_path, "rb") as f:
+            self.stderr = f.read().decode("utf-8", "replace")
+        with open(self.out_path, "rb") as f:
+            self.stdout = f.read(1 << 20).decode("utf-8", "replace")
+
+    @staticmethod
+    def sessions_of(root):
+        procs = relutil.processes()
+        tree, grown = {root}, True
+        while grown:
+            grown = False
+            for pid, (_, ppid, _) in procs.items():
+                if ppid in tree and pid not in tree:
+                    tree.add(pid)
+                    grown = True
+        return {procs[p][2] for p in tree if p in procs}
+
+    @staticmethod
+    def engine_usage(root):
+        """Most descriptors held, and the largest VmHWM (kB), of the
+        pmc-hybrid processes among root and its children."""
+        fds = rss = 0
+        for pid in [root] + [p for p, (_, pp, _) in relutil.processes().items() if pp == root]:
+            try:
+                with open("/proc/%d/cmdline" % pid, "rb") as f:
+                    if b"pmc-hybrid" not in f.read().split(b"\0")[0]:
+                        continue
+                fds = max(fds, len(os.listdir("/proc/%d/fd" % pid)))
+                with open("/proc/%d/status" % pid) as f:
+                    m = re.search(r"VmHWM:\s+(\d+) kB", f.read())
+                if m:
+                    rss = max(rss, int(m.group(1)))
+            except OSError:
+                pass
+        return fds, rss
+
+    def describe(self):
+        tail = "\n".join(self.stderr.strip().splitlines()[-12:])
+        state = "timed out" if self.timed_out else "exit %s" % self.rc
+        return "%s after %.1f s; stderr:\n%s" % (state, self.elapsed, tail)
+
+
+class Case:
+    def __init__(self, name):
+        self.name = name
+        self.work = tempfile.mkdtemp(prefix="pmc-fault-%s-" % name)
+        self.problems = []
+        self.figures = {}
+
+    def path(self, name):
+        return os.path.join(self.work, name)
+
+    def fail(self, text):
+        self.problems.append(text)
+
+    def check_run(self, r, want_rc, message=None, what="run"):
+        """No hang, the exit status, the message, no leftovers, bounded fds."""
+        if r.timed_out:
+            self.fail("%s hangs: %s" % (what, r.describe()))
+            return False
+        if r.rc not in want_rc:
+            self.fail("%s: exit %s, expected %s: %s" % (what, r.rc, want_rc, r.describe()))
+        if message and not re.search(message, r.stderr):
+            self.fail("%s: no message matching %r: %s" % (what, message, r.describe()))
+        if r.leftovers:
+            self.fail("%s: %d processes outlive it" % (what, len(r.leftovers)))
+        if r.max_fds > FD_BOUND:
+            self.fail("%s: pmc-hybrid held %d descriptors (bound %d)" % (what, r.max_fds, FD_BOUND))
+        return True
+
+    def ledger_dag(self, ntasks, **kw):
+        dag = self.path("wf.dag")
+        parents = relutil.ledger_dag(dag, ntasks, self.path("ledger"), **kw)
+        return dag, set(parents)
+
+    def check_rescue(self, dag, names):
+        """The rescue log parses and every DONE task ran; returns DONE."""
+        snap = relutil.Rescue(dag + ".rescue")
+        if snap.bad:
+            self.fail("rescue log has bad lines %s" % snap.bad[:3])
+        ran, _ = relutil.read_ledger(self.path("ledger"))
+        never = snap.done_set - set(ran)
+        if never:
+            self.fail("%d tasks DONE never ran: %s" % (len(never), sorted(never)[:3]))
+        if snap.done_set - names:
+            self.fail("rescue log names unknown tasks")
+        return snap.done_set
+
+    def rerun_completes(self, dag, names, done, args=None):
+        """A rerun without the fault exits 0, runs exactly the tasks not DONE."""
+        _, pos = relutil.read_ledger(self.path("ledger"))
+        r = Run(self.work, (args or []) + ["--host-cpus", "4", "--no-progress", dag], tag="rerun")
+        if not self.check_run(r, (0,), what="rerun"):
+            return r
+        ran, _ = relutil.read_ledger(self.path("ledger"), pos)
+        again = set(ran) & done
+        if again:
+            self.fail("rerun ran %d DONE tasks again: %s" % (len(again), sorted(again)[:3]))
+        if sorted(ran) != sorted(names - done):
+            self.fail("rerun ran %d tasks, expected the %d not DONE"
+                      % (len(ran), len(names - done)))
+        final = relutil.Rescue(dag + ".rescue")
+        if final.done_set != names:
+            self.fail("after the rerun %d of %d tasks are DONE" % (len(final.done_set), len(names)))
+        return r
+
+
+def shim_env(**kw):
+    env = {"LD_PRELOAD": ARGS.shim}
+    env.update({k: str(v) for k, v in kw.items()})
+    return env
+
+
+# ---- rescue log and -o ---------------------------------------------------------
+
+
+def case_rescue_write(c, err_no, message):
+    dag, names = c.ledger_dag(400, stdout=False)
+    after = 40 * len("DONE t0000000\n") + 5  # 40 records, then a torn one
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", dag], timeout=60,
+            env=shim_env(PMC_FAULT_WRITE_PATH="wf.dag.rescue", PMC_FAULT_WRITE_AFTER=after,
+                         PMC_FAULT_WRITE_ERRNO=err_no))
+    c.check_run(r, (1,), "Rescue log failed: .*wf.dag.rescue: write failed: " + message)
+    if 'stat="failed"' not in r.stdout:
+        c.fail("no [cluster-summary stat=\"failed\"] record")
+    snap = relutil.Rescue(dag + ".rescue")
+    c.figures["done_at_failure"] = len(snap.done)
+    c.figures["torn_tail"] = snap.torn.decode(errors="replace")
+    if len(snap.done) != 40 or snap.torn != b"DONE ":
+        c.fail("rescue log after the failure: %d records, torn %r (expected 40, 'DONE ')"
+               % (len(snap.done), snap.torn))
+    done = c.check_rescue(dag, names)
+    c.rerun_completes(dag, names, done)
+
+
+def case_rescue_enospc(c):
+    case_rescue_write(c, errno.ENOSPC, "No space left on device")
+
+
+def case_rescue_efbig(c):
+    case_rescue_write(c, errno.EFBIG, "File too large")
+
+
+def case_rescue_eio(c):
+    dag, names = c.ledger_dag(400, stdout=False)
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", dag], timeout=60,
+            env=shim_env(PMC_FAULT_SYNC_PATH="wf.dag.rescue", PMC_FAULT_SYNC_AFTER=3))
+    c.check_run(r, (1,), "Rescue log failed: .*fdatasync failed: Input/output error")
+    done = c.check_rescue(dag, names)
+    c.figures["done_at_failure"] = len(done)
+    c.rerun_completes(dag, names, done)
+
+
+def case_rewrite_enospc(c):
+    dag, names = c.ledger_dag(300, stdout=False)
+    first = Run(c.work, ["--host-cpus", "4", "--no-progress", "--max-wall-time", "0.01", dag],
+                timeout=60, tag="first")
+    c.check_run(first, (0, 1), what="first run")
+    with open(dag + ".rescue", "rb") as f:
+        before = f.read()
+    _, pos = relutil.read_ledger(c.path("ledger"))
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", dag], timeout=60,
+            env=shim_env(PMC_FAULT_WRITE_PATH="wf.dag.rescue.tmp", PMC_FAULT_WRITE_AFTER=100))
+    c.check_run(r, (1,), "wf.dag.rescue.tmp: write failed: No space left on device")
+    with open(dag + ".rescue", "rb") as f:
+        if f.read() != before:
+            c.fail("the rescue log changed although its rewrite failed")
+    if os.path.exists(dag + ".rescue.tmp"):
+        c.fail("PATH.tmp left behind")
+    ran, _ = relutil.read_ledger(c.path("ledger"), pos)
+    if ran:
+        c.fail("%d tasks ran although the rescue log could not be rewritten" % len(ran))
+    c.figures["done_before"] = len(relutil.Rescue(dag + ".rescue").done)
+    c.rerun_completes(dag, names, c.check_rescue(dag, names))
+
+
+def case_output_enospc(c):
+    dag, names = c.ledger_dag(300, stdout=True)
+    out = c.path("out.txt")
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", out, dag], timeout=60,
+            env=shim_env(PMC_FAULT_WRITE_PATH="out.txt", PMC_FAULT_WRITE_AFTER=4096))
+    c.check_run(r, (1,), "out.txt.*No space left on device|No space left on device.*out.txt")
+    left = relutil_stdio_files(dag)
+    c.figures["per_rank_files_kept"] = len(left)
+    if not left:
+        c.fail("the per-rank stdio files are gone although the merge failed: output lost")
+    done = c.check_rescue(dag, names)
+    if done != names:
+        c.fail("%d of %d tasks DONE: the tasks themselves succeeded" % (len(done), len(names)))
+    r2 = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", out, dag], tag="rerun")
+    c.check_run(r2, (0,), what="rerun")
+    with open(out, "rb") as f:
+        data = f.read().decode(errors="replace")
+    lines = set(data.split("\n"))
+    missing = [t for t in names if t not in lines]
+    if missing:
+        c.fail("after the rerun -o lacks the output of %d tasks, e.g. %s"
+               % (len(missing), sorted(missing)[:3]))
+
+
+def relutil_stdio_files(dag):
+    folder, base = os.path.split(dag)
+    return [f for f in os.listdir(folder) if re.match(re.escape(base) + r"\.(out|err)\.\d+$", f)]
+
+
+def case_fsize_limit(c):
+    limit = 24 << 20
+    dag = c.path("wf.dag")
+    with open(dag, "w") as f:
+        for i in range(40):
+            f.write("TASK big%02d /bin/sh -c \"head -c 1048576 /dev/zero\"\n" % i)
+
+    def pre():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", c.path("out.txt"), dag],
+            timeout=120, preexec=pre)
+    c.check_run(r, (0, 1), "File too large|failed with exitcode")
+    c.figures["exit"] = r.rc
+    c.figures["messages"] = sorted(set(re.findall(r"\[(?:fatal|error)\] ([^:\n]{0,60})",
+                                                   r.stderr)))[:4]
+    snap = relutil.Rescue(dag + ".rescue")
+    if snap.bad:
+        c.fail("rescue log has bad lines")
+
+
+# ---- descriptors ------------------------------------------------------------------
+
+
+def case_emfile(c):
+    dag, names = c.ledger_dag(200, stdout=True)
+    outcomes = {}
+    for n in (24, 32, 48, 64, 128, 256):  # below ~20 MPI_Init_thread itself aborts
+        for f in (dag + ".rescue", c.path("out.txt")):
+            if os.path.exists(f):
+                os.unlink(f)
+
+        def pre(n=n):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (n, n))
+        r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", c.path("out.txt"), dag],
+                timeout=15, preexec=pre, tag="nofile%d" % n)
+        c.check_run(r, (0, 1), what="RLIMIT_NOFILE %d" % n)
+        if r.rc == 1 and not re.search(r"Too many open files|descriptors", r.stderr):
+            c.fail("RLIMIT_NOFILE %d: exit 1 without a message about descriptors: %s"
+                   % (n, r.describe()))
+        if r.rc == 0:
+            c.check_rescue(dag, names)
+            if relutil.Rescue(dag + ".rescue").done_set != names:
+                c.fail("RLIMIT_NOFILE %d: exit 0 but not every task DONE" % n)
+        first = re.search(r"\[(?:fatal|error)\] (.{0,70})", r.stderr)
+        outcomes[n] = "exit %s%s" % (r.rc, (": " + first.group(1)) if first and r.rc else "")
+    c.figures["outcomes"] = outcomes
+
+
+# ---- hostile tasks ----------------------------------------------------------------
+
+
+def case_daemon(c):
+    dag = c.path("wf.dag")
+    with open(dag, "w") as f:
+        f.write("TASK quiet /bin/sh -c \"sleep 30 </dev/null >/dev/null 2>&1 & echo quiet\"\n")
+        f.write("TASK holder /bin/sh -c \"(sleep 30 &) ; echo holder\"\n")
+        f.write("TASK setsid /bin/sh -c \"setsid sleep 30 </dev/null >/dev/null 2>&1 & echo s\"\n")
+        f.write("TASK after /bin/echo after\nEDGE quiet after\nEDGE holder after\n")
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", c.path("out.txt"), dag],
+            timeout=20)
+    c.figures["seconds"] = round(r.elapsed, 2)
+    c.figures["daemons_left"] = len(r.leftovers)
+    c.check_run(r, (0,))
+    if r.elapsed > 10:
+        c.fail("pmc-hybrid waited %.1f s for its tasks' background processes" % r.elapsed)
+
+
+def case_closed_stdio(c):
+    dag = c.path("wf.dag")
+    with open(dag, "w") as f:
+        f.write("TASK no_out /bin/sh -c \"exec 1>&-; echo to-stderr >&2\"\n")
+        f.write("TASK no_err /bin/sh -c \"exec 2>&-; echo to-stdout\"\n")
+        f.write("TASK neither /bin/sh -c \"exec 1>&- 2>&-; true\"\n")
+        f.write("TASK after /bin/echo after\nEDGE no_out after\nEDGE neither after\n")
+    out = c.path("out.txt")
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", out, "-e", c.path("err.txt"), dag],
+            timeout=30)
+    c.check_run(r, (0,))
+    with open(out) as f:
+        data = f.read()
+    for t in ("no_out", "no_err", "neither", "after"):
+        if not re.search(r"\[cluster-task name=%s, .*status=0," % t, data):
+            c.fail("no successful record of %s in -o" % t)
+    if "to-stdout" not in data:
+        c.fail("lost the output of no_err")
+
+
+def case_big_stdout(c):
+    mb = ARGS.big_mb
+    dag = c.path("wf.dag")
+    with open(dag, "w") as f:
+        f.write("TASK big /bin/sh -c \"head -c %d /dev/zero | tr '\\\\0' x\"\n" % (mb << 20))
+        f.write("TASK small /bin/echo small\n")
+    out = c.path("out.txt")
+    t0 = time.monotonic()
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress", "-o", out, dag], timeout=600)
+    c.check_run(r, (0,))
+    size = os.path.getsize(out) if os.path.exists(out) else 0
+    c.figures["mb"] = mb
+    c.figures["seconds"] = round(time.monotonic() - t0, 1)
+    c.figures["out_bytes"] = size
+    if size < (mb << 20):
+        c.fail("-o holds %d bytes, less than the %d MB written" % (size, mb))
+    with open(out, "rb") as f:
+        f.seek(mb << 19)
+        if f.read(4096) != b"x" * 4096:
+            c.fail("-o does not hold the task's bytes in the middle")
+    os.unlink(out)  # do not keep GBs around
+    for f in relutil_stdio_files(dag):
+        os.unlink(os.path.join(c.work, f))
+    c.figures["max_fds"] = r.max_fds
+    c.figures["engine_peak_rss_mb"] = round(r.max_rss_kb / 1024, 1)
+    if r.max_rss_kb > 256 * 1024:
+        c.fail("pmc-hybrid's resident memory reached %d MB for %d MB of output"
+               % (r.max_rss_kb >> 10, mb))
+
+
+# ---- allocations ------------------------------------------------------------------
+
+
+def count_allocs(c, dag, ranks):
+    report = c.path("count.%d" % ranks)
+    Run(c.work, ["--host-cpus", "4", "--no-progress", "-s", dag], ranks=ranks,
+        env=shim_env(PMC_FAULT_MALLOC_NTH=1 << 40, PMC_FAULT_REPORT=report), tag="count")
+    counts = []
+    with open(report) as f:
+        for line in f:
+            counts.append(int(line.split()[3]))
+    return max(counts) if counts else 0
+
+
+def failing_site(stderr):
+    """'function file:line < caller < ...' of the failed allocation."""
+    addrs = re.findall(r"pmc-hybrid\(\+(0x[0-9a-f]+)\)", stderr.split("faultshim: failing", 1)[-1])
+    if not addrs:
+        return "?"
+    try:
+        out = subprocess.run(["addr2line", "-f", "-s", "-e", ARGS.bin] +
+                             ["0x%x" % (int(a, 16) - 1) for a in addrs[:4]],
+                             capture_output=True, text=True, timeout=10).stdout.split("\n")
+        return " < ".join("%s %s" % (out[i], out[i + 1]) for i in range(0, len(out) - 1, 2))
+    except (OSError, subprocess.SubprocessError):
+        return " ".join(addrs[:4])
+
+
+def case_malloc(c):
+    dag, names = c.ledger_dag(120, stdout=True)
+    bad = {}
+    runs = 0
+    for ranks in (1, 2):
+        total = count_allocs(c, dag, ranks)
+        c.figures["allocs_ranks%d" % ranks] = total
+        if total == 0:
+            c.fail("the shim counted no allocation of pmc-hybrid (ranks %d)" % ranks)
+            continue
+        for mode in ("once", "from"):
+            step = ARGS.malloc_step if mode == "once" else max(ARGS.malloc_step, 7)
+            for n in range(1, total + 1, step):
+                for f in (dag + ".rescue",):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                r = Run(c.work, ["--host-cpus", "4", "--no-progress", dag], ranks=ranks,
+                        timeout=ARGS.malloc_timeout, tag="m",
+                        env=shim_env(PMC_FAULT_MALLOC_NTH=n, PMC_FAULT_MALLOC_MODE=mode))
+                runs += 1
+                outcome = None
+                if r.timed_out:
+                    outcome = "hang"
+                elif r.rc not in (0, 1):
+                    outcome = "exit %s" % r.rc
+                elif r.leftovers:
+                    outcome = "leftover processes"
+                if outcome:
+                    site = failing_site(r.stderr)
+                    key = (outcome, site)
+                    bad.setdefault(key, []).append("%s/%d/ranks%d" % (mode, n, ranks))
+    c.figures["runs"] = runs
+    for (outcome, site), where in sorted(bad.items()):
+        c.fail("%s when this allocation fails (%d runs, e.g. %s): %s"
+               % (outcome, len(where), ", ".join(where[:3]), site))
+
+
+CASES = {
+    "rescue-enospc": case_rescue_enospc,
+    "rescue-efbig": case_rescue_efbig,
+    "rescue-eio": case_rescue_eio,
+    "rewrite-enospc": case_rewrite_enospc,
+    "output-enospc": case_output_enospc,
+    "fsize-limit": case_fsize_limit,
+    "emfile": case_emfile,
+    "daemon": case_daemon,
+    "closed-stdio": case_closed_stdio,
+    "big-stdout": case_big_stdout,
+    "malloc": case_malloc,
+}
+
+
+def main():
+    global ARGS
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.abspath(os.path.join(here, "..", ".."))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bin", default=os.path.join(src, "build", "pmc-hybrid"))
+    p.add_argument("--shim", default=os.path.join(src, "build", "tests", "reliability",
+                                                  "libpmcfault.so"))
+    p.add_argument("--mpiexec", default="mpiexec")
+    p.add_argument("-k", dest="cases", action="append", choices=sorted(CASES))
+    p.add_argument("--big-mb", type=int, default=200)
+    p.add_argument("--malloc-step", type=int, default=1)
+    p.add_argument("--malloc-timeout", type=float, default=20)
+    p.add_argument("--keep", action="store_true")
+    ARGS = p.parse_args()
+    ARGS.bin = os.path.abspath(ARGS.bin)
+    ARGS.shim = os.path.abspath(ARGS.shim)
+    for what, path in (("--bin", ARGS.bin), ("--shim", ARGS.shim)):
+        if not os.path.exists(path):
+            print("%s not found: %s" % (what, path))
+            return 1
+    print("faults: %s, %s" % (ARGS.bin, relutil.machine()))
+    failed = 0
+    for name in ARGS.cases or list(CASES):
+        c = Case(name)
+        t0 = time.monotonic()
+        try:
+            CASES[name](c)
+        except Exception as e:  # a broken case is a failure, not a crash of the runner
+            c.fail("%s: %r" % (type(e).__name__, e))
+        figs = ", ".join("%s=%s" % kv for kv in sorted(c.figures.items()))
+        print("%-15s %s (%.1f s)%s" % (name, "FAILED" if c.problems else "ok",
+                                       time.monotonic() - t0, "  " + figs if figs else ""),
+              flush=True)
+        for prob in c.problems:
+            print("    - " + prob.replace("\n", "\n      "))
+        failed += bool(c.problems)
+        if c.problems or ARGS.keep:
+            print("    work directory: %s" % c.work)
+        else:
+            shutil.rmtree(c.work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

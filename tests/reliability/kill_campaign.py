@@ -1,0 +1,420 @@
+#!/usr/bin/env python3
+"""kill_campaign.py - kill -9 pmc-hybrid again and again; prove it loses no
+finished work and reruns only what was in flight (issue 13, DESIGN.md
+section 6).
+
+The workflow: N tiny tasks in layers (each task has one or two parents in
+the layer before), each appending its name to a ledger file with O_APPEND
+and printing it.  pmc-hybrid runs it (1 rank, or `mpiexec -n 2
+--ranks-are-hosts`); the campaign kills the whole session with SIGKILL at K
+moments and restarts the same command each time, until a run exits 0.
+
+Kill moments, in rotation:
+  random   a random time into the run (scaled so that K kills fit the work);
+  startup  0-30 ms after the launch (MPI start-up, DAG load, rescue read);
+  rewrite  as soon as PATH.rescue.tmp exists: the start-up rewrite of the
+           rescue log (PATH.tmp, fsync, rename) is under way;
+  commit   right after the rescue log has grown: during a group-commit burst;
+  merge    once every task is DONE (the rescue log holds every record) or
+           -o has begun: during the shutdown and the final stdio merge; the
+           report counts the kills that came while -o was being written.
+
+After each kill (every process of the session gone) the campaign takes a
+snapshot of the ledger and of the rescue log's complete DONE records, and
+checks:
+  1. the rescue log parses: only complete DONE records of known tasks, at
+     most a torn last line (and a restart never fails on it);
+  2. DONE never goes back: every task DONE at kill k is DONE at kill k+1;
+  3. no task DONE at a kill ever runs again (ledger entries after it);
+  4. no task runs twice within one run;
+  5. reruns caused by kill k (tasks started in run k that were not DONE at
+     the kill) <= the tasks in flight: what the master had handed to the
+     node agents and not yet recorded.  Its hard bound is the master's flow
+     control: per host, cpus + a prefetch window of max(PREFETCH_MIN, cpus)
+     1-CPU tasks (engine/master_internal.h), plus RESULT_BATCH
+     (engine/agent_internal.h) records the master took but the rescue
+     writer had not written yet.  Only --host-cpus of them run at once; the
+     rest are queued at the agent or finished with their results batched
+     (up to RESULT_BATCH, RESULT_DELAY_BUSY_MS), so the report also counts
+     the kills whose reruns stayed within the slots (docs/reliability.md);
+  6. dependency order in the ledger: every entry of a task follows an
+     entry of each of its parents;
+and at the end: the last run exits 0; every task ran to success at least
+once (ledger) and is DONE in the rescue log; the ledger holds exactly
+N + sum of reruns entries; the -o files of the runs (each run has its own,
+out.RUN) hold, between them, a successful [cluster-task] record and the
+output line of every task: nothing is lost by the merge of the per-rank
+files that killed runs leave behind.  (One -o for all runs would not do:
+each run truncates -o at start, as PMC does, so a run killed after its
+merge loses that -o to the restart; see docs/reliability.md.)
+
+Usage:
+  kill_campaign.py --bin build/pmc-hybrid [--tasks 100000] [--kills 100]
+                   [--ranks 1|2] [--host-cpus 4] [--seed S] [--json OUT]
+Exit status 0 when every check holds and at least --min-kills kills were
+made, else 1 (each problem printed).  Python 3 standard library only.
+"""
+
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import relutil  # noqa: E402
+
+RECORD_RE = re.compile(rb"^\[cluster-task name=([^,]+), .*status=(-?\d+),", re.M)
+
+
+class Campaign:
+    def __init__(self, args):
+        self.args = args
+        self.rng = random.Random(args.seed)
+        self.work = args.workdir or tempfile.mkdtemp(prefix="pmc-kill-")
+        os.makedirs(self.work, exist_ok=True)
+        self.dag = os.path.join(self.work, "wf.dag")
+        self.ledger = os.path.join(self.work, "ledger")
+        self.rescue = self.dag + ".rescue"
+        self.outs = []  # the -o file of each run
+        self.parents = relutil.ledger_dag(self.dag, args.tasks, self.ledger, seed=args.seed)
+        self.names = set(self.parents)
+        self.slots = args.host_cpus * args.ranks
+        self.bound = args.rerun_bound
+        self.problems = []
+        self.kills = []  # one dict per kill
+        self.runs = 0
+        self.ledger_pos = 0
+        self.seen = set()  # tasks with a ledger entry so far
+        self.done_prev = set()
+        self.entries = 0
+        self.rate = 1000.0  # tasks/s, refined as the campaign goes
+        self.merge_attempts = 0
+        self.rescue_full = sum(len("DONE %s\n" % t) for t in self.names)
+
+    def argv(self):
+        a = self.args
+        opts = ["--host-cpus", str(a.host_cpus), "-o", self.out_path(self.runs), "--no-progress",
+                self.dag]
+        if a.ranks == 1:
+            return [a.bin] + opts
+        return [a.mpiexec, "-n", str(a.ranks), a.bin, "--ranks-are-hosts"] + opts
+
+    def problem(self, text):
+        self.problems.append(text)
+        print("PROBLEM: " + text, flush=True)
+
+    # ---- one run ------------------------------------------------------------
+
+    def out_path(self, run):
+        return os.path.join(self.work, "out.%d" % run)
+
+    def launch(self):
+        self.runs += 1
+        self.outs.append(self.out_path(self.runs))
+        errp = os.path.join(self.work, "stderr.%d" % self.runs)
+        proc = relutil.start(self.argv(), self.work, os.path.join(self.work, "stdout.%d" % self.runs),
+                             errp, env=relutil.clean_env())
+        return proc, errp, time.monotonic()
+
+    def pick_kind(self, remaining):
+        k = len(self.kills) - self.merge_kills()
+        if k >= self.args.kills or remaining == 0:  # then let the run reach its end
+            return "merge" if self.merge_attempts < self.args.merge_kills else None
+        return ("random", "commit", "random", "rewrite", "random", "startup")[k % 6]
+
+    def merge_kills(self):
+        return sum(1 for x in self.kills if x["kind"] == "merge")
+
+    def wait_moment(self, proc, kind, t0):
+        """Wait for the kill moment of `kind`; False if the run ended first."""
+        size0 = os.path.getsize(self.rescue) if os.path.exists(self.rescue) else 0
+        full_at_start = size0 >= self.rescue_full
+        todo = max(1, len(self.names) - len(self.done_prev))
+        kills_left = max(1, self.args.kills - len(self.kills))
+        if kind == "random":
+            deadline = t0 + self.rng.uniform(0.02, todo / self.rate / kills_left + 0.05)
+        elif kind == "startup":
+            deadline = t0 + self.rng.uniform(0.0, 0.03)
+        elif kind == "merge":
+            self.merge_attempts += 1
+            deadline = t0 + self.args.run_timeout
+        elif kind == "rewrite":  # kill anyway if the moment does not come
+            deadline = t0 + 0.15
+        else:
+            deadline = t0 + 0.3
+        tmp = self.rescue + ".tmp"
+        while proc.poll() is None:
+            now = time.monotonic()
+            if now >= deadline:
+                return True
+            if kind == "rewrite" and os.path.exists(tmp):
+                return True
+            if kind == "commit":
+                try:
+                    if os.path.getsize(self.rescue) > size0 and now - t0 > 0.02:
+                        return True
+                except OSError:
+                    pass
+            if kind == "merge":  # every record written, or -o (written by the merge) begun
+                try:
+                    if not full_at_start and os.path.getsize(self.rescue) >= self.rescue_full:
+                        return True
+                    if os.path.getsize(self.outs[-1]) > 0:
+                        return True
+                except OSError:
+                    pass
+                if now >= deadline - 1.0:
+                    return False
+            time.sleep(0.0005 if kind != "random" else 0.002)
+        return False
+
+    def kill(self, proc, kind, t0, errp):
+        t_kill = time.monotonic()
+        tmp_seen = os.path.exists(self.rescue + ".tmp")
+        try:
+            out_size = os.path.getsize(self.outs[-1])
+        except OSError:
+            out_size = 0
+        if not relutil.kill_session(proc.pid):
+            self.problem("kill %d: processes of the session survive SIGKILL" % len(self.kills))
+        proc.wait()
+        snap = relutil.Rescue(self.rescue)
+        started, self.ledger_pos = relutil.read_ledger(self.ledger, self.ledger_pos)
+        self.check_snapshot(snap, started, "kill %d (%s)" % (len(self.kills) + 1, kind))
+        done = snap.done_set
+        lost = [t for t in set(started) if t not in done]
+        elapsed = t_kill - t0
+        if elapsed > 0.2 and started:
+            self.rate = 0.7 * self.rate + 0.3 * (len(started) / elapsed)
+        rec = {"kind": kind, "at_s": round(elapsed, 4), "started": len(started),
+               "done": len(done), "reruns": len(lost), "torn": snap.torn != b"",
+               "tmp_seen": tmp_seen, "out_bytes": out_size, "stderr": errp}
+        self.kills.append(rec)
+        if len(lost) > self.bound:
+            self.problem("kill %d (%s): %d tasks started in the run were not DONE at the kill, "
+                         "more than can be in flight (%d): e.g. %s"
+                         % (len(self.kills), kind, len(lost), self.bound,
+                            ", ".join(sorted(lost)[:5])))
+
+    def check_snapshot(self, snap, started, where):
+        if snap.bad:
+            self.problem("%s: rescue log has bad lines %s" % (where, snap.bad[:3]))
+        done = snap.done_set
+        unknown = done - self.names
+        if unknown:
+            self.problem("%s: rescue log names unknown tasks %s" % (where, sorted(unknown)[:3]))
+        lost = self.done_prev - done
+        if lost:
+            self.problem("%s: %d DONE records of the previous run are gone, e.g. %s"
+                         % (where, len(lost), sorted(lost)[:3]))
+        again = [t for t in started if t in self.done_prev]
+        if again:
+            self.problem("%s: %d tasks DONE at the previous kill ran again: %s"
+                         % (where, len(again), sorted(set(again))[:5]))
+        if len(set(started)) != len(started):
+            dup = sorted({t for t in started if started.count(t) > 1})[:5]
+            self.problem("%s: tasks ran twice within one run: %s" % (where, dup))
+        for t in started:
+            if t not in self.names:
+                self.problem("%s: ledger names unknown task %r" % (where, t))
+                continue
+            missing = [p for p in self.parents[t] if p not in self.seen]
+            if missing:
+                self.problem("%s: %s ran before its parent(s) %s" % (where, t, missing))
+            self.seen.add(t)
+        self.entries += len(started)
+        self.done_prev = done
+
+    # ---- the campaign --------------------------------------------------------
+
+    def run(self):
+        t_start = time.monotonic()
+        final = None
+        while True:
+            if time.monotonic() - t_start > self.args.max_seconds:
+                self.problem("campaign did not finish within %ds" % self.args.max_seconds)
+                break
+            proc, errp, t0 = self.launch()
+            kind = self.pick_kind(len(self.names) - len(self.done_prev))
+            if kind and self.wait_moment(proc, kind, t0):
+                self.kill(proc, kind, t0, errp)
+                continue
+            try:
+                proc.wait(timeout=self.args.run_timeout)
+            except Exception:
+                self.problem("run %d did not end within %ds" % (self.runs, self.args.run_timeout))
+                relutil.kill_session(proc.pid)
+                proc.wait()
+            relutil.kill_session(proc.pid)
+            with open(errp, "rb") as f:
+                err = f.read().decode("utf-8", "replace")
+            if proc.returncode != 0:
+                self.problem("run %d exited %s (a restart must never fail):\n%s"
+                             % (self.runs, proc.returncode, err[-3000:]))
+                break
+            final = err
+            break
+        self.finish(final, time.monotonic() - t_start)
+
+    def finish(self, final_err, seconds):
+        snap = relutil.Rescue(self.rescue)
+        started, self.ledger_pos = relutil.read_ledger(self.ledger, self.ledger_pos)
+        self.check_snapshot(snap, started, "final run")
+        if final_err is not None:
+            missing = self.names - snap.done_set
+            if missing or snap.torn:
+                self.problem("final rescue log: %d tasks not DONE (e.g. %s), torn %r"
+                             % (len(missing), sorted(missing)[:3], snap.torn[:40]))
+            never = self.names - self.seen
+            if never:
+                self.problem("%d tasks never ran (ledger), e.g. %s" % (len(never), sorted(never)[:3]))
+            self.check_output()
+        reruns = sum(k["reruns"] for k in self.kills)
+        if final_err is not None and self.entries != len(self.names) + reruns:
+            self.problem("ledger holds %d entries, expected %d tasks + %d reruns"
+                         % (self.entries, len(self.names), reruns))
+        if len(self.kills) - self.merge_kills() < self.args.min_kills:
+            self.problem("only %d kills were made before the end (at least %d wanted): the "
+                         "work ran out" % (len(self.kills) - self.merge_kills(),
+                                           self.args.min_kills))
+        self.report(seconds, reruns)
+
+    def check_output(self):
+        """Every task's successful record and output line are in the -o file
+        of some run.  (Each run truncates its -o at start and merges the
+        per-rank files, which a killed run leaves behind, so a killed run's
+        output appears in the -o of the next run that reaches its merge; a
+        run killed after its merge keeps its -o.)"""
+        ok, lines = set(), set()
+        for path in self.outs:
+            try:
+                with open(path, "rb") as f:
+                    data = f.read()
+            except FileNotFoundError:
+                continue  # killed before it opened -o
+            ok |= {m.group(1).decode() for m in RECORD_RE.finditer(data) if m.group(2) == b"0"}
+            lines |= set(data.decode("utf-8", "replace").split("\n"))
+        missing = self.names - ok
+        if missing:
+            self.problem("no -o holds a successful [cluster-task] record of %d tasks, e.g. %s"
+                         % (len(missing), sorted(missing)[:5]))
+        silent = [t for t in self.names if t not in lines]
+        if silent:
+            self.problem("no -o holds the output line of %d tasks, e.g. %s"
+                         % (len(silent), sorted(silent)[:5]))
+
+    def report(self, seconds, reruns):
+        by_kind = {}
+        for k in self.kills:
+            by_kind.setdefault(k["kind"], []).append(k)
+        per_kill = [k["reruns"] for k in self.kills]
+        summary = {
+            "machine": relutil.machine(), "tasks": len(self.names), "ranks": self.args.ranks,
+            "host_cpus": self.args.host_cpus, "slots": self.slots, "bound": self.bound,
+            "seed": self.args.seed, "kills": len(self.kills), "runs": self.runs,
+            "kills_by_kind": {k: len(v) for k, v in sorted(by_kind.items())},
+            "rewrite_kills_with_tmp_seen": sum(1 for k in self.kills
+                                               if k["kind"] == "rewrite" and k["tmp_seen"]),
+            "torn_tails_at_kill": sum(1 for k in self.kills if k["torn"]),
+            "merge_kills_with_output_begun": sum(1 for k in self.kills
+                                                 if k["kind"] == "merge" and k["out_bytes"]),
+            "reruns_total": reruns, "reruns_max_per_kill": max(per_kill) if per_kill else 0,
+            "kills_with_reruns_within_slots": sum(1 for r in per_kill if r <= self.slots),
+            "reruns_mean_per_kill": round(reruns / len(per_kill), 2) if per_kill else 0,
+            "ledger_entries": self.entries, "seconds": round(seconds, 1),
+            "problems": len(self.problems),
+        }
+        print("kill campaign: %d tasks, %d rank(s), --host-cpus %d (slots %d), seed %d"
+              % (summary["tasks"], self.args.ranks, self.args.host_cpus, self.slots,
+                 self.args.seed))
+        print("  kills survived: %d (%s) over %d runs in %.1f s"
+              % (len(self.kills), ", ".join("%s %d" % kv for kv in
+                                           summary["kills_by_kind"].items()),
+                 self.runs, seconds))
+        print("  rewrite kills with PATH.tmp present: %d; merge kills with -o begun: %d; "
+              "torn rescue tails seen at a kill: %d"
+              % (summary["rewrite_kills_with_tmp_seen"], summary["merge_kills_with_output_begun"],
+                 summary["torn_tails_at_kill"]))
+        print("  reruns: %d in all, max %d per kill (in-flight bound %d), mean %.2f; "
+              "%d of %d kills reran at most the %d slots"
+              % (reruns, summary["reruns_max_per_kill"], self.bound,
+                 summary["reruns_mean_per_kill"], summary["kills_with_reruns_within_slots"],
+                 len(per_kill), self.slots))
+        print("  ledger entries: %d = %d tasks + %d reruns" % (self.entries, len(self.names),
+                                                              self.entries - len(self.names)))
+        print("  problems: %d" % len(self.problems))
+        if self.args.json:
+            summary["kill_log"] = self.kills
+            summary["problem_list"] = self.problems
+            with open(self.args.json, "w") as f:
+                json.dump(summary, f, indent=1)
+
+
+def engine_define(src, header, name, default):
+    """The value of `#define NAME N` in engine/HEADER (default if absent)."""
+    try:
+        with open(os.path.join(src, "engine", header)) as f:
+            m = re.search(r"#define\s+%s\s+(\d+)" % name, f.read())
+            if m:
+                return int(m.group(1))
+    except OSError:
+        pass
+    return default
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    src = os.path.abspath(os.path.join(here, "..", ".."))
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bin", default=os.path.join(src, "build", "pmc-hybrid"))
+    p.add_argument("--mpiexec", default="mpiexec")
+    p.add_argument("--tasks", type=int, default=100000)
+    p.add_argument("--kills", type=int, default=100)
+    p.add_argument("--min-kills", type=int, default=None,
+                   help="fail when fewer kills (not counting merge kills) were made "
+                        "(default: --kills)")
+    p.add_argument("--ranks", type=int, default=1, choices=(1, 2, 3, 4))
+    p.add_argument("--host-cpus", type=int, default=4)
+    p.add_argument("--rerun-bound", type=int, default=None,
+                   help="most reruns allowed per kill (default: hosts x (host-cpus + "
+                        "max(PREFETCH_MIN, host-cpus)) + RESULT_BATCH, read from the engine's "
+                        "headers)")
+    p.add_argument("--merge-kills", type=int, default=2,
+                   help="after the --kills kills, try this many kills during the final merge")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--workdir", default=None, help="keep everything here")
+    p.add_argument("--json", default=None, help="write the figures and the kill log here")
+    p.add_argument("--max-seconds", type=int, default=3600)
+    p.add_argument("--run-timeout", type=int, default=600)
+    args = p.parse_args()
+    if args.seed is None:
+        args.seed = random.randrange(1 << 30)
+    args.bin = os.path.abspath(args.bin)  # runs start in their own directories
+    if args.min_kills is None:
+        args.min_kills = args.kills
+    if args.rerun_bound is None:
+        window = max(engine_define(src, "master_internal.h", "PREFETCH_MIN", 64), args.host_cpus)
+        args.rerun_bound = (args.ranks * (args.host_cpus + window)
+                            + engine_define(src, "agent_internal.h", "RESULT_BATCH", 24))
+    if not os.access(args.bin, os.X_OK):
+        print("pmc-hybrid not found: %s" % args.bin)
+        return 1
+    c = Campaign(args)
+    try:
+        c.run()
+    finally:
+        if args.workdir is None and not c.problems:
+            shutil.rmtree(c.work, ignore_errors=True)
+        elif c.problems:
+            print("work directory kept: %s" % c.work)
+    return 1 if c.problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
