@@ -15,20 +15,27 @@
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
 /* Append the ranks' DAG.out.R / DAG.err.R to -o / -e (opened at start by
- * master_open_outputs(); closed by master_destroy()). */
-static void master_merge_stdio(struct master *m)
+ * master_open_outputs(); closed by master_destroy()).  -1 when some output
+ * could not be merged (a full disk under -o): the run must not report
+ * success; the per-rank file that failed is kept (taskio_merge()). */
+static int master_merge_stdio(struct master *m)
 {
-    int out = m->out_fd, err = m->err_fd;
+    int out = m->out_fd, err = m->err_fd, rc = 0;
+    const char *to[2] = {m->cfg.out_path ? m->cfg.out_path : "stdout",
+                         m->cfg.err_path ? m->cfg.err_path : "stderr"};
     char path[4096];
     struct pmc_error e;
     for (int r = 0; r < m->cfg.nranks; r++) {
-        snprintf(path, sizeof path, "%s.out.%d", m->cfg.dag_path, r);
-        if (out >= 0 && taskio_merge(out, path, &e) < 0)
-            log_error("%s", e.text);
-        snprintf(path, sizeof path, "%s.err.%d", m->cfg.dag_path, r);
-        if (err >= 0 && taskio_merge(err, path, &e) < 0)
-            log_error("%s", e.text);
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
+            int fd = k ? err : out;
+            if (fd >= 0 && taskio_merge(fd, path, &e) < 0) {
+                log_error("Task output not merged into %s (%s is kept): %s", to[k], path, e.text);
+                rc = -1;
+            }
+        }
     }
+    return rc;
 }
 
 static void master_print_stats(const struct master *m, double wall)
@@ -89,13 +96,13 @@ int master__finish(struct master *m)
     }
     m->rescue = NULL;
     double wall = now_mono() - m->start_mono;
-    bool ok = master_workflow_ok(m);
+    bool merged = master_merge_stdio(m) == 0;
+    bool ok = master_workflow_ok(m) && merged;
     master__status_end(m, ok, wall);
     if (m->aborting)
         log_error("Aborting workflow");
     if (m->max_failures_hit)
         log_error("Max failures reached: DAG prematurely aborted");
-    master_merge_stdio(m);
     master_print_stats(m, wall);
     monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
     monitor_close(m->monitor);
