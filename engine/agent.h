@@ -43,15 +43,15 @@ struct agent_config {
     int pu_share;   /* --set-affinity: this agent binds tasks to share */
     int pu_shares;  /* pu_share of pu_shares of the machine's PUs (0 of 1) */
     const char *hostname;
-    uint32_t cpus;        /* CPUs of the host (all of them) */
-    uint64_t memory_mb;   /* memory of the host, MB */
-    const char *dag_path; /* output files are DAG_PATH.out.RANK / .err.RANK */
-    bool null_executor;   /* complete every task at once without running it */
-    bool per_task_stdio;  /* TASK.out.NNN / TASK.err.NNN in task_dir */
-    const char *task_dir; /* the DAG file's directory */
-    bool set_affinity;    /* bind each task to PMC_CPUS PUs, export PMC_AFFINITY */
-    bool keep_affinity;   /* --keep-affinity: bind within the inherited CPUs */
-    bool strict_limits;   /* RLIMIT_AS = the task's memory request */
+    uint32_t cpus;              /* CPUs of the host (all of them) */
+    uint64_t memory_mb;         /* memory of the host, MB */
+    const char *dag_path;       /* output files are DAG_PATH.out.RANK / .err.RANK */
+    bool null_executor;         /* complete every task at once without running it */
+    bool per_task_stdio;        /* TASK.out.NNN / TASK.err.NNN in task_dir */
+    const char *task_dir;       /* the DAG file's directory */
+    bool set_affinity;          /* bind each task to PMC_CPUS PUs, export PMC_AFFINITY */
+    bool keep_affinity;         /* --keep-affinity: bind within the inherited CPUs */
+    bool strict_limits;         /* RLIMIT_AS = the task's memory request */
     const struct gpu_ids *gpus; /* the host's GPUs (engine/gpus.h); must outlive
                                    the agent; NULL = none */
     bool thread_env;            /* OMP_NUM_THREADS & co. from the task's CPUs */

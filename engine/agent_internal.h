@@ -24,9 +24,9 @@
 #include "sched/node_queue.h"
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 24         /* results that make a RESULTS message go at once */
-#define RESULT_DELAY_MS 2       /* longest a result waits for companions ... */
-#define RESULT_DELAY_BUSY_MS 40 /* ... unless a full round of tasks is queued */
+#define RESULT_BATCH 24                 /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2               /* longest a result waits for companions ... */
+#define RESULT_DELAY_BUSY_MS 40         /* ... unless a full round of tasks is queued */
 #define AGENT_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 
 /* A received TASKS message, kept until its last queued task has started. */
@@ -40,7 +40,7 @@ struct slot {
     uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
     uint32_t time_limit_ms; /* 0 = none */
     bool timed_out;         /* its limit passed: SIGTERM sent */
-    bool notify_start; /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
+    bool notify_start;      /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     uint32_t id, attempt, cpus, memory_mb;
     pid_t pid;
     int pidfd;
@@ -60,8 +60,8 @@ struct slot {
     int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
     bool bound;             /* cpuset taken from the agent's pool */
     cpu_set_t cpuset;
-    uint32_t gpus;          /* GPUs the task asked for (its record's gpus=) */
-    uint32_t *gpu;          /* indices into the host's GPU ids, ngpu of them */
+    uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
+    uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */
     uint32_t ngpu;
     size_t gpu_cap;
 };
@@ -85,14 +85,14 @@ struct agent {
     uint32_t cpus_free;      /* local accounting of the host's resources */
     uint64_t memory_free;
     uint32_t gpus_free;
-    bool *gpu_busy;          /* per host GPU id: held by a running task */
-    uint32_t thread_vars_set; /* bit i: the user's environment sets thread var i */
-    const char *gpu_env[4];   /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
+    bool *gpu_busy;               /* per host GPU id: held by a running task */
+    uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
+    const char *gpu_env[4];       /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
     struct timespec first_result; /* when the oldest unsent result or notice was added */
     bool shutting, aborting, draining, failed, sent_abort;
     struct timespec kill_deadline;
     bool killed_hard;
-    struct cpuset_pool *pool; /* --set-affinity, else NULL */
+    struct cpuset_pool *pool;   /* --set-affinity, else NULL */
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
 };

@@ -57,14 +57,14 @@ struct dag_task_spec {
     size_t pegasus_id_len;
     const char *const *argv; /* argc strings, argv[0] is the executable */
     const size_t *argv_len;
-    uint32_t argc;      /* >= 1 */
-    uint32_t cpus;      /* CPUs requested, >= 1 */
-    uint32_t memory_mb; /* MB requested, 0 = memory not considered */
-    int32_t priority;   /* larger runs first; default 0 */
-    uint32_t tries;     /* attempts allowed, 0 = the command line's -t */
-    uint32_t gpus;      /* GPUs requested (-g), 0 = none */
+    uint32_t argc;          /* >= 1 */
+    uint32_t cpus;          /* CPUs requested, >= 1 */
+    uint32_t memory_mb;     /* MB requested, 0 = memory not considered */
+    int32_t priority;       /* larger runs first; default 0 */
+    uint32_t tries;         /* attempts allowed, 0 = the command line's -t */
+    uint32_t gpus;          /* GPUs requested (-g), 0 = none */
     uint32_t time_limit_ms; /* --time-limit, ms; 0 = the command line's default */
-    uint32_t line;      /* line of the TASK record, for messages */
+    uint32_t line;          /* line of the TASK record, for messages */
     const struct dag_forward_spec {
         uint32_t kind;
         const char *src;
@@ -85,19 +85,19 @@ struct dag {
     size_t arena_len;
 
     /* per task, indexed by dag_task_t */
-    uint32_t *name;       /* arena offset of the task name */
-    uint32_t *pegasus_id; /* arena offset, DAG_NO_STRING when no #@ line */
-    uint32_t *argv;       /* arena offset of argc consecutive strings */
-    uint32_t *argc;       /* number of argv strings (>= 1) */
-    uint32_t *cpus;       /* CPUs requested (>= 1) */
-    uint32_t *memory_mb;  /* MB requested (0 = not considered) */
-    int32_t *priority;    /* larger first */
-    uint32_t *tries;      /* 0 = use the command-line default */
-    uint32_t *line;       /* DAG file line of the TASK record */
-    uint32_t *fwd_first;  /* index into fwd[] of the task's first forward */
-    uint32_t *nfwd;       /* number of forwards of the task */
-    uint32_t *gpus;       /* GPUs requested (0 for most tasks: those pages stay
-                             untouched zero pages, so they cost no memory) */
+    uint32_t *name;          /* arena offset of the task name */
+    uint32_t *pegasus_id;    /* arena offset, DAG_NO_STRING when no #@ line */
+    uint32_t *argv;          /* arena offset of argc consecutive strings */
+    uint32_t *argc;          /* number of argv strings (>= 1) */
+    uint32_t *cpus;          /* CPUs requested (>= 1) */
+    uint32_t *memory_mb;     /* MB requested (0 = not considered) */
+    int32_t *priority;       /* larger first */
+    uint32_t *tries;         /* 0 = use the command-line default */
+    uint32_t *line;          /* DAG file line of the TASK record */
+    uint32_t *fwd_first;     /* index into fwd[] of the task's first forward */
+    uint32_t *nfwd;          /* number of forwards of the task */
+    uint32_t *gpus;          /* GPUs requested (0 for most tasks: those pages stay
+                                untouched zero pages, so they cost no memory) */
     uint32_t *time_limit_ms; /* hard run-time limit, ms; 0 = the run's default */
 
     struct dag_forward *fwd; /* all forwards, grouped by task */

@@ -46,8 +46,8 @@ struct node {
     uint32_t committed_cpus; /* of tasks sent and not reported back */
     uint64_t memory_mb, committed_mem;
     uint32_t gpus, committed_gpus; /* GPUs the node offers / of tasks sent there */
-    bool open;    /* on the open list: may be sent tasks */
-    int open_pos; /* its index in the open list */
+    bool open;                     /* on the open list: may be sent tasks */
+    int open_pos;                  /* its index in the open list */
     char *hostname;
     bool said_bye;
     struct msgbuf batch; /* TASKS being built this round */
@@ -119,8 +119,8 @@ struct master {
     struct master_stats st;
     struct master_status status;
     double start, start_mono;
-    double stop_mono;   /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
-    double round_left;  /* s left before stop_mono, as of this dispatch round */
+    double stop_mono;  /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    double round_left; /* s left before stop_mono, as of this dispatch round */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     atomic_int abort_requested;

@@ -451,9 +451,9 @@ static int parse_options(struct parser *p, struct dag_task_spec *spec, size_t *n
         if (!val)
             val = p->word[i++];
         if (!o->apply(p, spec, val))
-            return syntax(p, "task %.*s: bad value '%.*s' for %s (expected %s)",
-                          show(p->task_len), p->task, show(strlen(val)), val,
-                          option_name(o, name, sizeof name), o->expects);
+            return syntax(p, "task %.*s: bad value '%.*s' for %s (expected %s)", show(p->task_len),
+                          p->task, show(strlen(val)), val, option_name(o, name, sizeof name),
+                          o->expects);
     }
     *next = i;
     return 0;
@@ -490,8 +490,8 @@ static int parse_task(struct parser *p, const char *s, const char *e)
      * refuse it here rather than fail the restart (docs/reliability.md). */
     for (size_t i = 0; i < p->task_len; i++)
         if ((unsigned char)p->task[i] < 0x20 || p->task[i] == 0x7f)
-            return syntax(p, "task %.*s: control character 0x%02x in the name",
-                          show(p->task_len), p->task, (unsigned char)p->task[i]);
+            return syntax(p, "task %.*s: control character 0x%02x in the name", show(p->task_len),
+                          p->task, (unsigned char)p->task[i]);
     if (tokenise(p, s, e))
         return -1;
     if (reserve_fwd(p, p->nwords / 2 + 1))

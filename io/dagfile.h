@@ -10,8 +10,8 @@
  * -p/--priority P (integer, may be negative), -f/--pipe-forward VAR=FILE,
  * -F/--file-forward SRC=DEST (both repeatable), and, beyond PMC,
  * -g/--request-gpus N (integer >= 0) and --time-limit SECONDS (> 0, decimal);
- * an option's value may also be attached as --opt=value.  Words are split on white space; ' or " opens a
- * quoted run closed by the same character, \ makes the next character literal.
+ * an option's value may also be attached as --opt=value.  Words are split on white space; ' or "
+ * opens a quoted run closed by the same character, \ makes the next character literal.
  *
  * The file is read with one mmap (or one read for pipes), never a malloc per
  * line.  Every error names the file and line: "wf.dag:12: duplicate task A".
@@ -36,8 +36,7 @@ extern "C" {
 struct dag *dagfile_load(const char *path, struct pmc_error *err);
 
 /* The same over a buffer in memory; filename is used only in messages. */
-struct dag *dagfile_parse(const char *buf, size_t len, const char *filename,
-                          struct pmc_error *err);
+struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, struct pmc_error *err);
 
 #ifdef __cplusplus
 }

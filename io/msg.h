@@ -99,8 +99,8 @@ struct msg_task {
     uint32_t attempt; /* 1 for the first try */
     uint32_t cpus;
     uint32_t memory_mb;
-    uint32_t flags; /* bit set of MSG_TASK_*; unknown bits are an error */
-    uint32_t gpus;  /* GPUs requested */
+    uint32_t flags;         /* bit set of MSG_TASK_*; unknown bits are an error */
+    uint32_t gpus;          /* GPUs requested */
     uint32_t time_limit_ms; /* hard run-time limit, ms; 0 = none */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */

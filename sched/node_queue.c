@@ -39,12 +39,13 @@ static int nq_fits(const struct node_task *e, uint32_t cpus_free, uint64_t memor
     return e->t.gpus <= gpus_free && e->t.cpus <= cpus_free && e->t.memory_mb <= memory_free;
 }
 
-int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
-                uint32_t gpus_free, struct node_task *out)
+int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
+                struct node_task *out)
 {
     size_t depth = q->len < NQ_DEFER_SCAN ? q->len : NQ_DEFER_SCAN;
     size_t k = 0;
-    while (k < depth && !nq_fits(&q->ring[(q->head + k) & q->mask], cpus_free, memory_free, gpus_free))
+    while (k < depth &&
+           !nq_fits(&q->ring[(q->head + k) & q->mask], cpus_free, memory_free, gpus_free))
         k++;
     if (k == depth)
         return 0;

@@ -44,8 +44,8 @@ int nq_push(struct node_queue *q, const struct msg_task *t, void *batch);
 /* Remove and return the first task that fits cpus_free, memory_free (MB)
  * and gpus_free, looking at most NQ_DEFER_SCAN entries deep.  1 when one
  * was taken, 0 when none fits (or the queue is empty). */
-int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
-                uint32_t gpus_free, struct node_task *out);
+int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
+                struct node_task *out);
 
 /* Remove the first task regardless of fit.  1, or 0 when empty. */
 int nq_pop(struct node_queue *q, struct node_task *out);

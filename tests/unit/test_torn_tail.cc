@@ -56,8 +56,6 @@ namespace
 
 using namespace testutil;
 
-using DagPtr = std::unique_ptr<dag, decltype(&dag_destroy)>;
-
 // Names shaped like the shared workflows' (Montage, Epigenomics, 1000genome,
 // Seismology, SoyKB), with prefixes of one another (t1/t10/t100), and UTF-8.
 std::vector<std::string> task_names()
@@ -94,29 +92,6 @@ std::vector<std::string> task_names()
         v.push_back(buf);
     }
     return v;
-}
-
-DagPtr make_dag(const std::vector<std::string> &names)
-{
-    DagPtr d(dag_create(), dag_destroy);
-    EXPECT_NE(d, nullptr);
-    static const char *const argv[] = {"/bin/true"};
-    static const size_t argv_len[] = {9};
-    for (size_t i = 0; i < names.size(); i++) {
-        dag_task_spec s{};
-        s.name = names[i].data();
-        s.name_len = names[i].size();
-        s.argv = argv;
-        s.argv_len = argv_len;
-        s.argc = 1;
-        s.cpus = 1;
-        s.line = static_cast<uint32_t>(i + 1);
-        dag_task_t id;
-        EXPECT_EQ(dag_add_task(d.get(), &s, &id), 0) << names[i];
-    }
-    pmc_error err{};
-    EXPECT_EQ(dag_finish(d.get(), &err), 0) << err.text;
-    return d;
 }
 
 struct Read {

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <random>
 #include <set>
 #include <sstream>
@@ -40,6 +41,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/dag.h"
 #include "engine/spawn.h"
 
 #if defined(__SANITIZE_THREAD__)
@@ -421,6 +423,36 @@ inline void expect_own_process_group(const SpawnOptions &opt)
     EXPECT_EQ(pid, r.pid) << r.out;
     EXPECT_EQ(pgrp, r.pid) << r.out;
     EXPECT_NE(pgrp, static_cast<long>(getpgrp()));
+}
+
+/* ---- DAGs ---------------------------------------------------------------- */
+
+using DagPtr = std::unique_ptr<dag, decltype(&dag_destroy)>;
+
+/* A finished DAG of /bin/true tasks with these names (ids 0, 1, ... in
+ * order) and no edges; failures are test failures. */
+inline DagPtr make_dag(const std::vector<std::string> &names)
+{
+    DagPtr d(dag_create(), dag_destroy);
+    EXPECT_NE(d, nullptr);
+    static const char *const argv[] = {"/bin/true"};
+    static const size_t argv_len[] = {9};
+    for (size_t i = 0; i < names.size(); i++) {
+        dag_task_spec s{};
+        s.name = names[i].data();
+        s.name_len = names[i].size();
+        s.argv = argv;
+        s.argv_len = argv_len;
+        s.argc = 1;
+        s.cpus = 1;
+        s.line = static_cast<uint32_t>(i + 1);
+        dag_task_t id;
+        EXPECT_EQ(dag_add_task(d.get(), &s, &id), 0) << names[i];
+        EXPECT_EQ(id, i);
+    }
+    pmc_error err{};
+    EXPECT_EQ(dag_finish(d.get(), &err), 0) << err.text;
+    return d;
 }
 
 } // namespace testutil
