@@ -99,9 +99,9 @@ def main():
 # ------------------------------------------------------------- processes
 
 
-def session_pids(sid):
-    """Pids of every live process in session sid (from /proc)."""
-    pids = []
+def processes():
+    """{pid: (state, ppid, sid)} of every process, from /proc/PID/stat."""
+    procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -112,9 +112,14 @@ def session_pids(sid):
             continue
         fields = stat[stat.rfind(")") + 2:].split()
         # fields: state ppid pgrp session ...
-        if len(fields) > 3 and fields[0] != "Z" and int(fields[3]) == sid:
-            pids.append(int(entry))
-    return pids
+        if len(fields) > 3:
+            procs[int(entry)] = (fields[0], int(fields[1]), int(fields[3]))
+    return procs
+
+
+def session_pids(sid):
+    """Pids of every live (not zombie) process in session sid."""
+    return [pid for pid, (st, _, s) in processes().items() if s == sid and st != "Z"]
 
 
 def descendant_pids(root):
@@ -123,17 +128,9 @@ def descendant_pids(root):
     ranks of an mpiexec run are found through the process tree, not the
     session."""
     children = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        if len(fields) > 1 and fields[0] != "Z":
-            children.setdefault(int(fields[1]), []).append(int(entry))
+    for pid, (st, ppid, _) in processes().items():
+        if st != "Z":
+            children.setdefault(ppid, []).append(pid)
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):

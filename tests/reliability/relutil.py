@@ -18,30 +18,11 @@ import os
 import random
 import signal
 import subprocess
+import sys
 import time
 
-
-def processes():
-    """{pid: (state, ppid, sid)} of every process, from /proc."""
-    procs = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        # fields: state ppid pgrp session ...
-        if len(fields) > 3:
-            procs[int(entry)] = (fields[0], int(fields[1]), int(fields[3]))
-    return procs
-
-
-def session_pids(sid):
-    """Pids of the live (not zombie) processes of session sid."""
-    return [pid for pid, (st, _, s) in processes().items() if s == sid and st != "Z"]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from pmcrun import processes, session_pids  # noqa: E402,F401  (one /proc reader)
 
 
 def kill_tree(root, timeout=10.0):
