@@ -135,7 +135,7 @@ void agent__limit_end(struct agent *a, uint32_t i);
 int agent__limit_timeout_ms(struct agent *a);
 /* A reaped task that was over its limit: its status becomes
  * AGENT_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why. */
-void agent__limit_note(struct agent *a, struct slot *s, int *status, int *exec_errno);
+void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,

@@ -76,7 +76,7 @@ int agent__limit_timeout_ms(struct agent *a)
     return deadlines_timeout_ms(&a->deadlines, now);
 }
 
-void agent__limit_note(struct agent *a, struct slot *s, int *status, int *exec_errno)
+void agent__limit_note(struct slot *s, int *status, int *exec_errno)
 {
     if (!s->timed_out)
         return;
@@ -85,5 +85,4 @@ void agent__limit_note(struct agent *a, struct slot *s, int *status, int *exec_e
             s->time_limit_ms / 1000.0);
     *status = AGENT_TIMEOUT_STATUS;
     *exec_errno = ETIMEDOUT;
-    (void)a;
 }

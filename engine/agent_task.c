@@ -358,7 +358,7 @@ void agent__reap(struct agent *a, uint32_t i)
     s->pidfd = -1;
     agent__limit_end(a, i);
     int exec_errno = 0;
-    agent__limit_note(a, s, &status, &exec_errno);
+    agent__limit_note(s, &status, &exec_errno);
     struct pmc_error err;
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);

@@ -14,7 +14,8 @@
  *
  * Cost: nothing per task unless asked for; when asked, O(1) per finished
  * task (sched/progress.h), and per update O(nodes), plus O(tasks) for the
- * status file's slowest running tasks (every 2 s: ~10 ms at 10M tasks).
+ * status file's slowest running tasks (a scan of the task states every 2 s;
+ * not measured at scale).
  *
  * Thread-safety: the master thread only.
  */

@@ -122,6 +122,28 @@ def session_pids(sid):
     return [pid for pid, (st, _, s) in processes().items() if s == sid and st != "Z"]
 
 
+def process_tree(root, procs):
+    """root and every descendant of it (any state) in procs, a
+    processes() snapshot."""
+    tree, grown = {root}, True
+    while grown:
+        grown = False
+        for pid, (_, ppid, _) in procs.items():
+            if ppid in tree and pid not in tree:
+                tree.add(pid)
+                grown = True
+    return tree
+
+
+def read_text(path):
+    """The text of path, or None when it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def descendant_pids(root):
     """Pids of every live descendant of process root (from /proc).  MPICH's
     hydra starts its proxy and every rank in a session of its own, so the

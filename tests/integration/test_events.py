@@ -64,17 +64,9 @@ class Event:
         self.ts, self.name, self.state, self.seq, self.code = ts, name, state, seq, code
 
 
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def parse_jobstate(path):
     """[Event] of jobstate.log and the problems with its lines."""
-    text = read_text(path)
+    text = pmcrun.read_text(path)
     if text is None:
         return [], ["%s does not exist" % path]
     events, problems = [], []
@@ -102,7 +94,7 @@ def parse_jobstate(path):
 def parse_dagman(path):
     """[Event] of DAG.dagman.out (ts: epoch second of the local date) and
     {seq: status} of its "failed with status" lines."""
-    text = read_text(path)
+    text = pmcrun.read_text(path)
     if text is None:
         return [], {}, ["%s does not exist" % path]
     events, failed = [], {}
@@ -125,7 +117,7 @@ def per_task_records(folder):
     records, problems = [], []
     for f in sorted(os.listdir(folder)):
         if re.match(r"^.+\.out\.\d{3}$", f):
-            out = pmcrun.parse_output(read_text(os.path.join(folder, f)) or "")
+            out = pmcrun.parse_output(pmcrun.read_text(os.path.join(folder, f)) or "")
             records += out.tasks
             problems += ["%s: %s" % (f, p) for p in out.problems]
     return records, problems
@@ -289,7 +281,7 @@ class Events(pmcrun.TestCase):
                 problems = []
                 if term:
                     deadline = time.monotonic() + 30
-                    while (read_text(jobstate) or "").count(" EXECUTE ") < 2:
+                    while (pmcrun.read_text(jobstate) or "").count(" EXECUTE ") < 2:
                         if proc.poll() is not None or time.monotonic() > deadline:
                             problems.append("the second task never got its EXECUTE line")
                             break

@@ -71,17 +71,9 @@ date +%s.%N > "$1/$2.end"
 """
 
 
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def read_float(path):
     try:
-        return float(read_text(path).strip())
+        return float(pmcrun.read_text(path).strip())
     except (AttributeError, ValueError):
         return None
 
@@ -152,7 +144,7 @@ class Hosts(pmcrun.TestCase):
         names exactly the hosts of `hosts` ({name: cpus}) and "*" (the
         totals), and the most CPUs free it shows for each (the first line,
         before any task) are that host's CPUs, and their sum for "*"."""
-        text = read_text(dag_path + ".resource")
+        text = pmcrun.read_text(dag_path + ".resource")
         if text is None:
             return ["%s.resource does not exist" % os.path.basename(dag_path)]
         most, problems = {}, []
@@ -216,7 +208,7 @@ class Hosts(pmcrun.TestCase):
                                    agent, HOST))
         for name in amounts:
             want = "%d|0|%d|%d" % (agent, amounts[name], 500 if name == "mem" else 0)
-            got = (read_text(self.path(name + ".env")) or "").strip()
+            got = (pmcrun.read_text(self.path(name + ".env")) or "").strip()
             if got != want:
                 problems.append("%s saw PMC_RANK|PMC_HOST_RANK|PMC_CPUS|PMC_MEMORY = %r, "
                                 "expected %r" % (name, got, want))
@@ -312,7 +304,7 @@ class Hosts(pmcrun.TestCase):
             res = self.run_pmc(["--master-only", dag_path], ranks=2, timeout=60)
             problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
             for n in names:
-                got = (read_text(self.path(n + ".env")) or "").strip()
+                got = (pmcrun.read_text(self.path(n + ".env")) or "").strip()
                 if got != "1|0|1|0":
                     problems.append("%s saw %r, expected '1|0|1|0' (rank 1)" % (n, got))
             slots = pmcrun.slot_counts(res.tasks)
@@ -346,7 +338,7 @@ class Hosts(pmcrun.TestCase):
                     if r.fields.get("hostname") != want_host:
                         problems.append("%s: hostname=%r, expected %r"
                                         % (r.name, r.fields.get("hostname"), want_host))
-                    got = (read_text(self.path(r.name + ".env")) or "").strip()
+                    got = (pmcrun.read_text(self.path(r.name + ".env")) or "").strip()
                     if got != "%s|0|1|0" % slot:
                         problems.append("%s (slot=%s) saw %r, expected '%s|0|1|0'"
                                         % (r.name, slot, got, slot))

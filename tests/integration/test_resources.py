@@ -98,14 +98,6 @@ def read_float(path):
         return None
 
 
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 def expand_cpus(text):
     """'0-2,5' -> {0, 1, 2, 5}; None if text is not a CPU list."""
     cpus = set()
@@ -219,10 +211,10 @@ class Resources(pmcrun.TestCase):
             problems.append("%d cluster-task records" % len(res.tasks))
         if rescue_before is None:
             if os.path.exists(rescue):
-                problems.append("rescue file created: %r" % read_text(rescue))
-        elif read_text(rescue) != rescue_before:
+                problems.append("rescue file created: %r" % pmcrun.read_text(rescue))
+        elif pmcrun.read_text(rescue) != rescue_before:
             problems.append("rescue file changed from %r to %r"
-                            % (rescue_before, read_text(rescue)))
+                            % (rescue_before, pmcrun.read_text(rescue)))
         self.check(problems, res)
 
     def test_insufficient_cpus(self):
@@ -242,7 +234,7 @@ class Resources(pmcrun.TestCase):
             % (name, p, name, self.tmp) for name, p in prios))
         res = self.run_pmc(["-v", "-v", "--host-cpus", "1", dag_path])
         problems = self.ok_run_problems(res, dag_path)
-        order = (read_text(self.path("order")) or "").split()
+        order = (pmcrun.read_text(self.path("order")) or "").split()
         if order != expected:
             problems.append("run order (order file) %s, expected %s" % (order, expected))
         by_start = [r.name for r in sorted(res.tasks, key=lambda r: (r.start, r.lineno))]
@@ -302,7 +294,7 @@ class Resources(pmcrun.TestCase):
     # ----------------------------------------------------------- environment
 
     def env_of(self, name):
-        text = read_text(self.path(name + ".env"))
+        text = pmcrun.read_text(self.path(name + ".env"))
         return None if text is None else text.strip()
 
     def test_environment_ranks1(self):
@@ -355,8 +347,8 @@ class Resources(pmcrun.TestCase):
         res = self.run_pmc(["--set-affinity", dag_path])
         problems = self.ok_run_problems(res, dag_path)
         for name, count in (("two", 2), ("one", 1)):
-            cpus = allowed_cpus(read_text(self.path(name + ".status")))
-            env = (read_text(self.path(name + ".affinity")) or "").strip()
+            cpus = allowed_cpus(pmcrun.read_text(self.path(name + ".status")))
+            env = (pmcrun.read_text(self.path(name + ".affinity")) or "").strip()
             if cpus is None:
                 problems.append("%s: no Cpus_allowed_list recorded" % name)
                 continue
@@ -407,7 +399,7 @@ class Resources(pmcrun.TestCase):
                 res = pmcrun.run(args, cwd=self.tmp, timeout=60,
                                  preexec=lambda: os.sched_setaffinity(0, {first}))
                 problems = self.ok_run_problems(res, dag_path)
-                cpus = allowed_cpus(read_text(self.path(name + ".status")))
+                cpus = allowed_cpus(pmcrun.read_text(self.path(name + ".status")))
                 if cpus is None:
                     problems.append("no Cpus_allowed_list recorded")
                 elif keep and cpus != {first}:
@@ -456,7 +448,7 @@ class Resources(pmcrun.TestCase):
                     problems.append("the -m 1024 task failed (status %s)" % status.get("large"))
                 if "allocated 200000000" not in res.stdout:
                     problems.append("no 'allocated 200000000' line on stdout")
-                got = (read_text(self.path("ulimit.out")) or "").strip()
+                got = (pmcrun.read_text(self.path("ulimit.out")) or "").strip()
                 want = "5120000" if strict else inherited
                 if got != want:
                     problems.append("the -m 5000 task's ulimit -v printed %r, expected %r"

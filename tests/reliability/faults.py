@@ -103,13 +103,7 @@ class Run:
     @staticmethod
     def sessions_of(root):
         procs = relutil.processes()
-        tree, grown = {root}, True
-        while grown:
-            grown = False
-            for pid, (_, ppid, _) in procs.items():
-                if ppid in tree and pid not in tree:
-                    tree.add(pid)
-                    grown = True
+        tree = relutil.process_tree(root, procs)
         return {procs[p][2] for p in tree if p in procs}
 
     @staticmethod

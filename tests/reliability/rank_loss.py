@@ -46,13 +46,7 @@ def rank_pids(root):
     """{rank: pid} of the MPI processes under root (PMI_RANK in their
     environment, parent a hydra proxy)."""
     procs = relutil.processes()
-    tree, grown = {root}, True
-    while grown:
-        grown = False
-        for pid, (_, ppid, _) in procs.items():
-            if ppid in tree and pid not in tree:
-                tree.add(pid)
-                grown = True
+    tree = relutil.process_tree(root, procs)
     ranks = {}
     for pid in tree:
         try:
@@ -73,13 +67,7 @@ def rank_pids(root):
 def job_sessions(root):
     """Sessions of root's process tree (mpiexec, proxy, ranks, tasks)."""
     procs = relutil.processes()
-    tree, grown = {root}, True
-    while grown:
-        grown = False
-        for pid, (_, ppid, _) in procs.items():
-            if ppid in tree and pid not in tree:
-                tree.add(pid)
-                grown = True
+    tree = relutil.process_tree(root, procs)
     return {procs[p][2] for p in tree if p in procs}
 
 

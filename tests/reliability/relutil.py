@@ -22,7 +22,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from pmcrun import processes, session_pids  # noqa: E402,F401  (one /proc reader)
+from pmcrun import process_tree, processes, session_pids  # noqa: E402,F401  (one /proc reader)
 
 
 def kill_tree(root, timeout=10.0):
