@@ -107,16 +107,12 @@ static void agent_flush_results(struct agent *a)
     agent_send(a, &a->results, "results");
 }
 
-static void agent_send_empty(struct agent *a, enum msg_kind kind)
+/* Send the ABORT or BYE built at start-up (once each). */
+static void agent_send_control(struct agent *a, struct mail **m)
 {
-    struct msgbuf b = {0};
-    if (msg_begin(&b, kind) < 0) {
-        a->failed = true;
-        return;
-    }
-    msg_end(&b);
-    comm_send(a->comm, 0, COMM_TO_MASTER, &b);
-    msg_free(&b);
+    if (*m)
+        comm_send_mail(a->comm, *m);
+    *m = NULL;
 }
 
 static void agent_batch_unref(struct batch *b)
@@ -320,7 +316,8 @@ static void agent_send_hello(struct agent *a)
         return;
     }
     msg_end(&b);
-    comm_send(a->comm, 0, COMM_TO_MASTER, &b);
+    if (comm_send(a->comm, 0, COMM_TO_MASTER, &b) < 0)
+        a->failed = true; /* the master learns it from the ABORT */
     msg_free(&b);
 }
 
@@ -333,7 +330,7 @@ static void *agent_main(void *arg)
         agent_flush_results(a);
         if (a->failed && !a->sent_abort) {
             /* this rank cannot go on: have the master end the run */
-            agent_send_empty(a, MSG_ABORT);
+            agent_send_control(a, &a->abort_mail);
             a->sent_abort = true;
             agent_begin_abort(a);
         }
@@ -346,7 +343,7 @@ static void *agent_main(void *arg)
     agent_flush_results(a);
     if (taskio_file_close(&a->out) < 0 || taskio_file_close(&a->err) < 0)
         a->failed = true;
-    agent_send_empty(a, MSG_BYE);
+    agent_send_control(a, &a->bye_mail);
     return NULL;
 }
 
@@ -389,8 +386,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
     a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);
-    if (!a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || !a->gpu_busy ||
-        mailbox_init(&a->box) < 0 || agent__snapshot_env(a) < 0) {
+    a->abort_mail = mail_control(0, COMM_TO_MASTER, MSG_ABORT);
+    a->bye_mail = mail_control(0, COMM_TO_MASTER, MSG_BYE);
+    if (!a->abort_mail || !a->bye_mail || !a->cfg.hostname || !a->cfg.dag_path ||
+        !a->cfg.task_dir || a->epfd < 0 || !a->gpu_busy || mailbox_init(&a->box) < 0 ||
+        agent__snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
         agent_destroy(a);
         return NULL;
@@ -411,6 +411,8 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
+    if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
+        log_warn("%s: if this process is killed, its tasks run on", err->text);
     if (agent__open_outputs(a, err) < 0) {
         char text[sizeof err->text];
         snprintf(text, sizeof text, "%s", err->text);
@@ -452,6 +454,7 @@ void agent_destroy(struct agent *a)
     if (!a)
         return;
     agent_join(a);
+    watchdog_stop(a->watchdog);
     for (uint32_t i = 0; i < a->nslots; i++)
         agent__slot_free(&a->slots[i]);
     cpuset_pool_destroy(a->pool);
@@ -463,6 +466,8 @@ void agent_destroy(struct agent *a)
     while (nq_pop(&a->queue, &nt) == 1)
         agent_batch_unref(nt.batch);
     nq_free(&a->queue);
+    mail_free(a->abort_mail);
+    mail_free(a->bye_mail);
     msg_free(&a->results);
     msg_free(&a->starts);
     msg_free(&a->fwd_pack);

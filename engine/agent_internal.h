@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "engine/agent.h"
+#include "engine/watchdog.h"
 #include "io/forward.h"
 #include "io/msg.h"
 #include "io/taskio.h"
@@ -90,6 +91,8 @@ struct agent {
     const char *gpu_env[4];       /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
     struct timespec first_result; /* when the oldest unsent result or notice was added */
     bool shutting, aborting, draining, failed, sent_abort;
+    struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
+    struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
     struct timespec kill_deadline;
     bool killed_hard;
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */

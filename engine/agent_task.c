@@ -231,6 +231,7 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     struct slot *s = &a->slots[i];
     log_error("Task %s: cannot watch it (epoll_ctl: %s): killed", s->strs, strerror(e));
     kill(-s->pid, SIGKILL);
+    watchdog_clear(a->watchdog, i);
     siginfo_t si;
     memset(&si, 0, sizeof si);
     while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
@@ -304,7 +305,9 @@ void agent__launch(struct agent *a, const struct msg_task *t)
     const char *app = t->argv;
     struct slot *s = i >= 0 ? &a->slots[i] : NULL;
     if (!s || agent_slot_strings(s, t, app) < 0 || agent_slot_argv(s, t) < 0) {
-        log_fatal("Out of memory or descriptors starting task %s", t->name);
+        /* ENOMEM, or EMFILE/ENFILE for a new slot's capture files: this
+         * rank cannot go on, and the master ends the run */
+        log_fatal("Rank %d cannot start task %s: %s", a->cfg.rank, t->name, strerror(errno));
         a->failed = true;
         return;
     }
@@ -317,18 +320,20 @@ void agent__launch(struct agent *a, const struct msg_task *t)
     }
     agent_slot_claim(a, s, t);
     log_debug("Running task %s", t->name);
-    struct spawn_request req = {
-        .argv = s->argv,
-        .envp = s->envp,
-        .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
-        .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
-        .forward_fds = s->fwd_fds,
-        .nforward = (int)s->fwd.npipes,
-        .affinity = s->bound ? &s->cpuset : NULL,
-        .memory_limit_bytes = a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0};
+    struct spawn_request req = {.argv = s->argv,
+                                .envp = s->envp,
+                                .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
+                                .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+                                .forward_fds = s->fwd_fds,
+                                .nforward = (int)s->fwd.npipes,
+                                .affinity = s->bound ? &s->cpuset : NULL,
+                                .memory_limit_bytes =
+                                    a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
+                                .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
     int e = spawn_task(&req, &s->pid, &s->pidfd);
     fwd_close_write_ends(&s->fwd);
     if (e) {
+        watchdog_clear(a->watchdog, (uint32_t)i);
         agent_exec_failed(a, s, e);
         return;
     }
@@ -347,8 +352,17 @@ void agent__reap(struct agent *a, uint32_t i)
     struct slot *s = &a->slots[i];
     siginfo_t si;
     memset(&si, 0, sizeof si);
-    if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
+    if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
         return; /* not exited yet (spurious wake-up) */
+    /* The task is over when its first process is: what it left running in
+     * its process group (background jobs, daemons that did not setsid) is
+     * killed now, as a batch system does at a step's end.  The zombie still
+     * holds the pid, so the group id cannot have been reused. */
+    kill(-s->pid, SIGKILL);
+    watchdog_clear(a->watchdog, i);
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+        ;
     double duration = agent_elapsed(&s->t0);
     int status = si.si_code == CLD_EXITED
                      ? (si.si_status & 0xff) << 8

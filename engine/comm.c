@@ -8,13 +8,17 @@
 
 #include <errno.h>
 #include <mpi.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "io/log.h"
+
 #define IDLE_MIN_US 20
-#define IDLE_MAX_US 10000 /* ~100 wake-ups/s when idle: < 0.3% of a core per rank */
+#define IDLE_MAX_US 10000      /* ~100 wake-ups/s when idle: < 0.3% of a core per rank */
+#define COMM_OOM_GIVEUP_S 10.0 /* a receive put off this long for want of memory ends the job */
 
 struct pending {
     MPI_Request *reqs;
@@ -34,6 +38,8 @@ struct comm {
     atomic_bool stop;
     atomic_uint_fast64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     atomic_uint_fast64_t recv_deferred; /* receives put off for want of memory */
+    struct timespec oom_since;          /* first receive put off since the last one received */
+    bool oom;                           /* progress thread only */
 };
 
 static void comm_deliver(struct comm *c, struct mail *m)
@@ -114,6 +120,32 @@ static int comm_complete_sends(struct comm *c)
     return ndone;
 }
 
+/* A message of count bytes from rank src waits in MPI for want of memory.
+ * Memory that does not come back within COMM_OOM_GIVEUP_S ends the job:
+ * the peer may wait for this very message (a RESULTS the master must
+ * apply, the BYE that ends the run), and MPI_Abort is how a rank that
+ * cannot go on ends an MPI job (hydra then kills every rank, as for a lost
+ * rank; the rescue log holds what finished). */
+static void comm_receive_put_off(struct comm *c, int count, int src)
+{
+    atomic_fetch_add_explicit(&c->recv_deferred, 1, memory_order_relaxed);
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (!c->oom) {
+        c->oom = true;
+        c->oom_since = now;
+        return;
+    }
+    double waited = (double)(now.tv_sec - c->oom_since.tv_sec) +
+                    (double)(now.tv_nsec - c->oom_since.tv_nsec) / 1e9;
+    if (waited < COMM_OOM_GIVEUP_S)
+        return;
+    log_fatal("Rank %d: out of memory for %.0f s receiving a message of %d bytes from rank %d: "
+              "ending the job",
+              c->rank, waited, count, src);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
 /* Receive every message that has arrived.  Returns how many.  The buffer
  * and its mail are allocated after a plain probe and before the receive:
  * when memory runs out the message stays queued in MPI and is received on a
@@ -134,9 +166,10 @@ static int comm_receive(struct comm *c)
         uint8_t *buf = malloc(count > 0 ? (size_t)count : 1);
         struct mail *m = buf ? mail_new(st.MPI_SOURCE, st.MPI_TAG, buf, (size_t)count) : NULL;
         if (!m) {
-            atomic_fetch_add_explicit(&c->recv_deferred, 1, memory_order_relaxed);
+            comm_receive_put_off(c, count, st.MPI_SOURCE);
             return got; /* mail_new freed buf; try again after a back-off */
         }
+        c->oom = false;
         MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         comm_deliver(c, m);
@@ -198,17 +231,21 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
     return c;
 }
 
+void comm_send_mail(struct comm *c, struct mail *m)
+{
+    if (m->peer == c->rank) {
+        comm_deliver(c, m); /* peer: the sender, which is this rank */
+        return;
+    }
+    mailbox_push(&c->outbox, m);
+}
+
 int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
 {
     struct mail *m = mail_from_msgbuf(dst, box, b);
     if (!m)
         return -1;
-    if (dst == c->rank) {
-        m->peer = c->rank;
-        comm_deliver(c, m);
-        return 0;
-    }
-    mailbox_push(&c->outbox, m);
+    comm_send_mail(c, m);
     return 0;
 }
 

@@ -11,14 +11,14 @@
  * with MPI_Testsome, and receives with MPI_Iprobe + MPI_Recv (the probe
  * sizes each buffer exactly, so batches of any size need no pre-posted
  * maximum; when no memory can be had the message waits in MPI and is
- * received on a later pass, never dropped).  When nothing moves it sleeps on the outbox eventfd
- * with a timeout that backs off from 20 us to 10 ms: it never spins a core
- * (a local send wakes it at once; a remote message waits at most 10 ms when
- * the rank has been idle for a while).
- * MPI delivers messages between one pair of ranks with one tag in order, and
- * all messages of a rank to one destination go through this one thread, so
- * per-destination order is kept (a task's forwarded data travels inside its
- * result, so no cross-message ordering is needed).
+ * received on a later pass, never dropped; when memory stays out of reach
+ * for COMM_OOM_GIVEUP_S the rank says so and ends the job with MPI_Abort,
+ * as hydra does for a lost rank: the rescue log keeps what finished).  When nothing moves it sleeps
+ * on the outbox eventfd with a timeout that backs off from 20 us to 10 ms: it never spins a core (a
+ * local send wakes it at once; a remote message waits at most 10 ms when the rank has been idle for
+ * a while). MPI delivers messages between one pair of ranks with one tag in order, and all messages
+ * of a rank to one destination go through this one thread, so per-destination order is kept (a
+ * task's forwarded data travels inside its result, so no cross-message ordering is needed).
  */
 #ifndef PMC_COMM_H
 #define PMC_COMM_H
@@ -52,6 +52,12 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
  * storage (b is left empty, ready for msg_begin()).  Any thread.  Returns 0,
  * or -1 with ENOMEM, or EPIPE after comm_close() began. */
 int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b);
+
+/* Send a mail built beforehand (mail_control()) to rank m->peer, box
+ * m->tag.  Takes m.  Any thread; never allocates and never fails, so the
+ * messages that end a run (ABORT, BYE, SHUTDOWN, DRAIN) go out when memory
+ * is gone. */
+void comm_send_mail(struct comm *c, struct mail *m);
 
 /* Bytes and messages that went through MPI (local hand-offs not counted). */
 struct comm_stats {

@@ -35,6 +35,17 @@ struct mail *mail_from_msgbuf(int peer, int tag, struct msgbuf *b)
     return m;
 }
 
+struct mail *mail_control(int peer, int tag, enum msg_kind kind)
+{
+    struct msgbuf b = {0};
+    if (msg_begin(&b, kind) < 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    msg_end(&b);
+    return mail_from_msgbuf(peer, tag, &b);
+}
+
 void mail_free(struct mail *m)
 {
     if (m) {

@@ -49,6 +49,13 @@ struct mail {
 struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len);
 void mail_free(struct mail *m); /* NULL is a no-op */
 
+/* A mail holding a whole message of `kind` with no body (MSG_SHUTDOWN,
+ * MSG_BYE, MSG_ABORT, MSG_DRAIN) for (peer, tag).  The master and the
+ * agents build these at start-up, so that ending a run never needs memory
+ * (issue 13: an ABORT that could not be allocated left the other side
+ * waiting).  NULL with errno ENOMEM. */
+struct mail *mail_control(int peer, int tag, enum msg_kind kind);
+
 /* Wrap the message finished in b (msg_end() done) in a new mail, taking b's
  * storage: b is left empty either way, ready for msg_begin().  NULL with
  * errno ENOMEM. */

@@ -64,8 +64,7 @@ static void install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGXFSZ, SIG_IGN); /* a file over RLIMIT_FSIZE fails a write with EFBIG instead */
+    signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
 }
 
 /* The first line of MPI_Get_library_version() (static storage). */
@@ -228,6 +227,14 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
     const char *stop_reason = NULL;
     if (ri->rank == 0 && batch_stop(o, &stop_at, &stop_reason) < 0)
         ok = 0;
+    int *agent_ranks = ri->rank == 0 && ok ? malloc(sizeof(int) * (size_t)ri->size) : NULL;
+    if (ri->rank == 0 && ok && !agent_ranks) {
+        fprintf(stderr, "pmc-hybrid: out of memory\n");
+        ok = 0;
+    }
+    for (int r = 0, k = 0; agent_ranks && r < ri->size; r++)
+        if (ri->plan.role[r] & RANK_AGENT)
+            agent_ranks[k++] = r;
     if (ri->rank == 0 && ok) {
         struct master_config mc = {.dag_path = o->dag_path,
                                    .rescue_path = o->rescue_path,
@@ -240,6 +247,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .program = program,
                                    .nranks = ri->size,
                                    .nagents = ri->plan.nagents,
+                                   .agent_ranks = agent_ranks,
                                    .null_executor = o->null_executor,
                                    .nolock = o->nolock,
                                    .maxfds = o->maxfds,
@@ -263,6 +271,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
             ok = 0;
         }
     }
+    free(agent_ranks);
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     return ok ? 0 : -1;
 }
@@ -370,6 +379,9 @@ static int check_plan(const struct rank_info *ri)
 
 int main(int argc, char **argv)
 {
+    /* before MPI_Init, whose shared-memory set-up writes several MB: a file
+     * over RLIMIT_FSIZE fails a write with EFBIG instead of killing us */
+    signal(SIGXFSZ, SIG_IGN);
     int provided = 0;
     if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
         fprintf(stderr, "pmc-hybrid: MPI_Init_thread failed\n");

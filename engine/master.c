@@ -27,6 +27,37 @@ static int master_alloc_state(struct master *m)
     return m->done_before && m->remaining && m->state && m->attempts && m->ready ? 0 : -1;
 }
 
+enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
+
+/* The agents' ranks, and per agent the ABORT, DRAIN and SHUTDOWN mails
+ * that end a run, built now: ending a run never allocates, so an agent
+ * learns of the end even when memory is gone.  -1 with ENOMEM. */
+static int master_ctl_init(struct master *m)
+{
+    int na = m->cfg.nagents, nr = m->cfg.nranks;
+    static const enum msg_kind kinds[CTL_KINDS] = {MSG_ABORT, MSG_DRAIN, MSG_SHUTDOWN};
+    m->agent_rank = malloc(sizeof(int) * (size_t)na);
+    m->agent_of_rank = malloc(sizeof(int) * (size_t)nr);
+    m->said_bye = calloc((size_t)na, sizeof(bool));
+    m->ctl = calloc((size_t)na * CTL_KINDS, sizeof *m->ctl);
+    if (!m->agent_rank || !m->agent_of_rank || !m->said_bye || !m->ctl)
+        return -1;
+    for (int r = 0; r < nr; r++)
+        m->agent_of_rank[r] = -1;
+    for (int k = 0; k < na; k++) {
+        int rank = m->cfg.agent_ranks ? m->cfg.agent_ranks[k] : k;
+        if (rank < 0 || rank >= nr)
+            return -1;
+        m->agent_rank[k] = rank;
+        m->agent_of_rank[rank] = k;
+        for (int j = 0; j < CTL_KINDS; j++)
+            if (!(m->ctl[k * CTL_KINDS + j] = mail_control(rank, COMM_TO_AGENT, kinds[j])))
+                return -1;
+    }
+    m->cfg.agent_ranks = NULL; /* the caller's array; ours is agent_rank */
+    return 0;
+}
+
 static char *master_default_rescue(const char *dag_path)
 {
     size_t n = strlen(dag_path);
@@ -62,7 +93,7 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->dag = dagfile_load(cfg->dag_path, err);
     if (!m->dag)
         goto fail;
-    if (master_alloc_state(m) < 0) {
+    if (master_alloc_state(m) < 0 || master_ctl_init(m) < 0) {
         pmc_errorf(err, "out of memory for %u tasks", m->dag->ntasks);
         goto fail;
     }
@@ -236,10 +267,10 @@ static void master_handle_mail(struct master *m, struct mail *ml)
     } else if (r.kind == MSG_STARTED) {
         rc = master__handle_started(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
-        int idx = ml->peer < m->cfg.nranks ? m->node_of_rank[ml->peer] : -1;
-        if (idx >= 0)
-            m->nodes[idx].said_bye = true;
-        rc = idx >= 0 ? 0 : -1;
+        int k = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->agent_of_rank[ml->peer] : -1;
+        if (k >= 0)
+            m->said_bye[k] = true;
+        rc = k >= 0 ? 0 : -1;
     } else if (r.kind == MSG_ABORT) {
         log_error("Rank %d cannot go on", ml->peer);
         rc = -1;
@@ -293,9 +324,23 @@ static void master_check_stop(struct master *m)
         m->stop_dispatch = true;
 }
 
+static bool master_all_bye(const struct master *m)
+{
+    for (int k = 0; k < m->cfg.nagents; k++)
+        if (!m->said_bye[k])
+            return false;
+    return true;
+}
+
+/* Over when nothing runs and nothing more will be sent; or, once ABORT
+ * went out, when every agent said BYE: no result can come after its BYE,
+ * so tasks still counted in flight were lost with a message that could
+ * not be built or sent (they are not DONE: a restart runs them). */
 static bool master_finished(const struct master *m)
 {
-    return m->inflight == 0 && (m->stop_dispatch || rq_size(m->ready) == 0);
+    if (m->inflight == 0 && (m->stop_dispatch || rq_size(m->ready) == 0))
+        return true;
+    return m->abort_sent && master_all_bye(m);
 }
 
 /* Until the next stop condition (wall time, the batch job's end), at most
@@ -310,15 +355,16 @@ static long master_wait_us(const struct master *m)
     return left <= 0 ? 0 : (long)(left * 1e6) + 1;
 }
 
+/* Send ABORT, DRAIN or SHUTDOWN to every agent, registered or not (the
+ * mails built by master_ctl_init(); each goes out at most once). */
 static void master_broadcast(struct master *m, enum msg_kind kind)
 {
-    for (int i = 0; i < m->nnodes; i++) {
-        struct msgbuf b = {0};
-        if (msg_begin(&b, kind) == 0) {
-            msg_end(&b);
-            comm_send(m->comm, m->nodes[i].rank, COMM_TO_AGENT, &b);
-        }
-        msg_free(&b);
+    int j = kind == MSG_ABORT ? CTL_ABORT : kind == MSG_DRAIN ? CTL_DRAIN : CTL_SHUTDOWN;
+    for (int k = 0; k < m->cfg.nagents; k++) {
+        struct mail **ml = &m->ctl[k * CTL_KINDS + j];
+        if (*ml)
+            comm_send_mail(m->comm, *ml);
+        *ml = NULL;
     }
 }
 
@@ -343,20 +389,16 @@ bool master_step(struct master *m)
     return false;
 }
 
-static bool master_all_bye(const struct master *m)
-{
-    for (int i = 0; i < m->nnodes; i++)
-        if (!m->nodes[i].said_bye)
-            return false;
-    return true;
-}
-
 /* SHUTDOWN (ABORT was already sent when aborting) and wait for every BYE;
  * late results are still applied. */
 static void master_shutdown_agents(struct master *m)
 {
-    if (!m->aborting)
+    if (!m->aborting) {
         master_broadcast(m, MSG_SHUTDOWN);
+    } else if (!m->abort_sent) {
+        master_broadcast(m, MSG_ABORT);
+        m->abort_sent = true;
+    }
     while (!master_all_bye(m)) {
         master_drain(m);
         if (master_all_bye(m))
@@ -399,8 +441,10 @@ int master_begin(struct master *m, struct comm *c)
     if (m->cfg.stop_at > 0)
         m->stop_mono = m->start_mono + (m->cfg.stop_at - m->start);
     if (master_prepare(m) < 0) {
-        log_fatal("Cannot start the master");
+        log_fatal("Cannot start the master: out of memory");
         m->fatal = m->aborting = true;
+        master_broadcast(m, MSG_ABORT);
+        m->abort_sent = true;
         return -1;
     }
     if (master_wait_hellos(m) < 0 || master_check_capable(m) < 0 || master_start_rescue(m) < 0 ||
@@ -427,8 +471,12 @@ int master_fail_at_start(struct master *m)
 
 int master_end(struct master *m)
 {
-    if (m->nodes)
+    if (m->comm)
         master_shutdown_agents(m);
+    if (m->inflight > 0)
+        log_error("%u tasks were in flight when the run ended (their results were lost with "
+                  "a message that could not be sent); a restart runs them again",
+                  m->inflight);
     return master__finish(m);
 }
 
@@ -454,6 +502,12 @@ void master_destroy(struct master *m)
     free(m->open_list);
     free(m->batch_list);
     free(m->deferred);
+    for (int k = 0; m->ctl && k < m->cfg.nagents * CTL_KINDS; k++)
+        mail_free(m->ctl[k]);
+    free(m->ctl);
+    free(m->said_bye);
+    free(m->agent_of_rank);
+    free(m->agent_rank);
     rq_destroy(m->ready);
     free(m->attempts);
     free(m->state);

@@ -41,6 +41,7 @@ struct master_config {
     const char *program;           /* app= of the summary */
     int nranks;                    /* MPI ranks */
     int nagents;                   /* ranks that run a node agent (sched/hosts.h), >= 1 */
+    const int *agent_ranks;        /* those nagents ranks (copied); NULL: ranks 0..nagents-1 */
     bool null_executor;            /* benchmark: no rescue log is written */
     bool nolock;                   /* -n: do not lock the DAG file */
     uint32_t maxfds;               /* --maxfds, 0 = from RLIMIT_NOFILE */

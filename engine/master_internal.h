@@ -49,7 +49,6 @@ struct node {
     bool open;                     /* on the open list: may be sent tasks */
     int open_pos;                  /* its index in the open list */
     char *hostname;
-    bool said_bye;
     struct msgbuf batch; /* TASKS being built this round */
 };
 
@@ -123,6 +122,12 @@ struct master {
     double round_left; /* s left before stop_mono, as of this dispatch round */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
+    /* The agents, registered or not, and the messages that end a run, built
+     * by master_create() so that ending never allocates (master.c). */
+    int *agent_rank;    /* cfg.nagents ranks */
+    int *agent_of_rank; /* rank -> index in agent_rank, -1 if it runs none */
+    bool *said_bye;     /* per agent: its BYE came (no more messages from it) */
+    struct mail **ctl;  /* per agent, CTL_KINDS mails (ABORT, DRAIN, SHUTDOWN); NULL once sent */
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
 };

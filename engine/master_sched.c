@@ -187,11 +187,16 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
     return msg_add_task(&n->batch, &mt);
 }
 
-/* Account and batch task t for node i. */
+/* Batch and account task t for node i.  The accounting is committed only
+ * once the task is in the batch: -1 (ENOMEM) leaves t as it was. */
 static int master_assign(struct master *m, uint32_t t, int i)
 {
     struct node *n = &m->nodes[i];
     m->attempts[t]++;
+    if (master_batch_task(m, n, t) < 0) {
+        m->attempts[t]--;
+        return -1;
+    }
     if (m->attempts[t] > 1)
         m->st.extra++;
     m->state[t] = TASK_RUNNING;
@@ -206,7 +211,7 @@ static int master_assign(struct master *m, uint32_t t, int i)
     m->st.submitted++;
     master__status_sent(m, t);
     log_trace("Scheduling task %s", task_name(m, t));
-    return master_batch_task(m, n, t);
+    return 0;
 }
 
 static int master_defer(struct master *m, size_t k, uint32_t t)
@@ -229,16 +234,23 @@ static int master_dispatch_bucket(struct master *m, size_t b)
 {
     size_t n = rq_bucket_size(m->ready, b), ndef = 0;
     int32_t prio = rq_bucket_priority(m->ready, b);
-    for (size_t k = 0; k < n && m->room > 0; k++) {
+    int rc = 0;
+    for (size_t k = 0; k < n && m->room > 0 && rc == 0; k++) {
         uint32_t t = rq_bucket_pop(m->ready, b);
         int i = master_find_node(m, t);
-        if (i < 0 ? master_defer(m, ndef++, t) < 0 : master_assign(m, t, i) < 0)
-            return -1;
+        if (i < 0 ? master_defer(m, ndef, t) < 0 : master_assign(m, t, i) < 0) {
+            (void)rq_push_front(m->ready, t, prio); /* t stays ready */
+            rc = -1;
+        } else if (i < 0) {
+            ndef++;
+        }
     }
+    /* a sized ready queue (master_alloc_state) takes these back without
+     * allocating, so a failure above loses no task */
     while (ndef > 0)
         if (rq_push_front(m->ready, m->deferred[--ndef], prio) < 0)
             return -1;
-    return 0;
+    return rc;
 }
 
 static void master_send_batches(struct master *m)

@@ -95,7 +95,8 @@ struct spawn_child {
     struct {
         uint64_t cur, max;
     } limit;
-    pid_t parent; /* our pid: a child whose parent is gone must not run */
+    pid_t parent;           /* our pid: a child whose parent is gone must not run */
+    volatile pid_t *record; /* spawn_request.record_pgid */
     /* written by the child when a step fails */
     volatile int err;
 };
@@ -142,7 +143,11 @@ SPAWN_CHILD static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
     spawn_child_signals_default();
-    if (syscall(SYS_setpgid, 0, 0) < 0 || spawn_child_fds(c) < 0)
+    if (syscall(SYS_setpgid, 0, 0) < 0)
+        goto fail;
+    if (c->record)
+        *c->record = (pid_t)syscall(SYS_getpid);
+    if (spawn_child_fds(c) < 0)
         goto fail;
     /* The task dies with the thread that started it: when pmc-hybrid is
      * killed (kill -9, a rank lost and MPI killing the job), its tasks do
@@ -326,7 +331,8 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
                             .src = {-1, req->stdout_fd, req->stderr_fd},
                             .forward = req->forward_fds,
                             .nforward = req->nforward,
-                            .affinity = req->affinity};
+                            .affinity = req->affinity,
+                            .record = req->record_pgid};
     if (!strchr(c.path, '/')) {
         int e = spawn_search_path(c.path, req->envp, path, sizeof path);
         if (e)

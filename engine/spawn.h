@@ -18,7 +18,8 @@
  *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
  *      from before clone until step 6, so no handler of the engine ever runs
  *      on the child's stack);
- *   2. becomes the leader of its own process group (setpgid(0, 0));
+ *   2. becomes the leader of its own process group (setpgid(0, 0)) and
+ *      stores its pid at record_pgid, when given;
  *   3. puts /dev/null on fd 0, stdout_fd on 1, stderr_fd on 2 and
  *      forward_fds[i] on 3 + i, without clobbering a source that has a low
  *      number (all sources are first copied above every source and target
@@ -92,6 +93,11 @@ struct spawn_request {
     const cpu_set_t *affinity;
     /* RLIMIT_AS of the child in bytes, soft and hard; 0: inherit. */
     uint64_t memory_limit_bytes;
+    /* When set, the child stores its pid (its process group id) here right
+     * after setpgid, before any other step: the watchdog's table entry
+     * (watchdog.h), so that the task is recorded before it can run.  On a
+     * failed spawn the caller clears it. */
+    volatile pid_t *record_pgid;
 };
 
 /* Start the task.  On success returns 0 with the child's pid in *pid and a

@@ -654,6 +654,8 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
     return c;
 }
 
+static int sim_comm_queue(struct comm *c, struct mail *m);
+
 /* The SHUTDOWN of master_end(): the idle node answers BYE at once. */
 static void sim_answer_shutdown(struct sim *s, int dst)
 {
@@ -676,6 +678,23 @@ int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
     struct mail *m = mail_from_msgbuf(dst, box, b);
     if (!m)
         return -1;
+    return sim_comm_queue(c, m);
+}
+
+/* The master's ABORT, DRAIN and SHUTDOWN, built at start-up.  The
+ * simulator's outbox may need to grow: when it cannot, the run is marked
+ * failed (a real comm never fails here). */
+void comm_send_mail(struct comm *c, struct mail *m)
+{
+    if (sim_comm_queue(c, m) < 0)
+        c->sim->failed = true;
+}
+
+/* Queue m (taken) for the event loop, as comm_send() does.  0, or -1 with
+ * ENOMEM. */
+static int sim_comm_queue(struct comm *c, struct mail *m)
+{
+    int dst = m->peer;
     c->st.msgs_sent++;
     c->st.bytes_sent += m->len;
     struct sim *s = c->sim;

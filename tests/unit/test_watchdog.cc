@@ -1,0 +1,170 @@
+// test_watchdog.cc - unit tests of engine/watchdog.h.
+//
+// An "agent" (a forked child of the test) starts a watchdog, spawns a task
+// that leaves a background process in its process group, and dies of
+// SIGKILL without stopping anything: the whole group must be gone within
+// seconds and the watchdog must say so on stderr.  An orderly
+// watchdog_stop() kills the groups still recorded and spares the cleared
+// ones.  The test process is a child subreaper, so orphans come back to it
+// and are reaped here (a container's init may not reap them).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/spawn.h"
+#include "engine/watchdog.h"
+
+namespace
+{
+
+char *const kEnv[] = {(char *)"PATH=/bin:/usr/bin", nullptr};
+
+void reap_orphans()
+{
+    while (waitpid(-1, nullptr, WNOHANG) > 0)
+        ;
+}
+
+// Poll (reaping orphans) until no process is left in group pgid: true when
+// that happened within seconds.
+bool group_gone_within(pid_t pgid, double seconds)
+{
+    for (int i = 0; i < seconds * 100; i++) {
+        reap_orphans();
+        if (kill(-pgid, 0) < 0 && errno == ESRCH)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+pid_t spawn_recorded(struct watchdog *w, uint32_t slot, const char *script, int *pidfd)
+{
+    char *const argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)script, nullptr};
+    int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    struct spawn_request req = {};
+    req.argv = argv;
+    req.envp = kEnv;
+    req.stdout_fd = devnull;
+    req.stderr_fd = devnull;
+    req.record_pgid = watchdog_entry(w, slot);
+    pid_t pid = -1;
+    int e = spawn_task(&req, &pid, pidfd);
+    close(devnull);
+    return e == 0 ? pid : -1;
+}
+
+class Watchdog : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+    }
+    void TearDown() override
+    {
+        reap_orphans();
+        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    }
+};
+
+TEST_F(Watchdog, KilledAgentTakesItsTasksGroupsWithIt)
+{
+    int report[2], err[2];
+    ASSERT_EQ(0, pipe(report));
+    ASSERT_EQ(0, pipe(err));
+    pid_t agent = fork();
+    ASSERT_GE(agent, 0);
+    if (agent == 0) {
+        dup2(err[1], 2); // the watchdog inherits this stderr
+        close(err[0]);
+        close(err[1]);
+        struct pmc_error e;
+        struct watchdog *w = watchdog_start(7, &e);
+        int pidfd = -1;
+        pid_t pgid = w ? spawn_recorded(w, 3, "sleep 60 & exec sleep 61", &pidfd) : -1;
+        // the child stored its pid before exec: it is recorded already
+        volatile pid_t *entry = watchdog_entry(w, 3);
+        pid_t recorded = entry ? *entry : -1;
+        pid_t msg[2] = {pgid, recorded};
+        if (write(report[1], msg, sizeof msg) != (ssize_t)sizeof msg)
+            _exit(1);
+        usleep(200000);          // let the shell start its background sleep
+        kill(getpid(), SIGKILL); // no cleanup of any kind
+        _exit(2);
+    }
+    close(report[1]);
+    close(err[1]);
+    pid_t msg[2] = {-1, -1};
+    ASSERT_EQ((ssize_t)sizeof msg, read(report[0], msg, sizeof msg));
+    close(report[0]);
+    ASSERT_GT(msg[0], 0) << "the agent could not start the watchdog or the task";
+    EXPECT_EQ(msg[0], msg[1]) << "the table entry holds the task's process group";
+    int status = 0;
+    ASSERT_EQ(agent, waitpid(agent, &status, 0));
+    ASSERT_TRUE(WIFSIGNALED(status));
+    EXPECT_TRUE(group_gone_within(msg[0], 5.0)) << "task group " << msg[0] << " outlived its agent";
+    std::string text;
+    char buf[256];
+    ssize_t n;
+    while ((n = read(err[0], buf, sizeof buf)) > 0)
+        text.append(buf, (size_t)n);
+    close(err[0]);
+    EXPECT_NE(std::string::npos, text.find("node agent of rank 7 ended without stopping its tasks"))
+        << text;
+    EXPECT_NE(std::string::npos, text.find("killed 1 task process groups")) << text;
+}
+
+TEST_F(Watchdog, OrderlyStopKillsRecordedGroupsAndSparesClearedOnes)
+{
+    struct pmc_error e;
+    struct watchdog *w = watchdog_start(0, &e);
+    ASSERT_NE(nullptr, w) << e.text;
+    EXPECT_GT(watchdog_pid(w), 0);
+    int fd_kept = -1, fd_cleared = -1;
+    pid_t kept = spawn_recorded(w, 0, "exec sleep 60", &fd_kept);
+    pid_t cleared = spawn_recorded(w, 1, "exec sleep 60", &fd_cleared);
+    ASSERT_GT(kept, 0);
+    ASSERT_GT(cleared, 0);
+    EXPECT_EQ(kept, *watchdog_entry(w, 0));
+    watchdog_clear(w, 1);
+    EXPECT_EQ(0, *watchdog_entry(w, 1));
+    watchdog_stop(w);
+    struct pollfd p = {fd_kept, POLLIN, 0};
+    EXPECT_EQ(1, poll(&p, 1, 5000)) << "the recorded task survived watchdog_stop";
+    siginfo_t si = {};
+    ASSERT_EQ(0, waitid(P_PIDFD, (id_t)fd_kept, &si, WEXITED));
+    EXPECT_EQ(CLD_KILLED, si.si_code);
+    EXPECT_EQ(SIGKILL, si.si_status);
+    EXPECT_EQ(0, kill(cleared, 0)) << "a cleared task was killed";
+    kill(cleared, SIGKILL);
+    ASSERT_EQ(0, waitid(P_PIDFD, (id_t)fd_cleared, &si, WEXITED));
+    close(fd_kept);
+    close(fd_cleared);
+}
+
+TEST_F(Watchdog, EntriesOutsideTheTableAndNullAreRefused)
+{
+    struct pmc_error e;
+    struct watchdog *w = watchdog_start(0, &e);
+    ASSERT_NE(nullptr, w) << e.text;
+    EXPECT_EQ(nullptr, watchdog_entry(w, WATCHDOG_SLOTS));
+    EXPECT_NE(nullptr, watchdog_entry(w, WATCHDOG_SLOTS - 1));
+    EXPECT_EQ(nullptr, watchdog_entry(nullptr, 0));
+    watchdog_clear(nullptr, 0);
+    watchdog_clear(w, WATCHDOG_SLOTS); // out of range: no-op
+    EXPECT_EQ(0, watchdog_pid(nullptr));
+    watchdog_stop(w);
+    watchdog_stop(nullptr);
+}
+
+} // namespace
