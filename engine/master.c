@@ -176,6 +176,8 @@ int master_open_outputs(struct master *m)
 
 static int master_add_node(struct master *m, int rank, const struct msg_hello *h)
 {
+    if (!m->nodes)
+        return 0; /* master_prepare() failed: the run is ending, the agent got ABORT */
     if (rank < 0 || rank >= m->cfg.nranks || m->node_of_rank[rank] >= 0) {
         log_error("Unexpected HELLO from rank %d", rank);
         return -1;
@@ -413,8 +415,15 @@ static int master_prepare(struct master *m)
     m->node_of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
     m->open_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
     m->batch_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!m->nodes || !m->node_of_rank || !m->open_list || !m->batch_list)
+    if (!m->nodes || !m->node_of_rank || !m->open_list || !m->batch_list) {
+        free(m->nodes); /* none: HELLOs that come while ending are ignored */
+        free(m->node_of_rank);
+        free(m->open_list);
+        free(m->batch_list);
+        m->nodes = NULL;
+        m->node_of_rank = m->open_list = m->batch_list = NULL;
         return -1;
+    }
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
     return 0;

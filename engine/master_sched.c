@@ -445,7 +445,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
 
 static int master_node_index(const struct master *m, int rank, const char *what)
 {
-    int idx = rank >= 0 && rank < m->cfg.nranks ? m->node_of_rank[rank] : -1;
+    int idx = m->node_of_rank && rank >= 0 && rank < m->cfg.nranks ? m->node_of_rank[rank] : -1;
     if (idx < 0)
         log_error("%s from rank %d, which has no node agent", what, rank);
     return idx;

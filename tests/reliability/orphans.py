@@ -16,9 +16,10 @@ Cases (each a DAG of `sleep 60` tasks, checked 1 s after the event):
   sigkill    1 rank, the engine process alone gets SIGKILL: no task left;
   rank-loss  mpiexec -n 4 --ranks-are-hosts, one rank other than 0 gets
              SIGKILL; hydra kills the other ranks: no task of any rank left.
-The last two fail with the engine as it is: see docs/reliability.md
-("Orphaned tasks") for the fix this test waits for.  Every leftover
-process is killed before the test ends.
+The last two are caught by each agent's watchdog (engine/watchdog.h), a
+process in a session of its own that kills the recorded task process
+groups when its agent's process dies (docs/reliability.md, "Orphaned
+tasks").  Every leftover process is killed before the test ends.
 
 Usage: orphans.py --bin build/pmc-hybrid [--mpiexec mpiexec] [-k CASE]
 Exit status 0 when no case leaves a process behind.
