@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 #include "engine/comm.h"
-#include "engine/error.h"
 #include "engine/mailbox.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

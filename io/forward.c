@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
-#include "engine/grow.h"
 #include "engine/spawn.h"
+#include "io/dag.h"
+#include "io/grow.h"
 
 static int fwd_add(struct fwd_task *f, uint32_t kind, const char *src)
 {

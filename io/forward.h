@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 #include "io/msg.h"
 
 #ifdef __cplusplus

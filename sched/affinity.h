@@ -51,7 +51,7 @@
 
 #include <hwloc.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

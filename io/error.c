@@ -1,5 +1,5 @@
 /* error.c - see error.h. */
-#include "engine/error.h"
+#include "io/error.h"
 
 #include <errno.h>
 #include <stdarg.h>
