@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "engine/agent.h"
-#include "io/forward.h"
+#include "engine/forward.h"
 #include "io/msg.h"
 #include "io/taskio.h"
 #include "sched/affinity.h"

@@ -4,7 +4,7 @@
  * hold everything read so far.  fwd_reset() returns the struct to "no
  * forwards" while keeping the arrays for the next task.
  */
-#include "io/forward.h"
+#include "engine/forward.h"
 
 #include <errno.h>
 #include <fcntl.h>
