@@ -15,17 +15,17 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/affinity.h"
 #include "engine/agent.h"
-#include "sched/affinity.h"
 #include "engine/batchend.h"
 #include "engine/comm.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
 #include "engine/master.h"
 #include "engine/options.h"
+#include "engine/topology.h"
 #include "io/log.h"
 #include "sched/hosts.h"
-#include "sched/resources.h"
 
 struct rank_info {
     int rank, size;
@@ -158,7 +158,7 @@ static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *me
 {
     uint32_t host_cpus;
     uint64_t host_mem;
-    if (resources_detect(&host_cpus, &host_mem) < 0)
+    if (topology_detect(&host_cpus, &host_mem) < 0)
         log_debug("hwloc could not load the topology; using sysconf");
     if (o->host_cpus)
         host_cpus = o->host_cpus;
