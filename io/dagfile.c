@@ -91,13 +91,13 @@ static int show(size_t len)
 /* "PATH:LINE: message", errno EINVAL; returns -1. */
 __attribute__((format(printf, 2, 3))) static int syntax(struct parser *p, const char *fmt, ...)
 {
-    char msg[sizeof p->err->text];
+    struct pmc_error msg;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pmc_verrorf(&msg, fmt, ap);
     va_end(ap);
     errno = EINVAL;
-    return pmc_errorf(p->err, "%s:%" PRIu32 ": %s", p->path, p->line, msg);
+    return pmc_errorf(p->err, "%s:%" PRIu32 ": %s", p->path, p->line, msg.text);
 }
 
 static int out_of_memory(struct parser *p)

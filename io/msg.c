@@ -339,12 +339,10 @@ static int bad(struct pmc_error *err, const char *fmt, ...) __attribute__((forma
 /* Fail with EBADMSG and err text. */
 static int bad(struct pmc_error *err, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    pmc_verrorf(err, fmt, ap);
+    va_end(ap);
     errno = EBADMSG;
     return -1;
 }
@@ -403,16 +401,16 @@ static int item_bad(const struct msg_reader *r, struct pmc_error *err, const cha
 /* Fail with "KIND item N: " and the formatted text. */
 static int item_bad(const struct msg_reader *r, struct pmc_error *err, const char *fmt, ...)
 {
-    char what[400];
     if (!err) {
         errno = EBADMSG;
         return -1;
     }
+    struct pmc_error what;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    pmc_verrorf(&what, fmt, ap);
     va_end(ap);
-    return bad(err, "%s item %u: %s", kind_name(r->kind), r->count - r->remaining + 1, what);
+    return bad(err, "%s item %u: %s", kind_name(r->kind), r->count - r->remaining + 1, what.text);
 }
 
 static size_t left(const uint8_t *p, const uint8_t *end)
