@@ -21,7 +21,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "io/dagfile.h"
 
 static double mono_s(void)

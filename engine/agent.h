@@ -28,9 +28,9 @@
 #include <stdint.h>
 
 #include "engine/comm.h"
-#include "engine/error.h"
 #include "engine/gpus.h"
 #include "engine/mailbox.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,7 +25,7 @@
 #include <string.h>
 
 #include "engine/agent_internal.h"
-#include "engine/grow.h"
+#include "io/grow.h"
 
 extern char **environ;
 

@@ -15,12 +15,12 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "engine/affinity.h"
 #include "engine/agent.h"
+#include "engine/forward.h"
 #include "engine/watchdog.h"
-#include "io/forward.h"
 #include "io/msg.h"
 #include "io/taskio.h"
-#include "sched/affinity.h"
 #include "sched/deadlines.h"
 #include "sched/node_queue.h"
 

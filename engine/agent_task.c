@@ -12,8 +12,8 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
-#include "engine/grow.h"
 #include "engine/spawn.h"
+#include "io/grow.h"
 #include "io/log.h"
 #include "io/records.h"
 

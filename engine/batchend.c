@@ -38,6 +38,8 @@
 
 #include <jansson.h>
 
+#include "io/grow.h"
+
 extern char **environ;
 
 #define BATCHEND_MAX_OUTPUT (1u << 20) /* bytes of a command's stdout kept */
@@ -75,17 +77,9 @@ static void cmd_keep(struct cmd *c, const char *buf, size_t n)
         n = BATCHEND_MAX_OUTPUT - c->len;
     if (n == 0)
         return;
-    if (c->len + n + 1 > c->cap) {
-        size_t cap = c->cap ? c->cap : 4096;
-        while (cap < c->len + n + 1)
-            cap *= 2;
-        char *p = realloc(c->out, cap);
-        if (!p) {
-            c->lost = true;
-            return;
-        }
-        c->out = p;
-        c->cap = cap;
+    if (pmc_grow_from((void **)&c->out, &c->cap, c->len + n + 1, 1, 4096) < 0) {
+        c->lost = true;
+        return;
     }
     memcpy(c->out + c->len, buf, n);
     c->len += n;

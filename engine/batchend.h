@@ -66,7 +66,7 @@
 #ifndef PMC_BATCHEND_H
 #define PMC_BATCHEND_H
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -25,8 +25,8 @@
 
 #include <stdint.h>
 
-#include "engine/error.h"
 #include "engine/mailbox.h"
+#include "io/error.h"
 #include "io/msg.h"
 
 #ifdef __cplusplus

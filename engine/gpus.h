@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -16,7 +16,7 @@
 
 #include <sys/types.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

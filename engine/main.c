@@ -1,13 +1,13 @@
 /* main.c - pmc-hybrid: run a DAG of tasks on one machine or many MPI ranks.
  *
- * Only wires the subsystems together (STYLE.md): options, MPI start-up and
- * the host split, the master (rank 0), this rank's node agent, the transport;
+ * Only wires the subsystems together (STYLE.md): options, the transport's
+ * start-up and the host split (engine/transport.h: every MPI call lives
+ * there), the master (rank 0), this rank's node agent, the message transport;
  * then tears them down in reverse.  This is the only file that decides the
  * process exit status: 0 when every task succeeded, 1 otherwise.
  */
 #include <errno.h>
 #include <limits.h>
-#include <mpi.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,17 +15,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/affinity.h"
 #include "engine/agent.h"
-#include "sched/affinity.h"
 #include "engine/batchend.h"
 #include "engine/comm.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
 #include "engine/master.h"
 #include "engine/options.h"
+#include "engine/topology.h"
+#include "engine/transport.h"
 #include "io/log.h"
 #include "sched/hosts.h"
-#include "sched/resources.h"
 
 struct rank_info {
     int rank, size;
@@ -67,39 +68,25 @@ static void install_signal_handlers(void)
     signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
 }
 
-/* The first line of MPI_Get_library_version() (static storage). */
-static const char *mpi_library(void)
-{
-    static char lib[MPI_MAX_LIBRARY_VERSION_STRING];
-    int len = 0;
-    MPI_Get_library_version(lib, &len);
-    char *nl = strchr(lib, '\n');
-    if (nl)
-        *nl = '\0';
-    return lib;
-}
-
 static void print_version(void)
 {
     printf("pmc-hybrid %s\n", PMC_VERSION);
     printf("Compiler: %s\n", __VERSION__);
-    printf("MPI library: %s\n", mpi_library());
+    printf("MPI library: %s\n", transport_library_version());
 }
 
-/* Where this rank runs: its host (MPI_COMM_TYPE_SHARED), and the lowest rank
- * of every rank's host, which the role plan needs. */
+/* Where this rank runs: its host (the transport's shared-memory split), and
+ * the lowest rank of every rank's host, which the role plan needs. */
 static void rank_info_init(struct rank_info *ri)
 {
     memset(ri, 0, sizeof *ri);
-    MPI_Comm_rank(MPI_COMM_WORLD, &ri->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &ri->size);
-    MPI_Comm host;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, ri->rank, MPI_INFO_NULL, &host);
-    MPI_Comm_rank(host, &ri->host_rank);
-    MPI_Comm_size(host, &ri->host_ranks);
-    ri->leader = ri->rank;
-    MPI_Allreduce(MPI_IN_PLACE, &ri->leader, 1, MPI_INT, MPI_MIN, host);
-    MPI_Comm_free(&host);
+    struct transport_place p;
+    transport_place(&p);
+    ri->rank = p.rank;
+    ri->size = p.size;
+    ri->host_rank = p.host_rank;
+    ri->host_ranks = p.host_ranks;
+    ri->leader = p.leader;
     if (gethostname(ri->hostname, sizeof ri->hostname) < 0)
         strcpy(ri->hostname, "localhost");
     ri->hostname[sizeof ri->hostname - 1] = '\0';
@@ -112,7 +99,7 @@ static int rank_plan_roles(struct rank_info *ri, const struct options *o)
     int *leaders = malloc(sizeof *leaders * (size_t)ri->size);
     if (!leaders)
         return -1;
-    MPI_Allgather(&ri->leader, 1, MPI_INT, leaders, 1, MPI_INT, MPI_COMM_WORLD);
+    transport_allgather_int(ri->leader, leaders);
     int rc = host_plan_make(leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
     free(leaders);
     if (rc < 0)
@@ -157,7 +144,7 @@ static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *me
 {
     uint32_t host_cpus;
     uint64_t host_mem;
-    if (resources_detect(&host_cpus, &host_mem) < 0)
+    if (topology_detect(&host_cpus, &host_mem) < 0)
         log_debug("hwloc could not load the topology; using sysconf");
     if (o->host_cpus)
         host_cpus = o->host_cpus;
@@ -257,7 +244,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .progress = o->progress < 0 ? isatty(2) : o->progress,
                                    .status_path = o->status_path,
                                    .summary_json_path = o->summary_json_path,
-                                   .mpi_library = mpi_library(),
+                                   .mpi_library = transport_library_version(),
                                    .task_time_limit = o->task_time_limit,
                                    .stop_at = stop_at,
                                    .stop_reason = stop_reason};
@@ -272,8 +259,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
         }
     }
     free(agent_ranks);
-    MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    return ok ? 0 : -1;
+    return transport_bcast_int(ok) ? 0 : -1;
 }
 
 /* The node agent of this rank's host, when this rank is that agent.  NULL
@@ -339,14 +325,13 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
             failed = 1;
         }
     }
-    MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return failed ? -1 : 0;
+    return transport_max_int(failed) ? -1 : 0;
 }
 
 /* Start the transport and the agent, run, and tear down.  Idle ranks have
- * neither and go straight to MPI_Finalize, which waits in MPICH's process
- * manager barrier (a blocking socket read: no CPU).  Returns the exit status
- * of this rank. */
+ * neither and go straight to transport_finalize(), which waits in MPICH's
+ * process manager barrier (a blocking socket read: no CPU).  Returns the
+ * exit status of this rank. */
 static int run(const struct rank_info *ri, struct master *m, struct agent *a)
 {
     if (!m && !a)
@@ -356,7 +341,7 @@ static int run(const struct rank_info *ri, struct master *m, struct agent *a)
                                  a ? agent_mailbox(a) : NULL, &err);
     if (!c || (a && agent_start(a, c, &err) < 0)) {
         log_fatal("%s", err.text);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        transport_abort(1);
     }
     int rc = m ? master_run(m, c) : 0;
     if (a && agent_join(a) < 0 && ri->rank != 0)
@@ -379,39 +364,41 @@ static int check_plan(const struct rank_info *ri)
 
 int main(int argc, char **argv)
 {
-    /* before MPI_Init, whose shared-memory set-up writes several MB: a file
-     * over RLIMIT_FSIZE fails a write with EFBIG instead of killing us */
+    /* before the transport starts (MPI's shared-memory set-up writes several
+     * MB): a file over RLIMIT_FSIZE fails a write with EFBIG instead of
+     * killing us */
     signal(SIGXFSZ, SIG_IGN);
-    int provided = 0;
-    if (MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) {
-        fprintf(stderr, "pmc-hybrid: MPI_Init_thread failed\n");
+    struct pmc_error terr;
+    int started = transport_init(&argc, &argv, &terr);
+    if (started < 0) {
+        fprintf(stderr, "pmc-hybrid: %s\n", terr.text);
         return 1;
     }
     struct rank_info ri;
     rank_info_init(&ri);
-    if (provided < MPI_THREAD_MULTIPLE) {
+    if (started > 0) {
         if (ri.rank == 0)
-            fprintf(stderr, "pmc-hybrid: the MPI library does not provide MPI_THREAD_MULTIPLE\n");
-        MPI_Finalize();
+            fprintf(stderr, "pmc-hybrid: %s\n", terr.text);
+        transport_finalize();
         return 1;
     }
     struct options o;
     int rc = setup_options(&o, argc, argv, ri.rank);
     if (rc != 0) {
-        MPI_Finalize();
+        transport_finalize();
         return rc < 0 ? 1 : 0;
     }
     if (rank_plan_roles(&ri, &o) < 0) {
         fprintf(stderr, "pmc-hybrid: rank %d: out of memory\n", ri.rank);
-        MPI_Abort(MPI_COMM_WORLD, 1);
+        transport_abort(1);
     }
     if (check_plan(&ri) < 0) {
         host_plan_free(&ri.plan);
-        MPI_Finalize();
+        transport_finalize();
         return 1;
     }
     log_plan(&ri);
-    /* after MPI_Init (which may bind us), before any thread of ours */
+    /* after transport_init() (MPI may bind us), before any thread of ours */
     struct pmc_error aerr;
     if (affinity_reset_inherited(o.keep_affinity, &aerr) < 0)
         log_warn("%s", aerr.text);
@@ -420,7 +407,7 @@ int main(int argc, char **argv)
     struct master *m = NULL;
     if (setup_master(&o, &ri, program, &m) < 0) {
         host_plan_free(&ri.plan);
-        MPI_Finalize();
+        transport_finalize();
         return 1;
     }
     signal_master = m;
@@ -437,6 +424,6 @@ int main(int argc, char **argv)
     master_destroy(m);
     host_plan_free(&ri.plan);
     gpus_free(&ri.gpus);
-    MPI_Finalize();
+    transport_finalize();
     return rc;
 }

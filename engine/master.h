@@ -22,8 +22,8 @@
 #include <stdint.h>
 
 #include "engine/comm.h"
-#include "engine/error.h"
 #include "engine/mailbox.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -51,7 +51,7 @@ struct master_config {
     bool progress;                 /* progress line on stderr (--progress, or a terminal) */
     const char *status_path;       /* --status: JSON status file, NULL = none */
     const char *summary_json_path; /* --summary-json, NULL = none */
-    const char *mpi_library;       /* MPI_Get_library_version()'s first line, or NULL */
+    const char *mpi_library;       /* the MPI library (transport_library_version()), or NULL */
     double task_time_limit;        /* s, default hard limit of a task; 0 = none */
     double stop_at;                /* CLOCK_REALTIME s: stop then (the batch job's end
                                       less the drain margin); 0 = no such end */

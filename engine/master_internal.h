@@ -22,9 +22,9 @@
 #include <stdint.h>
 #include <time.h>
 
-#include "engine/dag.h"
 #include "engine/master.h"
 #include "engine/monitor.h"
+#include "io/dag.h"
 #include "io/fdcache.h"
 #include "io/msg.h"
 #include "io/rescue.h"

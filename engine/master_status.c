@@ -28,9 +28,9 @@
 
 #include <jansson.h>
 
-#include "engine/grow.h"
 #include "engine/master_internal.h"
 #include "io/fdio.h"
+#include "io/grow.h"
 #include "io/log.h"
 #include "io/records.h"
 

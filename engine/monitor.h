@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 #include "io/eventlog.h"
 
 #ifdef __cplusplus

@@ -37,7 +37,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

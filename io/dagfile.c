@@ -53,6 +53,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/grow.h"
+
 #define DAGFILE__DROP_EVERY ((size_t)4 << 20)
 #define DAGFILE__SHOW 200 /* at most this many bytes of a name or value in a message */
 
@@ -91,13 +93,13 @@ static int show(size_t len)
 /* "PATH:LINE: message", errno EINVAL; returns -1. */
 __attribute__((format(printf, 2, 3))) static int syntax(struct parser *p, const char *fmt, ...)
 {
-    char msg[sizeof p->err->text];
+    struct pmc_error msg;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    pmc_verrorf(&msg, fmt, ap);
     va_end(ap);
     errno = EINVAL;
-    return pmc_errorf(p->err, "%s:%" PRIu32 ": %s", p->path, p->line, msg);
+    return pmc_errorf(p->err, "%s:%" PRIu32 ": %s", p->path, p->line, msg.text);
 }
 
 static int out_of_memory(struct parser *p)
@@ -116,53 +118,38 @@ static struct dag *io_error(const char *path, struct pmc_error *err)
 
 /* ---- scratch space ------------------------------------------------------- */
 
-/* Grow ptr (an array of cap elements) to hold need; -1 from the caller on
- * failure. */
-#define DAGFILE__RESERVE(ptr, cap, need)                                                           \
-    do {                                                                                           \
-        if ((need) > (cap)) {                                                                      \
-            size_t n_ = (cap) ? (cap) : 16;                                                        \
-            while (n_ < (need))                                                                    \
-                n_ *= 2;                                                                           \
-            void *q_ = realloc((ptr), n_ * sizeof *(ptr));                                         \
-            if (!q_)                                                                               \
-                return -1;                                                                         \
-            (ptr) = q_;                                                                            \
-            (cap) = n_;                                                                            \
-        }                                                                                          \
-    } while (0)
-
 static int reserve_bytes(char **buf, size_t *cap, size_t need)
 {
-    DAGFILE__RESERVE(*buf, *cap, need);
-    return 0;
+    return pmc_grow((void **)buf, cap, need, 1);
 }
 
 static int reserve_buf(struct parser *p, size_t need)
 {
-    DAGFILE__RESERVE(p->buf, p->buf_cap, need);
-    return 0;
+    return pmc_grow((void **)&p->buf, &p->buf_cap, need, 1);
 }
 
+/* word[] and word_len[] share word_cap: it changes once both hold need. */
 static int reserve_words(struct parser *p, size_t need)
 {
     size_t cap = p->word_cap;
-    DAGFILE__RESERVE(p->word, cap, need);
+    if (pmc_grow((void **)&p->word, &cap, need, sizeof *p->word) < 0)
+        return -1;
     cap = p->word_cap;
-    DAGFILE__RESERVE(p->word_len, cap, need);
+    if (pmc_grow((void **)&p->word_len, &cap, need, sizeof *p->word_len) < 0)
+        return -1;
     p->word_cap = cap;
     return 0;
 }
 
 static int reserve_fwd(struct parser *p, size_t need)
 {
-    DAGFILE__RESERVE(p->fwd, p->fwd_cap, need);
-    return 0;
+    return pmc_grow((void **)&p->fwd, &p->fwd_cap, need, sizeof *p->fwd);
 }
 
 static int keep_pegid(struct parser *p, const char *s, size_t len)
 {
-    DAGFILE__RESERVE(p->pegid, p->pegid_cap, len);
+    if (pmc_grow((void **)&p->pegid, &p->pegid_cap, len, 1) < 0)
+        return -1;
     memcpy(p->pegid, s, len);
     p->pegid_len = len;
     p->have_pegid = true;

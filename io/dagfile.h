@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "engine/dag.h"
-#include "engine/error.h"
+#include "io/dag.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -12,7 +12,7 @@
 #ifndef PMC_DAGLOCK_H
 #define PMC_DAGLOCK_H
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

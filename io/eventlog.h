@@ -68,7 +68,7 @@
 
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -30,6 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/grow.h"
+
 _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 binary64");
 
 #define MSG_MAX_LEN ((size_t)UINT32_MAX) /* the header's u32 length */
@@ -150,21 +152,6 @@ static size_t sat_add(size_t a, size_t b)
     return a > SIZE_MAX - b ? SIZE_MAX : a + b;
 }
 
-static int grow(struct msgbuf *b, size_t want)
-{
-    size_t cap = b->cap ? b->cap : INITIAL_CAP;
-    while (cap < want)
-        cap = cap > SIZE_MAX / 2 ? want : cap * 2;
-    uint8_t *data = realloc(b->data, cap);
-    if (!data) {
-        errno = ENOMEM;
-        return -1;
-    }
-    b->data = data;
-    b->cap = cap;
-    return 0;
-}
-
 /* Room for need more bytes at b->data + b->len, or NULL with errno. */
 static uint8_t *reserve(struct msgbuf *b, size_t need)
 {
@@ -172,7 +159,7 @@ static uint8_t *reserve(struct msgbuf *b, size_t need)
         errno = EMSGSIZE;
         return NULL;
     }
-    if (b->len + need > b->cap && grow(b, b->len + need) < 0)
+    if (pmc_grow_from((void **)&b->data, &b->cap, b->len + need, 1, INITIAL_CAP) < 0)
         return NULL;
     return b->data + b->len;
 }
@@ -207,7 +194,7 @@ static size_t fwds_len(const char *f, uint32_t n)
 int msg_begin(struct msgbuf *b, enum msg_kind kind)
 {
     assert(kind_valid(kind));
-    if (b->cap < MSG_HEADER_SIZE && grow(b, MSG_HEADER_SIZE) < 0)
+    if (pmc_grow_from((void **)&b->data, &b->cap, MSG_HEADER_SIZE, 1, INITIAL_CAP) < 0)
         return -1;
     uint8_t *p = b->data;
     put_u32(p + H_MAGIC, MSG_MAGIC);
@@ -339,12 +326,10 @@ static int bad(struct pmc_error *err, const char *fmt, ...) __attribute__((forma
 /* Fail with EBADMSG and err text. */
 static int bad(struct pmc_error *err, const char *fmt, ...)
 {
-    if (err) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err->text, sizeof err->text, fmt, ap);
-        va_end(ap);
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    pmc_verrorf(err, fmt, ap);
+    va_end(ap);
     errno = EBADMSG;
     return -1;
 }
@@ -403,16 +388,16 @@ static int item_bad(const struct msg_reader *r, struct pmc_error *err, const cha
 /* Fail with "KIND item N: " and the formatted text. */
 static int item_bad(const struct msg_reader *r, struct pmc_error *err, const char *fmt, ...)
 {
-    char what[400];
     if (!err) {
         errno = EBADMSG;
         return -1;
     }
+    struct pmc_error what;
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    pmc_verrorf(&what, fmt, ap);
     va_end(ap);
-    return bad(err, "%s item %u: %s", kind_name(r->kind), r->count - r->remaining + 1, what);
+    return bad(err, "%s item %u: %s", kind_name(r->kind), r->count - r->remaining + 1, what.text);
 }
 
 static size_t left(const uint8_t *p, const uint8_t *end)

@@ -56,7 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

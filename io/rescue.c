@@ -61,6 +61,7 @@
 #include <unistd.h>
 
 #include "io/fdio.h"
+#include "io/grow.h"
 #include "io/log.h"
 
 #define RING_SIZE (1u << 16) /* ids; a power of two, >= RESCUE_BATCH_MAX */
@@ -384,16 +385,8 @@ static int buf_put(struct rescue_writer *w, size_t *len, dag_task_t t)
 {
     const char *name = dag_task_name(w->dag, t);
     size_t n = strlen(name);
-    if (w->bufcap - *len < n + RECORD_OVERHEAD) {
-        size_t cap = w->bufcap;
-        while (cap - *len < n + RECORD_OVERHEAD)
-            cap *= 2;
-        char *p = realloc(w->buf, cap);
-        if (!p)
-            return -1;
-        w->buf = p;
-        w->bufcap = cap;
-    }
+    if (pmc_grow((void **)&w->buf, &w->bufcap, *len + n + RECORD_OVERHEAD, 1) < 0)
+        return -1;
     char *p = w->buf + *len;
     memcpy(p, "DONE ", 5);
     memcpy(p + 5, name, n);

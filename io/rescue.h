@@ -30,8 +30,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/dag.h"
-#include "engine/error.h"
+#include "io/dag.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,8 +45,7 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
 
 /* Append the whole content of src_fd (from offset 0), then trailer (may be
  * NULL/0), as one block.  0, or -1 with errno. */
-int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer,
-                       size_t trailer_len);
+int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer, size_t trailer_len);
 
 /* True when the file at fd is non-empty and its last byte is not '\n'
  * (the record that follows must still start a line). */

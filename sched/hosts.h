@@ -1,8 +1,8 @@
 /* hosts.h - which MPI rank does what: PMC's rank roles over the host rule.
  *
  * The host is the unit of resource accounting (DESIGN.md section 1): ranks
- * that share a host (MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) do not split
- * it.  One node agent per host holds all of its CPUs and memory:
+ * that share a host (the transport's shared-memory split) do not split it.
+ * One node agent per host holds all of its CPUs and memory:
  *   - rank 0 is always the master;
  *   - when rank 0 shares its host with other ranks, it is the master only and
  *     the lowest other rank on that host is the host's agent (PMC's shape:

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 
 #ifdef __cplusplus
 extern "C" {

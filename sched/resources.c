@@ -1,38 +1,5 @@
-/* resources.c - host CPUs (hwloc) and memory; see resources.h. */
+/* resources.c - the split of a host's resources; see resources.h. */
 #include "sched/resources.h"
-
-#include <hwloc.h>
-#include <unistd.h>
-
-static uint64_t resources_memory_mb(void)
-{
-    long pages = sysconf(_SC_PHYS_PAGES);
-    long size = sysconf(_SC_PAGESIZE);
-    if (pages <= 0 || size <= 0)
-        return 0;
-    uint64_t mb = (uint64_t)pages * (uint64_t)size / (1024 * 1024);
-    return mb ? mb : 1;
-}
-
-int resources_detect(uint32_t *cpus, uint64_t *memory_mb)
-{
-    *memory_mb = resources_memory_mb();
-    long online = sysconf(_SC_NPROCESSORS_ONLN);
-    *cpus = online > 0 ? (uint32_t)online : 1;
-    hwloc_topology_t topo;
-    if (hwloc_topology_init(&topo) < 0)
-        return -1;
-    int rc = -1;
-    if (hwloc_topology_load(topo) == 0) {
-        int n = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-        if (n > 0) {
-            *cpus = (uint32_t)n;
-            rc = 0;
-        }
-    }
-    hwloc_topology_destroy(topo);
-    return rc;
-}
 
 uint64_t resources_share(uint64_t total, int r, int n)
 {

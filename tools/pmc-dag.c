@@ -60,9 +60,9 @@
 
 #include <jansson.h>
 
-#include "engine/dag.h"
-#include "engine/error.h"
+#include "io/dag.h"
 #include "io/dagfile.h"
+#include "io/error.h"
 
 #define PD_MAX_ERRORS 100     /* check: default --max-errors */
 #define PD_MAX_CYCLES 20      /* check: cycles reported before giving up */

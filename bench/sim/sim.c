@@ -35,6 +35,7 @@
 #include "engine/comm.h"
 #include "engine/mailbox.h"
 #include "engine/master.h"
+#include "io/grow.h"
 #include "io/msg.h"
 #include "sched/node_queue.h"
 
@@ -237,15 +238,9 @@ static bool ev_before(const struct event *a, const struct event *b)
 
 static struct event *sim_push(struct sim *s, double t, uint32_t kind, uint32_t node)
 {
-    if (s->nheap == s->heap_cap) {
-        size_t cap = s->heap_cap ? s->heap_cap * 2 : 4096;
-        struct event *h = realloc(s->heap, cap * sizeof *h);
-        if (!h) {
-            s->failed = true;
-            return NULL;
-        }
-        s->heap = h;
-        s->heap_cap = cap;
+    if (pmc_grow_from((void **)&s->heap, &s->heap_cap, s->nheap + 1, sizeof *s->heap, 4096) < 0) {
+        s->failed = true;
+        return NULL;
     }
     struct event e = {.t = t, .seq = s->seq++, .kind = kind, .node = node};
     size_t i = s->nheap++;
@@ -704,16 +699,9 @@ static int sim_comm_queue(struct comm *c, struct mail *m)
         mail_free(m);
         return 0;
     }
-    if (c->nout == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 1024;
-        struct mail **p = realloc(c->out, cap * sizeof *p);
-        if (!p) {
-            mail_free(m);
-            errno = ENOMEM;
-            return -1;
-        }
-        c->out = p;
-        c->cap = cap;
+    if (pmc_grow_from((void **)&c->out, &c->cap, c->nout + 1, sizeof *c->out, 1024) < 0) {
+        mail_free(m);
+        return -1; /* errno ENOMEM */
     }
     c->out[c->nout++] = m;
     return 0;

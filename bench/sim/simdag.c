@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "io/dagfile.h"
 
 static uint64_t splitmix64(uint64_t x)

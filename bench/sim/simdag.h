@@ -27,7 +27,7 @@
 
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {

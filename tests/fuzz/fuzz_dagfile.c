@@ -36,7 +36,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
+#include "io/grow.h"
 #include "fuzz_check.h"
 #include "io/dagfile.h"
 #include "io/log.h"
@@ -68,14 +69,8 @@ struct text {
 
 static void put(struct text *t, const char *s, size_t n)
 {
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        t->p = realloc(t->p, cap);
-        FUZZ_CHECK(t->p != NULL, "out of memory");
-        t->cap = cap;
-    }
+    int rc = pmc_grow_from((void **)&t->p, &t->cap, t->len + n + 1, 1, 4096);
+    FUZZ_CHECK(rc == 0, "out of memory");
     memcpy(t->p + t->len, s, n);
     t->len += n;
     t->p[t->len] = '\0';

@@ -37,7 +37,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "fuzz_check.h"
 #include "io/log.h"
 #include "io/rescue.h"

@@ -1,4 +1,4 @@
-// test_dag.cc - unit tests of the DAG model (engine/dag.h): task storage,
+// test_dag.cc - unit tests of the DAG model (io/dag.h): task storage,
 // the name index, CSR construction with duplicate edges merged, and the
 // cycle report of dag_finish().  Random graphs are checked against a naive
 // std::set edge list.
@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 
 namespace
 {

@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "sched/progress.h"
 
 namespace

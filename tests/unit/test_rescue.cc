@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "io/log.h"
 #include "io/rescue.h"
 #include "testutil.h"

@@ -45,7 +45,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
+#include "io/dag.h"
 #include "io/dagfile.h"
 #include "io/log.h"
 #include "io/rescue.h"

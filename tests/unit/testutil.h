@@ -41,8 +41,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
 #include "engine/spawn.h"
+#include "io/dag.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PMC_TEST_TSAN 1 // ThreadSanitizer: concurrency tests shrink their loops

@@ -12,6 +12,10 @@
  * in the task's -f/-F list), which appends each block whole to DEST.  Data
  * of a failed task is dropped.
  *
+ * This is runtime, not a format: live pipes, descriptor numbers of the
+ * spawn contract (SPAWN_FIRST_FORWARD_FD), files read and deleted; so it
+ * lives in engine/ beside spawn.h.  The wire form of the data is io/msg.h's.
+ *
  * Thread-safety: a struct fwd_task belongs to the agent thread.  No memory
  * is allocated for a task without forwards.
  */
@@ -21,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 #include "io/msg.h"
 
 #ifdef __cplusplus

@@ -35,7 +35,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* mremap() */
 #endif
-#include "engine/dag.h"
+#include "io/dag.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -11,6 +11,7 @@
 #ifndef PMC_ERROR_H
 #define PMC_ERROR_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 #ifdef __cplusplus
@@ -26,6 +27,13 @@ struct pmc_error {
  * Always returns -1, so callers can write `return pmc_errorf(err, ...)`.
  * errno is preserved. */
 int pmc_errorf(struct pmc_error *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The same with a va_list, for helpers that add their own context (the
+ * file and line, the message item): err may be NULL; the text is truncated
+ * to sizeof err->text - 1 bytes; ap is consumed as by vsnprintf (va_end is
+ * the caller's).  Always returns -1; errno is preserved. */
+int pmc_verrorf(struct pmc_error *err, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 #ifdef __cplusplus
 }

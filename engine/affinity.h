@@ -51,7 +51,7 @@
 
 #include <hwloc.h>
 
-#include "engine/error.h"
+#include "io/error.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -66,9 +66,9 @@ extern "C" {
  * affinity is applied to each thread listed in /proc/self/task (as hwloc's
  * HWLOC_CPUBIND_PROCESS does); a thread created meanwhile may be missed.  The
  * memory policy of other threads cannot be changed at all.  Hence: call it
- * from main after MPI_Init (which may bind the process itself, e.g. MVAPICH2)
- * and before starting the engine's threads, which inherit both settings and
- * pass them on to the tasks they spawn.
+ * from main after transport_init() (MPI may bind the process itself, e.g.
+ * MVAPICH2) and before starting the engine's threads, which inherit both
+ * settings and pass them on to the tasks they spawn.
  *
  * Returns 0, or -1 with a reason in err (a kernel without NUMA support is not
  * an error).  Both resets are attempted even when the first fails. */

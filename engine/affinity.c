@@ -10,7 +10,7 @@
  * one locality domain (pool_is_local).  take() scans box[] once, smallest
  * first; nothing is allocated after cpuset_pool_create().
  */
-#include "sched/affinity.h"
+#include "engine/affinity.h"
 
 #include <dirent.h>
 #include <errno.h>

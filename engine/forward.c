@@ -4,7 +4,7 @@
  * hold everything read so far.  fwd_reset() returns the struct to "no
  * forwards" while keeping the arrays for the next task.
  */
-#include "io/forward.h"
+#include "engine/forward.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +14,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/dag.h"
-#include "engine/grow.h"
 #include "engine/spawn.h"
+#include "io/dag.h"
+#include "io/grow.h"
 
 static int fwd_add(struct fwd_task *f, uint32_t kind, const char *src)
 {

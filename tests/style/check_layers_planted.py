@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""check_layers_planted.py - show that tools/check-layers.py catches what it
+is for (ctest layers.includes.planted).
+
+Copies io/, sched/, engine/ and tools/ of the source tree into a temporary
+folder, checks that the checker passes on the untouched copy, then plants
+one violation at a time in a fresh copy and checks that the checker exits 1
+and names the planted file:
+  - a file of io/ includes "engine/..."  (and, separately, "sched/...")
+  - a file of sched/ includes "engine/..."
+  - a tool includes "sched/..."
+  - a file of engine/ outside the transport includes <mpi.h>, or calls MPI_.
+Each case is reported on its own line; the exit status is 1 when any case
+fails (so every failure is seen), 0 otherwise.
+
+Usage: check_layers_planted.py CHECKER ROOT
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+FOLDERS = ("io", "sched", "engine", "tools")
+TRANSPORT = {"comm.c", "comm.h", "transport.c", "transport.h"}
+
+
+def first(root, folder, ext, exclude=()):
+    names = sorted(n for n in os.listdir(os.path.join(root, folder)) if n.endswith(ext) and n not in exclude)
+    return folder + "/" + names[0]
+
+
+def copy_tree(root, dest):
+    for d in FOLDERS:
+        shutil.copytree(os.path.join(root, d), os.path.join(dest, d), ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def run(checker, root):
+    p = subprocess.run([sys.executable, checker, root], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       universal_newlines=True, timeout=60)
+    return p.returncode, p.stdout
+
+
+def plant(path, line):
+    """Put line after the file's first line (inside its banner or after its
+    first include: the checker must not care where)."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    lines.insert(1, line)
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.stderr.write("usage: check_layers_planted.py CHECKER ROOT\n")
+        return 2
+    checker, root = os.path.abspath(argv[1]), os.path.abspath(argv[2])
+    cases = [
+        (first(root, "io", ".h"), '#include "engine/spawn.h"'),
+        (first(root, "io", ".c"), '#include "sched/ready_queue.h"'),
+        (first(root, "sched", ".h"), '#include "engine/master.h"'),
+        (first(root, "tools", ".c"), '#include "sched/hosts.h"'),
+        (first(root, "engine", ".c", TRANSPORT), "#include <mpi.h>"),
+        (first(root, "engine", ".h", TRANSPORT), "static inline void f(void) { MPI_Barrier(MPI_COMM_WORLD); }"),
+    ]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="pmc-layers-") as tmp:
+        clean = os.path.join(tmp, "clean")
+        copy_tree(root, clean)
+        rc, out = run(checker, clean)
+        ok = rc == 0
+        failed += not ok
+        print("%s untouched copy: exit %d, expected 0%s" % ("ok  " if ok else "FAIL", rc, "" if ok else "\n" + out))
+        for i, (rel, line) in enumerate(cases):
+            tree = os.path.join(tmp, "case%d" % i)
+            copy_tree(root, tree)
+            plant(os.path.join(tree, rel), line)
+            rc, out = run(checker, tree)
+            ok = rc == 1 and (rel + ":2:") in out
+            failed += not ok
+            print("%s %s planted in %s: exit %d, expected 1 naming %s:2%s"
+                  % ("ok  " if ok else "FAIL", line, rel, rc, rel, "" if ok else "\n" + out))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
