@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,7 +45,8 @@ static size_t watchdog_format(char *buf, size_t size, const char *a, long n, con
 static _Noreturn void watchdog_main(int rfd, int wfd, volatile pid_t *table, int rank)
 {
     close(wfd);
-    setsid(); /* out of the rank's process group and session */
+    setsid();                                    /* out of the rank's process group and session */
+    prctl(PR_SET_NAME, "pmc-watchdog", 0, 0, 0); /* its comm in ps and /proc */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (null >= 0) {
         dup2(null, 0);

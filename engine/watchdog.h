@@ -9,8 +9,8 @@
  * tasks a second time beside them (issue 13, tests/reliability/orphans.py).
  * PR_SET_PDEATHSIG reaches only a task's first process.
  *
- * The watchdog is a small process forked when the agent is created, in a
- * session of its own (so that a kill of the rank's process group spares
+ * The watchdog is a small process ("pmc-watchdog" in ps) forked when the
+ * agent is created, in a session of its own (so that a kill of the rank's process group spares
  * it).  It holds the read end of a pipe whose write end only the agent's
  * process holds (close-on-exec: tasks do not inherit it), and shares with
  * it a table with one entry per agent slot: the process group of the task

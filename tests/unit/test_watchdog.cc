@@ -129,7 +129,19 @@ TEST_F(Watchdog, OrderlyStopKillsRecordedGroupsAndSparesClearedOnes)
     struct pmc_error e;
     struct watchdog *w = watchdog_start(0, &e);
     ASSERT_NE(nullptr, w) << e.text;
-    EXPECT_GT(watchdog_pid(w), 0);
+    ASSERT_GT(watchdog_pid(w), 0);
+    std::string comm;
+    for (int i = 0; i < 200 && comm != "pmc-watchdog\n"; i++) { // it names itself after fork
+        usleep(5000);
+        char path[64], buf[32] = {};
+        snprintf(path, sizeof path, "/proc/%d/comm", (int)watchdog_pid(w));
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+        if (fd >= 0)
+            close(fd);
+        comm = n > 0 ? std::string(buf, (size_t)n) : "";
+    }
+    EXPECT_EQ("pmc-watchdog\n", comm) << "bench/run tells it from the engine by this name";
     int fd_kept = -1, fd_cleared = -1;
     pid_t kept = spawn_recorded(w, 0, "exec sleep 60", &fd_kept);
     pid_t cleared = spawn_recorded(w, 1, "exec sleep 60", &fd_cleared);
