@@ -186,14 +186,10 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     memset(n, 0, sizeof *n);
     n->rank = rank;
     n->host_rank = h->host_rank;
-    n->cpus = h->cpus;
-    n->gpus = h->gpus;
-    n->window = h->cpus > PREFETCH_MIN ? h->cpus : PREFETCH_MIN;
-    n->memory_mb = h->memory_mb;
     n->hostname = strdup(h->hostname);
     n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
     m->node_of_rank[rank] = m->nnodes++;
-    master__node_changed(m, m->nnodes - 1, 0);
+    (void)placement_add_node(m->place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
     m->cpus_total += h->cpus;
     m->gpus_total += h->gpus;
     log_debug("Rank %d on host %s: %u CPUs, %u GPUs, %lu MB", rank, h->hostname, h->cpus, h->gpus,
@@ -238,17 +234,15 @@ static int master_wait_hellos(struct master *m)
     return m->fatal ? -1 : 0;
 }
 
-/* PMC's check: every task must fit on at least one node. */
+/* PMC's check: every task not done before must fit on at least one node. */
 static int master_check_capable(struct master *m)
 {
-    for (uint32_t t = 0; t < m->dag->ntasks; t++) {
-        bool fits = false;
-        for (int i = 0; i < m->nnodes && !fits; i++)
-            fits = m->dag->cpus[t] <= m->nodes[i].cpus &&
-                   m->dag->memory_mb[t] <= m->nodes[i].memory_mb &&
-                   m->dag->gpus[t] <= m->nodes[i].gpus;
-        if (!fits && !m->done_before[t]) {
-            log_fatal("FATAL ERROR: No host is capable of running task %s", task_name(m, t));
+    const struct dag *d = m->dag;
+    struct pmc_error err;
+    for (uint32_t t = 0; t < d->ntasks; t++) {
+        if (!m->done_before[t] && placement_check_capable(m->place, d->cpus[t], d->memory_mb[t],
+                                                          d->gpus[t], task_name(m, t), &err) < 0) {
+            log_fatal("FATAL ERROR: %s", err.text);
             return -1;
         }
     }
@@ -413,17 +407,24 @@ static int master_prepare(struct master *m)
 {
     m->nodes = calloc((size_t)m->cfg.nranks, sizeof *m->nodes);
     m->node_of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    m->open_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
+    m->place = placement_create(m->cfg.nranks);
     m->batch_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!m->nodes || !m->node_of_rank || !m->open_list || !m->batch_list) {
+    if (!m->nodes || !m->node_of_rank || !m->place || !m->batch_list) {
         free(m->nodes); /* none: HELLOs that come while ending are ignored */
         free(m->node_of_rank);
-        free(m->open_list);
+        placement_destroy(m->place);
         free(m->batch_list);
         m->nodes = NULL;
-        m->node_of_rank = m->open_list = m->batch_list = NULL;
+        m->node_of_rank = m->batch_list = NULL;
+        m->place = NULL;
         return -1;
     }
+    m->demand = (struct placement_demand){.cpus = m->dag->cpus,
+                                          .memory_mb = m->dag->memory_mb,
+                                          .gpus = m->dag->gpus,
+                                          .time_limit_ms = m->dag->time_limit_ms,
+                                          .default_limit_ms =
+                                              (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5)};
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
     return 0;
@@ -508,9 +509,8 @@ void master_destroy(struct master *m)
     }
     free(m->nodes);
     free(m->node_of_rank);
-    free(m->open_list);
+    placement_destroy(m->place);
     free(m->batch_list);
-    free(m->deferred);
     for (int k = 0; m->ctl && k < m->cfg.nagents * CTL_KINDS; k++)
         mail_free(m->ctl[k]);
     free(m->ctl);

@@ -7,10 +7,11 @@
  * the rescue log, then loops: apply RESULTS batches (release children whose
  * last parent finished, retry or fail the task), dispatch ready tasks in
  * priority order with PMC's deferral rule to the nodes with room (per-node
- * CPU and memory accounting, round-robin across nodes), one TASKS batch per
- * node per round.  It ends with SHUTDOWN (or ABORT) to every agent, waits
- * for their BYE, merges the ranks' stdio files, and prints the statistics
- * and the [cluster-summary] record.
+ * CPU, memory and GPU accounting, round-robin across nodes: the policy is
+ * sched/placement.h), one TASKS batch per node per round.  It ends with
+ * SHUTDOWN (or ABORT) to every agent, waits for their BYE, merges the
+ * ranks' stdio files, and prints the statistics and the [cluster-summary]
+ * record.
  *
  * Thread-safety: master_* functions run on one thread; only the mailbox
  * and master_request_abort() may be used from other threads.

@@ -8,9 +8,11 @@
  * state, attempts), beside the read-only DAG.  Invariants:
  *   - a task is in the ready queue iff state == TASK_READY;
  *   - remaining[t] == number of parents of t not yet TASK_DONE;
- *   - for every node, committed_cpus == sum(cpus of the tasks sent to it
- *     and not yet reported back: running or queued there) (same for
- *     memory), and inflight == number of TASK_RUNNING tasks.
+ *   - for every node, its committed CPUs in m->place (sched/placement.h)
+ *     == sum(cpus of the tasks sent to it and not yet reported back:
+ *     running or queued there) (same for memory and GPUs), and inflight ==
+ *     number of TASK_RUNNING tasks;
+ *   - nodes[i] and placement node i are the same node.
  * All of it is owned by the master thread; other threads only reach the
  * mailbox and the abort flag.
  */
@@ -28,26 +30,21 @@
 #include "io/fdcache.h"
 #include "io/msg.h"
 #include "io/rescue.h"
+#include "sched/placement.h"
 #include "sched/progress.h"
 #include "sched/ready_queue.h"
 
 #define HELLO_TIMEOUT_S 120.0
-#define PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
 #define IDLE_WAIT_US 500000
 
 enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
 
+/* A node agent as the transport sees it; what it offers and what is
+ * committed on it are in m->place, at the same index. */
 struct node {
     int rank;
     uint32_t host_rank;
-    uint32_t host;           /* index of its host in the monitor */
-    uint32_t cpus;           /* CPUs the node offers */
-    uint32_t window;         /* prefetch window, CPUs */
-    uint32_t committed_cpus; /* of tasks sent and not reported back */
-    uint64_t memory_mb, committed_mem;
-    uint32_t gpus, committed_gpus; /* GPUs the node offers / of tasks sent there */
-    bool open;                     /* on the open list: may be sent tasks */
-    int open_pos;                  /* its index in the open list */
+    uint32_t host; /* index of its host in the monitor */
     char *hostname;
     struct msgbuf batch; /* TASKS being built this round */
 };
@@ -99,16 +96,12 @@ struct master {
     uint8_t *state;
     uint16_t *attempts;
     struct ready_queue *ready;
-    uint32_t *deferred; /* scratch for the dispatcher */
-    size_t deferred_cap;
     struct node *nodes;
     int nnodes;
-    int *node_of_rank; /* rank -> index in nodes, -1 if none */
-    int rr;            /* round-robin start of the node search */
+    int *node_of_rank;              /* rank -> index in nodes, -1 if none */
+    struct placement *place;        /* per-node accounting, open list, deferral */
+    struct placement_demand demand; /* the DAG's requests, for place */
     uint32_t cpus_total, gpus_total;
-    uint64_t room;  /* CPUs that open nodes may still be sent */
-    int *open_list; /* nodes that may be sent tasks (see master_sched.c) */
-    int nopen;
     int *batch_list; /* nodes with a TASKS batch being built this round */
     int nbatch;
     uint32_t inflight;
@@ -118,8 +111,7 @@ struct master {
     struct master_stats st;
     struct master_status status;
     double start, start_mono;
-    double stop_mono;  /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
-    double round_left; /* s left before stop_mono, as of this dispatch round */
+    double stop_mono; /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     /* The agents, registered or not, and the messages that end a run, built
@@ -153,9 +145,6 @@ static inline const char *task_name(const struct master *m, uint32_t t)
 
 /* master_sched.c */
 int master__init_ready(struct master *m);
-/* Node i's commitment changed (room_before: its room before the change);
- * opens or closes it.  Call after registering it too (room_before 0). */
-void master__node_changed(struct master *m, int i, uint32_t room_before);
 void master__dispatch(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);

@@ -1,16 +1,14 @@
 /* master_sched.c - the master's hot path: ready tasks, dispatch to nodes,
  * results; see master_internal.h for the state and its invariants.
  *
- * Dispatch (DESIGN.md section 2): a node may be sent tasks up to its CPUs
- * plus a prefetch window of W = max(PREFETCH_MIN, cpus) CPUs (and its memory
- * twice over), so it never idles for a round trip; the agent starts them as
- * its own accounting allows.  A node is refilled only once its commitment
- * fell to cpus + W/2 (hysteresis), so under load every TASKS message carries
- * at least W/2 CPUs' worth of tasks.  Priorities: larger first, FIFO among
- * equals; a task that fits no node now keeps its place while lower ones go
- * (PMC's deferral rule).
+ * Dispatch (DESIGN.md section 2) is decided by sched/placement.h: per-node
+ * accounting with a prefetch window, the open list and its hysteresis,
+ * round-robin placement, priorities with PMC's deferral rule.  This file
+ * does the acting: it builds one TASKS batch per node and round, sends
+ * them, and applies the results.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -56,15 +54,6 @@ int master__init_ready(struct master *m)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
-/* Can node n take a task of cpus/mem/gpus now (within its window: its
- * CPUs plus the prefetch window, its memory and GPUs twice over)? */
-static bool node_has_room(const struct node *n, uint32_t cpus, uint64_t mem, uint32_t gpus)
-{
-    return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
-           n->committed_cpus + cpus <= n->cpus + n->window &&
-           n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
-}
-
 /* The hard time limit of t in ms (its own, else the run's default; 0 =
  * none). */
 static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
@@ -72,69 +61,6 @@ static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
     if (m->dag->time_limit_ms[t])
         return m->dag->time_limit_ms[t];
     return (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5);
-}
-
-static uint32_t node_room(const struct node *n)
-{
-    if (n->cpus == 0)
-        return 0; /* a rank with no CPU share never takes tasks */
-    uint32_t cap = n->cpus + n->window;
-    return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
-}
-
-/* The open list holds the nodes that may be sent tasks: a node opens when
- * its commitment falls to the low-water mark cpus + W/2 and closes when it
- * is full (cpus + W), so the scheduler never scans the nodes that cannot
- * take anything (the simulator showed full scans dominating the master at
- * thousands of nodes).  m->room is the sum of the open nodes' room. */
-static void open_list_add(struct master *m, int i)
-{
-    m->nodes[i].open = true;
-    m->nodes[i].open_pos = m->nopen;
-    m->open_list[m->nopen++] = i;
-}
-
-static void open_list_remove(struct master *m, int i)
-{
-    int pos = m->nodes[i].open_pos, last = m->open_list[--m->nopen];
-    m->open_list[pos] = last;
-    m->nodes[last].open_pos = pos;
-    m->nodes[i].open = false;
-}
-
-void master__node_changed(struct master *m, int i, uint32_t room_before)
-{
-    struct node *n = &m->nodes[i];
-    uint32_t room = node_room(n);
-    if (n->open) {
-        m->room = m->room - room_before + room;
-        if (room == 0)
-            open_list_remove(m, i);
-    } else if (room > 0 && n->committed_cpus <= n->cpus + n->window / 2) {
-        open_list_add(m, i);
-        m->room += room;
-    }
-}
-
-/* First open node, round-robin, with room for task t; -1 if none (or if
- * t's time limit would pass the batch job's end: it is not started).
- * O(open nodes). */
-static int master_find_node(struct master *m, uint32_t t)
-{
-    uint32_t cpus = m->dag->cpus[t], gpus = m->dag->gpus[t];
-    uint64_t mem = m->dag->memory_mb[t];
-    uint32_t limit_ms = m->stop_mono > 0 ? task_time_limit_ms(m, t) : 0;
-    if (limit_ms && limit_ms / 1000.0 > m->round_left)
-        return -1;
-    for (int k = 0; k < m->nopen; k++) {
-        int pos = (m->rr + k) % m->nopen;
-        int i = m->open_list[pos];
-        if (node_has_room(&m->nodes[i], cpus, mem, gpus)) {
-            m->rr = pos + 1;
-            return i;
-        }
-    }
-    return -1;
 }
 
 /* The task's -f/-F list in the TASKS wire form: (u8 kind, src NUL, dest
@@ -187,8 +113,8 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
     return msg_add_task(&n->batch, &mt);
 }
 
-/* Batch and account task t for node i.  The accounting is committed only
- * once the task is in the batch: -1 (ENOMEM) leaves t as it was. */
+/* Batch task t for node i (placement_dispatch() then commits it on the
+ * node's accounting): -1 (ENOMEM) leaves t as it was. */
 static int master_assign(struct master *m, uint32_t t, int i)
 {
     struct node *n = &m->nodes[i];
@@ -200,11 +126,6 @@ static int master_assign(struct master *m, uint32_t t, int i)
     if (m->attempts[t] > 1)
         m->st.extra++;
     m->state[t] = TASK_RUNNING;
-    uint32_t room_before = node_room(n);
-    n->committed_cpus += m->dag->cpus[t];
-    n->committed_mem += m->dag->memory_mb[t];
-    n->committed_gpus += m->dag->gpus[t];
-    master__node_changed(m, i, room_before);
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
                          m->dag->gpus[t]);
     m->inflight++;
@@ -214,43 +135,9 @@ static int master_assign(struct master *m, uint32_t t, int i)
     return 0;
 }
 
-static int master_defer(struct master *m, size_t k, uint32_t t)
+static int master_assign_cb(void *ctx, uint32_t t, int i)
 {
-    if (k >= m->deferred_cap) {
-        size_t cap = m->deferred_cap ? m->deferred_cap * 2 : 1024;
-        uint32_t *p = realloc(m->deferred, cap * sizeof *p);
-        if (!p)
-            return -1;
-        m->deferred = p;
-        m->deferred_cap = cap;
-    }
-    m->deferred[k] = t;
-    return 0;
-}
-
-/* Dispatch from one priority bucket; tasks that fit nowhere keep their
- * place at the front.  -1 on ENOMEM. */
-static int master_dispatch_bucket(struct master *m, size_t b)
-{
-    size_t n = rq_bucket_size(m->ready, b), ndef = 0;
-    int32_t prio = rq_bucket_priority(m->ready, b);
-    int rc = 0;
-    for (size_t k = 0; k < n && m->room > 0 && rc == 0; k++) {
-        uint32_t t = rq_bucket_pop(m->ready, b);
-        int i = master_find_node(m, t);
-        if (i < 0 ? master_defer(m, ndef, t) < 0 : master_assign(m, t, i) < 0) {
-            (void)rq_push_front(m->ready, t, prio); /* t stays ready */
-            rc = -1;
-        } else if (i < 0) {
-            ndef++;
-        }
-    }
-    /* a sized ready queue (master_alloc_state) takes these back without
-     * allocating, so a failure above loses no task */
-    while (ndef > 0)
-        if (rq_push_front(m->ready, m->deferred[--ndef], prio) < 0)
-            return -1;
-    return rc;
+    return master_assign(ctx, t, i);
 }
 
 static void master_send_batches(struct master *m)
@@ -272,14 +159,10 @@ void master__dispatch(struct master *m)
 {
     if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
-    if (m->stop_mono > 0)
-        m->round_left = m->stop_mono - now_mono();
-    for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
-        if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
-            log_fatal("Out of memory while scheduling");
-            m->fatal = true;
-            break;
-        }
+    double left = m->stop_mono > 0 ? m->stop_mono - now_mono() : INFINITY;
+    if (placement_dispatch(m->place, m->ready, &m->demand, left, master_assign_cb, m) < 0) {
+        log_fatal("Out of memory while scheduling");
+        m->fatal = true;
     }
     master_send_batches(m);
 }
@@ -415,11 +298,8 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
                   r->attempt);
         return -1;
     }
-    uint32_t room_before = node_room(n);
-    n->committed_cpus -= m->dag->cpus[t];
-    n->committed_mem -= m->dag->memory_mb[t];
-    n->committed_gpus -= m->dag->gpus[t];
-    master__node_changed(m, (int)(n - m->nodes), room_before);
+    placement_release(m->place, (int)(n - m->nodes), m->dag->cpus[t], m->dag->memory_mb[t],
+                      m->dag->gpus[t]);
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
     m->inflight--;

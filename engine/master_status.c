@@ -50,7 +50,7 @@ struct snapshot {
     uint32_t critical_left;
 };
 
-static uint32_t node_busy_cpus(const struct node *n)
+static uint32_t node_busy_cpus(const struct placement_node *n)
 {
     return n->committed_cpus < n->cpus ? n->committed_cpus : n->cpus;
 }
@@ -69,7 +69,7 @@ static void snapshot_take(struct master *m, struct snapshot *s)
     s->cpus = m->cpus_total;
     s->gpus = m->gpus_total;
     for (int i = 0; i < m->nnodes; i++) {
-        const struct node *n = &m->nodes[i];
+        const struct placement_node *n = placement_node_at(m->place, i);
         s->busy_cpus += node_busy_cpus(n);
         s->busy_gpus += n->committed_gpus < n->gpus ? n->committed_gpus : n->gpus;
     }
@@ -132,11 +132,12 @@ static json_t *nodes_json(const struct master *m)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < m->nnodes; i++) {
-        const struct node *n = &m->nodes[i];
+        const struct node *nd = &m->nodes[i];
+        const struct placement_node *n = placement_node_at(m->place, i);
         json_array_append_new(
             a, json_pack(
-                   "{s:i, s:s, s:I, s:I, s:I, s:I, s:f}", "rank", n->rank, "host",
-                   n->hostname ? n->hostname : "", "cpus", (json_int_t)n->cpus, "busy_cpus",
+                   "{s:i, s:s, s:I, s:I, s:I, s:I, s:f}", "rank", nd->rank, "host",
+                   nd->hostname ? nd->hostname : "", "cpus", (json_int_t)n->cpus, "busy_cpus",
                    (json_int_t)node_busy_cpus(n), "memory_mb", (json_int_t)n->memory_mb,
                    "busy_memory_mb",
                    (json_int_t)(n->committed_mem < n->memory_mb ? n->committed_mem : n->memory_mb),
@@ -273,11 +274,11 @@ static json_t *machine_json(const struct master *m)
     gethostname(host, sizeof host - 1);
     json_t *nodes = json_array();
     for (int i = 0; nodes && i < m->nnodes; i++)
-        json_array_append_new(nodes,
-                              json_pack("{s:i, s:s, s:I, s:I}", "rank", m->nodes[i].rank, "host",
-                                        m->nodes[i].hostname ? m->nodes[i].hostname : "", "cpus",
-                                        (json_int_t)m->nodes[i].cpus, "memory_mb",
-                                        (json_int_t)m->nodes[i].memory_mb));
+        json_array_append_new(
+            nodes, json_pack("{s:i, s:s, s:I, s:I}", "rank", m->nodes[i].rank, "host",
+                             m->nodes[i].hostname ? m->nodes[i].hostname : "", "cpus",
+                             (json_int_t)placement_node_at(m->place, i)->cpus, "memory_mb",
+                             (json_int_t)placement_node_at(m->place, i)->memory_mb));
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o}", "master_host", host, "os",
                      u.sysname, "kernel", u.release, "version", PMC_VERSION, "mpi_library",
                      m->cfg.mpi_library ? m->cfg.mpi_library : "", "ranks", m->cfg.nranks,

@@ -1,6 +1,6 @@
 /* sim.h - a discrete-event simulation of one pmc-hybrid job: the real master
- * (engine/master*.c as built into pmccore, unmodified) driving thousands of
- * virtual node agents.
+ * (engine/master*.c as built into pmccore, unmodified, with its dispatch
+ * policy sched/placement.h) driving thousands of virtual node agents.
  *
  * The model (DESIGN.md sections 2 and 8):
  *   - ranks 0..N-1 are virtual nodes of `cores` CPUs and `memory_mb` MB;

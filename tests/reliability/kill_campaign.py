@@ -30,9 +30,9 @@ checks:
   5. reruns caused by kill k (tasks started in run k that were not DONE at
      the kill) <= the tasks in flight: what the master had handed to the
      node agents and not yet recorded.  Its hard bound is the master's flow
-     control: per host, cpus + a prefetch window of max(PREFETCH_MIN, cpus)
-     1-CPU tasks (engine/master_internal.h), plus RESULT_BATCH
-     (engine/agent_internal.h) records the master took but the rescue
+     control: per host, cpus + a prefetch window of
+     max(PLACEMENT_PREFETCH_MIN, cpus) 1-CPU tasks (sched/placement.h), plus
+     RESULT_BATCH (engine/agent_internal.h) records the master took but the rescue
      writer had not written yet.  Only --host-cpus of them run at once; the
      rest are queued at the agent or finished with their results batched
      (up to RESULT_BATCH, RESULT_DELAY_BUSY_MS), so the report also counts
@@ -357,7 +357,8 @@ class Campaign:
 
 
 def engine_define(src, header, name, default):
-    """The value of `#define NAME N` in engine/HEADER (default if absent)."""
+    """The value of `#define NAME N` in engine/HEADER (a path relative to
+    engine/; default if absent)."""
     try:
         with open(os.path.join(src, "engine", header)) as f:
             m = re.search(r"#define\s+%s\s+(\d+)" % name, f.read())
@@ -383,8 +384,8 @@ def main():
     p.add_argument("--host-cpus", type=int, default=4)
     p.add_argument("--rerun-bound", type=int, default=None,
                    help="most reruns allowed per kill (default: hosts x (host-cpus + "
-                        "max(PREFETCH_MIN, host-cpus)) + RESULT_BATCH, read from the engine's "
-                        "headers)")
+                        "max(PLACEMENT_PREFETCH_MIN, host-cpus)) + RESULT_BATCH, read from "
+                        "the sources' headers)")
     p.add_argument("--merge-kills", type=int, default=2,
                    help="after the --kills kills, try this many kills during the final merge")
     p.add_argument("--seed", type=int, default=None)
@@ -399,7 +400,8 @@ def main():
     if args.min_kills is None:
         args.min_kills = args.kills
     if args.rerun_bound is None:
-        window = max(engine_define(src, "master_internal.h", "PREFETCH_MIN", 64), args.host_cpus)
+        window = max(engine_define(src, "../sched/placement.h", "PLACEMENT_PREFETCH_MIN", 64),
+                     args.host_cpus)
         args.rerun_bound = (args.ranks * (args.host_cpus + window)
                             + engine_define(src, "agent_internal.h", "RESULT_BATCH", 24))
     if not os.access(args.bin, os.X_OK):

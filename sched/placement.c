@@ -1,0 +1,251 @@
+/* placement.c - per-node accounting, the open list with its hysteresis,
+ * round-robin placement and the dispatch round with PMC's deferral rule;
+ * see placement.h for the rules and invariants.
+ *
+ * Owned by one thread (the master's scheduler).  The open list is an array
+ * of node indices with each open node's position stored in the node, so
+ * opening and closing are O(1) (swap with the last).  The deferral scratch
+ * grows by doubling and is kept between rounds: no allocation once warm.
+ */
+#include "sched/placement.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+struct placement {
+    struct placement_node *nodes;
+    int nnodes, max_nodes;
+    int *open_list; /* nopen node indices */
+    int nopen;
+    int rr;             /* round-robin start of the next search, a position in open_list */
+    uint64_t room;      /* sum of the open nodes' room, CPUs */
+    uint32_t *deferred; /* scratch for placement_dispatch() */
+    size_t deferred_cap;
+};
+
+struct placement *placement_create(int max_nodes)
+{
+    struct placement *p = calloc(1, sizeof *p);
+    size_t n = max_nodes > 0 ? (size_t)max_nodes : 1;
+    if (!p)
+        return NULL;
+    p->nodes = calloc(n, sizeof *p->nodes);
+    p->open_list = malloc(n * sizeof *p->open_list);
+    if (!p->nodes || !p->open_list) {
+        placement_destroy(p);
+        errno = ENOMEM;
+        return NULL;
+    }
+    p->max_nodes = max_nodes > 0 ? max_nodes : 0;
+    return p;
+}
+
+void placement_destroy(struct placement *p)
+{
+    if (!p)
+        return;
+    free(p->deferred);
+    free(p->open_list);
+    free(p->nodes);
+    free(p);
+}
+
+int placement_nnodes(const struct placement *p)
+{
+    return p->nnodes;
+}
+
+const struct placement_node *placement_node_at(const struct placement *p, int i)
+{
+    return &p->nodes[i];
+}
+
+uint64_t placement_room(const struct placement *p)
+{
+    return p->room;
+}
+
+int placement_nopen(const struct placement *p)
+{
+    return p->nopen;
+}
+
+uint32_t placement_node_room(const struct placement_node *n)
+{
+    if (n->cpus == 0)
+        return 0; /* a rank with no CPU share never takes tasks */
+    uint32_t cap = n->cpus + n->window;
+    return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
+}
+
+/* Can node n take a task of cpus/mem/gpus now (within its window: its CPUs
+ * plus the prefetch window, its memory and GPUs twice over)? */
+static bool node_has_room(const struct placement_node *n, uint32_t cpus, uint64_t mem,
+                          uint32_t gpus)
+{
+    return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
+           n->committed_cpus + cpus <= n->cpus + n->window &&
+           n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
+}
+
+static void open_list_add(struct placement *p, int i)
+{
+    p->nodes[i].open = true;
+    p->nodes[i].open_pos = p->nopen;
+    p->open_list[p->nopen++] = i;
+}
+
+static void open_list_remove(struct placement *p, int i)
+{
+    int pos = p->nodes[i].open_pos, last = p->open_list[--p->nopen];
+    p->open_list[pos] = last;
+    p->nodes[last].open_pos = pos;
+    p->nodes[i].open = false;
+}
+
+/* Node i's commitment changed (room_before: its room before the change):
+ * keep p->room and the open list true to the hysteresis rule. */
+static void node_changed(struct placement *p, int i, uint32_t room_before)
+{
+    struct placement_node *n = &p->nodes[i];
+    uint32_t room = placement_node_room(n);
+    if (n->open) {
+        p->room = p->room - room_before + room;
+        if (room == 0)
+            open_list_remove(p, i);
+    } else if (room > 0 && n->committed_cpus <= n->cpus + n->window / 2) {
+        open_list_add(p, i);
+        p->room += room;
+    }
+}
+
+int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
+{
+    if (p->nnodes >= p->max_nodes) {
+        errno = ENOSPC;
+        return -1;
+    }
+    int i = p->nnodes++;
+    p->nodes[i] = (struct placement_node){
+        .cpus = cpus,
+        .window = cpus > PLACEMENT_PREFETCH_MIN ? cpus : PLACEMENT_PREFETCH_MIN,
+        .memory_mb = memory_mb,
+        .gpus = gpus,
+    };
+    node_changed(p, i, 0);
+    return i;
+}
+
+int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t memory_mb,
+                            uint32_t gpus, const char *name, struct pmc_error *err)
+{
+    for (int i = 0; i < p->nnodes; i++) {
+        const struct placement_node *n = &p->nodes[i];
+        if (cpus <= n->cpus && memory_mb <= n->memory_mb && gpus <= n->gpus)
+            return 0;
+    }
+    return pmc_errorf(err, "No host is capable of running task %s", name);
+}
+
+int placement_pick(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
+{
+    for (int k = 0; k < p->nopen; k++) {
+        int pos = (p->rr + k) % p->nopen;
+        int i = p->open_list[pos];
+        if (node_has_room(&p->nodes[i], cpus, memory_mb, gpus)) {
+            p->rr = pos + 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
+void placement_commit(struct placement *p, int i, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
+{
+    struct placement_node *n = &p->nodes[i];
+    uint32_t room_before = placement_node_room(n);
+    n->committed_cpus += cpus;
+    n->committed_mem += memory_mb;
+    n->committed_gpus += gpus;
+    n->tasks++;
+    node_changed(p, i, room_before);
+}
+
+void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
+{
+    struct placement_node *n = &p->nodes[i];
+    uint32_t room_before = placement_node_room(n);
+    n->committed_cpus -= cpus;
+    n->committed_mem -= memory_mb;
+    n->committed_gpus -= gpus;
+    n->tasks--;
+    node_changed(p, i, room_before);
+}
+
+/* ---- the dispatch round ------------------------------------------------- */
+
+/* The node for task t now, or -1 (no room anywhere, or its time limit would
+ * pass the batch job's end: it is not started). */
+static int pick_task(struct placement *p, const struct placement_demand *d, uint32_t t,
+                     double time_left_s)
+{
+    uint32_t limit_ms =
+        d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
+    if (limit_ms && limit_ms / 1000.0 > time_left_s)
+        return -1;
+    return placement_pick(p, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+}
+
+static int defer(struct placement *p, size_t k, uint32_t t)
+{
+    if (k >= p->deferred_cap) {
+        size_t cap = p->deferred_cap ? p->deferred_cap * 2 : 1024;
+        uint32_t *q = realloc(p->deferred, cap * sizeof *q);
+        if (!q) {
+            errno = ENOMEM;
+            return -1;
+        }
+        p->deferred = q;
+        p->deferred_cap = cap;
+    }
+    p->deferred[k] = t;
+    return 0;
+}
+
+/* Dispatch from one priority bucket; tasks that fit nowhere keep their
+ * place at the front.  -1 when assign or the scratch failed. */
+static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
+                           const struct placement_demand *d, double time_left_s,
+                           placement_assign_fn assign, void *ctx)
+{
+    size_t n = rq_bucket_size(q, b), ndef = 0;
+    int32_t prio = rq_bucket_priority(q, b);
+    int rc = 0;
+    for (size_t k = 0; k < n && p->room > 0 && rc == 0; k++) {
+        uint32_t t = rq_bucket_pop(q, b);
+        int i = pick_task(p, d, t, time_left_s);
+        if (i < 0 ? defer(p, ndef, t) < 0 : assign(ctx, t, i) < 0) {
+            (void)rq_push_front(q, t, prio); /* t stays ready */
+            rc = -1;
+        } else if (i < 0) {
+            ndef++;
+        } else {
+            placement_commit(p, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+        }
+    }
+    /* a sized ready queue takes these back without allocating, so a failure
+     * above loses no task */
+    while (ndef > 0)
+        if (rq_push_front(q, p->deferred[--ndef], prio) < 0)
+            return -1;
+    return rc;
+}
+
+int placement_dispatch(struct placement *p, struct ready_queue *q, const struct placement_demand *d,
+                       double time_left_s, placement_assign_fn assign, void *ctx)
+{
+    for (size_t b = 0; b < rq_buckets(q) && p->room > 0; b++)
+        if (rq_bucket_size(q, b) && dispatch_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
+            return -1;
+    return 0;
+}

@@ -1,0 +1,184 @@
+// test_node_queue.cc - unit tests of sched/node_queue.h, the node agent's
+// queue and its half of PMC's deferral rule.
+//
+// Order: tasks start in arrival order (the master's priority order) when
+// they fit.  Deferral at the agent: when the first task does not fit the
+// node's free CPUs, memory (MB) or GPUs now, the first one that fits within
+// NQ_DEFER_SCAN entries starts instead and the skipped ones keep their
+// order; a fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting
+// the tasks of a queue against a free-resource budget (as agent_pump() and
+// the simulator do) never overcommits and, once resources come back, starts
+// the deferred tasks first.  nq_pop ignores fit; the ring keeps its order
+// across growth while wrapped; the batch handle travels with each task.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <vector>
+
+#include "sched/node_queue.h"
+
+namespace
+{
+
+struct Queue {
+    struct node_queue q = {};
+    ~Queue()
+    {
+        nq_free(&q);
+    }
+};
+
+struct msg_task task(uint32_t id, uint32_t cpus, uint32_t mem = 0, uint32_t gpus = 0)
+{
+    struct msg_task t = {};
+    t.id = id;
+    t.attempt = 1;
+    t.cpus = cpus;
+    t.memory_mb = mem;
+    t.gpus = gpus;
+    return t;
+}
+
+void push(Queue &q, const struct msg_task &t, void *batch = nullptr)
+{
+    ASSERT_EQ(nq_push(&q.q, &t, batch), 0);
+}
+
+// Ids of the tasks left, in order (drains the queue).
+std::vector<uint32_t> drain(Queue &q)
+{
+    std::vector<uint32_t> ids;
+    struct node_task nt;
+    while (nq_pop(&q.q, &nt) == 1)
+        ids.push_back(nt.t.id);
+    return ids;
+}
+
+// Take what fits the budget, as agent_pump() does; returns the ids started.
+std::vector<uint32_t> pump(Queue &q, uint32_t &cpus, uint64_t &mem, uint32_t &gpus)
+{
+    std::vector<uint32_t> started;
+    struct node_task nt;
+    while (nq_take_fit(&q.q, cpus, mem, gpus, &nt) == 1) {
+        EXPECT_LE(nt.t.cpus, cpus);
+        EXPECT_LE(nt.t.memory_mb, mem);
+        EXPECT_LE(nt.t.gpus, gpus);
+        cpus -= nt.t.cpus;
+        mem -= nt.t.memory_mb;
+        gpus -= nt.t.gpus;
+        started.push_back(nt.t.id);
+    }
+    return started;
+}
+
+TEST(NodeQueue, EmptyTakesNothing)
+{
+    Queue q;
+    struct node_task nt;
+    EXPECT_EQ(nq_take_fit(&q.q, 100, 100, 100, &nt), 0);
+    EXPECT_EQ(nq_pop(&q.q, &nt), 0);
+    EXPECT_EQ(nq_len(&q.q), 0u);
+}
+
+TEST(NodeQueue, FittingTasksStartInArrivalOrder)
+{
+    Queue q;
+    int batch_a = 0, batch_b = 0;
+    for (uint32_t i = 0; i < 10; i++)
+        push(q, task(i, 1), i < 5 ? &batch_a : &batch_b);
+    struct node_task nt;
+    for (uint32_t i = 0; i < 10; i++) {
+        ASSERT_EQ(nq_take_fit(&q.q, 1, 0, 0, &nt), 1);
+        EXPECT_EQ(nt.t.id, i);
+        EXPECT_EQ(nt.batch, i < 5 ? static_cast<void *>(&batch_a) : &batch_b);
+    }
+    EXPECT_EQ(nq_len(&q.q), 0u);
+}
+
+TEST(NodeQueue, TaskThatDoesNotFitNowIsDeferred)
+{
+    Queue q;
+    push(q, task(0, 8));         // 8 CPUs: not now
+    push(q, task(1, 1, 5000));   // memory: not now
+    push(q, task(2, 1, 0, 2));   // GPUs: not now
+    push(q, task(3, 2, 100, 1)); // fits
+    push(q, task(4, 1));
+    uint32_t cpus = 4, gpus = 1;
+    uint64_t mem = 1000;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{3, 4}));
+    EXPECT_EQ(cpus, 1u);
+    EXPECT_EQ(mem, 900u);
+    EXPECT_EQ(gpus, 0u);
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 1, 2})) << "deferred tasks keep their order";
+}
+
+TEST(NodeQueue, DeferredTaskStartsFirstOnceResourcesReturn)
+{
+    Queue q;
+    push(q, task(0, 4));
+    for (uint32_t i = 1; i <= 6; i++)
+        push(q, task(i, 1));
+    uint32_t cpus = 3, gpus = 0;
+    uint64_t mem = 0;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{1, 2, 3}));
+    cpus += 3; // the three 1-CPU tasks end; 3 free is still short of 4
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{4, 5, 6}));
+    cpus += 4;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{0}));
+    EXPECT_EQ(nq_len(&q.q), 0u);
+}
+
+TEST(NodeQueue, DeferralLooksAtMostNqDeferScanDeep)
+{
+    Queue q;
+    for (uint32_t i = 0; i < NQ_DEFER_SCAN; i++)
+        push(q, task(i, 8)); // none fits 4 CPUs
+    push(q, task(NQ_DEFER_SCAN, 1));
+    struct node_task nt;
+    EXPECT_EQ(nq_take_fit(&q.q, 4, 0, 0, &nt), 0) << "a fit past the scan depth was taken";
+    EXPECT_EQ(nq_len(&q.q), static_cast<size_t>(NQ_DEFER_SCAN) + 1);
+    ASSERT_EQ(nq_take_fit(&q.q, 8, 0, 0, &nt), 1);
+    EXPECT_EQ(nt.t.id, 0u);
+    // one entry shorter: now the 1-CPU task is within reach
+    ASSERT_EQ(nq_take_fit(&q.q, 4, 0, 0, &nt), 1);
+    EXPECT_EQ(nt.t.id, static_cast<uint32_t>(NQ_DEFER_SCAN));
+}
+
+TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
+{
+    std::mt19937 rng(7);
+    Queue q;
+    std::deque<struct msg_task> model;
+    uint32_t next = 0;
+    for (int step = 0; step < 50000; step++) {
+        if (rng() % 100 < 55) {
+            struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3);
+            push(q, t);
+            model.push_back(t);
+        } else {
+            uint32_t cpus = rng() % 10, gpus = rng() % 3;
+            uint64_t mem = rng() % 3000;
+            size_t depth = std::min<size_t>(model.size(), NQ_DEFER_SCAN), k = 0;
+            while (k < depth &&
+                   !(model[k].cpus <= cpus && model[k].memory_mb <= mem && model[k].gpus <= gpus))
+                k++;
+            struct node_task nt;
+            int got = nq_take_fit(&q.q, cpus, mem, gpus, &nt);
+            ASSERT_EQ(got, k < depth ? 1 : 0);
+            if (got) {
+                ASSERT_EQ(nt.t.id, model[k].id);
+                model.erase(model.begin() + static_cast<long>(k));
+            }
+        }
+        ASSERT_EQ(nq_len(&q.q), model.size());
+    }
+    std::vector<uint32_t> want;
+    for (const struct msg_task &t : model)
+        want.push_back(t.id);
+    EXPECT_EQ(drain(q), want);
+}
+
+} // namespace

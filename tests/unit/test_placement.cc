@@ -1,0 +1,635 @@
+// test_placement.cc - unit tests of sched/placement.h, the master's
+// dispatch policy.
+//
+// Nodes: the prefetch window is max(PLACEMENT_PREFETCH_MIN, cpus), a node
+// with 0 CPUs never opens, registration past max_nodes is ENOSPC.  The open
+// list: its invariants (open iff listed, open nodes have room, room is the
+// sum of the open nodes' room, a closed node with room is above the
+// low-water mark) after every step of a random run checked against a model,
+// and the hysteresis (a full node reopens only at cpus + W/2).  Accounting:
+// CPUs, memory (twice over) and GPUs (twice over) bound what a node is sent,
+// a task asking more than a node offers never goes there, and a release
+// restores the numbers exactly.  Placement: round-robin fairness (equal
+// nodes get tasks within one of each other), priorities with ties (larger
+// first, FIFO among equals: the ready queue's order), PMC's deferral rule
+// (a task that fits no node now keeps its place while lower ones go, and is
+// placed first once room comes back), deferral of a task whose time limit
+// outlasts the batch job, a task larger than every node (PMC's "No host is
+// capable" error), a failing assign callback (no task lost, the assigned
+// ones committed), and a round that stops once no node has room.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "sched/placement.h"
+#include "sched/ready_queue.h"
+
+namespace
+{
+
+struct PlacementDeleter {
+    void operator()(struct placement *p) const
+    {
+        placement_destroy(p);
+    }
+};
+using PlacementPtr = std::unique_ptr<struct placement, PlacementDeleter>;
+
+struct RqDeleter {
+    void operator()(struct ready_queue *q) const
+    {
+        rq_destroy(q);
+    }
+};
+using RqPtr = std::unique_ptr<struct ready_queue, RqDeleter>;
+
+struct NodeSpec {
+    uint32_t cpus;
+    uint64_t memory_mb;
+    uint32_t gpus;
+};
+
+PlacementPtr make_placement(const std::vector<NodeSpec> &nodes, int max_nodes = -1)
+{
+    PlacementPtr p(placement_create(max_nodes < 0 ? static_cast<int>(nodes.size()) : max_nodes));
+    EXPECT_NE(p, nullptr);
+    for (const NodeSpec &n : nodes)
+        EXPECT_GE(placement_add_node(p.get(), n.cpus, n.memory_mb, n.gpus), 0);
+    return p;
+}
+
+// What each task asks (the DAG's columns) and its priority.
+struct Tasks {
+    std::vector<uint32_t> cpus, memory_mb, gpus, limit_ms;
+    std::vector<int32_t> prio;
+    uint32_t default_limit_ms = 0;
+
+    uint32_t add(uint32_t c, uint32_t mem = 0, uint32_t g = 0, int32_t p = 0, uint32_t lim = 0)
+    {
+        cpus.push_back(c);
+        memory_mb.push_back(mem);
+        gpus.push_back(g);
+        prio.push_back(p);
+        limit_ms.push_back(lim);
+        return static_cast<uint32_t>(cpus.size() - 1);
+    }
+    struct placement_demand demand() const
+    {
+        return {cpus.data(), memory_mb.data(), gpus.data(), limit_ms.data(), default_limit_ms};
+    }
+};
+
+// A dispatch round's assignments, in order, from the callback.
+struct Recorder {
+    std::vector<std::pair<uint32_t, int>> assigned; // (task, node)
+    long fail_at = -1;                              // fail the call with this index
+    long calls = 0;
+};
+
+int record_assign(void *ctx, uint32_t t, int i)
+{
+    auto *r = static_cast<Recorder *>(ctx);
+    if (r->calls++ == r->fail_at)
+        return -1;
+    r->assigned.emplace_back(t, i);
+    return 0;
+}
+
+Recorder dispatch(struct placement *p, struct ready_queue *q, const Tasks &tasks,
+                  double time_left = INFINITY, int *rc = nullptr, long fail_at = -1)
+{
+    Recorder r;
+    r.fail_at = fail_at;
+    struct placement_demand d = tasks.demand();
+    int res = placement_dispatch(p, q, &d, time_left, record_assign, &r);
+    if (rc)
+        *rc = res;
+    else
+        EXPECT_EQ(res, 0);
+    return r;
+}
+
+RqPtr queue_of(const Tasks &tasks, const std::vector<uint32_t> &order)
+{
+    RqPtr q(rq_create());
+    EXPECT_NE(q, nullptr);
+    for (uint32_t t : order)
+        EXPECT_EQ(rq_push(q.get(), t, tasks.prio[t]), 0);
+    return q;
+}
+
+RqPtr queue_all(const Tasks &tasks)
+{
+    std::vector<uint32_t> order;
+    for (uint32_t t = 0; t < tasks.cpus.size(); t++)
+        order.push_back(t);
+    return queue_of(tasks, order);
+}
+
+// The ready queue's content in dispatch order (drains it).
+std::vector<uint32_t> drain(struct ready_queue *q)
+{
+    std::vector<uint32_t> out;
+    for (size_t b = 0; b < rq_buckets(q); b++)
+        while (rq_bucket_size(q, b) > 0)
+            out.push_back(rq_bucket_pop(q, b));
+    return out;
+}
+
+uint32_t room_of(const struct placement_node *n)
+{
+    return placement_node_room(n);
+}
+
+// The open-list invariants of placement.h.
+void check_invariants(const struct placement *p)
+{
+    uint64_t room = 0;
+    int open = 0;
+    std::vector<int> seen_pos;
+    for (int i = 0; i < placement_nnodes(p); i++) {
+        const struct placement_node *n = placement_node_at(p, i);
+        ASSERT_EQ(n->window, n->cpus > PLACEMENT_PREFETCH_MIN ? n->cpus : PLACEMENT_PREFETCH_MIN);
+        if (n->open) {
+            open++;
+            ASSERT_GT(room_of(n), 0u) << "node " << i << " is open without room";
+            ASSERT_GE(n->open_pos, 0);
+            ASSERT_LT(n->open_pos, placement_nopen(p));
+            seen_pos.push_back(n->open_pos);
+            room += room_of(n);
+        } else if (room_of(n) > 0) {
+            ASSERT_GT(n->committed_cpus, n->cpus + n->window / 2)
+                << "node " << i << " is closed below its low-water mark";
+        }
+    }
+    ASSERT_EQ(open, placement_nopen(p));
+    std::sort(seen_pos.begin(), seen_pos.end());
+    ASSERT_EQ(std::unique(seen_pos.begin(), seen_pos.end()), seen_pos.end())
+        << "two open nodes share an open-list position";
+    ASSERT_EQ(room, placement_room(p));
+}
+
+// ---- nodes ---------------------------------------------------------------
+
+TEST(Placement, NodesGetAWindowAndOpen)
+{
+    PlacementPtr p = make_placement({{4, 1000, 0}, {128, 1000, 0}, {0, 1000, 0}});
+    ASSERT_EQ(placement_nnodes(p.get()), 3);
+    const struct placement_node *small = placement_node_at(p.get(), 0);
+    const struct placement_node *big = placement_node_at(p.get(), 1);
+    const struct placement_node *none = placement_node_at(p.get(), 2);
+    EXPECT_EQ(small->window, static_cast<uint32_t>(PLACEMENT_PREFETCH_MIN));
+    EXPECT_EQ(big->window, 128u);
+    EXPECT_TRUE(small->open);
+    EXPECT_TRUE(big->open);
+    EXPECT_FALSE(none->open) << "a node with 0 CPUs must never open";
+    EXPECT_EQ(placement_room(p.get()), 4u + PLACEMENT_PREFETCH_MIN + 128u + 128u);
+    EXPECT_EQ(placement_nopen(p.get()), 2);
+    check_invariants(p.get());
+}
+
+TEST(Placement, AddNodePastCapacityIsEnospc)
+{
+    PlacementPtr p(placement_create(1));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(placement_add_node(p.get(), 4, 100, 0), 0);
+    errno = 0;
+    EXPECT_EQ(placement_add_node(p.get(), 4, 100, 0), -1);
+    EXPECT_EQ(errno, ENOSPC);
+    EXPECT_EQ(placement_nnodes(p.get()), 1);
+    placement_destroy(nullptr); // a no-op
+}
+
+TEST(Placement, EmptyPlacementPlacesNothing)
+{
+    PlacementPtr p(placement_create(0));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), -1);
+    EXPECT_EQ(placement_room(p.get()), 0u);
+    struct pmc_error err;
+    EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 0, "t", &err), -1);
+}
+
+// ---- the open list and its hysteresis -------------------------------------
+
+TEST(Placement, FullNodeReopensOnlyAtTheLowWaterMark)
+{
+    PlacementPtr p = make_placement({{4, 0, 0}});
+    const struct placement_node *n = placement_node_at(p.get(), 0);
+    const uint32_t cap = 4 + PLACEMENT_PREFETCH_MIN, low = 4 + PLACEMENT_PREFETCH_MIN / 2;
+    for (uint32_t k = 0; k < cap; k++) {
+        ASSERT_EQ(placement_pick(p.get(), 1, 0, 0), 0) << "task " << k;
+        placement_commit(p.get(), 0, 1, 0, 0);
+        check_invariants(p.get());
+    }
+    EXPECT_FALSE(n->open);
+    EXPECT_EQ(placement_room(p.get()), 0u);
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), -1);
+    // releases above the low-water mark leave it closed: no refill by dribs
+    while (n->committed_cpus > low + 1) {
+        placement_release(p.get(), 0, 1, 0, 0);
+        check_invariants(p.get());
+        ASSERT_FALSE(n->open) << "reopened at " << n->committed_cpus << " CPUs committed";
+        ASSERT_EQ(placement_pick(p.get(), 1, 0, 0), -1);
+    }
+    placement_release(p.get(), 0, 1, 0, 0); // down to cpus + W/2
+    EXPECT_EQ(n->committed_cpus, low);
+    EXPECT_TRUE(n->open);
+    EXPECT_EQ(placement_room(p.get()), cap - low);
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 0);
+    check_invariants(p.get());
+}
+
+TEST(Placement, RandomRunKeepsTheInvariants)
+{
+    std::mt19937 rng(12345);
+    std::vector<NodeSpec> spec;
+    for (int i = 0; i < 12; i++)
+        spec.push_back({static_cast<uint32_t>(rng() % 96), 1000 + rng() % 4000,
+                        static_cast<uint32_t>(rng() % 3)});
+    PlacementPtr p = make_placement(spec);
+    struct Sent {
+        int node;
+        uint32_t cpus, mem, gpus;
+    };
+    std::vector<Sent> sent;
+    std::vector<NodeSpec> model(spec.size(), {0, 0, 0}); // committed per node
+    for (int step = 0; step < 20000; step++) {
+        bool place = sent.empty() || rng() % 100 < 55;
+        if (place) {
+            uint32_t c = 1 + rng() % 16, m = rng() % 3 == 0 ? 0 : rng() % 3000,
+                     g = rng() % 4 == 0 ? rng() % 3 : 0;
+            int i = placement_pick(p.get(), c, m, g);
+            if (i >= 0) {
+                const struct placement_node *n = placement_node_at(p.get(), i);
+                ASSERT_TRUE(n->open);
+                ASSERT_LE(c, n->cpus);
+                ASSERT_LE(m, n->memory_mb);
+                ASSERT_LE(g, n->gpus);
+                ASSERT_LE(n->committed_cpus + c, n->cpus + n->window);
+                ASSERT_LE(n->committed_mem + m, 2 * n->memory_mb);
+                ASSERT_LE(n->committed_gpus + g, 2 * n->gpus);
+                placement_commit(p.get(), i, c, m, g);
+                sent.push_back({i, c, m, g});
+                model[i].cpus += c;
+                model[i].memory_mb += m;
+                model[i].gpus += g;
+            }
+        } else {
+            size_t k = rng() % sent.size();
+            Sent s = sent[k];
+            sent[k] = sent.back();
+            sent.pop_back();
+            placement_release(p.get(), s.node, s.cpus, s.mem, s.gpus);
+            model[s.node].cpus -= s.cpus;
+            model[s.node].memory_mb -= s.mem;
+            model[s.node].gpus -= s.gpus;
+        }
+        check_invariants(p.get());
+        for (size_t i = 0; i < model.size(); i++) {
+            const struct placement_node *n = placement_node_at(p.get(), static_cast<int>(i));
+            ASSERT_EQ(n->committed_cpus, model[i].cpus);
+            ASSERT_EQ(n->committed_mem, model[i].memory_mb);
+            ASSERT_EQ(n->committed_gpus, model[i].gpus);
+        }
+        if (HasFatalFailure())
+            return;
+    }
+}
+
+// ---- accounting --------------------------------------------------------
+
+TEST(Placement, ReleaseRestoresRoomExactly)
+{
+    PlacementPtr p = make_placement({{8, 4000, 2}, {16, 8000, 4}});
+    std::vector<struct placement_node> before;
+    for (int i = 0; i < 2; i++)
+        before.push_back(*placement_node_at(p.get(), i));
+    uint64_t room_before = placement_room(p.get());
+    struct Req {
+        uint32_t c;
+        uint64_t m;
+        uint32_t g;
+    };
+    std::vector<std::pair<int, Req>> done;
+    for (Req r : {Req{1, 100, 0}, Req{4, 3000, 1}, Req{2, 0, 2}, Req{8, 7000, 0}, Req{3, 10, 1}}) {
+        int i = placement_pick(p.get(), r.c, r.m, r.g);
+        ASSERT_GE(i, 0);
+        placement_commit(p.get(), i, r.c, r.m, r.g);
+        done.emplace_back(i, r);
+    }
+    EXPECT_LT(placement_room(p.get()), room_before);
+    for (auto it = done.rbegin(); it != done.rend(); ++it) // any order would do
+        placement_release(p.get(), it->first, it->second.c, it->second.m, it->second.g);
+    EXPECT_EQ(placement_room(p.get()), room_before);
+    for (int i = 0; i < 2; i++) {
+        const struct placement_node *n = placement_node_at(p.get(), i);
+        EXPECT_EQ(n->committed_cpus, 0u);
+        EXPECT_EQ(n->committed_mem, 0u);
+        EXPECT_EQ(n->committed_gpus, 0u);
+        EXPECT_EQ(n->tasks, 0u);
+        EXPECT_EQ(n->open, before[i].open);
+        EXPECT_EQ(room_of(n), room_of(&before[i]));
+    }
+    check_invariants(p.get());
+}
+
+TEST(Placement, MemoryIsBoundTwiceOverAndPerTask)
+{
+    PlacementPtr p = make_placement({{64, 1000, 0}});
+    for (int k = 0; k < 3; k++) { // 3 x 600 MB = 1800 <= 2 x 1000
+        ASSERT_EQ(placement_pick(p.get(), 1, 600, 0), 0);
+        placement_commit(p.get(), 0, 1, 600, 0);
+    }
+    EXPECT_EQ(placement_pick(p.get(), 1, 600, 0), -1) << "2400 MB would pass twice the node's";
+    EXPECT_EQ(placement_pick(p.get(), 1, 200, 0), 0) << "2000 MB is exactly twice the node's";
+    EXPECT_EQ(placement_node_at(p.get(), 0)->committed_mem, 1800u);
+    placement_release(p.get(), 0, 1, 600, 0);
+    placement_release(p.get(), 0, 1, 600, 0);
+    placement_release(p.get(), 0, 1, 600, 0);
+    EXPECT_EQ(placement_pick(p.get(), 1, 1001, 0), -1) << "more than the node offers";
+    EXPECT_EQ(placement_pick(p.get(), 1, 1000, 0), 0);
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 0) << "0 MB: memory not considered";
+}
+
+TEST(Placement, GpusAreBoundTwiceOverAndPerTask)
+{
+    PlacementPtr p = make_placement({{64, 0, 2}, {64, 0, 0}, {64, 0, 4}});
+    // a 3-GPU task only ever goes to the 4-GPU node
+    for (int k = 0; k < 2; k++) {
+        int i = placement_pick(p.get(), 1, 0, 3);
+        ASSERT_EQ(i, 2);
+        placement_commit(p.get(), i, 1, 0, 3);
+    }
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 3), -1) << "6 + 3 GPUs would pass twice 4";
+    // 1-GPU tasks: 4 fit the 2-GPU node, 2 more the 4-GPU node, none the GPU-less one
+    std::map<int, int> got;
+    for (int k = 0; k < 6; k++) {
+        int i = placement_pick(p.get(), 1, 0, 1);
+        ASSERT_GE(i, 0) << "task " << k;
+        ASSERT_NE(i, 1) << "a GPU task went to the node without GPUs";
+        placement_commit(p.get(), i, 1, 0, 1);
+        got[i]++;
+    }
+    EXPECT_EQ(got[0], 4);
+    EXPECT_EQ(got[2], 2);
+    EXPECT_EQ(placement_pick(p.get(), 1, 0, 1), -1);
+    EXPECT_EQ(placement_node_at(p.get(), 0)->committed_gpus, 4u);
+    EXPECT_EQ(placement_node_at(p.get(), 2)->committed_gpus, 8u);
+    EXPECT_GE(placement_pick(p.get(), 1, 0, 0), 0) << "a CPU-only task still fits";
+}
+
+TEST(Placement, CpusBeyondAnOfferNeverGoThere)
+{
+    PlacementPtr p = make_placement({{4, 0, 0}, {16, 0, 0}});
+    for (int k = 0; k < 5; k++) {
+        int i = placement_pick(p.get(), 8, 0, 0);
+        ASSERT_EQ(i, 1) << "an 8-CPU task went to the 4-CPU node";
+        placement_commit(p.get(), i, 8, 0, 0);
+    }
+}
+
+// ---- never fits ------------------------------------------------------------
+
+TEST(Placement, TaskLargerThanEveryNodeIsNotCapable)
+{
+    PlacementPtr p = make_placement({{8, 1000, 0}, {4, 4000, 1}});
+    struct pmc_error err;
+    err.text[0] = '\0';
+    EXPECT_EQ(placement_check_capable(p.get(), 16, 0, 0, "big", &err), -1);
+    // PMC's message; the engine prints "FATAL ERROR: " before it
+    EXPECT_STREQ(err.text, "No host is capable of running task big");
+    EXPECT_EQ(placement_check_capable(p.get(), 1, 5000, 0, "fat", &err), -1);
+    EXPECT_STREQ(err.text, "No host is capable of running task fat");
+    EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 2, "gpu2", &err), -1);
+    // each dimension alone fits some node, all three together none
+    EXPECT_EQ(placement_check_capable(p.get(), 8, 4000, 0, "mix", &err), -1);
+    EXPECT_EQ(placement_check_capable(p.get(), 8, 1000, 0, "a", &err), 0);
+    EXPECT_EQ(placement_check_capable(p.get(), 4, 4000, 1, "b", &err), 0);
+    // capability ignores what is committed now
+    for (int k = 0; k < 9; k++)
+        placement_commit(p.get(), 0, 8, 0, 0);
+    EXPECT_EQ(placement_check_capable(p.get(), 8, 1000, 0, "a", &err), 0);
+}
+
+TEST(Placement, NeverFittingTaskStaysReadyWhileOthersRun)
+{
+    PlacementPtr p = make_placement({{8, 1000, 0}});
+    Tasks tasks;
+    uint32_t big = tasks.add(16, 0, 0, 5);
+    uint32_t a = tasks.add(1, 0, 0, 5), b = tasks.add(1, 0, 0, 0);
+    RqPtr q = queue_all(tasks);
+    for (int round = 0; round < 3; round++) {
+        Recorder r = dispatch(p.get(), q.get(), tasks);
+        if (round == 0) {
+            ASSERT_EQ(r.assigned.size(), 2u);
+            EXPECT_EQ(r.assigned[0].first, a);
+            EXPECT_EQ(r.assigned[1].first, b);
+        } else {
+            EXPECT_TRUE(r.assigned.empty());
+        }
+        EXPECT_EQ(rq_size(q.get()), 1u);
+    }
+    EXPECT_EQ(drain(q.get()), std::vector<uint32_t>{big});
+}
+
+// ---- round-robin ------------------------------------------------------------
+
+TEST(Placement, RoundRobinIsFairAcrossEqualNodes)
+{
+    for (int nnodes : {1, 2, 3, 7, 16}) {
+        for (uint32_t ntasks : {1u, 5u, 17u, 100u, 300u}) {
+            std::vector<NodeSpec> spec(static_cast<size_t>(nnodes), {4, 1000, 0});
+            PlacementPtr p = make_placement(spec);
+            Tasks tasks;
+            for (uint32_t t = 0; t < ntasks; t++)
+                tasks.add(1);
+            RqPtr q = queue_all(tasks);
+            Recorder r = dispatch(p.get(), q.get(), tasks);
+            uint32_t cap = static_cast<uint32_t>(nnodes) * (4 + PLACEMENT_PREFETCH_MIN);
+            ASSERT_EQ(r.assigned.size(), std::min(ntasks, cap));
+            std::vector<uint32_t> per(static_cast<size_t>(nnodes), 0);
+            for (auto &[t, i] : r.assigned)
+                per[static_cast<size_t>(i)]++;
+            uint32_t lo = *std::min_element(per.begin(), per.end());
+            uint32_t hi = *std::max_element(per.begin(), per.end());
+            EXPECT_LE(hi - lo, 1u) << nnodes << " nodes, " << ntasks << " tasks";
+            for (int i = 0; i < nnodes; i++)
+                EXPECT_EQ(placement_node_at(p.get(), i)->tasks, per[static_cast<size_t>(i)]);
+            check_invariants(p.get());
+        }
+    }
+}
+
+TEST(Placement, RoundRobinStaysFairAcrossRounds)
+{
+    const int nnodes = 5;
+    std::vector<NodeSpec> spec(nnodes, {4, 0, 0});
+    PlacementPtr p = make_placement(spec);
+    std::vector<uint32_t> per(nnodes, 0);
+    for (int round = 0; round < 40; round++) { // 3 tasks a round: the cursor carries on
+        for (int k = 0; k < 3; k++) {
+            int i = placement_pick(p.get(), 1, 0, 0);
+            ASSERT_GE(i, 0);
+            placement_commit(p.get(), i, 1, 0, 0);
+            per[static_cast<size_t>(i)]++;
+        }
+        uint32_t lo = *std::min_element(per.begin(), per.end());
+        uint32_t hi = *std::max_element(per.begin(), per.end());
+        ASSERT_LE(hi - lo, 1u) << "round " << round;
+    }
+}
+
+// ---- priorities and PMC's deferral rule ------------------------------------
+
+TEST(Placement, PrioritiesLargerFirstTiesInReadyOrder)
+{
+    // PMC's manual (-p): larger first; it says nothing of ties, the ready
+    // queue keeps them first-in first-out (DAG order for tasks ready at once)
+    PlacementPtr p = make_placement({{64, 0, 0}});
+    Tasks tasks;
+    const int32_t prios[] = {0, 5, -3, 5, 0, 10, 5, -3, 0, 10};
+    for (int32_t pr : prios)
+        tasks.add(1, 0, 0, pr);
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    std::vector<uint32_t> got;
+    for (auto &[t, i] : r.assigned)
+        got.push_back(t);
+    EXPECT_EQ(got, (std::vector<uint32_t>{5, 9, 1, 3, 6, 0, 4, 8, 2, 7}));
+}
+
+TEST(Placement, TaskThatFitsNowhereNowIsDeferredAndKeepsItsPlace)
+{
+    // one node, 1000 MB (2000 committable); 1500 MB already committed
+    PlacementPtr p = make_placement({{4, 1000, 0}});
+    placement_commit(p.get(), 0, 1, 1500, 0);
+    Tasks tasks;
+    uint32_t heavy = tasks.add(1, 800, 0, 10); // fits the node, not now
+    uint32_t light = tasks.add(1, 100, 0, 10);
+    uint32_t heavy2 = tasks.add(1, 900, 0, 10);
+    uint32_t low = tasks.add(1, 100, 0, 1);
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    ASSERT_EQ(r.assigned.size(), 2u);
+    EXPECT_EQ(r.assigned[0].first, light) << "the lighter task of its priority goes ahead";
+    EXPECT_EQ(r.assigned[1].first, low) << "a lower-priority task that fits goes ahead";
+    EXPECT_EQ(placement_node_at(p.get(), 0)->committed_mem, 1700u);
+    // the deferred ones are still first, in their order
+    std::vector<uint32_t> left = drain(q.get());
+    EXPECT_EQ(left, (std::vector<uint32_t>{heavy, heavy2}));
+    for (uint32_t t : left)
+        ASSERT_EQ(rq_push(q.get(), t, tasks.prio[t]), 0);
+    // room comes back: the deferred task is placed before anything newer
+    placement_release(p.get(), 0, 1, 1500, 0);
+    uint32_t late = tasks.add(1, 0, 0, 10);
+    ASSERT_EQ(rq_push(q.get(), late, 10), 0);
+    r = dispatch(p.get(), q.get(), tasks);
+    std::vector<uint32_t> got;
+    for (auto &[t, i] : r.assigned)
+        got.push_back(t);
+    EXPECT_EQ(got, (std::vector<uint32_t>{heavy, heavy2, late}));
+}
+
+TEST(Placement, DeferredTasksRegainTheirExactOrder)
+{
+    // two nodes of 4 CPUs; the 4-CPU tasks fit them but not once they are
+    // nearly full, while 1-CPU tasks still do
+    PlacementPtr p = make_placement({{4, 0, 0}, {4, 0, 0}});
+    for (int i = 0; i < 2; i++)
+        placement_commit(p.get(), i, 4 + PLACEMENT_PREFETCH_MIN - 3, 0, 0); // room 3 each
+    Tasks tasks;
+    std::vector<uint32_t> big, small;
+    for (int k = 0; k < 10; k++) {
+        big.push_back(tasks.add(4, 0, 0, 0));
+        if (k % 2 == 0)
+            small.push_back(tasks.add(1, 0, 0, 0));
+    }
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    std::vector<uint32_t> got;
+    for (auto &[t, i] : r.assigned)
+        got.push_back(t);
+    EXPECT_EQ(got, small);
+    EXPECT_EQ(drain(q.get()), big);
+}
+
+TEST(Placement, TaskOutlastingTheBatchJobIsDeferred)
+{
+    PlacementPtr p = make_placement({{8, 0, 0}});
+    Tasks tasks;
+    tasks.default_limit_ms = 5000;
+    uint32_t longer = tasks.add(1, 0, 0, 0, 20000); // its own limit: 20 s
+    uint32_t dflt = tasks.add(1, 0, 0, 0, 0);       // the default: 5 s
+    uint32_t shorter = tasks.add(1, 0, 0, 0, 1000);
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks, 10.0);
+    ASSERT_EQ(r.assigned.size(), 2u);
+    EXPECT_EQ(r.assigned[0].first, dflt);
+    EXPECT_EQ(r.assigned[1].first, shorter);
+    r = dispatch(p.get(), q.get(), tasks, 4.0); // now not even the default fits
+    EXPECT_TRUE(r.assigned.empty());
+    r = dispatch(p.get(), q.get(), tasks); // no batch-job end: anything goes
+    ASSERT_EQ(r.assigned.size(), 1u);
+    EXPECT_EQ(r.assigned[0].first, longer);
+    // no per-task column: every task has the default
+    Tasks plain;
+    plain.default_limit_ms = 0;
+    plain.add(1);
+    RqPtr q2 = queue_all(plain);
+    struct placement_demand d = plain.demand();
+    d.time_limit_ms = nullptr;
+    Recorder r2;
+    EXPECT_EQ(placement_dispatch(p.get(), q2.get(), &d, 0.0, record_assign, &r2), 0);
+    EXPECT_EQ(r2.assigned.size(), 1u) << "no limit at all: runs even at the end";
+}
+
+TEST(Placement, RoundStopsWhenNoNodeHasRoom)
+{
+    PlacementPtr p = make_placement({{4, 0, 0}});
+    Tasks tasks;
+    for (int k = 0; k < 100; k++)
+        tasks.add(1);
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    EXPECT_EQ(r.assigned.size(), 4u + PLACEMENT_PREFETCH_MIN);
+    EXPECT_EQ(placement_room(p.get()), 0u);
+    EXPECT_EQ(rq_size(q.get()), 100u - 4 - PLACEMENT_PREFETCH_MIN);
+    r = dispatch(p.get(), q.get(), tasks);
+    EXPECT_EQ(r.calls, 0) << "a full cluster is not searched";
+    std::vector<uint32_t> left = drain(q.get());
+    ASSERT_FALSE(left.empty());
+    EXPECT_EQ(left.front(), 4u + PLACEMENT_PREFETCH_MIN) << "the queue kept its order";
+}
+
+TEST(Placement, FailedAssignLosesNoTask)
+{
+    PlacementPtr p = make_placement({{4, 1000, 0}});
+    placement_commit(p.get(), 0, 1, 1900, 0);
+    Tasks tasks;
+    uint32_t d1 = tasks.add(1, 500, 0, 0); // deferred (memory)
+    uint32_t a1 = tasks.add(1, 0, 0, 0);
+    uint32_t d2 = tasks.add(1, 500, 0, 0); // deferred
+    uint32_t f = tasks.add(1, 0, 0, 0);    // its assign fails
+    uint32_t rest = tasks.add(1, 0, 0, 0);
+    RqPtr q = queue_all(tasks);
+    int rc = 0;
+    Recorder r = dispatch(p.get(), q.get(), tasks, INFINITY, &rc, 1);
+    EXPECT_EQ(rc, -1);
+    ASSERT_EQ(r.assigned.size(), 1u);
+    EXPECT_EQ(r.assigned[0].first, a1);
+    const struct placement_node *n = placement_node_at(p.get(), 0);
+    EXPECT_EQ(n->committed_cpus, 2u) << "the assigned task stays committed, the failed one not";
+    EXPECT_EQ(n->tasks, 2u);
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{d1, d2, f, rest}));
+}
+
+} // namespace
