@@ -126,14 +126,14 @@ static void agent_batch_unref(struct batch *b)
 /* --null-executor: the task "succeeds" at once; nothing runs or is written. */
 static void agent_null_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
     agent__add_result(a, &s, 0, 0, 0.0);
 }
 
 /* Give a task back to the master unstarted (after DRAIN or ABORT). */
 static void agent_cancel_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
     agent__add_result(a, &s, 0, ECANCELED, 0.0);
 }
 

@@ -273,7 +273,7 @@ void master__dispatch(struct master *m)
     if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
     if (m->stop_mono > 0)
-        m->round_left = m->stop_mono - now_mono();
+        m->round_left = m->stop_mono - pmc_mono_s();
     for (size_t b = 0; b < rq_buckets(m->ready) && m->room > 0; b++) {
         if (rq_bucket_size(m->ready, b) && master_dispatch_bucket(m, b) < 0) {
             log_fatal("Out of memory while scheduling");
