@@ -243,6 +243,8 @@ struct rescue_writer {
     _Atomic uint32_t synced;          /* ids written and synced, or dropped */
     _Atomic int writer_sleeping;      /* writer sleeps on writer_cv */
     _Atomic bool failed;              /* errtext is set (release/acquire) */
+    _Atomic uint64_t syncs;           /* fdatasync() calls that succeeded */
+    _Atomic uint64_t late_wakeups;    /* sleeps ended by the timeout with records queued */
 
     /* Set by open(), read-only while the thread runs. */
     alignas(64) dag_task_t *ring; /* RING_SIZE slots */
@@ -328,6 +330,8 @@ static void writer_commit(struct rescue_writer *w, size_t len)
         writer_fail(w, "write");
     else if (datasync(w->fd) < 0)
         writer_fail(w, "fdatasync");
+    else /* relaxed: a statistic; readers need no order with the file */
+        atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
 }
 
 /* Wake the producer if it announced that it sleeps.  Called by the writer
@@ -368,8 +372,14 @@ static void writer_sleep(struct rescue_writer *w, uint32_t d)
     atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
     while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d &&
            !atomic_load_explicit(&w->stop, memory_order_relaxed)) /* stop: written under lock */
-        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT) {
+            /* records queued but no signal came: the safety net caught a
+             * lost wake-up (or, rarely, the timeout raced an append's
+             * signal by a few instructions) */
+            if (atomic_load_explicit(&w->enq, memory_order_seq_cst) != d)
+                atomic_fetch_add_explicit(&w->late_wakeups, 1, memory_order_relaxed);
             break;
+        }
     atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
 }
@@ -450,6 +460,14 @@ void rescue_writer_append(struct rescue_writer *w, dag_task_t t)
     atomic_store_explicit(&w->enq, e + 1, memory_order_seq_cst);
     if (atomic_load_explicit(&w->writer_sleeping, memory_order_seq_cst))
         wake_writer(w);
+}
+
+void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st)
+{
+    /* relaxed: counters; each is exact once the writer is idle (after a
+     * flush), and monotonic while it works */
+    st->syncs = atomic_load_explicit(&w->syncs, memory_order_relaxed);
+    st->late_wakeups = atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
 }
 
 bool rescue_writer_failed(const struct rescue_writer *w)
