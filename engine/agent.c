@@ -65,7 +65,7 @@ oom:
     a->failed = true;
 }
 
-/* Adaptive batching (DESIGN.md section 2): send at once when this node has
+/* Adaptive batching (docs/design.md section 2): send at once when this node has
  * nothing left to start (the master must refill it, or is waiting for these
  * results to release children), when ending, or when RESULT_BATCH results
  * wait; otherwise let results gather for at most RESULT_DELAY_MS

@@ -1,4 +1,4 @@
-/* agent_limits.c - per-task hard time limits on a node (DESIGN.md section
+/* agent_limits.c - per-task hard time limits on a node (docs/design.md section
  * 9, issue "Beyond PMC"): no thread or timer per task, one deadline heap per
  * agent (sched/deadlines.h) whose earliest entry bounds the agent's epoll
  * timeout.

@@ -1,7 +1,7 @@
 /* master_sched.c - the master's hot path: ready tasks, dispatch to nodes,
  * results; see master_internal.h for the state and its invariants.
  *
- * Dispatch (DESIGN.md section 2): a node may be sent tasks up to its CPUs
+ * Dispatch (docs/design.md section 2): a node may be sent tasks up to its CPUs
  * plus a prefetch window of W = max(PREFETCH_MIN, cpus) CPUs (and its memory
  * twice over), so it never idles for a round trip; the agent starts them as
  * its own accounting allows.  A node is refilled only once its commitment

@@ -1,5 +1,5 @@
 /* pmc-sim.c - where does the master saturate?  A discrete-event simulation
- * of pmc-hybrid at leadership scale (DESIGN.md sections 2 and 8).
+ * of pmc-hybrid at leadership scale (docs/design.md sections 2 and 8).
  *
  *   pmc-sim --dag FILE [--nodes 1000,4000,16000] [--cores 64]
  *           [--memory-mb 262144] [--latency-us 5] [--time-scale 1000]
