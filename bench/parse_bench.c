@@ -21,15 +21,9 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "io/clock.h"
 #include "io/dag.h"
 #include "io/dagfile.h"
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static double tv_s(struct timeval tv)
 {
@@ -45,9 +39,9 @@ int main(int argc, char **argv)
     struct rusage r0, r1;
     struct pmc_error err;
     getrusage(RUSAGE_SELF, &r0);
-    double t0 = mono_s();
+    double t0 = pmc_mono_s();
     struct dag *d = dagfile_load(argv[1], &err);
-    double t1 = mono_s();
+    double t1 = pmc_mono_s();
     getrusage(RUSAGE_SELF, &r1);
     if (!d) {
         fprintf(stderr, "parse_bench: %s\n", err.text);

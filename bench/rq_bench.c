@@ -33,18 +33,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/clock.h"
 #include "sched/mpmc_ring.h"
 #include "sched/ready_queue.h"
 
 #define RUNS 3
 #define RING_CAP 1024
-
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* ---- the mutex baseline ------------------------------------------------- */
 
@@ -112,7 +106,7 @@ static void *ring_pair(void *arg)
             sched_yield(); /* rare: another thread's op is mid-way */
         w->sum += v;
     }
-    w->end = mono_s();
+    w->end = pmc_mono_s();
     return NULL;
 }
 
@@ -128,7 +122,7 @@ static void *mutex_pair(void *arg)
             sched_yield(); /* rare: another thread's op is mid-way */
         w->sum += v;
     }
-    w->end = mono_s();
+    w->end = pmc_mono_s();
     return NULL;
 }
 
@@ -143,7 +137,7 @@ static void *rq_pair(void *arg)
             abort();
         w->sum += rq_bucket_pop(w->b->rq, i % 3);
     }
-    w->end = mono_s();
+    w->end = pmc_mono_s();
     return NULL;
 }
 
@@ -166,7 +160,7 @@ static void *rq_mpsc(void *arg)
                 for (size_t n = rq_bucket_size(q, b); n > 0; n--, popped++)
                     w->sum += rq_bucket_pop(q, b);
     }
-    w->end = mono_s();
+    w->end = pmc_mono_s();
     return NULL;
 }
 
@@ -184,7 +178,7 @@ static double run_once(struct bench *b, void *(*fn)(void *))
         }
     }
     pthread_barrier_wait(&b->start);
-    double t0 = mono_s(), end = t0;
+    double t0 = pmc_mono_s(), end = t0;
     for (int i = 0; i < b->threads; i++) {
         pthread_join(tid[i], NULL);
         end = w[i].end > end ? w[i].end : end;

@@ -11,7 +11,7 @@
  *   tasks=N parallel=P wall_s=W tasks_per_s=X us_per_task=U failed=F
  *
  * wall_s runs from the first spawn to the last reap.  This is the ceiling
- * that pmc-hybrid's throughput on the same tasks is compared with (DESIGN.md
+ * that pmc-hybrid's throughput on the same tasks is compared with (docs/design.md
  * section 8), so bench/run measures both in the same run, interleaved.
  * Exit status 1 when a spawn fails or a child does not exit 0.
  */

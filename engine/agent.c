@@ -65,7 +65,7 @@ oom:
     a->failed = true;
 }
 
-/* Adaptive batching (DESIGN.md section 2): send at once when this node has
+/* Adaptive batching (docs/design.md section 2): send at once when this node has
  * nothing left to start (the master must refill it, or is waiting for these
  * results to release children), when ending, or when RESULT_BATCH results
  * wait; otherwise let results gather for at most RESULT_DELAY_MS
@@ -126,14 +126,14 @@ static void agent_batch_unref(struct batch *b)
 /* --null-executor: the task "succeeds" at once; nothing runs or is written. */
 static void agent_null_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
     agent__add_result(a, &s, 0, 0, 0.0);
 }
 
 /* Give a task back to the master unstarted (after DRAIN or ABORT). */
 static void agent_cancel_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = agent_now()};
+    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
     agent__add_result(a, &s, 0, ECANCELED, 0.0);
 }
 

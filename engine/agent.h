@@ -1,6 +1,6 @@
 /* agent.h - the node agent: runs the tasks the master sends to this rank.
  *
- * One agent per host (DESIGN.md sections 1-2, sched/hosts.h), holding all of
+ * One agent per host (docs/design.md sections 1-2, sched/hosts.h), holding all of
  * the host's CPUs and memory.  Its thread registers with the master (HELLO:
  * hostname, ranks on the machine, CPUs, memory), then
  * loops on one epoll set holding its mailbox's eventfd, a pidfd per

@@ -19,6 +19,7 @@
 #include "engine/agent.h"
 #include "engine/forward.h"
 #include "engine/watchdog.h"
+#include "io/clock.h"
 #include "io/msg.h"
 #include "io/taskio.h"
 #include "sched/deadlines.h"
@@ -99,13 +100,6 @@ struct agent {
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
 };
-
-static inline double agent_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static inline double agent_elapsed(const struct timespec *t0)
 {

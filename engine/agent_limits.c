@@ -1,4 +1,4 @@
-/* agent_limits.c - per-task hard time limits on a node (DESIGN.md section
+/* agent_limits.c - per-task hard time limits on a node (docs/design.md section
  * 9, issue "Beyond PMC"): no thread or timer per task, one deadline heap per
  * agent (sched/deadlines.h) whose earliest entry bounds the agent's epoll
  * timeout.
@@ -23,13 +23,6 @@
 #include "engine/agent_internal.h"
 #include "io/log.h"
 
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 int agent__limit_start(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
@@ -37,7 +30,7 @@ int agent__limit_start(struct agent *a, uint32_t i)
     if (!s->time_limit_ms)
         return 0;
     return deadlines_set(&a->deadlines, i, s->gen,
-                         now_ns() + (uint64_t)s->time_limit_ms * 1000000u);
+                         pmc_mono_ns() + (uint64_t)s->time_limit_ms * 1000000u);
 }
 
 void agent__limit_end(struct agent *a, uint32_t i)
@@ -67,7 +60,7 @@ static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
 
 int agent__limit_timeout_ms(struct agent *a)
 {
-    uint64_t now = now_ns();
+    uint64_t now = pmc_mono_ns();
     uint32_t i, gen;
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
         if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen && a->slots[i].pidfd >= 0)

@@ -161,7 +161,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->attempt = t->attempt;
     s->cpus = t->cpus;
     s->memory_mb = t->memory_mb;
-    s->start = agent_now();
+    s->start = pmc_epoch_s();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
 }
 

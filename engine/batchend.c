@@ -38,6 +38,7 @@
 
 #include <jansson.h>
 
+#include "io/clock.h"
 #include "io/grow.h"
 
 extern char **environ;
@@ -63,13 +64,6 @@ struct cmd {
     size_t len, cap;
     bool lost; /* output dropped for want of memory */
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void cmd_keep(struct cmd *c, const char *buf, size_t n)
 {
@@ -126,7 +120,7 @@ static bool cmd_wait(struct cmd *c, pid_t pid, int fd, int64_t deadline)
     int pidfd = open_pidfd(pid);
     bool open = true, exited = false;
     while (!exited) {
-        int64_t left = deadline - mono_ms();
+        int64_t left = deadline - pmc_mono_ms();
         if (left <= 0)
             break;
         if (pidfd < 0 && left > BATCHEND_TICK_MS)
@@ -140,7 +134,7 @@ static bool cmd_wait(struct cmd *c, pid_t pid, int fd, int64_t deadline)
     }
     /* What it wrote before it exited is in the pipe; a child it left
      * behind may still write: read until the pipe is empty, not to EOF. */
-    while (exited && open && mono_ms() < deadline && cmd_read(c, fd) == 1)
+    while (exited && open && pmc_mono_ms() < deadline && cmd_read(c, fd) == 1)
         ;
     if (pidfd >= 0)
         close(pidfd);
@@ -225,7 +219,7 @@ static int cmd_spawn(char *const argv[], char *const envp[], int out_fd, pid_t *
 static void run_command(char *const argv[], char *const envp[], int timeout_ms, struct cmd *c)
 {
     memset(c, 0, sizeof *c);
-    int64_t deadline = mono_ms() + timeout_ms;
+    int64_t deadline = pmc_mono_ms() + timeout_ms;
     int p[2];
     int rc = output_pipe(p);
     pid_t pid = -1;

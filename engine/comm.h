@@ -1,6 +1,6 @@
 /* comm.h - the transport between the master and the node agents.
  *
- * One small interface over MPI (DESIGN.md sections 1 and 7): a thread hands
+ * One small interface over MPI (docs/design.md sections 1 and 7): a thread hands
  * an encoded message (io/msg.h) to comm_send() and goes on; the message
  * arrives in the destination rank's master or agent mailbox.  Messages
  * between the master and the agent of the same rank never touch MPI: they go

@@ -4,8 +4,11 @@
 #include "engine/hostscript.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -36,8 +39,25 @@ static int hostscript_status(int pidfd)
     return si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
 }
 
+double hostscript_timeout_s(void)
+{
+    const char *v = getenv(HOSTSCRIPT_TIMEOUT_ENV);
+    if (!v || !*v)
+        return HOSTSCRIPT_TIMEOUT_S;
+    char *end;
+    errno = 0;
+    double s = strtod(v, &end);
+    if (errno || *end || !isfinite(s) || s <= 0 || s * 1000 > INT_MAX) {
+        log_warn("%s=%s is not a number of seconds in (0, %d]: using %d", HOSTSCRIPT_TIMEOUT_ENV, v,
+                 INT_MAX / 1000, HOSTSCRIPT_TIMEOUT_S);
+        return HOSTSCRIPT_TIMEOUT_S;
+    }
+    return s;
+}
+
 int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err)
 {
+    double limit_s = hostscript_timeout_s();
     char *argv[] = {(char *)path, NULL};
     struct spawn_request req = {.argv = argv, .envp = environ, .stdout_fd = 2, .stderr_fd = 2};
     pid_t pid;
@@ -50,13 +70,13 @@ int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err)
         return pmc_errorf(err, "Host script %s could not be started: %m", path);
     }
     *pgid = pid;
-    if (!hostscript_wait(pidfd, HOSTSCRIPT_TIMEOUT_S * 1000)) {
+    if (!hostscript_wait(pidfd, (int)ceil(limit_s * 1000))) {
         kill(pid, SIGALRM);
         if (!hostscript_wait(pidfd, HOSTSCRIPT_GRACE_MS))
             kill(-pid, SIGKILL);
         hostscript_status(pidfd);
         close(pidfd);
-        return pmc_errorf(err, "Host script timed out after %d seconds", HOSTSCRIPT_TIMEOUT_S);
+        return pmc_errorf(err, "Host script timed out after %g seconds", limit_s);
     }
     int status = hostscript_status(pidfd);
     close(pidfd);

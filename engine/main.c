@@ -139,7 +139,7 @@ static void program_path(char *buf, size_t size, const char *argv0)
 }
 
 /* The host's CPUs and memory (MB): detected, or --host-cpus/--host-memory.
- * The host's agent offers all of it (DESIGN.md section 1). */
+ * The host's agent offers all of it (docs/design.md section 1). */
 static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *memory_mb)
 {
     uint32_t host_cpus;

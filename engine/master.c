@@ -214,7 +214,7 @@ static void master_handle_mail(struct master *m, struct mail *ml);
 /* Wait until every agent said HELLO.  -1 on a bad message or time-out. */
 static int master_wait_hellos(struct master *m)
 {
-    double deadline = now_mono() + HELLO_TIMEOUT_S;
+    double deadline = pmc_mono_s() + HELLO_TIMEOUT_S;
     while (m->nnodes < m->cfg.nagents && !m->fatal) {
         struct mail *ml = mailbox_pop(&m->box);
         if (ml) {
@@ -222,7 +222,7 @@ static int master_wait_hellos(struct master *m)
             mail_free(ml);
             continue;
         }
-        if (now_mono() > deadline) {
+        if (pmc_mono_s() > deadline) {
             log_fatal("Only %d of %d node agents registered within %.0f seconds", m->nnodes,
                       m->cfg.nagents, HELLO_TIMEOUT_S);
             return -1;
@@ -297,12 +297,12 @@ void master_request_abort(struct master *m, const char *reason)
 
 static void master_check_stop(struct master *m)
 {
-    if (m->cfg.max_wall_time > 0 && now_mono() - m->start_mono >= m->cfg.max_wall_time &&
+    if (m->cfg.max_wall_time > 0 && pmc_mono_s() - m->start_mono >= m->cfg.max_wall_time &&
         !m->aborting) {
         log_error("Max wall time of %.3f minutes reached", m->cfg.max_wall_time / 60.0);
         m->aborting = true;
     }
-    if (m->stop_mono > 0 && now_mono() >= m->stop_mono && !m->aborting) {
+    if (m->stop_mono > 0 && pmc_mono_s() >= m->stop_mono && !m->aborting) {
         log_error("Stopping before the batch job's end (%s)", m->cfg.stop_reason);
         m->aborting = true;
     }
@@ -343,7 +343,7 @@ static bool master_finished(const struct master *m)
  * IDLE_WAIT_US. */
 static long master_wait_us(const struct master *m)
 {
-    double now = now_mono(), left = IDLE_WAIT_US / 1e6;
+    double now = pmc_mono_s(), left = IDLE_WAIT_US / 1e6;
     if (m->cfg.max_wall_time > 0 && m->start_mono + m->cfg.max_wall_time - now < left)
         left = m->start_mono + m->cfg.max_wall_time - now;
     if (m->stop_mono > 0 && m->stop_mono - now < left)
@@ -446,8 +446,8 @@ static int master_start_rescue(struct master *m)
 int master_begin(struct master *m, struct comm *c)
 {
     m->comm = c;
-    m->start = now_epoch();
-    m->start_mono = now_mono();
+    m->start = pmc_epoch_s();
+    m->start_mono = pmc_mono_s();
     if (m->cfg.stop_at > 0)
         m->stop_mono = m->start_mono + (m->cfg.stop_at - m->start);
     if (master_prepare(m) < 0) {
@@ -472,8 +472,8 @@ int master_begin(struct master *m, struct comm *c)
 
 int master_fail_at_start(struct master *m)
 {
-    m->start = now_epoch();
-    m->start_mono = now_mono();
+    m->start = pmc_epoch_s();
+    m->start_mono = pmc_mono_s();
     m->fatal = m->aborting = true;
     master__finish(m);
     return 1;

@@ -1,7 +1,7 @@
 /* master.h - rank 0's workflow engine: the DAG, the dependency engine, the
  * global scheduler, the rescue log and the end-of-run report.
  *
- * The master runs on rank 0's main thread (DESIGN.md sections 1-2).  It
+ * The master runs on rank 0's main thread (docs/design.md sections 1-2).  It
  * waits for every node agent's HELLO, checks that each task fits some node
  * (else "FATAL ERROR: No host is capable of running task NAME"), rewrites
  * the rescue log, then loops: apply RESULTS batches (release children whose

@@ -26,6 +26,7 @@
 
 #include "engine/master.h"
 #include "engine/monitor.h"
+#include "io/clock.h"
 #include "io/dag.h"
 #include "io/fdcache.h"
 #include "io/msg.h"
@@ -123,20 +124,6 @@ struct master {
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
 };
-
-static inline double now_epoch(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static inline double now_mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static inline const char *task_name(const struct master *m, uint32_t t)
 {

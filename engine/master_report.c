@@ -95,7 +95,7 @@ int master__finish(struct master *m)
         m->fatal = true;
     }
     m->rescue = NULL;
-    double wall = now_mono() - m->start_mono;
+    double wall = pmc_mono_s() - m->start_mono;
     bool merged = master_merge_stdio(m) == 0;
     bool ok = master_workflow_ok(m) && merged;
     master__status_end(m, ok, wall);

@@ -1,7 +1,7 @@
 /* master_sched.c - the master's hot path: ready tasks, dispatch to nodes,
  * results; see master_internal.h for the state and its invariants.
  *
- * Dispatch (DESIGN.md section 2) is decided by sched/placement.h: per-node
+ * Dispatch (docs/design.md section 2) is decided by sched/placement.h: per-node
  * accounting with a prefetch window, the open list and its hysteresis,
  * round-robin placement, priorities with PMC's deferral rule.  This file
  * does the acting: it builds one TASKS batch per node and round, sends
@@ -159,7 +159,7 @@ void master__dispatch(struct master *m)
 {
     if (m->stop_dispatch || rq_size(m->ready) == 0)
         return;
-    double left = m->stop_mono > 0 ? m->stop_mono - now_mono() : INFINITY;
+    double left = m->stop_mono > 0 ? m->stop_mono - pmc_mono_s() : INFINITY;
     if (placement_dispatch(m->place, m->ready, &m->demand, left, master_assign_cb, m) < 0) {
         log_fatal("Out of memory while scheduling");
         m->fatal = true;

@@ -73,7 +73,7 @@ static void snapshot_take(struct master *m, struct snapshot *s)
         s->busy_cpus += node_busy_cpus(n);
         s->busy_gpus += n->committed_gpus < n->gpus ? n->committed_gpus : n->gpus;
     }
-    double now = now_mono();
+    double now = pmc_mono_s();
     s->elapsed = m->start_mono > 0 ? now - m->start_mono : 0;
     progress_sample(&m->status.prog, (uint64_t)s->succeeded + s->failed, now);
     s->rate = m->status.prog.rate > 0 ? m->status.prog.rate : 0;
@@ -197,7 +197,7 @@ static json_t *status_json(struct master *m, const struct snapshot *s, bool end,
     return json_pack(
         "{s:s, s:i, s:f, s:s, s:s, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
         "s:{s:I, s:I, s:f}, s:o, s:o, s:I, s:o}",
-        "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time", now_epoch(),
+        "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time", pmc_epoch_s(),
         "state", run_state(m, end, ok), "dag", m->cfg.dag_path, "elapsed_s", s->elapsed, "tasks",
         tasks_json(s), "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
         (json_int_t)s->critical_left, "mean_task_s", s->mean_duration, "cpus", "total",
@@ -348,7 +348,7 @@ int master__status_init(struct master *m)
 void master__status_sent(struct master *m, uint32_t t)
 {
     if (m->status.sent_at)
-        m->status.sent_at[t] = (float)(now_mono() - m->start_mono);
+        m->status.sent_at[t] = (float)(pmc_mono_s() - m->start_mono);
 }
 
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code)
@@ -370,7 +370,7 @@ void master__status_tick(struct master *m)
     struct master_status *st = &m->status;
     if (!st->tracking || (!m->cfg.progress && !m->cfg.status_path))
         return;
-    double now = now_mono();
+    double now = pmc_mono_s();
     if (now < st->next_line && now < st->next_file)
         return;
     struct snapshot s;

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "io/clock.h"
 #include "io/log.h"
 
 struct host {
@@ -220,9 +221,7 @@ static int monitor_line(struct monitor *mon, double now, uint64_t cpus, uint64_t
 
 static void monitor_write_resources(struct monitor *mon)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    double now = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    double now = pmc_epoch_s();
     uint64_t all_cpus = 0, all_mem = 0, all_gpus = 0;
     int rc = 0;
     struct pmc_error err;

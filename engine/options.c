@@ -76,6 +76,11 @@ static const struct option long_options[] = {
     {NULL, 0, NULL, 0},
 };
 
+const struct option *options_table(void)
+{
+    return long_options;
+}
+
 const char *options_usage(void)
 {
     return "Usage: pmc-hybrid [options] DAGFILE\n"

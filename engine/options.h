@@ -55,8 +55,15 @@ struct options {
  * bad value ("invalid value for -t/--tries: '0' (must be at least 1)"). */
 int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err);
 
-/* The --help text. */
+/* The --help text (static storage). */
 const char *options_usage(void);
+
+/* The long options as given to getopt_long(3) (<getopt.h>): an array in
+ * static storage ending with an all-zero entry; val is the short option's
+ * letter when there is one.  For tests that derive their expectations from
+ * it (every long option appears in --help). */
+struct option;
+const struct option *options_table(void);
 
 #ifdef __cplusplus
 }

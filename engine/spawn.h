@@ -2,7 +2,7 @@
  *
  * Tasks are started with clone(CLONE_VM | CLONE_VFORK): the child borrows the
  * engine's memory until it calls execve, so the cost does not grow with the
- * size of the engine as fork() does (DESIGN.md sections 1 and 5).
+ * size of the engine as fork() does (docs/design.md sections 1 and 5).
  * posix_spawn(3) is built the same way but cannot set a CPU affinity or a
  * resource limit, so spawn.c does what glibc's
  * sysdeps/unix/sysv/linux/spawni.c and musl's src/process/posix_spawn.c do,

@@ -2,7 +2,7 @@
  * MPI, find this rank's place in the job (its host among the ranks), the
  * three small collectives main needs to agree on a plan, and the name of the
  * MPI library.  With comm.h (the message transport) this is the only part of
- * pmc-hybrid that calls MPI (DESIGN.md section 7; tools/check-layers.py
+ * pmc-hybrid that calls MPI (docs/design.md section 7; tools/check-layers.py
  * enforces it), so main.c only wires.
  *
  * Collectives (transport_allgather_int, transport_bcast_int,

@@ -1,6 +1,6 @@
 /* dag.h - the compact in-memory model of a workflow DAG.
  *
- * Built for DAGs of millions of tasks (DESIGN.md section 3): tasks are dense
+ * Built for DAGs of millions of tasks (docs/design.md section 3): tasks are dense
  * ids 0..ntasks-1 and every per-task attribute is a flat array indexed by id
  * (struct of arrays); every string (names, argv, forward paths) lives in one
  * arena and is referred to by a 32-bit offset; children are in CSR form

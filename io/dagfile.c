@@ -29,9 +29,10 @@
  * number of seconds > 0 (kept in ms, rounded up).  A NUL byte in a line
  * and an empty executable ("") are errors.
  *
- * Files are mapped with mmap(); pages already parsed are given back with
- * MADV_DONTNEED every 4 MB so that a large DAG file does not stay resident
- * next to the DAG built from it.  Non-regular files are read into one buffer.
+ * Files are loaded with mapfile_load() (mapped, or read into one buffer when
+ * they are not regular files); pages of a mapping already parsed are given
+ * back with MADV_DONTNEED every 4 MB so that a large DAG file does not stay
+ * resident next to the DAG built from it.
  *
  * Thread-safety: reentrant; all state lives in a struct parser on the stack.
  */
@@ -41,7 +42,6 @@
 #include "io/dagfile.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -50,10 +50,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "io/grow.h"
+#include "io/mapfile.h"
+#include "io/scan.h"
 
 #define DAGFILE__DROP_EVERY ((size_t)4 << 20)
 #define DAGFILE__SHOW 200 /* at most this many bytes of a name or value in a message */
@@ -108,20 +109,7 @@ static int out_of_memory(struct parser *p)
     return pmc_errorf(p->err, "%s:%" PRIu32 ": out of memory", p->path, p->line);
 }
 
-/* "PATH: strerror(errno)", errno kept; returns NULL. */
-static struct dag *io_error(const char *path, struct pmc_error *err)
-{
-    char buf[128];
-    pmc_errorf(err, "%s: %s", path, strerror_r(errno, buf, sizeof buf));
-    return NULL;
-}
-
 /* ---- scratch space ------------------------------------------------------- */
-
-static int reserve_bytes(char **buf, size_t *cap, size_t need)
-{
-    return pmc_grow((void **)buf, cap, need, 1);
-}
 
 static int reserve_buf(struct parser *p, size_t need)
 {
@@ -167,32 +155,13 @@ static void parser_free(struct parser *p)
 
 /* ---- splitting ----------------------------------------------------------- */
 
+/* The tokeniser's classes; CH_SPACE is exactly scan_is_space() (scan.h). */
 enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE };
 
 static const unsigned char ch_class[256] = {
     [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE, ['\v'] = CH_SPACE,
     ['\f'] = CH_SPACE, ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE,
 };
-
-static inline bool is_space(char c)
-{
-    return ch_class[(unsigned char)c] == CH_SPACE;
-}
-
-static const char *skip_space(const char *s, const char *e)
-{
-    while (s < e && is_space(*s))
-        s++;
-    return s;
-}
-
-/* End of the white-space-delimited word starting at s (no quoting). */
-static const char *word_end(const char *s, const char *e)
-{
-    while (s < e && !is_space(*s))
-        s++;
-    return s;
-}
 
 /* Copy a quoted run (s just after the opening quote q) to *out; returns the
  * position after the closing quote, or NULL if the line ends first. */
@@ -246,7 +215,7 @@ static int tokenise(struct parser *p, const char *s, const char *e)
         return out_of_memory(p);
     char *out = p->buf;
     p->nwords = 0;
-    for (s = skip_space(s, e); s < e; s = skip_space(s, e)) {
+    for (s = scan_skip_space(s, e); s < e; s = scan_skip_space(s, e)) {
         if (reserve_words(p, p->nwords + 1))
             return out_of_memory(p);
         char *w = out, bad = 0;
@@ -466,11 +435,11 @@ static int add_task(struct parser *p, const struct dag_task_spec *spec)
 
 static int parse_task(struct parser *p, const char *s, const char *e)
 {
-    s = skip_space(s, e);
+    s = scan_skip_space(s, e);
     if (s == e)
         return syntax(p, "TASK with no name");
     p->task = s;
-    s = word_end(s, e);
+    s = scan_word_end(s, e);
     p->task_len = (size_t)(s - p->task);
     /* The rescue log reads a name with a control byte as garbage (it marks
      * zero-filled blocks), so such a task could never be recorded as done:
@@ -514,9 +483,9 @@ static int parse_edge(struct parser *p, const char *s, const char *e)
     const char *w[3];
     size_t n[3];
     int k;
-    for (k = 0, s = skip_space(s, e); k < 3 && s < e; k++, s = skip_space(s, e)) {
+    for (k = 0, s = scan_skip_space(s, e); k < 3 && s < e; k++, s = scan_skip_space(s, e)) {
         w[k] = s;
-        s = word_end(s, e);
+        s = scan_word_end(s, e);
         n[k] = (size_t)(s - w[k]);
     }
     if (k != 2)
@@ -535,11 +504,11 @@ static int parse_edge(struct parser *p, const char *s, const char *e)
  * comment is ignored. */
 static int parse_comment(struct parser *p, const char *s, const char *e)
 {
-    if (e - s < 3 || s[1] != '@' || !is_space(s[2]))
+    if (e - s < 3 || s[1] != '@' || !scan_is_space(s[2]))
         return 0;
-    s = skip_space(s + 2, e);
+    s = scan_skip_space(s + 2, e);
     const char *id = s;
-    s = word_end(s, e);
+    s = scan_word_end(s, e);
     if (s > id && keep_pegid(p, id, (size_t)(s - id)))
         return out_of_memory(p);
     return 0;
@@ -547,9 +516,8 @@ static int parse_comment(struct parser *p, const char *s, const char *e)
 
 static int parse_line(struct parser *p, const char *s, const char *e)
 {
-    s = skip_space(s, e);
-    while (e > s && is_space(e[-1]))
-        e--;
+    s = scan_skip_space(s, e);
+    e = scan_trim_end(s, e);
     if (s == e)
         return 0;
     if (memchr(s, '\0', (size_t)(e - s)))
@@ -557,7 +525,7 @@ static int parse_line(struct parser *p, const char *s, const char *e)
     if (*s == '#')
         return parse_comment(p, s, e);
     const char *kw = s;
-    s = word_end(s, e);
+    s = scan_word_end(s, e);
     if (s - kw == 4 && memcmp(kw, "TASK", 4) == 0)
         return parse_task(p, s, e);
     if (s - kw == 4 && memcmp(kw, "EDGE", 4) == 0)
@@ -632,73 +600,12 @@ struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, str
     return parse_buffer(buf, len, filename, err, false);
 }
 
-/* Read all of fd into one malloc'ed buffer; -1 with errno on failure. */
-static int read_all(int fd, char **pbuf, size_t *plen)
-{
-    size_t len = 0, cap = 0;
-    char *buf = NULL;
-    for (;;) {
-        if (len == cap && reserve_bytes(&buf, &cap, cap ? cap * 2 : 1 << 20)) {
-            free(buf);
-            errno = ENOMEM;
-            return -1;
-        }
-        ssize_t n = read(fd, buf + len, cap - len);
-        if (n == 0)
-            break;
-        if (n < 0 && errno != EINTR) {
-            free(buf);
-            return -1;
-        }
-        len += n > 0 ? (size_t)n : 0;
-    }
-    *pbuf = buf;
-    *plen = len;
-    return 0;
-}
-
-/* Pipes and other files that cannot be mapped. */
-static struct dag *load_read(int fd, const char *path, struct pmc_error *err)
-{
-    char *buf;
-    size_t len;
-    if (read_all(fd, &buf, &len))
-        return io_error(path, err);
-    struct dag *dag = dagfile_parse(buf, len, path, err);
-    int saved = errno;
-    free(buf);
-    errno = saved;
-    return dag;
-}
-
-static struct dag *load_mapped(int fd, size_t size, const char *path, struct pmc_error *err)
-{
-    void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED)
-        return load_read(fd, path, err);
-    (void)madvise(map, size, MADV_SEQUENTIAL);
-    struct dag *dag = parse_buffer(map, size, path, err, true);
-    int saved = errno;
-    munmap(map, size);
-    errno = saved;
-    return dag;
-}
-
 struct dag *dagfile_load(const char *path, struct pmc_error *err)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return io_error(path, err);
-    struct stat st;
-    struct dag *dag;
-    if (fstat(fd, &st) < 0)
-        dag = io_error(path, err);
-    else if (S_ISREG(st.st_mode) && st.st_size > 0)
-        dag = load_mapped(fd, (size_t)st.st_size, path, err);
-    else
-        dag = load_read(fd, path, err);
-    int saved = errno;
-    close(fd);
-    errno = saved;
+    struct mapfile mf;
+    if (mapfile_load(&mf, path, err) < 0)
+        return NULL;
+    struct dag *dag = parse_buffer(mf.data, mf.size, path, err, mf.mapped);
+    mapfile_release(&mf); /* keeps errno */
     return dag;
 }

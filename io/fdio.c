@@ -9,21 +9,35 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int fdio_write_all(int fd, const void *p, size_t n)
+/* The one write-all loop: write(2) at the file position when off is NULL,
+ * else pwrite(2) at *off, advancing it. */
+static int fdio__write_loop(int fd, const void *p, size_t n, off_t *off)
 {
     const char *c = p;
     while (n > 0) {
-        ssize_t w = write(fd, c, n);
+        ssize_t w = off ? pwrite(fd, c, n, *off) : write(fd, c, n);
         if (w < 0 && errno == EINTR)
             continue;
         if (w < 0)
             return errno;
         if (w == 0)
-            return EIO;
+            return errno = EIO; /* never spin on a descriptor that takes nothing */
         c += w;
         n -= (size_t)w;
+        if (off)
+            *off += w;
     }
     return 0;
+}
+
+int fdio_write_all(int fd, const void *p, size_t n)
+{
+    return fdio__write_loop(fd, p, n, NULL);
+}
+
+int fdio_pwrite_all(int fd, const void *p, size_t n, off_t *off)
+{
+    return fdio__write_loop(fd, p, n, off);
 }
 
 bool fdio_not_regular(const char *path)

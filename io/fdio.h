@@ -1,12 +1,14 @@
 /* fdio.h - small descriptor helpers shared by the writers in io/.
  *
- * Thread-safety: reentrant.
+ * Thread-safety: reentrant (the descriptor's own rules apply: two threads
+ * writing one descriptor interleave their writes).
  */
 #ifndef PMC_FDIO_H
 #define PMC_FDIO_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "io/error.h"
 
@@ -14,10 +16,16 @@
 extern "C" {
 #endif
 
-/* Write all of p[0, n) to fd at its current position, retrying partial
- * writes and EINTR.  Returns 0, or the errno of the failure (EIO when
- * write(2) returns 0, so a broken descriptor cannot make it spin). */
+/* Write all of p[0, n) (bytes) to fd at its current position, retrying
+ * partial writes and EINTR.  Returns 0, or the errno of the failure, which
+ * is also left in errno (EIO when write(2) returns 0, so a broken
+ * descriptor cannot make it spin).  On failure a prefix of p may have been
+ * written.  The one write-all loop of the tree: use it, do not copy it. */
 int fdio_write_all(int fd, const void *p, size_t n);
+
+/* The same with pwrite(2) at offset *off, which advances by what was
+ * written (also on failure); the file position is not used or moved. */
+int fdio_pwrite_all(int fd, const void *p, size_t n, off_t *off);
 
 /* True when path exists and is neither a regular file nor a directory (a
  * device such as /dev/null, a FIFO, a socket): such a path must never be

@@ -1,5 +1,5 @@
 /* msg.c - encoder and validating, zero-copy decoder of the master/node
- * message protocol.  The wire format is in the banner of io/msg.h (DESIGN.md
+ * message protocol.  The wire format is in the banner of io/msg.h (docs/design.md
  * section 4).
  *
  * Byte order: every field is stored with memcpy + htole*() and loaded with

@@ -1,7 +1,7 @@
 /* msg.h - the binary message protocol between the master and node agents.
  *
  * Every message is one MPI message (or one in-process hand-off) holding a
- * 16-byte header and a body of `count` items (DESIGN.md section 4):
+ * 16-byte header and a body of `count` items (docs/design.md section 4):
  *
  *   u32 magic 0x504d4348 ("PMCH")   u8 version (MSG_VERSION)   u8 kind
  *   u16 reserved (0)                u32 length (whole message, header

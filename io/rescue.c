@@ -1,7 +1,8 @@
 /* rescue.c - the rescue log: its reader and its group-commit writer.
  *
- * Reader.  The file is mapped (a pipe or device is read into one growing
- * buffer instead) and scanned once with memchr(); names are looked up in
+ * Reader.  The file is loaded with mapfile_load() (mapped, or read into one
+ * buffer when it is a pipe, a device or a /proc file) and scanned once with
+ * memchr(); names are looked up in
  * place, nothing is allocated per line.  A bad record is not an error at
  * once: it is held as "pending" and becomes "PATH:LINE: bad record" only
  * when a later line holds a record; if none follows, it and everything after
@@ -55,21 +56,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "io/clock.h"
 #include "io/fdio.h"
 #include "io/grow.h"
 #include "io/log.h"
+#include "io/mapfile.h"
+#include "io/scan.h"
 
 #define RING_SIZE (1u << 16) /* ids; a power of two, >= RESCUE_BATCH_MAX */
 #define RING_MASK (RING_SIZE - 1)
 #define SEQ_START (UINT32_MAX - 1023u) /* counters wrap after 1024 records */
 #define BUF_INITIAL (1u << 20)         /* format buffer; grows to fit a batch */
 #define REWRITE_CHUNK (1u << 20)       /* rewrite: write() every MiB */
-#define READ_CHUNK (1u << 16)          /* reading a pipe or device */
 #define RECORD_OVERHEAD 6              /* "DONE " + '\n' */
 
 static const char *errstr(int e, char *buf, size_t len)
@@ -98,25 +99,6 @@ struct scan {
     struct pmc_error *err;
 };
 
-static bool is_space(char c)
-{
-    return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
-}
-
-static const char *skip_space(const char *p, const char *end)
-{
-    while (p < end && is_space(*p))
-        p++;
-    return p;
-}
-
-static const char *skip_word(const char *p, const char *end)
-{
-    while (p < end && !is_space(*p))
-        p++;
-    return p;
-}
-
 static bool is_name(const char *p, size_t len)
 {
     for (size_t i = 0; i < len; i++)
@@ -129,17 +111,17 @@ static bool is_name(const char *p, size_t len)
  * name/len at the task name. */
 static enum record_kind parse_line(const char *p, const char *end, const char **name, size_t *len)
 {
-    p = skip_space(p, end);
+    p = scan_skip_space(p, end);
     if (p == end || *p == '#')
         return RECORD_SKIP;
     const char *kw = p;
-    p = skip_word(p, end);
+    p = scan_word_end(p, end);
     if (p - kw != 4 || memcmp(kw, "DONE", 4) != 0)
         return RECORD_BAD;
-    *name = skip_space(p, end);
-    p = skip_word(*name, end);
+    *name = scan_skip_space(p, end);
+    p = scan_word_end(*name, end);
     *len = (size_t)(p - *name);
-    if (*len == 0 || !is_name(*name, *len) || skip_space(p, end) != end)
+    if (*len == 0 || !is_name(*name, *len) || scan_skip_space(p, end) != end)
         return RECORD_BAD;
     return RECORD_DONE;
 }
@@ -219,91 +201,22 @@ static int scan_buffer(struct scan *s, const char *buf, size_t size)
     return 0;
 }
 
-/* The file's bytes: mapped when it is a regular file, else read whole. */
-struct file_bytes {
-    char *data;
-    size_t size;
-    bool mapped;
-};
-
-static int read_all(int fd, struct file_bytes *fb)
-{
-    size_t cap = 0;
-    for (;;) {
-        if (cap - fb->size < READ_CHUNK) {
-            char *p = realloc(fb->data, cap ? 2 * cap : READ_CHUNK);
-            if (!p)
-                return -1;
-            fb->data = p;
-            cap = cap ? 2 * cap : READ_CHUNK;
-        }
-        ssize_t n = read(fd, fb->data + fb->size, cap - fb->size);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        if (n == 0)
-            return 0;
-        fb->size += (size_t)n;
-    }
-}
-
-static int load_fd(int fd, struct file_bytes *fb)
-{
-    struct stat st;
-    if (fstat(fd, &st) < 0)
-        return -1;
-    if (S_ISDIR(st.st_mode)) {
-        errno = EISDIR;
-        return -1;
-    }
-    if (!S_ISREG(st.st_mode))
-        return read_all(fd, fb);
-    if ((uintmax_t)st.st_size > SIZE_MAX) {
-        errno = EFBIG;
-        return -1;
-    }
-    fb->size = (size_t)st.st_size;
-    if (fb->size == 0)
-        return 0;
-    void *p = mmap(NULL, fb->size, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (p == MAP_FAILED)
-        return -1;
-    madvise(p, fb->size, MADV_SEQUENTIAL); /* a hint; failure is harmless */
-    fb->data = p;
-    fb->mapped = true;
-    return 0;
-}
-
-static void unload(struct file_bytes *fb)
-{
-    if (fb->mapped)
-        munmap(fb->data, fb->size);
-    else
-        free(fb->data);
-}
-
 int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t *ndone,
                 uint32_t *ntorn, struct pmc_error *err)
 {
-    char eb[128];
     *ndone = 0;
     if (ntorn)
         *ntorn = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT)
-        return 0;
-    if (fd < 0)
-        return pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
-    struct file_bytes fb = {0};
-    int rc = load_fd(fd, &fb);
-    if (rc < 0)
-        pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
-    close(fd);
+    struct mapfile mf;
+    struct pmc_error e;
+    if (mapfile_load(&mf, path, &e) < 0) {
+        if (errno == ENOENT)
+            return 0; /* no log yet: nothing is done */
+        return pmc_errorf(err, "%s", e.text);
+    }
     struct scan s = {.path = path, .dag = dag, .done = done, .err = err};
-    if (rc == 0)
-        rc = scan_buffer(&s, fb.data, fb.size);
-    unload(&fb);
+    int rc = scan_buffer(&s, mf.data, mf.size);
+    mapfile_release(&mf);
     if (rc < 0) {
         if (dag->ntasks > 0)
             memset(done, 0, dag->ntasks); /* no side effect on failure */
@@ -331,6 +244,8 @@ struct rescue_writer {
     _Atomic uint32_t synced;          /* ids written and synced, or dropped */
     _Atomic int writer_sleeping;      /* writer sleeps on writer_cv */
     _Atomic bool failed;              /* errtext is set (release/acquire) */
+    _Atomic uint64_t syncs;           /* fdatasync() calls that succeeded */
+    _Atomic uint64_t late_wakeups;    /* sleeps ended by the timeout with records queued */
 
     /* Set by open(), read-only while the thread runs. */
     alignas(64) dag_task_t *ring; /* RING_SIZE slots */
@@ -355,20 +270,6 @@ struct rescue_writer {
 static bool seq_reached(uint32_t a, uint32_t b)
 {
     return (int32_t)(a - b) >= 0;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-    }
-    return 0;
 }
 
 static int datasync(int fd)
@@ -418,10 +319,12 @@ static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t
 
 static void writer_commit(struct rescue_writer *w, size_t len)
 {
-    if (write_all(w->fd, w->buf, len) < 0)
+    if (fdio_write_all(w->fd, w->buf, len) != 0) /* sets errno */
         writer_fail(w, "write");
     else if (datasync(w->fd) < 0)
         writer_fail(w, "fdatasync");
+    else /* relaxed: a statistic; readers need no order with the file */
+        atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
 }
 
 /* Wake the producer if it announced that it sleeps.  Called by the writer
@@ -443,16 +346,6 @@ static void wake_writer(struct rescue_writer *w)
     pthread_mutex_unlock(&w->lock);
 }
 
-static struct timespec deadline_after(long usec)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_nsec += usec * 1000;
-    ts.tv_sec += ts.tv_nsec / 1000000000;
-    ts.tv_nsec %= 1000000000;
-    return ts;
-}
-
 /* Sleep until the ring holds more than d ids, close() asks to stop, or
  * RESCUE_FLUSH_USEC passes (a safety net; the protocol needs no timeout).
  *
@@ -467,13 +360,19 @@ static struct timespec deadline_after(long usec)
  * the same argument with producer_waiting against deq and synced. */
 static void writer_sleep(struct rescue_writer *w, uint32_t d)
 {
-    struct timespec deadline = deadline_after(RESCUE_FLUSH_USEC);
+    struct timespec deadline = pmc_mono_after_us(RESCUE_FLUSH_USEC);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
     while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d &&
            !atomic_load_explicit(&w->stop, memory_order_relaxed)) /* stop: written under lock */
-        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT) {
+            /* records queued but no signal came: the safety net caught a
+             * lost wake-up (or, rarely, the timeout raced an append's
+             * signal by a few instructions) */
+            if (atomic_load_explicit(&w->enq, memory_order_seq_cst) != d)
+                atomic_fetch_add_explicit(&w->late_wakeups, 1, memory_order_relaxed);
             break;
+        }
     atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
 }
@@ -554,6 +453,14 @@ void rescue_writer_append(struct rescue_writer *w, dag_task_t t)
     atomic_store_explicit(&w->enq, e + 1, memory_order_seq_cst);
     if (atomic_load_explicit(&w->writer_sleeping, memory_order_seq_cst))
         wake_writer(w);
+}
+
+void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st)
+{
+    /* relaxed: counters; each is exact once the writer is idle (after a
+     * flush), and monotonic while it works */
+    st->syncs = atomic_load_explicit(&w->syncs, memory_order_relaxed);
+    st->late_wakeups = atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
 }
 
 bool rescue_writer_failed(const struct rescue_writer *w)
@@ -710,12 +617,12 @@ static int rewrite(struct rescue_writer *w, const uint8_t *done, struct pmc_erro
         if (buf_put(w, &len, t) < 0)
             return pmc_errorf(err, "%s: %s", w->tmp, errstr(ENOMEM, eb, sizeof eb));
         if (len >= REWRITE_CHUNK) {
-            if (write_all(w->fd, w->buf, len) < 0)
+            if (fdio_write_all(w->fd, w->buf, len) != 0)
                 goto fail_write;
             len = 0;
         }
     }
-    if (write_all(w->fd, w->buf, len) < 0)
+    if (fdio_write_all(w->fd, w->buf, len) != 0)
         goto fail_write;
     if (fsync(w->fd) < 0)
         return pmc_errorf(err, "%s: fsync failed: %s", w->tmp, errstr(errno, eb, sizeof eb));

@@ -100,6 +100,21 @@ void rescue_writer_append(struct rescue_writer *w, dag_task_t t);
 bool rescue_writer_failed(const struct rescue_writer *w);
 const char *rescue_writer_error(const struct rescue_writer *w);
 
+/* What the writer did since open, for tests and benchmarks (the hooks
+ * that let them check group commit and the wake-up protocol without timing
+ * anything).  syncs: batches written and made durable, one fdatasync()
+ * each (the carried-over set written by open() not counted); under load
+ * far fewer than the records appended.  late_wakeups: idle sleeps that
+ * ended by the RESCUE_FLUSH_USEC safety net while records were queued,
+ * that is wake-ups the protocol lost; 0 on a correct protocol (a timeout
+ * racing an append's signal by a few instructions is the one benign
+ * cause).  Any thread; exact after rescue_writer_flush() returns. */
+struct rescue_writer_stats {
+    uint64_t syncs;
+    uint64_t late_wakeups;
+};
+void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st);
+
 /* Wait until every record queued so far is written and synced (or dropped
  * because the log failed).  Returns 0, or -1 if the log has failed.  Same
  * thread as append(). */

@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fdio.h"
+
 static const char *taskio_tmpdir(void)
 {
     const char *d = getenv("TMPDIR");
@@ -38,22 +40,6 @@ int taskio_capture_reset(int fd)
     return lseek(fd, 0, SEEK_SET) < 0 ? -1 : 0;
 }
 
-/* Write all of buf at *off of fd (pwrite), advancing *off. */
-static int taskio_pwrite_all(int fd, const char *buf, size_t len, off_t *off)
-{
-    while (len > 0) {
-        ssize_t w = pwrite(fd, buf, len, *off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        buf += w;
-        len -= (size_t)w;
-        *off += w;
-    }
-    return 0;
-}
-
 /* Copy len bytes of src (from *soff) into dst at *doff with read/pwrite. */
 static int taskio_copy_slow(int dst, int src, off_t *soff, off_t *doff, off_t len)
 {
@@ -64,7 +50,7 @@ static int taskio_copy_slow(int dst, int src, off_t *soff, off_t *doff, off_t le
             continue;
         if (r <= 0)
             return r == 0 ? 0 : -1;
-        if (taskio_pwrite_all(dst, buf, (size_t)r, doff) < 0)
+        if (fdio_pwrite_all(dst, buf, (size_t)r, doff) != 0) /* sets errno */
             return -1;
         *soff += r;
         len -= r;
@@ -119,7 +105,7 @@ int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer, s
             return -1;
     }
     if (trailer_len > 0)
-        return taskio_pwrite_all(f->fd, trailer, trailer_len, &f->end);
+        return fdio_pwrite_all(f->fd, trailer, trailer_len, &f->end) == 0 ? 0 : -1;
     return 0;
 }
 
@@ -189,14 +175,8 @@ static int taskio_copy_stream(int dst, int src)
             continue;
         if (r <= 0)
             return (int)r;
-        for (ssize_t done = 0; done < r;) {
-            ssize_t w = write(dst, buf + done, (size_t)(r - done));
-            if (w < 0 && errno == EINTR)
-                continue;
-            if (w <= 0)
-                return -1;
-            done += w;
-        }
+        if (fdio_write_all(dst, buf, (size_t)r) != 0) /* sets errno */
+            return -1;
     }
 }
 

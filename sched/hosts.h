@@ -1,6 +1,6 @@
 /* hosts.h - which MPI rank does what: PMC's rank roles over the host rule.
  *
- * The host is the unit of resource accounting (DESIGN.md section 1): ranks
+ * The host is the unit of resource accounting (docs/design.md section 1): ranks
  * that share a host (the transport's shared-memory split) do not split it.
  * One node agent per host holds all of its CPUs and memory:
  *   - rank 0 is always the master;

@@ -1,7 +1,7 @@
 /* node_queue.h - a node agent's queue of tasks received but not started.
  *
  * The master sends a node more tasks than it can run at once (a prefetch
- * window, DESIGN.md section 2), so the node never idles waiting for a round
+ * window, docs/design.md section 2), so the node never idles waiting for a round
  * trip.  The agent keeps them here in arrival order (which is the master's
  * priority order) and starts them as its own CPU, memory and GPU accounting
  * allows, with PMC's deferral rule: when the first task does not fit, the

@@ -4,7 +4,7 @@
  * master (engine/master_sched.c) and the simulator (bench/sim, through the
  * master) drive it, and tests/unit/test_placement.cc tests it.
  *
- * Accounting (DESIGN.md section 2).  A node offers cpus, memory_mb and gpus
+ * Accounting (docs/design.md section 2).  A node offers cpus, memory_mb and gpus
  * (its HELLO).  Tasks sent to it and not reported back are "committed" on
  * it, whether it runs them or holds them queued.  A node may be committed up
  * to its CPUs plus a prefetch window of W = max(PLACEMENT_PREFETCH_MIN,

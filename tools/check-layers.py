@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """check-layers.py - fail when an include crosses the stack the wrong way or
-MPI appears outside the transport (DESIGN.md section 7, issue 9).
+MPI appears outside the transport (docs/design.md section 7, issue 9).
 
 The stack, bottom up; each folder may include only the folders below it:
 
@@ -93,7 +93,7 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print("check-layers: %d wrong-way include(s) or MPI use(s); see DESIGN.md section 7" % len(problems))
+        print("check-layers: %d wrong-way include(s) or MPI use(s); see docs/design.md section 7" % len(problems))
         return 1
     return 0
 

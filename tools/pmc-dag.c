@@ -63,6 +63,7 @@
 #include "io/dag.h"
 #include "io/dagfile.h"
 #include "io/error.h"
+#include "io/scan.h"
 
 #define PD_MAX_ERRORS 100     /* check: default --max-errors */
 #define PD_MAX_CYCLES 20      /* check: cycles reported before giving up */
@@ -534,13 +535,11 @@ static int split_words(const char *s, const char *e, const char **w, size_t *wl,
 {
     int n = 0;
     while (s < e && n < max) {
-        while (s < e && (*s == ' ' || *s == '\t' || *s == '\r' || *s == '\v' || *s == '\f'))
-            s++;
+        s = scan_skip_space(s, e);
         if (s == e)
             break;
         const char *b = s;
-        while (s < e && !(*s == ' ' || *s == '\t' || *s == '\r' || *s == '\v' || *s == '\f'))
-            s++;
+        s = scan_word_end(s, e);
         w[n] = b;
         wl[n++] = (size_t)(s - b);
     }

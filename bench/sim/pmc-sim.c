@@ -1,5 +1,5 @@
 /* pmc-sim.c - where does the master saturate?  A discrete-event simulation
- * of pmc-hybrid at leadership scale (DESIGN.md sections 2 and 8).
+ * of pmc-hybrid at leadership scale (docs/design.md sections 2 and 8).
  *
  *   pmc-sim --dag FILE [--nodes 1000,4000,16000] [--cores 64]
  *           [--memory-mb 262144] [--latency-us 5] [--time-scale 1000]
@@ -56,6 +56,7 @@
 
 #include "bench/sim/sim.h"
 #include "bench/sim/simdag.h"
+#include "io/clock.h"
 #include "io/log.h"
 
 #define MAX_POINTS 32
@@ -293,13 +294,6 @@ static int parse_options(int argc, char **argv, struct options *o)
     return finish_options(o);
 }
 
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static uint32_t copies_for(const struct options *o, const struct simdag_info *base, int nodes)
 {
     if (o->replicate)
@@ -357,10 +351,10 @@ static int run_point(const struct options *o, const struct simdag_info *base, in
     }
     snprintf(dag, sizeof dag, "%s/sim.dag", dir);
     p->nodes = nodes;
-    double t0 = wall_now();
+    double t0 = pmc_mono_s();
     int rc =
         simdag_write(o->dag, dag, copies_for(o, base, nodes), o->jitter, o->seed, &p->dag, &err);
-    p->gen_wall = wall_now() - t0;
+    p->gen_wall = pmc_mono_s() - t0;
     if (rc == 0)
         rc = simulate(o, dag, nodes, p, &err);
     if (rc < 0)

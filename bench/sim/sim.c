@@ -35,6 +35,7 @@
 #include "engine/comm.h"
 #include "engine/mailbox.h"
 #include "engine/master.h"
+#include "io/clock.h"
 #include "io/grow.h"
 #include "io/msg.h"
 #include "sched/node_queue.h"
@@ -114,13 +115,6 @@ static double cpu_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double wall_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
@@ -863,7 +857,7 @@ static int sim_write_timeline(const struct sim *s, struct pmc_error *err)
 int sim_run(const struct sim_config *cfg, struct sim_report *out, struct pmc_error *err)
 {
     struct sim s = {0};
-    double t0 = wall_now();
+    double t0 = pmc_mono_s();
     int rc = -1;
     memset(out, 0, sizeof *out);
     s.rep.clock_cost = clock_cost();
@@ -886,7 +880,7 @@ int sim_run(const struct sim_config *cfg, struct sim_report *out, struct pmc_err
         if (cfg->timeline && sim_write_timeline(&s, err) < 0)
             rc = -1;
         s.rep.exit_status = status;
-        s.rep.wall = wall_now() - t0;
+        s.rep.wall = pmc_mono_s() - t0;
         *out = s.rep;
     }
 out:

@@ -2,7 +2,7 @@
  * (engine/master*.c as built into pmccore, unmodified, with its dispatch
  * policy sched/placement.h) driving thousands of virtual node agents.
  *
- * The model (DESIGN.md sections 2 and 8):
+ * The model (docs/design.md sections 2 and 8):
  *   - ranks 0..N-1 are virtual nodes of `cores` CPUs and `memory_mb` MB;
  *     every one says HELLO before master_begin();
  *   - the transport is sim.c's own comm.h implementation (the real

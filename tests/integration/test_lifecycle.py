@@ -15,25 +15,30 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     failed with status 3" (or "exitcode 3"), "Aborting workflow", no task
     ran, a cluster-summary with stat="failed".
   * host_script_background_child: S starts `sleep N &` and exits 0: after
-    the run that child is gone within 10 s (the host script's process group
-    gets SIGTERM, then SIGKILL).
-  * host_script_timeout: S hangs: the run ends 55..90 s after its start with
-    "Host script timed out after 60 seconds", exit 1, no task ran, and the
-    script's sleep is gone.  (Takes a minute.)
+    the run that child is gone within 30 s (the host script's process group
+    gets SIGTERM, then SIGKILL after 3 s).
+  * host_script_timeout: S hangs (a 600 s sleep), with the limit set to 2 s
+    by PMC_HOST_SCRIPT_TIMEOUT (PMC's 60 s otherwise; the unit test
+    test_hostscript.cc checks the default): the run ends, no earlier than 2 s
+    after its start, with "Host script timed out after 2 seconds", exit 1, no
+    task ran, and the script's sleep is gone.
   * max_wall_time: --max-wall-time 0.05 (3 s) and PMC_MAX_WALL_TIME=0.05 on
-    four tasks `sh -c 'echo started; ...; sleep N; ...'`: the run ends 2.9..10
-    s after its start, exit 1, "Aborting workflow", one cluster-summary
+    four tasks `sh -c 'echo started; ...; sleep N; ...'` (N > 600 s): the
+    run ends no earlier than 2.9 s and within 30 s of the wall time (a
+    generous bound: only the end matters, the tasks would run for ten
+    minutes), exit 1, "Aborting workflow", one cluster-summary
     stat="failed" on stdout, the per-rank DAG.out.0/DAG.err.0 merged away and
     the tasks' "started" lines on stdout, and no `sleep N` process left (N
     is unique to the test process, checked through /proc).
   * signals: the same run, SIGTERM / SIGINT / SIGUSR1 sent to pmc-hybrid (1
     rank) once every task has started: same expectations, the end within
-    10 s of the signal.
+    30 s of the signal.
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
-    10 s, a cluster-summary stat="failed" is printed, no task is left.
+    30 s, a cluster-summary stat="failed" is printed, no task is left.
   * dag_lock: while a run holds the DAG (a task waiting for a release
     file), a second run on the same DAG, and one through a hard link to it
-    (same file), fail within 5 s with exit 1 and "lock" in the message,
+    (same file), fail with exit 1 and "lock" in the message while the
+    first still runs (within 30 s, not waiting for the lock),
     and start no task (they use the default rescue file and stdio, so that
     touching those before the lock would break the first run); a run
     through the hard link with -n (and its own -r and -o) proceeds and
@@ -46,7 +51,9 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
 Runs here write stdout/stderr to files (not pipes), so a process left
 behind cannot hold a pipe open and the exit time of pmc-hybrid itself is
 measured; left-over processes are looked for before the run's session is
-killed.
+killed.  Time bounds are generous (a loaded machine must not fail them):
+each says only that a run ended, or a process went, long before it would
+have without the behaviour under test; none is a performance figure.
 """
 
 import os
@@ -277,10 +284,10 @@ class Lifecycle(pmcrun.TestCase):
             problems.append("the host script did not record its child's pid")
             child = None
         if child is not None:
-            gone = self.wait_for(lambda: not pid_alive(child, dur), 10)
+            gone = self.wait_for(lambda: not pid_alive(child, dur), 30)
             if not gone:
                 problems.append("the host script's background child (pid %d, sleep %s) still "
-                                "runs 10 s after the run ended" % (child, dur))
+                                "runs 30 s after the run ended" % (child, dur))
         self.check(problems, res)
 
     def test_host_script_timeout(self):
@@ -289,18 +296,19 @@ class Lifecycle(pmcrun.TestCase):
         script = self.write("hs.sh", "#!/bin/sh\nsleep %s </dev/null >/dev/null 2>&1\nexit 0\n"
                             % dur, 0o755)
         dag_path = self.write_dag("hang.dag", "TASK m1 /bin/touch %s/ran.m1" % self.tmp)
-        res = self.run_to_end(["--host-script", script, dag_path], timeout=150)
+        res = self.run_to_end(["--host-script", script, dag_path],
+                              env={"PMC_HOST_SCRIPT_TIMEOUT": "2"}, timeout=120)
         problems = []
         if res.timed_out or res.returncode != 1:
             problems.append("exit status %s, expected 1" % res.returncode)
-        if not 55 <= res.elapsed <= 90:
-            problems.append("the run ended after %.1fs, expected 55..90 s (60 s host script "
-                            "timeout)" % res.elapsed)
-        if "Host script timed out after 60 seconds" not in res.stderr:
-            problems.append("stderr lacks 'Host script timed out after 60 seconds'")
+        if res.elapsed < 2:
+            problems.append("the run ended after %.1fs, before the 2 s host script limit"
+                            % res.elapsed)
+        if "Host script timed out after 2 seconds" not in res.stderr:
+            problems.append("stderr lacks 'Host script timed out after 2 seconds'")
         if os.path.exists(self.path("ran.m1")) or res.tasks:
             problems.append("a task ran although the host script never finished")
-        left = wait_sleeps_gone(dur, 2)
+        left = wait_sleeps_gone(dur, 10)
         if left:
             problems.append("the hanging host script's sleep (pid %s) survived the run" % left)
         self.check(problems, res)
@@ -315,7 +323,7 @@ class Lifecycle(pmcrun.TestCase):
     def all_started(self, names=("w1", "w2", "w3", "w4")):
         return all(os.path.exists(self.path("started." + n)) for n in names)
 
-    def abort_problems(self, res, dag_path, dur, since_end, limit=10.0, check_rc=True,
+    def abort_problems(self, res, dag_path, dur, since_end, limit=30.0, check_rc=True,
                        merged=True, names=("w1", "w2", "w3", "w4")):
         """An aborted run: ended within `limit` s (since_end: seconds from the
         reference moment to the exit), exit 1, message, failed summary,
@@ -340,7 +348,7 @@ class Lifecycle(pmcrun.TestCase):
             for n in names:
                 if not re.search(r"^started %s$" % n, res.stdout, re.M):
                     problems.append("task output 'started %s' not merged into stdout" % n)
-        left = wait_sleeps_gone(dur, 1.0)
+        left = wait_sleeps_gone(dur, 10.0)
         if left:
             problems.append("%d task process(es) 'sleep %s' left running (pids %s)"
                             % (len(left), dur, left))
@@ -359,7 +367,8 @@ class Lifecycle(pmcrun.TestCase):
                 dag_path = self.long_dag(dur)
                 res = self.run_to_end(opts + ["--host-cpus", "4", dag_path], env=env,
                                       tag="wall%d" % i, timeout=60)
-                problems = self.abort_problems(res, dag_path, dur, res.elapsed)
+                # since_end: from when the 3 s wall time was due
+                problems = self.abort_problems(res, dag_path, dur, res.elapsed - 3.0)
                 if not res.timed_out and res.elapsed < 2.9:
                     problems.append("the run ended after %.1fs, before its 3 s wall time"
                                     % res.elapsed)
@@ -424,8 +433,9 @@ class Lifecycle(pmcrun.TestCase):
             where = "second run on %s" % ("the same path" if tag == "same" else "a hard link")
             if res.timed_out or res.returncode != 1:
                 problems.append("%s: exit status %s, expected 1" % (where, res.returncode))
-            elif res.elapsed >= 5:
-                problems.append("%s: took %.1fs to fail, expected < 5 s" % (where, res.elapsed))
+            elif res.elapsed >= 30:
+                problems.append("%s: took %.1fs to fail, expected < 30 s (no wait for the lock)"
+                                % (where, res.elapsed))
             if "lock" not in res.stderr.lower():
                 problems.append("%s: no message about the lock on stderr: %r"
                                 % (where, res.stderr.strip()[-300:]))

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """kill_campaign.py - kill -9 pmc-hybrid again and again; prove it loses no
-finished work and reruns only what was in flight (issue 13, DESIGN.md
+finished work and reruns only what was in flight (issue 13, docs/design.md
 section 6).
 
 The workflow: N tiny tasks in layers (each task has one or two parents in

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """rank_loss.py - kill -9 one node agent rank of `mpiexec -n 4 pmc-hybrid
---ranks-are-hosts` mid-run (issue 13, DESIGN.md section 6).
+--ranks-are-hosts` mid-run (issue 13, docs/design.md section 6).
 
 MPICH cannot survive a dead rank (docs/reliability.md, "Rank loss", and
 mpi_survive.c), so the promise is: the whole job ends within a bounded

@@ -7,15 +7,21 @@
 // permutation and "--".  Errors: unknown long/short option, missing value,
 // bad numbers, missing DAGFILE, extra argument, each naming the culprit; and
 // a parse after a failed one starts from a clean getopt state.
+// --help: generated from the option table (options_table()), every long
+// option of the table is in it (with its short letter as "-x, --name"),
+// and it names no option the table lacks; and the environment aliases.
 //
 // Each parse gets a fresh argv (getopt_long permutes it); the environment
 // aliases and POSIXLY_CORRECT are cleared before every test.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <getopt.h>
 #include <memory>
+#include <regex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -595,18 +601,50 @@ TEST_F(OptionsTest, RepeatedParsesAreIndependent)
     EXPECT_TRUE(o_.nolock);
 }
 
-TEST(OptionsUsage, MentionsEveryOption)
+// The options --help names: every "--word" in it.
+std::set<std::string> usage_long_options()
 {
     std::string u = options_usage();
-    for (const char *opt :
-         {"-h, --help",         "-V, --version",   "-v, --verbose",   "-q, --quiet",
-          "-s, --skip-rescue",  "-o, --stdout",    "-e, --stderr",    "-m, --max-failures",
-          "-t, --tries",        "-n, --nolock",    "-r, --rescue",    "--host-script",
-          "--host-memory",      "--host-cpus",     "--strict-limits", "--max-wall-time",
-          "--per-task-stdio",   "--jobstate-log",  "--monitord-hack", "--no-resource-log",
-          "--no-sleep-on-recv", "--maxfds",        "--keep-affinity", "--set-affinity",
-          "PMC_HOST_SCRIPT",    "PMC_HOST_MEMORY", "PMC_HOST_CPUS",   "PMC_MAX_WALL_TIME"})
-        EXPECT_NE(u.find(opt), std::string::npos) << opt;
+    std::set<std::string> found;
+    std::regex opt("(^|[^\\w-])--([a-z][a-z0-9-]*)");
+    for (auto it = std::sregex_iterator(u.begin(), u.end(), opt); it != std::sregex_iterator();
+         ++it)
+        found.insert((*it)[2]);
+    return found;
+}
+
+TEST(OptionsUsage, NamesEveryLongOptionOfTheTable)
+{
+    // Generated from the table getopt_long() parses, so an option added to
+    // options.c without a line in --help fails here.
+    std::set<std::string> in_usage = usage_long_options();
+    std::string u = options_usage();
+    size_t n = 0;
+    for (const option *o = options_table(); o->name; o++, n++) {
+        EXPECT_TRUE(in_usage.count(o->name)) << "--" << o->name << " is not in --help";
+        if (o->val > 0 && o->val < 256 && isalpha(o->val)) {
+            std::string both = std::string("-") + (char)o->val + ", --" + o->name;
+            EXPECT_NE(u.find(both), std::string::npos) << both << " is not in --help";
+        }
+    }
+    EXPECT_GE(n, 30u) << "the table looks truncated";
+}
+
+TEST(OptionsUsage, NamesNoOptionOutsideTheTable)
+{
+    std::set<std::string> table;
+    for (const option *o = options_table(); o->name; o++)
+        table.insert(o->name);
+    for (const std::string &name : usage_long_options())
+        EXPECT_TRUE(table.count(name)) << "--help names --" << name << ", which is not an option";
+}
+
+TEST(OptionsUsage, NamesTheEnvironmentAliases)
+{
+    std::string u = options_usage();
+    for (const char *var : {"PMC_HOST_SCRIPT", "PMC_HOST_MEMORY", "PMC_HOST_CPUS", "PMC_HOST_GPUS",
+                            "PMC_MAX_WALL_TIME", "PMC_RANKS_ARE_HOSTS"})
+        EXPECT_NE(u.find(var), std::string::npos) << var;
 }
 
 } // namespace

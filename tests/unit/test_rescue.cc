@@ -553,47 +553,36 @@ TEST_F(RescueTest, AppendFlushPingPong)
         expect += std::string("DONE ") + n + "\n";
         ASSERT_EQ(fs::file_size(path_), expect.size()) << "after record " << i;
     }
+    rescue_writer_stats st{};
+    rescue_writer_get_stats(w, &st);
+    EXPECT_EQ(st.syncs, 300u) << "a flush of one record is one batch";
+    EXPECT_EQ(st.late_wakeups, 0u);
     EXPECT_EQ(rescue_writer_close(w), 0);
     EXPECT_EQ(read_file(path_), expect);
-}
-
-double median(std::vector<double> v)
-{
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
 }
 
 TEST_F(RescueTest, FlushWakesTheWriterInsteadOfWaitingForTheTimeout)
 {
     // A lost wake-up would be hidden by the writer's RESCUE_FLUSH_USEC safety
-    // net, so compare, in one run on the same disk, a flush of one record
-    // with a raw write()+fdatasync(): the flush must not cost a timeout more.
-    using clock = std::chrono::steady_clock;
+    // net: the flush would still succeed, one timeout later.  The writer
+    // counts the sleeps that the safety net ended while records were queued
+    // (late_wakeups), so no clock is read here and a loaded machine cannot
+    // fail the test.  Each round lets the writer fall asleep first, so every
+    // append goes through the wake-up path, and is one batch: one sync.
     constexpr int kRounds = 41;
-    std::vector<double> raw, flush;
-    int fd = open((dir_ + "/scratch").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    ASSERT_GE(fd, 0);
-    for (int i = 0; i < kRounds; i++) {
-        auto t0 = clock::now();
-        ASSERT_EQ(write(fd, "DONE a\n", 7), 7);
-        ASSERT_EQ(fdatasync(fd), 0);
-        raw.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
-    }
-    close(fd);
     pmc_error err{};
     rescue_writer *w = open_writer({}, &err);
     ASSERT_NE(w, nullptr) << err.text;
     for (int i = 0; i < kRounds; i++) {
-        std::this_thread::sleep_for(std::chrono::microseconds(200)); // let the writer sleep
-        auto t0 = clock::now();
+        std::this_thread::sleep_for(std::chrono::microseconds(500)); // let the writer sleep
         rescue_writer_append(w, id("a"));
         ASSERT_EQ(rescue_writer_flush(w), 0);
-        flush.push_back(std::chrono::duration<double, std::micro>(clock::now() - t0).count());
     }
+    rescue_writer_stats st{};
+    rescue_writer_get_stats(w, &st);
+    EXPECT_EQ(st.late_wakeups, 0u) << "records waited for the safety-net timeout";
+    EXPECT_EQ(st.syncs, (uint64_t)kRounds) << "one write+fdatasync per flushed record";
     EXPECT_EQ(rescue_writer_close(w), 0);
-    EXPECT_LT(median(flush), median(raw) + RESCUE_FLUSH_USEC / 2)
-        << "median flush " << median(flush) << " us, median write+fdatasync " << median(raw)
-        << " us";
 }
 
 TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
@@ -716,11 +705,22 @@ TEST_F(RescueTest, StressMillionAppendsInOrder)
     }
     stop = true;
     watcher.join();
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    rescue_writer_stats st{};
+    rescue_writer_get_stats(w, &st);
     ASSERT_EQ(rescue_writer_close(w), 0);
     double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     printf("[ stats    ] %u records appended and synced in %.3f s: %.0f records/s\n", kAppends,
            secs, kAppends / secs);
     RecordProperty("records_per_second", std::to_string((long)(kAppends / secs)));
+    // Group commit: batches form while one syncs.  The producer appends in
+    // nanoseconds and a sync takes microseconds at least, so a batch holds
+    // hundreds of records; 4 per sync on average is a bound no scheduler
+    // delay reaches (the writer would have to keep pace with the producer).
+    printf("[ stats    ] %llu syncs: %.0f records per write+fdatasync\n",
+           (unsigned long long)st.syncs, (double)kAppends / (double)st.syncs);
+    EXPECT_GE(st.syncs, 1u);
+    EXPECT_LT(st.syncs, (uint64_t)kAppends / 4) << "no group commit";
 
     std::ifstream f(path_, std::ios::binary);
     std::string line;

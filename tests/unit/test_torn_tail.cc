@@ -1,5 +1,5 @@
 // test_torn_tail.cc - the rescue log reader against torn tails (io/rescue.h,
-// DESIGN.md section 6, COMPAT.md "Rescue log").
+// docs/design.md section 6, COMPAT.md "Rescue log").
 //
 // A crash can cut the rescue log anywhere, or leave garbage after the last
 // record (a zero-filled block, a half-written record).  The promise: the

@@ -43,6 +43,7 @@
 
 #include "engine/spawn.h"
 #include "io/dag.h"
+#include "io/fdio.h"
 
 #if defined(__SANITIZE_THREAD__)
 #define PMC_TEST_TSAN 1 // ThreadSanitizer: concurrency tests shrink their loops
@@ -101,19 +102,10 @@ inline void write_file(const std::string &path, const std::string &data)
     ASSERT_TRUE(out.good()) << path;
 }
 
-// write(2) until all of data is written; false on an error.
+// write(2) until all of data is written (fdio_write_all); false on an error.
 inline bool write_all(int fd, const std::string &data)
 {
-    size_t done = 0;
-    while (done < data.size()) {
-        ssize_t w = write(fd, data.data() + done, data.size() - done);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        done += static_cast<size_t>(w);
-    }
-    return true;
+    return fdio_write_all(fd, data.data(), data.size()) == 0;
 }
 
 // read(2) until end of file, an error or (non-blocking fd) nothing more to read.

@@ -1,0 +1,128 @@
+// test_hostscript.cc - unit tests of engine/hostscript.h (PMC manual "Host
+// Scripts"): the time limit and how a script ends.
+//
+// The limit: 60 s by default; PMC_HOST_SCRIPT_TIMEOUT (seconds) sets it;
+// values that are not a number of seconds > 0 keep 60 s and warn.  A script
+// that exits 0 succeeds and reports its process group; one that exits 3
+// fails with "Host script failed with status 3"; one that hangs fails, with
+// a 0.3 s limit, with "Host script timed out after 0.3 seconds", and
+// hostscript_stop() then leaves nothing of its group; a script that cannot
+// be executed says so.  No assertion reads a clock: the short limit only
+// keeps the test fast.
+//
+// Each test gets its own directory under $TMPDIR (or /tmp).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <string>
+
+#include <unistd.h>
+
+#include "engine/hostscript.h"
+#include "io/log.h"
+#include "testutil.h"
+
+namespace
+{
+
+using namespace testutil;
+
+class HostscriptTest : public TempDirTest
+{
+  protected:
+    HostscriptTest() : TempDirTest("pmc-hostscript")
+    {
+        const char *old = getenv(HOSTSCRIPT_TIMEOUT_ENV);
+        had_ = old != nullptr;
+        if (had_)
+            old_ = old;
+        unsetenv(HOSTSCRIPT_TIMEOUT_ENV);
+    }
+    ~HostscriptTest() override
+    {
+        if (had_)
+            setenv(HOSTSCRIPT_TIMEOUT_ENV, old_.c_str(), 1);
+        else
+            unsetenv(HOSTSCRIPT_TIMEOUT_ENV);
+    }
+    std::string script(const std::string &body)
+    {
+        return file("hs.sh", "#!/bin/sh\n" + body, 0755);
+    }
+    static bool group_alive(pid_t pgid)
+    {
+        return kill(-pgid, 0) == 0 || errno == EPERM;
+    }
+
+  private:
+    bool had_ = false;
+    std::string old_;
+};
+
+TEST_F(HostscriptTest, LimitIsSixtySecondsUnlessTheEnvironmentSetsIt)
+{
+    EXPECT_EQ(hostscript_timeout_s(), 60.0);
+    setenv(HOSTSCRIPT_TIMEOUT_ENV, "2.5", 1);
+    EXPECT_EQ(hostscript_timeout_s(), 2.5);
+    setenv(HOSTSCRIPT_TIMEOUT_ENV, "600", 1);
+    EXPECT_EQ(hostscript_timeout_s(), 600.0);
+    setenv(HOSTSCRIPT_TIMEOUT_ENV, "", 1);
+    EXPECT_EQ(hostscript_timeout_s(), 60.0);
+}
+
+TEST_F(HostscriptTest, UnusableLimitsKeepSixtySeconds)
+{
+    for (const char *v : {"0", "-1", "abc", "5s", "inf", "nan", "1e300"}) {
+        setenv(HOSTSCRIPT_TIMEOUT_ENV, v, 1);
+        EXPECT_EQ(hostscript_timeout_s(), 60.0) << v;
+    }
+}
+
+TEST_F(HostscriptTest, ScriptThatExitsZeroSucceeds)
+{
+    std::string s = script("echo ran > '" + path("ran") + "'\nexit 0\n");
+    pid_t pgid = -1;
+    pmc_error err{};
+    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, &err), 0) << err.text;
+    EXPECT_GT(pgid, 0);
+    EXPECT_EQ(read_file(path("ran")), "ran\n");
+    hostscript_stop(pgid);
+}
+
+TEST_F(HostscriptTest, ScriptThatExitsThreeFails)
+{
+    std::string s = script("exit 3\n");
+    pid_t pgid = -1;
+    pmc_error err{};
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_STREQ(err.text, "Host script failed with status 3");
+    hostscript_stop(pgid);
+}
+
+TEST_F(HostscriptTest, HangingScriptTimesOutAfterTheLimitFromTheEnvironment)
+{
+    setenv(HOSTSCRIPT_TIMEOUT_ENV, "0.3", 1);
+    // the shell dies of SIGALRM; its sleep stays in the group until stop()
+    std::string s = script("sleep 600\n");
+    pid_t pgid = -1;
+    pmc_error err{};
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_STREQ(err.text, "Host script timed out after 0.3 seconds");
+    ASSERT_GT(pgid, 0);
+    hostscript_stop(pgid);
+    EXPECT_FALSE(group_alive(pgid)) << "the script's sleep survived hostscript_stop()";
+}
+
+TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)
+{
+    std::string s = file("not-executable.sh", "#!/bin/sh\nexit 0\n", 0644);
+    pid_t pgid = -1;
+    pmc_error err{};
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_EQ(std::string(err.text),
+              "Host script " + s + " could not be started: Permission denied");
+}
+
+} // namespace

@@ -1,0 +1,215 @@
+// test_mapfile.cc - unit tests of io/mapfile.h, the one whole-file reader of
+// the DAG file and the rescue log, and of the write-all loops of io/fdio.h.
+//
+// mapfile: a regular file is mapped and its bytes are the file's; an empty
+// regular file loads as zero bytes; a pipe is read to its end (more than
+// one buffer, written by a thread); a /proc file (regular with st_size 0)
+// is read, not taken as empty; a FIFO is read; a missing path, a directory
+// and a path under a regular file fail with errno and "PATH: <strerror>",
+// leaving the struct zeroed; release keeps errno and is a no-op on a
+// zeroed struct.
+// fdio: fdio_write_all writes everything and a failure returns and sets the
+// errno; fdio_pwrite_all writes at the offset, advances it and leaves the
+// file position alone.
+//
+// Each test gets its own directory under $TMPDIR (or /tmp).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/fdio.h"
+#include "io/mapfile.h"
+#include "testutil.h"
+
+namespace
+{
+
+using namespace testutil;
+
+class MapfileTest : public TempDirTest
+{
+  protected:
+    MapfileTest() : TempDirTest("pmc-mapfile") {}
+
+    std::string bytes(const mapfile &mf)
+    {
+        return std::string(mf.data ? mf.data : "", mf.size);
+    }
+    bool zeroed(const mapfile &mf)
+    {
+        return mf.data == nullptr && mf.size == 0 && !mf.mapped;
+    }
+};
+
+TEST_F(MapfileTest, RegularFileIsMapped)
+{
+    std::string text = random_bytes(100000, 7);
+    std::string p = file("a", text);
+    mapfile mf;
+    pmc_error err{};
+    ASSERT_EQ(mapfile_load(&mf, p.c_str(), &err), 0) << err.text;
+    EXPECT_TRUE(mf.mapped);
+    EXPECT_EQ(bytes(mf), text);
+    mapfile_release(&mf);
+    EXPECT_TRUE(zeroed(mf));
+}
+
+TEST_F(MapfileTest, EmptyRegularFileHasNoBytes)
+{
+    std::string p = file("empty", "");
+    mapfile mf;
+    pmc_error err{};
+    ASSERT_EQ(mapfile_load(&mf, p.c_str(), &err), 0) << err.text;
+    EXPECT_EQ(mf.size, 0u);
+    EXPECT_FALSE(mf.mapped);
+    mapfile_release(&mf);
+}
+
+TEST_F(MapfileTest, PipeIsReadToItsEnd)
+{
+    int fds[2];
+    ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+    std::string text = random_bytes(300000, 3); // several read buffers
+    std::thread writer([&] {
+        EXPECT_TRUE(write_all(fds[1], text));
+        close(fds[1]);
+    });
+    std::string p = "/proc/self/fd/" + std::to_string(fds[0]);
+    mapfile mf;
+    pmc_error err{};
+    int rc = mapfile_load(&mf, p.c_str(), &err);
+    writer.join();
+    close(fds[0]);
+    ASSERT_EQ(rc, 0) << err.text;
+    EXPECT_FALSE(mf.mapped);
+    EXPECT_EQ(bytes(mf), text);
+    mapfile_release(&mf);
+}
+
+TEST_F(MapfileTest, FifoIsRead)
+{
+    std::string p = path("fifo");
+    ASSERT_EQ(mkfifo(p.c_str(), 0600), 0);
+    std::thread writer([&] {
+        int fd = open(p.c_str(), O_WRONLY | O_CLOEXEC); // waits for the reader
+        EXPECT_GE(fd, 0);
+        EXPECT_TRUE(write_all(fd, "TASK a /bin/true\n"));
+        close(fd);
+    });
+    mapfile mf;
+    pmc_error err{};
+    int rc = mapfile_load(&mf, p.c_str(), &err);
+    writer.join();
+    ASSERT_EQ(rc, 0) << err.text;
+    EXPECT_EQ(bytes(mf), "TASK a /bin/true\n");
+    mapfile_release(&mf);
+}
+
+TEST_F(MapfileTest, ProcFileWithSizeZeroIsReadNotEmpty)
+{
+    struct stat st;
+    ASSERT_EQ(stat("/proc/self/status", &st), 0);
+    ASSERT_TRUE(S_ISREG(st.st_mode));
+    ASSERT_EQ(st.st_size, 0) << "the case this test is about";
+    mapfile mf;
+    pmc_error err{};
+    ASSERT_EQ(mapfile_load(&mf, "/proc/self/status", &err), 0) << err.text;
+    EXPECT_FALSE(mf.mapped);
+    EXPECT_EQ(bytes(mf).rfind("Name:", 0), 0u) << bytes(mf).substr(0, 80);
+    mapfile_release(&mf);
+}
+
+TEST_F(MapfileTest, MissingFileFailsWithErrnoAndPath)
+{
+    std::string p = path("nope");
+    mapfile mf;
+    pmc_error err{};
+    errno = 0;
+    EXPECT_EQ(mapfile_load(&mf, p.c_str(), &err), -1);
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_EQ(std::string(err.text), p + ": No such file or directory");
+    EXPECT_TRUE(zeroed(mf));
+    mapfile_release(&mf); // a no-op on a failed load
+    EXPECT_TRUE(zeroed(mf));
+}
+
+TEST_F(MapfileTest, DirectoryFailsWithEisdir)
+{
+    mapfile mf;
+    pmc_error err{};
+    EXPECT_EQ(mapfile_load(&mf, dir_.c_str(), &err), -1);
+    EXPECT_EQ(errno, EISDIR);
+    EXPECT_EQ(std::string(err.text), dir_ + ": Is a directory");
+    EXPECT_TRUE(zeroed(mf));
+}
+
+TEST_F(MapfileTest, PathUnderAFileFailsWithEnotdir)
+{
+    std::string p = file("f", "x") + "/below";
+    mapfile mf;
+    EXPECT_EQ(mapfile_load(&mf, p.c_str(), nullptr), -1); // err may be NULL
+    EXPECT_EQ(errno, ENOTDIR);
+}
+
+TEST_F(MapfileTest, ReleaseKeepsErrno)
+{
+    std::string p = file("a", "abc");
+    mapfile mf;
+    ASSERT_EQ(mapfile_load(&mf, p.c_str(), nullptr), 0);
+    errno = EINVAL;
+    mapfile_release(&mf);
+    EXPECT_EQ(errno, EINVAL);
+}
+
+TEST_F(MapfileTest, LoadClosesItsDescriptor)
+{
+    std::string p = file("a", "abc");
+    auto before = open_fds();
+    mapfile mf;
+    ASSERT_EQ(mapfile_load(&mf, p.c_str(), nullptr), 0);
+    EXPECT_EQ(open_fds(), before);
+    mapfile_release(&mf);
+}
+
+TEST_F(MapfileTest, WriteAllWritesEverythingAndReportsErrno)
+{
+    std::string p = path("w");
+    int fd = open(p.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    std::string text = random_bytes(200000, 5);
+    EXPECT_EQ(fdio_write_all(fd, text.data(), text.size()), 0);
+    close(fd);
+    EXPECT_EQ(read_file(p), text);
+    errno = 0;
+    EXPECT_EQ(fdio_write_all(fd, "x", 1), EBADF); // closed descriptor
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(fdio_write_all(-1, "", 0), 0) << "nothing to write is no error";
+}
+
+TEST_F(MapfileTest, PwriteAllWritesAtTheOffsetAndAdvancesIt)
+{
+    std::string p = file("pw", "0123456789");
+    int fd = open(p.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    off_t off = 4;
+    EXPECT_EQ(fdio_pwrite_all(fd, "ab", 2, &off), 0);
+    EXPECT_EQ(off, 6);
+    EXPECT_EQ(fdio_pwrite_all(fd, "XYZ", 3, &off), 0);
+    EXPECT_EQ(off, 9);
+    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), 0) << "the file position is not moved";
+    close(fd);
+    EXPECT_EQ(read_file(p), "0123abXYZ9");
+    errno = 0;
+    EXPECT_EQ(fdio_pwrite_all(fd, "x", 1, &off), EBADF);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(off, 9);
+}
+
+} // namespace
