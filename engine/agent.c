@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,7 +116,7 @@ static void agent_send_control(struct agent *a, struct mail **m)
     *m = NULL;
 }
 
-static void agent_batch_unref(struct batch *b)
+void agent__batch_unref(struct batch *b)
 {
     if (b && --b->refs == 0) {
         mail_free(b->mail);
@@ -143,8 +144,8 @@ static void agent_pump(struct agent *a)
     struct node_task nt;
     while (!a->failed &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
-        agent__launch(a, &nt.t);
-        agent_batch_unref(nt.batch);
+        if (!agent__launch(a, &nt.t, nt.batch))
+            agent__batch_unref(nt.batch);
     }
 }
 
@@ -153,7 +154,7 @@ static void agent_cancel_queued(struct agent *a)
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1) {
         agent_cancel_task(a, &nt.t);
-        agent_batch_unref(nt.batch);
+        agent__batch_unref(nt.batch);
     }
 }
 
@@ -185,7 +186,7 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
         a->failed = true;
     }
     agent_pump(a);
-    agent_batch_unref(b);
+    agent__batch_unref(b);
     return true;
 }
 
@@ -286,8 +287,13 @@ static void agent_wait_events(struct agent *a)
     int timeout = agent_wait_timeout(a);
     if (mailbox_prepare_sleep(&a->box))
         timeout = 0;
+    atomic_thread_fence(memory_order_seq_cst); /* launcher.h: the wake-up handshake */
+    if (a->launcher && launcher_pending(a->launcher))
+        timeout = 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
     mailbox_awake(&a->box);
+    if (a->launcher)
+        agent__take_launches(a);
     for (int i = 0; i < n; i++) {
         uint64_t d = ev[i].data.u64;
         if (d == MAILBOX_EVENT)
@@ -413,6 +419,14 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     }
     if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
         log_warn("%s: if this process is killed, its tasks run on", err->text);
+    /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once, and
+     * slots double as needed: 2 * cpus slot indices can occur */
+    if (!cfg->null_executor && cfg->launch_threads > 0 &&
+        !(a->launcher = launcher_create(cfg->launch_threads, 2 * (cfg->cpus ? cfg->cpus : 1) + 8,
+                                        &a->box, err))) {
+        agent_destroy(a);
+        return NULL;
+    }
     if (agent__open_outputs(a, err) < 0) {
         char text[sizeof err->text];
         snprintf(text, sizeof text, "%s", err->text);
@@ -454,6 +468,7 @@ void agent_destroy(struct agent *a)
     if (!a)
         return;
     agent_join(a);
+    launcher_destroy(a->launcher); /* after the last task: PR_SET_PDEATHSIG is per thread */
     watchdog_stop(a->watchdog);
     for (uint32_t i = 0; i < a->nslots; i++)
         agent__slot_free(&a->slots[i]);
@@ -464,7 +479,7 @@ void agent_destroy(struct agent *a)
     deadlines_free(&a->deadlines);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1)
-        agent_batch_unref(nt.batch);
+        agent__batch_unref(nt.batch);
     nq_free(&a->queue);
     mail_free(a->abort_mail);
     mail_free(a->bye_mail);

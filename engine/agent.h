@@ -56,6 +56,7 @@ struct agent_config {
                                    the agent; NULL = none */
     bool thread_env;            /* OMP_NUM_THREADS & co. from the task's CPUs */
     uint32_t kill_grace_ms;     /* SIGTERM -> SIGKILL, time limits and aborts */
+    uint32_t launch_threads;    /* launcher threads (launcher.h); 0: spawn on the agent thread */
 };
 
 struct agent;

@@ -18,6 +18,7 @@
 #include "engine/affinity.h"
 #include "engine/agent.h"
 #include "engine/forward.h"
+#include "engine/launcher.h"
 #include "engine/watchdog.h"
 #include "io/clock.h"
 #include "io/msg.h"
@@ -39,6 +40,8 @@ struct batch {
 
 struct slot {
     bool in_use;
+    bool launching;         /* submitted to a launcher thread, outcome not taken yet */
+    struct batch *batch;    /* while launching: the TASKS message its argv points into */
     uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
     uint32_t time_limit_ms; /* 0 = none */
     bool timed_out;         /* its limit passed: SIGTERM sent */
@@ -94,6 +97,7 @@ struct agent {
     bool shutting, aborting, draining, failed, sent_abort;
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
+    struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
     struct timespec kill_deadline;
     bool killed_hard;
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */
@@ -117,7 +121,12 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
 int agent__open_outputs(struct agent *a, struct pmc_error *err);
-void agent__launch(struct agent *a, const struct msg_task *t);
+/* Start t (its strings point into batch's message).  Returns true when the
+ * slot kept its reference on batch until the launch completes (a launcher
+ * thread spawns it); false when the caller keeps it (done or failed here). */
+bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch);
+/* Take every completed launch and finish it (watch, or report failed). */
+void agent__take_launches(struct agent *a);
 void agent__reap(struct agent *a, uint32_t i);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
@@ -135,6 +144,7 @@ int agent__limit_timeout_ms(struct agent *a);
 void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */
+void agent__batch_unref(struct batch *b);
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
 /* The task in s started: queue its STARTED notice if the master asked. */

@@ -299,7 +299,72 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
     return 0;
 }
 
-void agent__launch(struct agent *a, const struct msg_task *t)
+/* The spawn of slot i's task ended with error e (0: started).  From the
+ * agent thread, after spawn_task() returned here or on a launcher. */
+static void agent_spawned(struct agent *a, uint32_t i, int e)
+{
+    struct slot *s = &a->slots[i];
+    fwd_close_write_ends(&s->fwd);
+    if (e) {
+        watchdog_clear(a->watchdog, i);
+        agent_exec_failed(a, s, e);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
+    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 || agent_watch_pipes(a, i) < 0 ||
+        agent__limit_start(a, i) < 0) {
+        agent_abandon_task(a, i, errno);
+        return;
+    }
+    if (a->aborting) /* began while it was being launched */
+        kill(-s->pid, a->killed_hard ? SIGKILL : SIGTERM);
+    agent__started(a, s);
+    a->running++;
+}
+
+/* Copy req into slot i's launcher job (its descriptor list and CPU set too:
+ * the slot array may move while the job runs) and submit it.  false when
+ * slot i has no job (launch it here). */
+static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_request *req,
+                                struct batch *batch)
+{
+    struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
+    if (!j || req->nforward > LAUNCHER_MAX_FORWARDS)
+        return false;
+    j->req = *req;
+    for (int k = 0; k < req->nforward; k++)
+        j->forward_fds[k] = req->forward_fds[k];
+    j->req.forward_fds = j->forward_fds;
+    if (req->affinity) {
+        j->affinity = *req->affinity;
+        j->req.affinity = &j->affinity;
+    }
+    struct slot *s = &a->slots[i];
+    s->launching = true;
+    s->batch = batch;
+    a->running++; /* the agent does not end while a launch is out */
+    launcher_submit(a->launcher, i);
+    return true;
+}
+
+void agent__take_launches(struct agent *a)
+{
+    uint32_t i;
+    while (launcher_take(a->launcher, &i) == 1) {
+        struct launch_job *j = launcher_job(a->launcher, i);
+        struct slot *s = &a->slots[i];
+        struct batch *b = s->batch;
+        s->launching = false;
+        s->batch = NULL;
+        s->pid = j->pid;
+        s->pidfd = j->err ? -1 : j->pidfd;
+        a->running--;
+        agent_spawned(a, i, j->err);
+        agent__batch_unref(b);
+    }
+}
+
+bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch)
 {
     int i = agent_slot_get(a);
     const char *app = t->argv;
@@ -309,14 +374,14 @@ void agent__launch(struct agent *a, const struct msg_task *t)
          * rank cannot go on, and the master ends the run */
         log_fatal("Rank %d cannot start task %s: %s", a->cfg.rank, t->name, strerror(errno));
         a->failed = true;
-        return;
+        return false;
     }
     if (agent_slot_io(a, s, t) < 0 || agent_slot_gpus(a, s, t) < 0 ||
         agent_slot_bind(a, s, t) < 0 || agent__slot_env(a, s, t) < 0) {
         /* the task cannot start: report it as failed (status 256, as PMC
          * does when stdio cannot be opened) */
         agent_task_unstartable(a, s, t);
-        return;
+        return false;
     }
     agent_slot_claim(a, s, t);
     log_debug("Running task %s", t->name);
@@ -330,21 +395,10 @@ void agent__launch(struct agent *a, const struct msg_task *t)
                                 .memory_limit_bytes =
                                     a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
-    int e = spawn_task(&req, &s->pid, &s->pidfd);
-    fwd_close_write_ends(&s->fwd);
-    if (e) {
-        watchdog_clear(a->watchdog, (uint32_t)i);
-        agent_exec_failed(a, s, e);
-        return;
-    }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 ||
-        agent_watch_pipes(a, (uint32_t)i) < 0 || agent__limit_start(a, (uint32_t)i) < 0) {
-        agent_abandon_task(a, (uint32_t)i, errno);
-        return;
-    }
-    agent__started(a, s);
-    a->running++;
+    if (agent_submit_launch(a, (uint32_t)i, &req, batch))
+        return true;
+    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
+    return false;
 }
 
 void agent__reap(struct agent *a, uint32_t i)

@@ -34,6 +34,7 @@ enum {
     OPT_KILL_GRACE,
     OPT_DRAIN_MARGIN,
     OPT_NO_THREAD_ENV,
+    OPT_LAUNCH_THREADS,
 };
 
 static const struct option long_options[] = {
@@ -71,6 +72,7 @@ static const struct option long_options[] = {
     {"host-gpus", required_argument, NULL, OPT_HOST_GPUS},
     {"task-time-limit", required_argument, NULL, OPT_TASK_TIME_LIMIT},
     {"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
+    {"launch-threads", required_argument, NULL, OPT_LAUNCH_THREADS},
     {"drain-margin", required_argument, NULL, OPT_DRAIN_MARGIN},
     {"no-thread-env", no_argument, NULL, OPT_NO_THREAD_ENV},
     {NULL, 0, NULL, 0},
@@ -107,6 +109,8 @@ const char *options_usage(void)
            "      --task-time-limit SEC  default hard run-time limit of each task (none)\n"
            "      --kill-grace SEC     SIGTERM to SIGKILL grace for killed tasks (5)\n"
            "      --no-thread-env      do not set OMP_NUM_THREADS & co. from -c\n"
+           "      --launch-threads N   threads per host that start tasks (0, the default:\n"
+           "                           the node agent's own thread starts them)\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
            "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
@@ -327,6 +331,11 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
     case OPT_DRAIN_MARGIN:
         return parse_nonneg(v, &o->drain_margin) < 0
                    ? bad_value(err, "--drain-margin", v, "must be a number of seconds >= 0")
+                   : 0;
+    case OPT_LAUNCH_THREADS:
+        o->launch_threads_set = true;
+        return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > 64
+                   ? bad_value(err, "--launch-threads", v, "must be a whole number in 0..64")
                    : 0;
     case OPT_MAXFDS:
         return parse_u32(v, 1, &o->maxfds) < 0

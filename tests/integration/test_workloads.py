@@ -9,6 +9,8 @@ a fresh temporary directory and run with --host-cpus 16:
   * ranks4: `mpiexec -n 4 --ranks-are-hosts`: four hosts (node agents on
     ranks 0..3) on this machine, tasks and results over MPI; at least two
     ranks ran tasks;
+  * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
+    spawned by two launcher threads (engine/launcher.h), not the agent's;
   * ranks4_one_host (workloads only): `mpiexec -n 4` in PMC's launch shape:
     the four ranks are one host, rank 1 is its agent and runs every task
     (slot=1), ranks 2 and 3 wait idle, and the summary counts the host once
@@ -39,7 +41,7 @@ TIMEOUT = 180  # seconds per workflow run
 
 
 class Workloads(pmcrun.TestCase):
-    def run_dags(self, folder, ranks, one_host=False):
+    def run_dags(self, folder, ranks, one_host=False, extra=()):
         """Run every DAG of folder; ranks > 1 are hosts of their own unless
         one_host (PMC's launch shape)."""
         dags = sorted(f for f in os.listdir(folder) if f.endswith(".dag"))
@@ -53,7 +55,8 @@ class Workloads(pmcrun.TestCase):
                 pmcrun.shutil.copyfile(os.path.join(folder, name), dag_path)
                 dag = pmcrun.parse_dag(dag_path)
                 hosts = ranks > 1 and not one_host
-                res = pmcrun.run(["--host-cpus", HOST_CPUS, dag_path], ranks=ranks, cwd=sub,
+                res = pmcrun.run(["--host-cpus", HOST_CPUS] + list(extra) + [dag_path],
+                                 ranks=ranks, cwd=sub,
                                  timeout=TIMEOUT, ranks_are_hosts=hosts)
                 problems = pmcrun.success_problems(res, dag)
                 slots = pmcrun.slot_counts(res.tasks)
@@ -71,6 +74,9 @@ class Workloads(pmcrun.TestCase):
 
     def test_workloads_ranks1(self):
         self.run_dags(self.require_workloads(), 1)
+
+    def test_workloads_launchers(self):
+        self.run_dags(self.require_workloads(), 1, extra=("--launch-threads", "2"))
 
     def test_workloads_ranks4(self):
         self.run_dags(self.require_workloads(), 4)

@@ -1,0 +1,138 @@
+/* launcher.c - the launcher threads of a node agent; see launcher.h. */
+#include "engine/launcher.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "sched/mpmc_ring.h"
+
+#define LAUNCHER_SPIN 200 /* sem_trywait rounds before a launcher parks */
+
+struct launcher {
+    struct launch_job *jobs; /* nslots */
+    uint32_t nslots, nthreads;
+    struct mpmc_ring *submitted, *completed;
+    sem_t work; /* one post per submitted job, and one per thread to stop */
+    atomic_bool stop;
+    struct mailbox *wake;
+    pthread_t threads[LAUNCHER_MAX_THREADS];
+};
+
+static void launcher_wait_work(struct launcher *l)
+{
+    for (int i = 0; i < LAUNCHER_SPIN; i++)
+        if (sem_trywait(&l->work) == 0)
+            return;
+    while (sem_wait(&l->work) < 0 && errno == EINTR)
+        ;
+}
+
+/* Tell the agent: the mailbox's handshake (mailbox.h), with our ring push
+ * in place of a mail. */
+static void launcher_notify(struct launcher *l)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&l->wake->sleeping, memory_order_seq_cst))
+        mailbox_wake(l->wake);
+}
+
+static void *launcher_main(void *arg)
+{
+    struct launcher *l = arg;
+    for (;;) {
+        launcher_wait_work(l);
+        uint32_t i;
+        if (!mpmc_ring_try_pop(l->submitted, &i)) {
+            if (atomic_load_explicit(&l->stop, memory_order_acquire))
+                return NULL;
+            continue; /* a post whose push another launcher took */
+        }
+        struct launch_job *j = &l->jobs[i];
+        j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
+        while (!mpmc_ring_try_push(l->completed, i))
+            ; /* cannot be full: it holds every slot */
+        launcher_notify(l);
+    }
+}
+
+struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
+                                 struct pmc_error *err)
+{
+    if (nthreads < 1 || nthreads > LAUNCHER_MAX_THREADS || nslots < 1) {
+        errno = EINVAL;
+        pmc_errorf(err, "launcher: %u threads for %u slots", nthreads, nslots);
+        return NULL;
+    }
+    struct launcher *l = calloc(1, sizeof *l);
+    if (!l || !(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
+        !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
+        sem_init(&l->work, 0, 0) < 0) {
+        pmc_errorf(err, "launcher: out of memory");
+        if (l) {
+            mpmc_ring_destroy(l->submitted);
+            mpmc_ring_destroy(l->completed);
+            free(l->jobs);
+            free(l);
+        }
+        return NULL;
+    }
+    l->nslots = nslots;
+    l->wake = wake;
+    for (; l->nthreads < nthreads; l->nthreads++) {
+        int rc = pthread_create(&l->threads[l->nthreads], NULL, launcher_main, l);
+        if (rc != 0) {
+            errno = rc;
+            pmc_errorf(err, "launcher: cannot start a thread: %m");
+            launcher_destroy(l);
+            return NULL;
+        }
+    }
+    return l;
+}
+
+struct launch_job *launcher_job(struct launcher *l, uint32_t i)
+{
+    return i < l->nslots ? &l->jobs[i] : NULL;
+}
+
+void launcher_submit(struct launcher *l, uint32_t i)
+{
+    while (!mpmc_ring_try_push(l->submitted, i))
+        ; /* cannot be full: one submit per slot at most */
+    sem_post(&l->work);
+}
+
+int launcher_take(struct launcher *l, uint32_t *i)
+{
+    return mpmc_ring_try_pop(l->completed, i) ? 1 : 0;
+}
+
+uint32_t launcher_pending(const struct launcher *l)
+{
+    return mpmc_ring_size(l->completed);
+}
+
+uint32_t launcher_threads(const struct launcher *l)
+{
+    return l ? l->nthreads : 0;
+}
+
+void launcher_destroy(struct launcher *l)
+{
+    if (!l)
+        return;
+    atomic_store_explicit(&l->stop, true, memory_order_release);
+    for (uint32_t t = 0; t < l->nthreads; t++)
+        sem_post(&l->work);
+    for (uint32_t t = 0; t < l->nthreads; t++)
+        pthread_join(l->threads[t], NULL);
+    sem_destroy(&l->work);
+    mpmc_ring_destroy(l->submitted);
+    mpmc_ring_destroy(l->completed);
+    free(l->jobs);
+    free(l);
+}

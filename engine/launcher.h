@@ -1,0 +1,98 @@
+/* launcher.h - a node agent's pool of launcher threads.
+ *
+ * Starting a task is the one slow step of the agent's loop: spawn_task()
+ * keeps its calling thread suspended until the child has called execve
+ * (clone(CLONE_VM | CLONE_VFORK), spawn.h), tens of microseconds in which
+ * one agent thread can do nothing else.  With a pool, the agent thread
+ * prepares a task (its slot, argv, environment, descriptors, CPU set),
+ * copies the spawn request into the pool's job of that slot and submits the
+ * slot; a launcher thread takes it, calls spawn_task() and hands the outcome
+ * back.  The agent goes on receiving, reaping and reporting while the
+ * launchers spawn, and several launchers spawn at once on a many-core node.
+ *
+ * Queues: the submit queue and the completion queue are bounded lock-free
+ * MPMC rings of slot indices (sched/mpmc_ring.h, Vyukov's algorithm); the
+ * jobs are a fixed array indexed by slot, written by the agent before the
+ * submit and by a launcher before the completion (the rings' release and
+ * acquire order those writes).  No lock and no allocation per task.
+ *
+ * Sleeping: idle launchers wait on a POSIX semaphore (a futex: sem_post
+ * makes a system call only when a launcher sleeps), after a short spin.
+ * The agent sleeps in epoll_wait on its mailbox's eventfd; a launcher that
+ * completed a job wakes it only when its `sleeping` flag is set, with the
+ * mailbox's Dekker-style handshake (mailbox.h): the launcher pushes, issues
+ * a seq_cst fence and reads the flag; the agent sets the flag, issues a
+ * seq_cst fence and checks launcher_pending() before it blocks.
+ *
+ * Tasks die with the thread that spawned them (PR_SET_PDEATHSIG, spawn.c),
+ * so the pool lives until every task it started has been reaped:
+ * launcher_destroy() comes after the agent's last task.
+ *
+ * Thread-safety: launcher_job(), launcher_submit(), launcher_take() and
+ * launcher_pending() belong to the one agent thread; the pool's threads are
+ * internal.  launcher_create()/launcher_destroy() run on the thread that
+ * owns the agent.
+ */
+#ifndef PMC_LAUNCHER_H
+#define PMC_LAUNCHER_H
+
+#include <sched.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "engine/mailbox.h"
+#include "engine/spawn.h"
+#include "io/error.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LAUNCHER_MAX_THREADS 64
+#define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
+
+/* One slot's launch: the request (its pointers must stay valid until the
+ * job completes; forward_fds and affinity may point at the copies below),
+ * and the outcome. */
+struct launch_job {
+    struct spawn_request req;
+    int forward_fds[LAUNCHER_MAX_FORWARDS];
+    cpu_set_t affinity;
+    pid_t pid; /* out: the child, when err == 0 */
+    int pidfd; /* out */
+    int err;   /* out: spawn_task()'s errno, 0 on success */
+};
+
+struct launcher;
+
+/* Start nthreads (1..LAUNCHER_MAX_THREADS) launcher threads for slots
+ * 0..nslots-1; completions wake `wake` (the agent's mailbox).  NULL with
+ * err (EINVAL, ENOMEM, or pthread_create's error). */
+struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
+                                 struct pmc_error *err);
+
+/* The job of slot i, to fill before launcher_submit(i); NULL when i >=
+ * nslots (launch that one on the calling thread). */
+struct launch_job *launcher_job(struct launcher *l, uint32_t i);
+
+/* Hand slot i's job to a launcher.  Never fails (the rings hold every
+ * slot); at most one submit per slot until launcher_take() returned it. */
+void launcher_submit(struct launcher *l, uint32_t i);
+
+/* A completed slot into *i: 1, or 0 when none is ready. */
+int launcher_take(struct launcher *l, uint32_t *i);
+
+/* Completions ready or being pushed (the agent checks before sleeping). */
+uint32_t launcher_pending(const struct launcher *l);
+
+/* Launcher threads (0 for NULL). */
+uint32_t launcher_threads(const struct launcher *l);
+
+/* Stop and join the threads, free.  No job may be outstanding.  NULL is a
+ * no-op. */
+void launcher_destroy(struct launcher *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
