@@ -176,7 +176,8 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
             agent_null_task(a, &t);
         else if (a->aborting || a->draining)
             agent_cancel_task(a, &t); /* too late to start anything */
-        else if (nq_push(&a->queue, &t, b) == 0)
+        else if (nq_push(&a->queue, t.cpus, t.memory_mb, t.gpus,
+                         &(struct node_task){.t = t, .batch = b}) == 0)
             b->refs++;
         else
             a->failed = true;
@@ -389,6 +390,7 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->cfg.dag_path = strdup(cfg->dag_path);
     a->cfg.task_dir = strdup(cfg->task_dir ? cfg->task_dir : ".");
     a->out.fd = a->err.fd = -1;
+    nq_init(&a->queue, sizeof(struct node_task));
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
     a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);

@@ -38,6 +38,13 @@ struct batch {
     uint32_t refs;
 };
 
+/* The item of the agent's node queue (sched/node_queue.h): a decoded TASKS
+ * item, whose strings point into batch's message. */
+struct node_task {
+    struct msg_task t;
+    struct batch *batch;
+};
+
 struct slot {
     bool in_use;
     bool launching;         /* submitted to a launcher thread, outcome not taken yet */

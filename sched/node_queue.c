@@ -1,18 +1,38 @@
 /* node_queue.c - ring of not-yet-started tasks with bounded deferral; see
- * node_queue.h. */
+ * node_queue.h.  Entry k lives at ring + ((head + k) & mask) * stride: a
+ * struct nq_need, then the caller's item_size bytes. */
 #include "sched/node_queue.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+
+struct nq_need {
+    uint32_t cpus, gpus;
+    uint64_t memory_mb;
+};
+
+void nq_init(struct node_queue *q, size_t item_size)
+{
+    memset(q, 0, sizeof *q);
+    q->item_size = item_size;
+    /* the need, then the item, each entry aligned for any scalar */
+    q->stride = (sizeof(struct nq_need) + item_size + 15) & ~(size_t)15;
+}
+
+static unsigned char *nq_at(const struct node_queue *q, size_t k)
+{
+    return q->ring + ((q->head + k) & q->mask) * q->stride;
+}
 
 static int nq_grow(struct node_queue *q)
 {
     size_t cap = q->ring ? (q->mask + 1) * 2 : 64;
-    struct node_task *r = malloc(cap * sizeof *r);
+    unsigned char *r = malloc(cap * q->stride);
     if (!r)
         return -1;
     for (size_t i = 0; i < q->len; i++)
-        r[i] = q->ring[(q->head + i) & q->mask];
+        memcpy(r + i * q->stride, nq_at(q, i), q->stride);
     free(q->ring);
     q->ring = r;
     q->mask = cap - 1;
@@ -20,51 +40,58 @@ static int nq_grow(struct node_queue *q)
     return 0;
 }
 
-int nq_push(struct node_queue *q, const struct msg_task *t, void *batch)
+int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+            const void *item)
 {
     if ((!q->ring || q->len == q->mask + 1) && nq_grow(q) < 0) {
         errno = ENOMEM;
         return -1;
     }
-    struct node_task *e = &q->ring[(q->head + q->len) & q->mask];
-    e->t = *t;
-    e->batch = batch;
+    unsigned char *e = nq_at(q, q->len);
+    struct nq_need need = {.cpus = cpus, .gpus = gpus, .memory_mb = memory_mb};
+    memcpy(e, &need, sizeof need);
+    memcpy(e + sizeof need, item, q->item_size);
     q->len++;
     return 0;
 }
 
-static int nq_fits(const struct node_task *e, uint32_t cpus_free, uint64_t memory_free,
+static int nq_fits(const unsigned char *e, uint32_t cpus_free, uint64_t memory_free,
                    uint32_t gpus_free)
 {
-    return e->t.gpus <= gpus_free && e->t.cpus <= cpus_free && e->t.memory_mb <= memory_free;
+    struct nq_need n;
+    memcpy(&n, e, sizeof n);
+    return n.gpus <= gpus_free && n.cpus <= cpus_free && n.memory_mb <= memory_free;
+}
+
+/* Copy entry k's item out and drop the entry: the k entries in front of
+ * it move back one place, so the others keep their order. */
+static void nq_remove(struct node_queue *q, size_t k, void *out)
+{
+    memcpy(out, nq_at(q, k) + sizeof(struct nq_need), q->item_size);
+    for (; k > 0; k--)
+        memcpy(nq_at(q, k), nq_at(q, k - 1), q->stride);
+    q->head = (q->head + 1) & q->mask;
+    q->len--;
 }
 
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
-                struct node_task *out)
+                void *out)
 {
     size_t depth = q->len < NQ_DEFER_SCAN ? q->len : NQ_DEFER_SCAN;
     size_t k = 0;
-    while (k < depth &&
-           !nq_fits(&q->ring[(q->head + k) & q->mask], cpus_free, memory_free, gpus_free))
+    while (k < depth && !nq_fits(nq_at(q, k), cpus_free, memory_free, gpus_free))
         k++;
     if (k == depth)
         return 0;
-    *out = q->ring[(q->head + k) & q->mask];
-    /* close the gap: the k deferred entries in front move back one place */
-    for (; k > 0; k--)
-        q->ring[(q->head + k) & q->mask] = q->ring[(q->head + k - 1) & q->mask];
-    q->head = (q->head + 1) & q->mask;
-    q->len--;
+    nq_remove(q, k, out);
     return 1;
 }
 
-int nq_pop(struct node_queue *q, struct node_task *out)
+int nq_pop(struct node_queue *q, void *out)
 {
     if (q->len == 0)
         return 0;
-    *out = q->ring[q->head];
-    q->head = (q->head + 1) & q->mask;
-    q->len--;
+    nq_remove(q, 0, out);
     return 1;
 }
 

@@ -8,9 +8,10 @@
  * first one within the next NQ_DEFER_SCAN entries that fits starts instead,
  * and the others keep their order.
  *
- * Entries hold decoded TASKS items whose strings point into the received
- * message; `batch` is the caller's handle on that message (for reference
- * counting).  A growable power-of-two ring: no allocation once warmed up.
+ * Items are opaque to the queue: the caller gives each one's needs (CPUs,
+ * memory in MB, GPUs) and item_size bytes that are copied in and out (the
+ * agent keeps a decoded TASKS item and its message's handle there).  A
+ * growable power-of-two ring: no allocation once warmed up.
  *
  * Thread-safety: not thread-safe; owned by the agent thread.
  */
@@ -20,35 +21,35 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/msg.h"
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define NQ_DEFER_SCAN 64
 
-struct node_task {
-    struct msg_task t;
-    void *batch;
-};
-
 struct node_queue {
-    struct node_task *ring;
+    unsigned char *ring; /* (mask + 1) entries of stride bytes */
+    size_t item_size, stride;
     size_t mask, head, len;
 };
 
-/* Append.  0, or -1 with ENOMEM. */
-int nq_push(struct node_queue *q, const struct msg_task *t, void *batch);
+/* An empty queue of items of item_size bytes (> 0).  No allocation. */
+void nq_init(struct node_queue *q, size_t item_size);
 
-/* Remove and return the first task that fits cpus_free, memory_free (MB)
- * and gpus_free, looking at most NQ_DEFER_SCAN entries deep.  1 when one
- * was taken, 0 when none fits (or the queue is empty). */
+/* Append a copy of item (item_size bytes), a task needing cpus, memory_mb
+ * (MB) and gpus.  0, or -1 with ENOMEM. */
+int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+            const void *item);
+
+/* Remove the first task that fits cpus_free, memory_free (MB) and
+ * gpus_free, looking at most NQ_DEFER_SCAN entries deep, and copy its item
+ * to out.  1 when one was taken, 0 when none fits (or the queue is empty). */
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
-                struct node_task *out);
+                void *out);
 
-/* Remove the first task regardless of fit.  1, or 0 when empty. */
-int nq_pop(struct node_queue *q, struct node_task *out);
+/* Remove the first task regardless of fit, its item into out.  1, or 0
+ * when empty. */
+int nq_pop(struct node_queue *q, void *out);
 
 static inline size_t nq_len(const struct node_queue *q)
 {

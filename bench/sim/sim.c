@@ -66,6 +66,12 @@ struct batch {
     uint32_t refs;
 };
 
+/* A node queue's item (sched/node_queue.h), as the real agent keeps it. */
+struct node_task {
+    struct msg_task t;
+    struct batch *batch;
+};
+
 struct vnode {
     struct node_queue queue;
     struct msgbuf results;
@@ -393,7 +399,8 @@ static void sim_node_tasks(struct sim *s, uint32_t i, struct mail *m, struct msg
     while ((rc = msg_next_task(r, &t, &err)) == 1) {
         if (n->draining)
             sim_cancel(s, i, &t);
-        else if (nq_push(&n->queue, &t, b) == 0)
+        else if (nq_push(&n->queue, t.cpus, t.memory_mb, t.gpus,
+                         &(struct node_task){.t = t, .batch = b}) == 0)
             b->refs++;
         else
             s->failed = true;
@@ -751,6 +758,7 @@ static int sim_setup(struct sim *s, const struct sim_config *cfg, struct pmc_err
     if (!s->nodes || !s->touched || bins_reach(&s->bins, 0) < 0)
         return pmc_errorf(err, "out of memory for %d nodes", cfg->nodes);
     for (int i = 0; i < cfg->nodes; i++) {
+        nq_init(&s->nodes[i].queue, sizeof(struct node_task));
         s->nodes[i].cpus_free = cfg->cores;
         s->nodes[i].memory_free = cfg->memory_mb;
     }

@@ -18,13 +18,25 @@
 #include <random>
 #include <vector>
 
+#include "io/msg.h"
 #include "sched/node_queue.h"
 
 namespace
 {
 
+// The item the agent keeps (engine/agent_internal.h): the queue copies it
+// in and out whole and knows only the needs given beside it.
+struct node_task {
+    struct msg_task t;
+    void *batch;
+};
+
 struct Queue {
-    struct node_queue q = {};
+    struct node_queue q;
+    Queue()
+    {
+        nq_init(&q, sizeof(struct node_task));
+    }
     ~Queue()
     {
         nq_free(&q);
@@ -44,7 +56,8 @@ struct msg_task task(uint32_t id, uint32_t cpus, uint32_t mem = 0, uint32_t gpus
 
 void push(Queue &q, const struct msg_task &t, void *batch = nullptr)
 {
-    ASSERT_EQ(nq_push(&q.q, &t, batch), 0);
+    struct node_task nt = {t, batch};
+    ASSERT_EQ(nq_push(&q.q, t.cpus, t.memory_mb, t.gpus, &nt), 0);
 }
 
 // Ids of the tasks left, in order (drains the queue).
