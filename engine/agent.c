@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
+#include "sched/placement.h"
 #include "io/log.h"
 
 /* Results and notices waiting to be sent. */
@@ -59,6 +60,7 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
     }
     int rc = msg_add_result(&a->results, &r);
     a->fwd_pack.len = a->fwd_pack.count = 0;
+    a->results_release |= s->releases;
     if (rc == 0)
         return;
 oom:
@@ -70,19 +72,39 @@ oom:
  * nothing left to start (the master must refill it, or is waiting for these
  * results to release children), when ending, or when RESULT_BATCH results
  * wait; otherwise let results gather for at most RESULT_DELAY_MS
- * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here).  A quiet
+ * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here, and
+ * RESULT_DELAY_LEAF_MS when moreover no waiting result is of a task with
+ * children: such results only free resources, and the master does not need
+ * them while the node is fed; issue 10's >= 16 results per message).  A quiet
  * system therefore sees every result immediately and a loaded one sends big
  * batches.  The master refills a node after W/2 completions (W >= 64, see
  * master_sched.c), so RESULT_BATCH <= 32 keeps a busy node fed. */
+/* The master sends a node more tasks once its committed CPUs fell to cpus
+ * + W/2 (sched/placement.h's hysteresis, W = max(PLACEMENT_PREFETCH_MIN,
+ * cpus)); committed counts the tasks whose results it has not had.  True
+ * when, counting 1 CPU per task, this node's running and queued tasks are at
+ * that mark: its unsent results are what the master waits for to refill
+ * it, so they go now, while W/2 tasks' worth of work is still queued. */
+static bool agent_at_low_water(const struct agent *a)
+{
+    uint32_t w = a->cfg.cpus > PLACEMENT_PREFETCH_MIN ? a->cfg.cpus : PLACEMENT_PREFETCH_MIN;
+    return a->running + nq_len(&a->queue) <= (size_t)a->cfg.cpus + w / 2;
+}
+
 static long agent_result_wait_ms(const struct agent *a)
 {
     if (agent_pending(a) == 0)
         return -1;
     if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
         return 0;
+    if (a->results.count > 0 && !a->low_water_sent && agent_at_low_water(a))
+        return 0; /* the master reopens this node on these results */
     /* a node with a full round of work queued does not need the master
-     * soon: let its results gather longer (fewer, bigger messages) */
-    long delay = nq_len(&a->queue) >= a->cfg.cpus ? RESULT_DELAY_BUSY_MS : RESULT_DELAY_MS;
+     * soon: let its results gather longer (fewer, bigger messages), and
+     * longest when none of them can make a task ready (no children) */
+    long delay = nq_len(&a->queue) < a->cfg.cpus ? RESULT_DELAY_MS
+                 : a->results_release            ? RESULT_DELAY_BUSY_MS
+                                                 : RESULT_DELAY_LEAF_MS;
     long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
     return waited >= delay ? 0 : delay - waited;
 }
@@ -102,10 +124,17 @@ static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
  * thread: the master gets a task's STARTED before its result). */
 static void agent_flush_results(struct agent *a)
 {
+    /* the low-water flush goes once per refill: again only after the node
+     * was refilled above the mark */
+    bool low = agent_at_low_water(a);
+    if (!low)
+        a->low_water_sent = false;
     if (agent_result_wait_ms(a) != 0)
         return;
     agent_send(a, &a->starts, "start notices");
     agent_send(a, &a->results, "results");
+    a->results_release = false;
+    a->low_water_sent |= low;
 }
 
 /* Send the ABORT or BYE built at start-up (once each). */
@@ -127,7 +156,10 @@ void agent__batch_unref(struct batch *b)
 /* --null-executor: the task "succeeds" at once; nothing runs or is written. */
 static void agent_null_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
+    struct slot s = {.id = t->id,
+                     .attempt = t->attempt,
+                     .start = pmc_epoch_s(),
+                     .releases = (t->flags & MSG_TASK_RELEASES) != 0};
     agent__add_result(a, &s, 0, 0, 0.0);
 }
 

@@ -27,9 +27,10 @@
 #include "sched/node_queue.h"
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 24                 /* results that make a RESULTS message go at once */
+#define RESULT_BATCH 32                 /* results that make a RESULTS message go at once */
 #define RESULT_DELAY_MS 2               /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40         /* ... unless a full round of tasks is queued */
+#define RESULT_DELAY_LEAF_MS 100        /* ... or only results of tasks without children wait */
 #define AGENT_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 
 /* A received TASKS message, kept until its last queued task has started. */
@@ -53,6 +54,7 @@ struct slot {
     uint32_t time_limit_ms; /* 0 = none */
     bool timed_out;         /* its limit passed: SIGTERM sent */
     bool notify_start;      /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
+    bool releases;          /* the task has children (MSG_TASK_RELEASES) */
     uint32_t id, attempt, cpus, memory_mb;
     pid_t pid;
     int pidfd;
@@ -101,6 +103,8 @@ struct agent {
     uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
     const char *gpu_env[4];       /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
     struct timespec first_result; /* when the oldest unsent result or notice was added */
+    bool results_release;         /* an unsent result is of a task with children */
+    bool low_water_sent;          /* results went at the refill mark (agent.c) */
     bool shutting, aborting, draining, failed, sent_abort;
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */

@@ -152,6 +152,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
 {
     s->in_use = true;
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
+    s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
     s->gpus = t->gpus;

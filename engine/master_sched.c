@@ -94,7 +94,9 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
                           .attempt = m->attempts[t],
                           .cpus = d->cpus[t],
                           .memory_mb = d->memory_mb[t],
-                          .flags = m->seq ? MSG_TASK_NOTIFY_START : 0,
+                          .flags =
+                              (m->seq ? MSG_TASK_NOTIFY_START : 0) |
+                              (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0),
                           .gpus = d->gpus[t],
                           .time_limit_ms = task_time_limit_ms(m, t),
                           .name = dag_task_name(d, t),

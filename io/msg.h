@@ -78,10 +78,14 @@ enum msg_kind {
 };
 
 /* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED
- * item when this task's process starts.  MSG_TASK_FLAGS_KNOWN: every defined
- * bit; msg_next_task() rejects any other. */
+ * item when this task's process starts.  MSG_TASK_RELEASES: the task has
+ * children, so its result may make tasks ready: the node reports it without
+ * the long batching delay of results that only free resources (agent.c).
+ * MSG_TASK_FLAGS_KNOWN: every defined bit; msg_next_task() rejects any
+ * other. */
 #define MSG_TASK_NOTIFY_START 1u
-#define MSG_TASK_FLAGS_KNOWN MSG_TASK_NOTIFY_START
+#define MSG_TASK_RELEASES 2u
+#define MSG_TASK_FLAGS_KNOWN (MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES)
 
 struct msg_hello {
     uint32_t host_rank;  /* this rank's index among the ranks on its host */

@@ -279,7 +279,7 @@ static int parse_options(int argc, char **argv, struct options *o)
                           .jitter = 0.05,
                           .window = 1,
                           .seed = 1,
-                          .result_batch = 24,
+                          .result_batch = 32,
                           .result_delay_us = 2000};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -331,6 +331,8 @@ static int simulate(const struct options *o, const char *dag, int nodes, struct 
                             .result_batch = o->result_batch,
                             .result_delay = o->result_delay_us * 1e-6,
                             .result_delay_busy = 0.040,
+                            .result_delay_leaf = 0.100,
+                            .low_water = true,
                             .flush_below = o->flush_below};
     double cores = (double)nodes * o->cores;
     p->bound = fmax(p->dag.critical_path, p->dag.work / cores) * o->time_scale;

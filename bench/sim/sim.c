@@ -25,6 +25,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 #include "io/grow.h"
 #include "io/msg.h"
 #include "sched/node_queue.h"
+#include "sched/placement.h"
 
 #define BINS_PER_WINDOW 10 /* sliding-window resolution */
 #define EPOCH_BASE 1.7e9   /* virtual time 0 as a Unix time, for RESULTS */
@@ -48,6 +50,7 @@ enum ev_kind { EV_TO_NODE, EV_TO_MASTER, EV_TASK_DONE, EV_FLUSH, EV_MASTER_WAKE 
 struct ev_task {
     uint32_t id, attempt, cpus, memory_mb;
     double dur;
+    bool releases; /* MSG_TASK_RELEASES: the task has children */
 };
 
 struct event {
@@ -79,6 +82,7 @@ struct vnode {
     uint64_t memory_free;
     uint32_t cpus_free, running;
     bool timer, touched, shutting, draining, said_bye;
+    bool results_release, low_water_sent; /* agent.c's results_release, low_water_sent */
 };
 
 struct bins {
@@ -353,6 +357,7 @@ static void sim_add_result(struct sim *s, uint32_t i, const struct ev_task *t, i
             goto oom;
         n->first_result = s->now;
     }
+    n->results_release |= t->releases;
     if (msg_add_result(&n->results, &r) == 0)
         return;
 oom:
@@ -457,7 +462,9 @@ static void sim_node_pump(struct sim *s, uint32_t i)
         double dur = simdag_task_duration(nt.t.argv, nt.t.argc) * s->cfg.time_scale;
         struct event *e = sim_push(s, s->now + dur, EV_TASK_DONE, i);
         if (e)
-            e->u.task = (struct ev_task){nt.t.id, nt.t.attempt, nt.t.cpus, nt.t.memory_mb, dur};
+            e->u.task = (struct ev_task){nt.t.id,   nt.t.attempt,
+                                         nt.t.cpus, nt.t.memory_mb,
+                                         dur,       (nt.t.flags & MSG_TASK_RELEASES) != 0};
         n->cpus_free -= nt.t.cpus;
         n->memory_free -= nt.t.memory_mb;
         n->running++;
@@ -470,17 +477,25 @@ static void sim_node_pump(struct sim *s, uint32_t i)
 static void sim_node_flush(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
+    uint32_t w = s->cfg.cores > PLACEMENT_PREFETCH_MIN ? s->cfg.cores : PLACEMENT_PREFETCH_MIN;
+    bool low = s->cfg.low_water && n->running + nq_len(&n->queue) <= (size_t)s->cfg.cores + w / 2;
+    if (!low)
+        n->low_water_sent = false;
     if (n->results.count > 0) {
-        double delay = nq_len(&n->queue) >= s->cfg.cores && s->cfg.result_delay_busy > 0
+        bool busy = nq_len(&n->queue) >= s->cfg.cores && s->cfg.result_delay_busy > 0;
+        double delay = !busy ? s->cfg.result_delay
+                       : n->results_release
                            ? s->cfg.result_delay_busy
-                           : s->cfg.result_delay;
+                           : fmax(s->cfg.result_delay_leaf, s->cfg.result_delay_busy);
         double due = n->first_result + delay;
         bool now = n->results.count >= s->cfg.result_batch ||
                    nq_len(&n->queue) < s->cfg.flush_below || n->shutting || n->draining ||
-                   s->now >= due - 1e-12;
-        if (now)
+                   (low && !n->low_water_sent) || s->now >= due - 1e-12;
+        if (now) {
             sim_node_send(s, i, &n->results);
-        else if (!n->timer)
+            n->results_release = false;
+            n->low_water_sent |= low;
+        } else if (!n->timer)
             n->timer = sim_push(s, due, EV_FLUSH, i) != NULL;
     }
     if (n->shutting && !n->said_bye && n->running == 0 && nq_len(&n->queue) == 0) {

@@ -1362,7 +1362,7 @@ TEST(MsgMalformed, TaskFields)
     fix_length(short_fixed);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
     put32(short_fixed, 16 + 16, 0xffffffffu); /* flags are checked first */
-    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffffe");
+    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffffc");
     put32(short_fixed, 16 + 16, MSG_TASK_NOTIFY_START);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
 }
@@ -1416,15 +1416,19 @@ TEST(MsgMalformed, TaskUnknownFlags)
     Bytes ok = raw_task(0, 0, "n\0\0"s);
     put32(ok, 16 + 16, MSG_TASK_NOTIFY_START);
     Outcome o = decode_all(ok);
-    EXPECT_EQ(0, o.rc) << o.err; /* the one known bit is accepted */
+    EXPECT_EQ(0, o.rc) << o.err; /* the known bits are accepted */
     EXPECT_EQ(1u, o.items);
+    Bytes both = ok;
+    put32(both, 16 + 16, MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES);
+    o = decode_all(both);
+    EXPECT_EQ(0, o.rc) << o.err;
 
     Bytes x = ok;
-    put32(x, 16 + 16, 2);
-    expect_bad(x, "TASKS item 1: flags 0x2 have unknown bits 0x2");
+    put32(x, 16 + 16, 4);
+    expect_bad(x, "TASKS item 1: flags 0x4 have unknown bits 0x4");
     put32(x, 16 + 16, 0x80000001u);
     expect_bad(x, "TASKS item 1: flags 0x80000001 have unknown bits 0x80000000");
-    for (int bit = 1; bit < 32; bit++) {
+    for (int bit = 2; bit < 32; bit++) {
         put32(x, 16 + 16, 1u << bit);
         o = decode_all(x);
         EXPECT_EQ(-1, o.rc) << "bit " << bit;
@@ -1440,7 +1444,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     ASSERT_EQ(0, msg_add_task(&b, &t));
     Bytes m = take(&b);
     size_t second = 16 + (m.size() - 16) / 2; /* both items have the same size */
-    put32(m, second + 16, 2);
+    put32(m, second + 16, 4);
     msg_reader r;
     open_ok(&r, m, MSG_TASKS, 2);
     pmc_error err{};
@@ -1450,7 +1454,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     errno = 0;
     EXPECT_EQ(-1, msg_next_task(&r, &out, &err));
     EXPECT_EQ(EBADMSG, errno);
-    EXPECT_STREQ("TASKS item 2: flags 0x2 have unknown bits 0x2", err.text);
+    EXPECT_STREQ("TASKS item 2: flags 0x4 have unknown bits 0x4", err.text);
     EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
     EXPECT_EQ(1u, out.id);
     msg_free(&b);
