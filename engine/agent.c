@@ -314,17 +314,32 @@ static int agent_wait_timeout(struct agent *a)
     return sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
 }
 
+/* mailbox_spin()'s extra condition: a launch completed. */
+static bool agent_launch_ready(void *arg)
+{
+    struct agent *a = arg;
+    return a->launcher && launcher_pending(a->launcher) > 0;
+}
+
 static void agent_wait_events(struct agent *a)
 {
     struct epoll_event ev[64];
     int timeout = agent_wait_timeout(a);
+    /* spin only for the master's next TASKS: with tasks running, exits come
+     * through epoll and a spin would take CPU from the tasks */
+    if (timeout != 0 && a->spin.hot && a->running == 0 &&
+        mailbox_spin(&a->box, MAILBOX_SPIN_US, agent_launch_ready, a))
+        timeout = 0;
     if (mailbox_prepare_sleep(&a->box))
         timeout = 0;
     atomic_thread_fence(memory_order_seq_cst); /* launcher.h: the wake-up handshake */
     if (a->launcher && launcher_pending(a->launcher))
         timeout = 0;
+    uint64_t t0 = timeout != 0 ? pmc_mono_ns() : 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
     mailbox_awake(&a->box);
+    if (timeout != 0) /* answered fast: spin before the next wait */
+        a->spin.hot = pmc_mono_ns() - t0 < 2 * MAILBOX_SPIN_US * 1000u;
     if (a->launcher)
         agent__take_launches(a);
     for (int i = 0; i < n; i++) {

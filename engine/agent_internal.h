@@ -109,6 +109,7 @@ struct agent {
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
     struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
+    struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
     struct timespec kill_deadline;
     bool killed_hard;
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */

@@ -9,6 +9,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "io/clock.h"
+
 struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len)
 {
     struct mail *m = malloc(sizeof *m);
@@ -154,6 +156,31 @@ void mailbox_awake(struct mailbox *mb)
     uint64_t v;
     while (read(mb->efd, &v, sizeof v) == (ssize_t)sizeof v)
         ; /* drain; EAGAIN ends the loop */
+}
+
+int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg)
+{
+    uint64_t end = pmc_mono_ns() + (uint64_t)us * 1000u;
+    for (uint32_t i = 1;; i++) {
+        if (mailbox_nonempty(mb) || (more && more(arg)))
+            return 1;
+        if ((i & 63) == 0 && pmc_mono_ns() >= end)
+            return 0;
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
+}
+
+void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp)
+{
+    if (timeout_us == 0)
+        return;
+    if (sp->hot && mailbox_spin(mb, MAILBOX_SPIN_US, NULL, NULL))
+        return;
+    uint64_t t0 = pmc_mono_ns();
+    mailbox_wait(mb, timeout_us);
+    sp->hot = pmc_mono_ns() - t0 < 2 * MAILBOX_SPIN_US * 1000u;
 }
 
 void mailbox_wait(struct mailbox *mb, long timeout_us)

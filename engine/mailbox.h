@@ -18,6 +18,7 @@
 #ifndef PMC_MAILBOX_H
 #define PMC_MAILBOX_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -85,6 +86,28 @@ struct mail *mailbox_pop(struct mailbox *mb);
  * mailbox_wake(), or timeout_us microseconds pass (-1: no timeout).
  * Consumer only.  Spurious returns are allowed. */
 void mailbox_wait(struct mailbox *mb, long timeout_us);
+
+/* Spin-then-park (issue 10): a consumer whose peer answers within
+ * microseconds (the master and the agent of one rank under a null or
+ * very short workload) loses most of a round trip to the eventfd wake-up
+ * of a sleeping thread (a cross-CPU wake-up costs 100+ us on some VMs).
+ * MAILBOX_SPIN_US: how long mailbox_spin() polls.  A consumer spins only
+ * while `hot` (struct mailbox_spin_state): its last wait ended within
+ * 2 * MAILBOX_SPIN_US, so that a thread waiting for tasks that run
+ * milliseconds, or an idle engine, never spins. */
+#define MAILBOX_SPIN_US 50
+
+struct mailbox_spin_state {
+    bool hot; /* the last wait was short: spin before the next one */
+};
+
+/* Poll mb (consumer only) for up to us microseconds, or until more(arg)
+ * returns true when more is given: 1 when a mail (or more) is ready, 0
+ * after the time ran out.  No system call but the clock's (vDSO). */
+int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
+
+/* mailbox_wait(), after spinning first when sp->hot; updates sp->hot. */
+void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp);
 
 /* Call before blocking on mb->efd in your own poll/epoll set: returns 1 if
  * the box is non-empty (do not block), 0 after marking the consumer as

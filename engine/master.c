@@ -494,7 +494,7 @@ int master_run(struct master *m, struct comm *c)
 {
     if (master_begin(m, c) == 0)
         while (!master_step(m))
-            mailbox_wait(&m->box, master_wait_us(m));
+            mailbox_wait_spin(&m->box, master_wait_us(m), &m->spin);
     return master_end(m);
 }
 

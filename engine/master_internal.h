@@ -107,6 +107,7 @@ struct master {
     int nbatch;
     uint32_t inflight;
     struct mailbox box;
+    struct mailbox_spin_state spin; /* spin-then-park state of the main loop's waits */
     struct comm *comm;
     struct rescue_writer *rescue;
     struct master_stats st;
