@@ -176,9 +176,12 @@ def read_dag(path):
         return parse_dag(f)
 
 
-def greedy_schedule(dag, slots, memory_mb=None):
+def greedy_schedule(dag, slots, memory_mb=None, dur_ns=None):
     """The zero-overhead greedy schedule on one host of `slots` CPUs (and
-    memory_mb MB, None: unlimited).  Returns (makespan_ns, start_ns list)."""
+    memory_mb MB, None: unlimited), with the DAG's durations or dur_ns (a
+    list in task order, e.g. measured ones).  Returns (makespan_ns, start_ns
+    list)."""
+    dur = dag.dur_ns if dur_ns is None else dur_ns
     if slots < 1:
         raise ValueError("slots must be >= 1")
     n = len(dag)
@@ -218,7 +221,7 @@ def greedy_schedule(dag, slots, memory_mb=None):
                     free -= need[t]
                     mfree -= mneed[t]
                     start[t] = now
-                    heapq.heappush(running, (now + dag.dur_ns[t], t))
+                    heapq.heappush(running, (now + dur[t], t))
                 else:
                     keep.append(item)
             ready = keep
@@ -241,12 +244,12 @@ def greedy_schedule(dag, slots, memory_mb=None):
             ready.sort()
     if done != n:
         raise DagError(f"the DAG has a cycle: {n - done} of {n} tasks never become ready")
-    return (max((start[t] + dag.dur_ns[t] for t in range(n)), default=0), start)
+    return (max((start[t] + dur[t] for t in range(n)), default=0), start)
 
 
-def greedy_makespan(dag, slots, memory_mb=None):
+def greedy_makespan(dag, slots, memory_mb=None, dur_ns=None):
     """Makespan in seconds of greedy_schedule()."""
-    return greedy_schedule(dag, slots, memory_mb)[0] / 1e9
+    return greedy_schedule(dag, slots, memory_mb, dur_ns)[0] / 1e9
 
 
 def main(argv=None):

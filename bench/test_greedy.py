@@ -146,6 +146,14 @@ TASK c -c 2 -p -1 /bin/sleep 0.2
         self.assertEqual(schedule(text, 4)[0], 1.0)
         self.assertEqual(schedule(text, 4, memory_mb=100)[0], 2.0)
 
+    def test_other_durations(self):
+        # The diamond on 8 slots with b lasting 4 instead of 2: d at 5, end 6.
+        d = dag("TASK a /bin/sleep 1\nTASK b /bin/sleep 2\nTASK c /bin/sleep 3\n"
+                "TASK d /bin/sleep 1\nEDGE a b\nEDGE a c\nEDGE b d\nEDGE c d")
+        secs = [1, 4, 3, 1]
+        self.assertEqual(greedy.greedy_makespan(d, 8, dur_ns=[x * 10**9 for x in secs]), 6.0)
+        self.assertEqual(greedy.greedy_makespan(d, 8), 5.0)
+
     def test_zero_duration_and_empty(self):
         self.assertEqual(schedule("TASK a /bin/true\nTASK b echo\nEDGE a b", 1)[0], 0.0)
         self.assertEqual(schedule("", 8)[0], 0.0)
