@@ -36,8 +36,17 @@ Python 3 standard library only; bench/run imports it.
 import argparse
 import heapq
 import math
+import os
 import sys
+
 from decimal import Decimal, InvalidOperation
+
+# The integration tests' reference splitter of DAG lines (COMPAT.md quoting),
+# which the engine's parser is checked against: one copy of the grammar.
+sys.dont_write_bytecode = True  # keep the source tree clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests",
+                                "integration"))
+from pmcrun import split_words  # noqa: E402
 
 # Options of a TASK line (io/dagfile.c): each takes a value, "-x V" or "--long=V".
 TASK_OPTIONS = {"-m": "--request-memory", "-c": "--request-cpus", "-t": "--tries",
@@ -50,34 +59,6 @@ SLEEP_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 class DagError(Exception):
     pass
-
-
-def split_words(line):
-    """Words of a DAG line (COMPAT.md: quotes and backslash)."""
-    words, cur, quote, esc, have = [], [], None, False, False
-    for ch in line:
-        if esc:
-            cur.append(ch)
-            esc = False
-        elif ch == "\\":
-            esc = have = True
-        elif quote:
-            if ch == quote:
-                quote = None
-            else:
-                cur.append(ch)
-        elif ch in "'\"":
-            quote, have = ch, True
-        elif ch.isspace():
-            if cur or have:
-                words.append("".join(cur))
-            cur, have = [], False
-        else:
-            cur.append(ch)
-            have = True
-    if cur or have:
-        words.append("".join(cur))
-    return words
 
 
 def sleep_ns(argv):
