@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
-#include "sched/placement.h"
 #include "io/log.h"
+#include "sched/placement.h"
 
 /* Results and notices waiting to be sent. */
 static uint32_t agent_pending(const struct agent *a)
@@ -68,17 +68,6 @@ oom:
     a->failed = true;
 }
 
-/* Adaptive batching (docs/design.md section 2): send at once when this node has
- * nothing left to start (the master must refill it, or is waiting for these
- * results to release children), when ending, or when RESULT_BATCH results
- * wait; otherwise let results gather for at most RESULT_DELAY_MS
- * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here, and
- * RESULT_DELAY_LEAF_MS when moreover no waiting result is of a task with
- * children: such results only free resources, and the master does not need
- * them while the node is fed; issue 10's >= 16 results per message).  A quiet
- * system therefore sees every result immediately and a loaded one sends big
- * batches.  The master refills a node after W/2 completions (W >= 64, see
- * master_sched.c), so RESULT_BATCH <= 32 keeps a busy node fed. */
 /* The master sends a node more tasks once its committed CPUs fell to cpus
  * + W/2 (sched/placement.h's hysteresis, W = max(PLACEMENT_PREFETCH_MIN,
  * cpus)); committed counts the tasks whose results it has not had.  True
@@ -91,6 +80,18 @@ static bool agent_at_low_water(const struct agent *a)
     return a->running + nq_len(&a->queue) <= (size_t)a->cfg.cpus + w / 2;
 }
 
+/* Adaptive batching (docs/design.md section 2): send at once when this node has
+ * nothing left to start (the master must refill it, or is waiting for these
+ * results to release children), when ending, or when RESULT_BATCH results
+ * wait, or once when the node falls to the master's refill mark
+ * (agent_at_low_water); otherwise let results gather for at most RESULT_DELAY_MS
+ * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here, and
+ * RESULT_DELAY_LEAF_MS when moreover no waiting result is of a task with
+ * children: such results only free resources, and the master does not need
+ * them while the node is fed; issue 10's >= 16 results per message).  A quiet
+ * system therefore sees every result immediately and a loaded one sends big
+ * batches.  The master refills a node after W/2 completions (W >= 64, see
+ * sched/placement.h), so RESULT_BATCH <= 32 keeps a busy node fed. */
 static long agent_result_wait_ms(const struct agent *a)
 {
     if (agent_pending(a) == 0)
