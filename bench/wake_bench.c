@@ -396,7 +396,7 @@ static int run_one(const struct mode *m, const char *pin_name, int cpu_ping, int
     double cpu = r.ping_cpu_s + r.pong_cpu_s;
     printf("mode=%s pin=%s%s rounds=%ld wall_s=%.4f rt_per_s=%.0f oneway_p50_us=%.2f "
            "oneway_p90_us=%.2f cpu_us_per_rt=%.2f ping_cpu_us_per_rt=%.2f "
-           "pong_cpu_us_per_rt=%.2f cpu_cores=%.3f\n",
+           "pong_cpu_us_per_rt=%.2f cpu_cores=%.5f\n",
            m->name, pin_name, gap_us ? " idle=1" : "", n, r.wall_s, n / r.wall_s, p50, p90,
            cpu * 1e6 / n, r.ping_cpu_s * 1e6 / n, r.pong_cpu_s * 1e6 / n, cpu / r.wall_s);
     fflush(stdout);
