@@ -112,6 +112,8 @@ struct run {
     /* results */
     uint64_t *rt_ns;
     long done;
+    _Atomic long seq_out, seq_back; /* every reply must echo its ping */
+    long bad;                       /* replies that did not */
     double wall_s, ping_cpu_s, pong_cpu_s;
     int error;
 };
@@ -268,6 +270,8 @@ static void *pong_main(void *arg)
         if (atomic_load_explicit(&r->stop, memory_order_acquire))
             break;
         busy_us(r->work_us);
+        atomic_store_explicit(&r->seq_back, atomic_load_explicit(&r->seq_out, memory_order_relaxed),
+                              memory_order_relaxed);
         chan_send(r, &r->to_ping);
     }
     r->pong_cpu_s = thread_cpu_s() - cpu0;
@@ -293,9 +297,12 @@ static void *ping_main(void *arg)
     uint64_t t0 = mono_ns(), deadline = t0 + (uint64_t)(r->max_s * 1e9), t = t0;
     long n = 0;
     while (n < r->rounds) {
+        atomic_store_explicit(&r->seq_out, n + 1, memory_order_relaxed);
         chan_send(r, &r->to_pong);
         chan_recv(r, &r->to_ping);
         uint64_t t1 = mono_ns();
+        if (atomic_load_explicit(&r->seq_back, memory_order_relaxed) != n + 1)
+            r->bad++;
         r->rt_ns[n++] = t1 - t;
         busy_us(r->work_us);
         if (r->gap_us > 0) {
@@ -385,6 +392,8 @@ static int run_one(const struct mode *m, const char *pin_name, int cpu_ping, int
     chan_destroy(&r.to_pong);
     chan_destroy(&r.to_ping);
     mail_free(r.mail);
+    if (r.bad && !r.error)
+        r.error = EPROTO;
     if (r.error) {
         fprintf(stderr, "wake_bench: %s pin=%s: %s\n", m->name, pin_name, strerror(r.error));
         return -1;
