@@ -328,7 +328,7 @@ static void agent_wait_events(struct agent *a)
     int timeout = agent_wait_timeout(a);
     /* spin only for the master's next TASKS: with tasks running, exits come
      * through epoll and a spin would take CPU from the tasks */
-    if (timeout != 0 && a->spin.hot && a->running == 0 &&
+    if (timeout != 0 && a->spin.hot && a->running == 0 && mailbox_may_spin() &&
         mailbox_spin(&a->box, MAILBOX_SPIN_US, agent_launch_ready, a))
         timeout = 0;
     if (mailbox_prepare_sleep(&a->box))

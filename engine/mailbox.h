@@ -106,7 +106,12 @@ struct mailbox_spin_state {
  * after the time ran out.  No system call but the clock's (vDSO). */
 int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
 
-/* mailbox_wait(), after spinning first when sp->hot; updates sp->hot. */
+/* True when the process may run on two CPUs or more: spinning is useless
+ * on one, where the peer cannot answer during the spin.  Any thread. */
+bool mailbox_may_spin(void);
+
+/* mailbox_wait(), after spinning first when sp->hot and mailbox_may_spin();
+ * updates sp->hot. */
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp);
 
 /* Call before blocking on mb->efd in your own poll/epoll set: returns 1 if
