@@ -359,6 +359,38 @@ TEST(DagModel, LookupFindsEveryTaskAcrossGrowth)
     EXPECT_EQ(-1, dag_lookup(d, "job_300000", 10, &id));
 }
 
+// dag_reserve() sizes the DAG up front; a low estimate still grows, a high one
+// is given back; a lookup's hash and prefetch hints change no result.
+TEST(DagModel, ReserveLowAndHighEstimates)
+{
+    for (uint32_t guess : {0u, 1000u, 50000u, 400000u}) {
+        DagPtr d;
+        ASSERT_EQ(0, dag_reserve(d, guess, guess));
+        const int n = 50000;
+        ASSERT_NO_FATAL_FAILURE(add_numbered(d, "t%d", n));
+        for (int i = 1; i < n; i++)
+            ASSERT_EQ(0, dag_add_edge(d, (dag_task_t)(i / 2), (dag_task_t)i));
+        pmc_error err{};
+        ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+        EXPECT_EQ(-1, dag_reserve(d, 10, 10));
+        EXPECT_EQ(EINVAL, errno);
+        char name[32];
+        for (int i = 0; i < n; i++) {
+            int len = snprintf(name, sizeof name, "t%d", i);
+            uint32_t h = dag_name_hash(name, (size_t)len);
+            for (int stage = 0; stage < 3; stage++)
+                dag_prefetch(d, h, stage);
+            dag_task_t id;
+            ASSERT_EQ(0, dag_lookup_hash(d, name, (size_t)len, h, &id)) << name;
+            ASSERT_EQ((dag_task_t)i, id);
+        }
+        dag_prefetch(d, dag_name_hash("nope", 4), 2);
+        dag_task_t id;
+        EXPECT_EQ(-1, dag_lookup(d, "nope", 4, &id));
+        EXPECT_EQ((uint32_t)(n - 1), d->nedges);
+    }
+}
+
 // Per-task arrays of 16384 entries (64 KiB) are mapped; shrunk to 16380 they
 // move back from a mapping to the heap in dag_finish().
 TEST(DagModel, ShrinkAcrossMappingThreshold)
