@@ -454,6 +454,23 @@ static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_
     }
 }
 
+/* Whether task t's argv is exactly spec's: then the new task shares t's
+ * packed strings (generated and bulk DAGs repeat one command line; at 10M
+ * tasks of /bin/true that is 100 MB). */
+static bool same_argv_as(const struct dag *dag, dag_task_t t, const struct dag_task_spec *spec)
+{
+    if (dag->argc[t] != spec->argc)
+        return false;
+    const char *s = dag->arena + dag->argv[t];
+    for (uint32_t i = 0; i < spec->argc; i++) {
+        size_t n = spec->argv_len[i];
+        if ((n && memcmp(s, spec->argv[i], n) != 0) || s[n] != '\0')
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
 static void store_task(struct dag *dag, const struct dag_task_spec *spec)
 {
     dag_task_t t = dag->ntasks;
@@ -461,9 +478,13 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
     dag->pegasus_id[t] = DAG_NO_STRING;
     if (spec->pegasus_id && spec->pegasus_id_len)
         dag->pegasus_id[t] = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
-    dag->argv[t] = (uint32_t)dag->arena_len;
-    for (uint32_t i = 0; i < spec->argc; i++)
-        arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    if (t > 0 && same_argv_as(dag, t - 1, spec)) {
+        dag->argv[t] = dag->argv[t - 1];
+    } else {
+        dag->argv[t] = (uint32_t)dag->arena_len;
+        for (uint32_t i = 0; i < spec->argc; i++)
+            arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    }
     dag->argc[t] = spec->argc;
     dag->cpus[t] = spec->cpus;
     dag->memory_mb[t] = spec->memory_mb;
@@ -502,7 +523,7 @@ int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *
         errno = ENOMEM;
         return -1;
     }
-    uint32_t h = hash_name(spec->name, spec->name_len);
+    uint32_t h = spec->name_hash ? *spec->name_hash : hash_name(spec->name, spec->name_len);
     size_t slot = index_find(dag, spec->name, spec->name_len, h);
     if (dag->priv->slots[slot]) {
         *id = (dag_task_t)dag->priv->slots[slot] - 1;

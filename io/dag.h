@@ -3,7 +3,8 @@
  * Built for DAGs of millions of tasks (docs/design.md section 3): tasks are dense
  * ids 0..ntasks-1 and every per-task attribute is a flat array indexed by id
  * (struct of arrays); every string (names, argv, forward paths) lives in one
- * arena and is referred to by a 32-bit offset; children are in CSR form
+ * arena and is referred to by a 32-bit offset (a task whose argv is exactly
+ * the previous task's shares its strings); children are in CSR form
  * (child_first/children) built once by dag_finish(); a private open-addressing
  * hash table maps names to ids.  Nothing is allocated per task or per edge
  * apart from amortised growth of these arrays.
@@ -74,6 +75,7 @@ struct dag_task_spec {
         size_t dest_len;
     } * forwards;
     uint32_t nforwards;
+    const uint32_t *name_hash; /* dag_name_hash() of the name, or NULL */
 };
 
 /* The model.  Read-only after dag_finish(); fields are public so the hot

@@ -503,6 +503,8 @@ static int parse_task(struct parser *p, const char *s, const char *e)
         return out_of_memory(p);
     struct dag_task_spec spec = {
         .name = p->task, .name_len = p->task_len, .cpus = 1, .line = p->line, .forwards = p->fwd};
+    if (p->cur->nnames == 1) /* split as the scan ahead split it */
+        spec.name_hash = &p->cur->hash[0];
     size_t exe = 0;
     if (parse_options(p, &spec, &exe))
         return -1;

@@ -391,6 +391,36 @@ TEST(DagModel, ReserveLowAndHighEstimates)
     }
 }
 
+// A task whose argv is exactly the previous task's shares its strings; any
+// difference (a prefix, a split, another argc) gets its own.
+TEST(DagModel, RepeatedArgvIsSharedOnlyWhenEqual)
+{
+    DagPtr d;
+    const std::vector<std::vector<std::string>> argvs = {
+        {"/bin/true"}, {"/bin/true"}, {"/bin/tru"}, {"/bin/true", ""}, {"/bin/true", ""},
+        {"a", "bc"},   {"ab", "c"},   {"ab", "c"},  {"ab", "cd"},      {"/bin/true"}};
+    for (size_t i = 0; i < argvs.size(); i++) {
+        Spec s;
+        s.name = "t" + std::to_string(i);
+        s.args = argvs[i];
+        dag_task_t id;
+        ASSERT_EQ(0, dag_add_task(d, s.get(), &id));
+    }
+    pmc_error err{};
+    ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+    for (size_t i = 0; i < argvs.size(); i++) {
+        ASSERT_EQ(argvs[i].size(), d->argc[i]);
+        for (size_t k = 0; k < argvs[i].size(); k++)
+            EXPECT_STREQ(argvs[i][k].c_str(), dag_task_arg(d, (dag_task_t)i, (uint32_t)k));
+    }
+    EXPECT_EQ(d->argv[0], d->argv[1]);
+    EXPECT_NE(d->argv[1], d->argv[2]);
+    EXPECT_EQ(d->argv[3], d->argv[4]);
+    EXPECT_NE(d->argv[5], d->argv[6]);
+    EXPECT_EQ(d->argv[6], d->argv[7]);
+    EXPECT_NE(d->argv[7], d->argv[8]);
+}
+
 // Per-task arrays of 16384 entries (64 KiB) are mapped; shrunk to 16380 they
 // move back from a mapping to the heap in dag_finish().
 TEST(DagModel, ShrinkAcrossMappingThreshold)
