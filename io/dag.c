@@ -5,8 +5,9 @@
  *   - every per-task array has room for priv->task_cap >= ntasks entries;
  *   - arena[0] == '\0' (offset 0 is the empty string) and every string in
  *     the arena is NUL-terminated; arena_len <= UINT32_MAX, so offsets fit;
- *   - the name index is a power-of-two open-addressing table, linear probing,
- *     load <= 1/2; a slot is 0 (empty) or (hash32 << 32 | (id + 1));
+ *   - the name index is an open-addressing table of any size, linear
+ *     probing from a multiply-shift home slot, load <= 2/3; a slot is 0
+ *     (empty) or (hash32 << 32 | (id + 1));
  *   - edges are kept as raw (parent, child) pairs, duplicates included.
  * dag_finish() turns the pairs into CSR arrays in O(V + E): a counting sort by
  * parent (stable, so children keep file order), then duplicates are dropped
@@ -25,9 +26,14 @@
  * mremap() (no copy, no heap holes) and are given back by munmap() at once,
  * whatever malloc the program is linked with (on a 1M-task DAG, glibc kept
  * ~16 MB of heap holes and jemalloc ~15 MB of dirty pages otherwise).  dag_finish()
- * frees the raw pairs before it allocates Kahn's queue, runs Kahn's algorithm
+ * frees the raw pairs before it allocates nparents and Kahn's queue, runs Kahn's algorithm
  * on nparents itself (recounting it afterwards) and shrinks every array to
- * its final size, to keep the peak low.
+ * its final size, to keep the peak low.  Mappings of 2 MiB or more ask for
+ * transparent huge pages (MADV_HUGEPAGE): the index and the per-task arrays
+ * are read at random, and with 4 KiB pages each lookup also missed the TLB.
+ * dag_reserve() sizes the index once from an estimate (the doubling rehashed
+ * every name and held both tables at once), and dag_prefetch() lets a reader
+ * start a lookup's three dependent misses (slot, name offset, name) early.
  *
  * Thread-safety: one thread builds; after a successful dag_finish() the DAG is
  * immutable and any number of threads may read it (dag_lookup() included).
@@ -44,12 +50,16 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#define DAG__MAP_MIN ((size_t)1 << 16) /* arrays this big get their own mapping */
+#define DAG__MAP_MIN ((size_t)1 << 16)  /* arrays this big get their own mapping */
+#define DAG__HUGE_MIN ((size_t)2 << 20) /* and from this size huge pages (THP) */
 #define DAG__MIN_TASKS 1024u
 #define DAG__MIN_ARENA 65536u
 #define DAG__MIN_EDGES 1024u
 #define DAG__MIN_SLOTS 2048u
-#define DAG__CYCLE_TEXT 400 /* bytes of cycle text, leaving room for a path */
+#define DAG__LOAD_NUM 2u /* the index grows past this load (2/3)... */
+#define DAG__LOAD_DEN 3u
+#define DAG__RESERVE_SLOTS(n) ((n) / 4 * 7) /* ...and dag_reserve() sizes it at 4/7 */
+#define DAG__CYCLE_TEXT 400                 /* bytes of cycle text, leaving room for a path */
 
 struct dag__edge {
     dag_task_t parent;
@@ -82,7 +92,7 @@ struct dag_private {
     size_t nedges_raw;
 
     uint64_t *slots; /* name index, see the banner */
-    size_t slot_mask;
+    size_t slot_cap; /* slots in the index, not necessarily a power of two */
 
     bool finished;
 };
@@ -94,10 +104,28 @@ static bool is_mapped(size_t bytes)
     return bytes >= DAG__MAP_MIN;
 }
 
+/* Ask for transparent huge pages on a mapping of at least one huge page: the
+ * name index and the per-task arrays are read at random, and with 4 KiB
+ * pages nearly every lookup missed the TLB as well as the cache.  A hint:
+ * without THP (or with it set to "never") nothing changes. */
+static void advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    if (bytes >= DAG__HUGE_MIN)
+        (void)madvise(p, bytes, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
 static void *map_zeroed(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED)
+        return NULL;
+    advise_huge(p, bytes);
+    return p;
 }
 
 static void mem_free(void *p, size_t bytes)
@@ -128,7 +156,11 @@ static void *mem_resize(void *p, size_t old_bytes, size_t new_bytes)
     }
     if (old_mapped && new_mapped) {
         void *q = mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
-        return q == MAP_FAILED ? NULL : q;
+        if (q == MAP_FAILED)
+            return NULL;
+        if (new_bytes > old_bytes)
+            advise_huge(q, new_bytes);
+        return q;
     }
     void *q = new_mapped ? map_zeroed(new_bytes) : malloc(new_bytes ? new_bytes : 1);
     if (!q)
@@ -198,12 +230,21 @@ static bool name_equals(const struct dag *dag, dag_task_t t, const char *name, s
     return memcmp(s, name, len) == 0 && s[len] == '\0';
 }
 
+/* The first slot to probe for hash h: Lemire's multiply-shift range
+ * reduction ("Fast random integer generation in an interval", ACM TOMACS
+ * 2019), so that the table can be sized to the DAG rather than to a power of
+ * two. */
+static inline size_t index_home(uint32_t h, size_t cap)
+{
+    return (size_t)(((uint64_t)h * cap) >> 32);
+}
+
 /* The slot holding name, or the empty slot where it would go. */
 static size_t index_find(const struct dag *dag, const char *name, size_t len, uint32_t h)
 {
     const struct dag_private *p = dag->priv;
-    size_t i = h & p->slot_mask;
-    for (;; i = (i + 1) & p->slot_mask) {
+    size_t i = index_home(h, p->slot_cap);
+    for (;; i = i + 1 == p->slot_cap ? 0 : i + 1) {
         uint64_t s = p->slots[i];
         if (s == 0)
             return i;
@@ -212,33 +253,38 @@ static size_t index_find(const struct dag *dag, const char *name, size_t len, ui
     }
 }
 
-static void index_put(uint64_t *slots, size_t mask, uint64_t entry)
+static void index_put(uint64_t *slots, size_t cap, uint64_t entry)
 {
-    size_t i = (uint32_t)(entry >> 32) & mask;
+    size_t i = index_home((uint32_t)(entry >> 32), cap);
     while (slots[i] != 0)
-        i = (i + 1) & mask;
+        i = i + 1 == cap ? 0 : i + 1;
     slots[i] = entry;
 }
 
-/* Make room for one more name at load <= 1/2. */
-static int index_reserve(struct dag *dag)
+/* Rebuild the index with cap slots (cap > the names it holds). */
+static int index_rebuild(struct dag_private *p, size_t cap)
 {
-    struct dag_private *p = dag->priv;
-    size_t cap = p->slot_mask + 1;
-    if (((size_t)dag->ntasks + 1) * 2 <= cap)
-        return 0;
-    uint64_t *slots = mem_zalloc(cap * 2 * sizeof *slots);
+    uint64_t *slots = mem_zalloc(cap * sizeof *slots);
     if (!slots)
         return -1;
-    for (size_t i = 0; i < cap; i++) {
+    for (size_t i = 0; i < p->slot_cap; i++) {
         if (p->slots[i])
-            index_put(slots, cap * 2 - 1, p->slots[i]);
+            index_put(slots, cap, p->slots[i]);
     }
     mem_free(p->slots, p->bytes.slots);
     p->slots = slots;
-    p->bytes.slots = cap * 2 * sizeof *slots;
-    p->slot_mask = cap * 2 - 1;
+    p->bytes.slots = cap * sizeof *slots;
+    p->slot_cap = cap;
     return 0;
+}
+
+/* Make room for one more name at load <= DAG__LOAD_NUM / DAG__LOAD_DEN. */
+static int index_reserve(struct dag *dag)
+{
+    struct dag_private *p = dag->priv;
+    if (((size_t)dag->ntasks + 1) * DAG__LOAD_DEN <= p->slot_cap * DAG__LOAD_NUM)
+        return 0;
+    return index_rebuild(p, p->slot_cap * 2);
 }
 
 /* ---- amortised growth ---------------------------------------------------- */
@@ -320,7 +366,7 @@ struct dag *dag_create(void)
         goto fail;
     p->bytes.arena = DAG__MIN_ARENA;
     p->bytes.slots = DAG__MIN_SLOTS * sizeof *p->slots;
-    p->slot_mask = DAG__MIN_SLOTS - 1;
+    p->slot_cap = DAG__MIN_SLOTS;
     dag->arena_len = 1; /* arena[0] == '\0' */
     return dag;
 fail:
@@ -408,6 +454,23 @@ static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_
     }
 }
 
+/* Whether task t's argv is exactly spec's: then the new task shares t's
+ * packed strings (generated and bulk DAGs repeat one command line; at 10M
+ * tasks of /bin/true that is 100 MB). */
+static bool same_argv_as(const struct dag *dag, dag_task_t t, const struct dag_task_spec *spec)
+{
+    if (dag->argc[t] != spec->argc)
+        return false;
+    const char *s = dag->arena + dag->argv[t];
+    for (uint32_t i = 0; i < spec->argc; i++) {
+        size_t n = spec->argv_len[i];
+        if ((n && memcmp(s, spec->argv[i], n) != 0) || s[n] != '\0')
+            return false;
+        s += n + 1;
+    }
+    return true;
+}
+
 static void store_task(struct dag *dag, const struct dag_task_spec *spec)
 {
     dag_task_t t = dag->ntasks;
@@ -415,9 +478,13 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
     dag->pegasus_id[t] = DAG_NO_STRING;
     if (spec->pegasus_id && spec->pegasus_id_len)
         dag->pegasus_id[t] = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
-    dag->argv[t] = (uint32_t)dag->arena_len;
-    for (uint32_t i = 0; i < spec->argc; i++)
-        arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    if (t > 0 && same_argv_as(dag, t - 1, spec)) {
+        dag->argv[t] = dag->argv[t - 1];
+    } else {
+        dag->argv[t] = (uint32_t)dag->arena_len;
+        for (uint32_t i = 0; i < spec->argc; i++)
+            arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    }
     dag->argc[t] = spec->argc;
     dag->cpus[t] = spec->cpus;
     dag->memory_mb[t] = spec->memory_mb;
@@ -456,7 +523,7 @@ int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *
         errno = ENOMEM;
         return -1;
     }
-    uint32_t h = hash_name(spec->name, spec->name_len);
+    uint32_t h = spec->name_hash ? *spec->name_hash : hash_name(spec->name, spec->name_len);
     size_t slot = index_find(dag, spec->name, spec->name_len, h);
     if (dag->priv->slots[slot]) {
         *id = (dag_task_t)dag->priv->slots[slot] - 1;
@@ -473,12 +540,63 @@ int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *
 
 int dag_lookup(const struct dag *dag, const char *name, size_t len, dag_task_t *id)
 {
-    uint64_t s = dag->priv->slots[index_find(dag, name, len, hash_name(name, len))];
+    return dag_lookup_hash(dag, name, len, hash_name(name, len), id);
+}
+
+int dag_lookup_hash(const struct dag *dag, const char *name, size_t len, uint32_t hash,
+                    dag_task_t *id)
+{
+    uint64_t s = dag->priv->slots[index_find(dag, name, len, hash)];
     if (s == 0) {
         errno = ENOENT;
         return -1;
     }
     *id = (dag_task_t)s - 1;
+    return 0;
+}
+
+uint32_t dag_name_hash(const char *name, size_t len)
+{
+    return hash_name(name, len);
+}
+
+void dag_prefetch(const struct dag *dag, uint32_t hash, int stage)
+{
+    const struct dag_private *p = dag->priv;
+    const uint64_t *slot = &p->slots[index_home(hash, p->slot_cap)];
+    if (stage == 0) {
+        __builtin_prefetch(slot);
+        return;
+    }
+    uint64_t s = *slot;
+    if (s == 0 || (uint32_t)(s >> 32) != hash)
+        return;
+    const uint32_t *name = &dag->name[(dag_task_t)s - 1];
+    if (stage == 1)
+        __builtin_prefetch(name);
+    else
+        __builtin_prefetch(dag->arena + *name);
+}
+
+/* ---- reserving ----------------------------------------------------------- */
+
+int dag_reserve(struct dag *dag, uint32_t ntasks, size_t nedges)
+{
+    struct dag_private *p = dag->priv;
+    if (p->finished) {
+        errno = EINVAL;
+        return -1;
+    }
+    ntasks = ntasks > DAG_MAX_TASKS ? DAG_MAX_TASKS : ntasks;
+    nedges = nedges > UINT32_MAX ? UINT32_MAX : nedges;
+    errno = ENOMEM;
+    size_t slots = DAG__RESERVE_SLOTS((size_t)ntasks);
+    if (slots > p->slot_cap && index_rebuild(p, slots))
+        return -1;
+    if (ntasks > p->task_cap && tasks_resize(dag, ntasks))
+        return -1;
+    if (nedges > p->bytes.edges / sizeof *p->edges)
+        DAG__RESIZE(p->edges, p->bytes.edges, nedges);
     return 0;
 }
 
@@ -662,8 +780,6 @@ static int csr_alloc_arrays(struct dag *dag)
     struct dag__bytes *b = &dag->priv->bytes;
     DAG__RESIZE(dag->child_first, b->child_first, n + 1);
     DAG__RESIZE(dag->children, b->children, e ? e : 1);
-    DAG__RESIZE(dag->nparents, b->nparents, n ? n : 1);
-    memset(dag->nparents, 0, b->nparents);
     return 0;
 }
 
@@ -675,9 +791,8 @@ static int csr_alloc(struct dag *dag)
     struct dag__bytes *b = &dag->priv->bytes;
     mem_free(dag->child_first, b->child_first);
     mem_free(dag->children, b->children);
-    mem_free(dag->nparents, b->nparents);
-    dag->child_first = dag->children = dag->nparents = NULL;
-    b->child_first = b->children = b->nparents = 0;
+    dag->child_first = dag->children = NULL;
+    b->child_first = b->children = 0;
     errno = ENOMEM;
     return -1;
 }
@@ -718,6 +833,14 @@ int dag_finish(struct dag *dag, struct pmc_error *err)
     mem_free(p->edges, p->bytes.edges);
     p->edges = NULL;
     p->nedges_raw = p->bytes.edges = 0;
+    /* nparents only now that the raw pairs are gone, to keep the peak low */
+    size_t nb = (dag->ntasks ? dag->ntasks : 1) * sizeof *dag->nparents;
+    dag->nparents = mem_zalloc(nb);
+    if (!dag->nparents) {
+        errno = ENOMEM;
+        return pmc_errorf(err, "out of memory building the DAG");
+    }
+    p->bytes.nparents = nb;
     csr_dedupe(dag, dag->nparents); /* nparents is all zeros: a free stamp */
     count_parents(dag);
     (void)shrink(dag);

@@ -3,7 +3,8 @@
  * Built for DAGs of millions of tasks (docs/design.md section 3): tasks are dense
  * ids 0..ntasks-1 and every per-task attribute is a flat array indexed by id
  * (struct of arrays); every string (names, argv, forward paths) lives in one
- * arena and is referred to by a 32-bit offset; children are in CSR form
+ * arena and is referred to by a 32-bit offset (a task whose argv is exactly
+ * the previous task's shares its strings); children are in CSR form
  * (child_first/children) built once by dag_finish(); a private open-addressing
  * hash table maps names to ids.  Nothing is allocated per task or per edge
  * apart from amortised growth of these arrays.
@@ -14,7 +15,8 @@
  * dag_finish() the struct is read-only and may be read by any number of
  * threads without locks; before it, only one thread may touch it.
  *
- * Memory: 52 bytes per task in the arrays plus 16-32 in the name index, 4
+ * Memory: 52 bytes per task in the arrays plus 12-24 in the name index (14
+ * when sized by dag_reserve()), 4
  * bytes per edge once built (8 more while parsing), plus the strings: a
  * 1,000,000-task, 1,000,000-edge DAG of short commands peaks at ~106 MiB
  * while read by dagfile_load() (~109 MiB with jemalloc) and keeps ~96 MiB.
@@ -73,6 +75,7 @@ struct dag_task_spec {
         size_t dest_len;
     } * forwards;
     uint32_t nforwards;
+    const uint32_t *name_hash; /* dag_name_hash() of the name, or NULL */
 };
 
 /* The model.  Read-only after dag_finish(); fields are public so the hot
@@ -156,6 +159,32 @@ int dag_finish(struct dag *dag, struct pmc_error *err);
  * Returns 0 and the id in *id, or -1 with errno ENOENT.  Thread-safe after
  * dag_finish() (read-only). */
 int dag_lookup(const struct dag *dag, const char *name, size_t len, dag_task_t *id);
+
+/* dag_lookup() with the name's dag_name_hash() already computed. */
+int dag_lookup_hash(const struct dag *dag, const char *name, size_t len, uint32_t hash,
+                    dag_task_t *id);
+
+/* The hash the name index uses for a name (len bytes).  Pure. */
+uint32_t dag_name_hash(const char *name, size_t len);
+
+/* A hint for a reader that knows the names it will look up or add a few
+ * lines ahead: each lookup is up to three dependent cache misses (the index
+ * slot, the task's name offset, the name's bytes), and calling stage 0, 1
+ * and 2 for a name's hash some work apart starts each one before it is
+ * needed.  Stage 0 prefetches the slot; stage 1 reads it and prefetches the
+ * name offset of the task it holds; stage 2 also reads that and prefetches
+ * the name.  Reads only: any stage at any time is harmless and changes no
+ * result.  Same thread rules as dag_lookup() (the builder's thread before
+ * dag_finish()). */
+void dag_prefetch(const struct dag *dag, uint32_t hash, int stage);
+
+/* Size the DAG for ntasks tasks and nedges edges (estimates: more may be
+ * added, fewer leave unused capacity that dag_finish() gives back), so that
+ * the name index is built once at the size it ends at instead of doubling
+ * (each doubling rehashes every name and holds both tables at once).
+ * Returns 0, or -1 with errno EINVAL after dag_finish(), ENOMEM (the DAG
+ * stays usable at its old capacity).  Not thread-safe. */
+int dag_reserve(struct dag *dag, uint32_t ntasks, size_t nedges);
 
 /* The task's name, a NUL-terminated string owned by the DAG. */
 static inline const char *dag_task_name(const struct dag *dag, dag_task_t t)

@@ -29,6 +29,13 @@
  * number of seconds > 0 (kept in ms, rounded up).  A NUL byte in a line
  * and an empty executable ("") are errors.
  *
+ * Speed (docs/performance.md section 1): lines are scanned 12 ahead of the
+ * parse, their names hashed and their index lookups started with
+ * dag_prefetch() in three stages; the parse itself still goes line by line,
+ * so errors and their order are unchanged.  A buffer of 4 MB or more is
+ * sampled first (64 windows of 16 KiB) to estimate its tasks and edges for
+ * dag_reserve().  Option values that are plain digits skip strtod/strtoll.
+ *
  * Files are loaded with mapfile_load() (mapped, or read into one buffer when
  * they are not regular files); pages of a mapping already parsed are given
  * back with MADV_DONTNEED every 4 MB so that a large DAG file does not stay
@@ -57,7 +64,20 @@
 #include "io/scan.h"
 
 #define DAGFILE__DROP_EVERY ((size_t)4 << 20)
+#define DAGFILE__AHEAD 12                        /* lines scanned before they are parsed */
+#define DAGFILE__RING 16                         /* >= DAGFILE__AHEAD */
+#define DAGFILE__SAMPLES 64u                     /* windows read to estimate the DAG's size... */
+#define DAGFILE__SAMPLE_BYTES ((size_t)16 << 10) /* ...of this many bytes... */
+#define DAGFILE__SAMPLE_MIN ((size_t)4 << 20)    /* ...in files of at least this */
 #define DAGFILE__SHOW 200 /* at most this many bytes of a name or value in a message */
+
+/* A line scanned ahead of the parser (see parse_lines()): where it is, and
+ * the hashes of the names its record will add (TASK) or look up (EDGE). */
+struct ahead {
+    const char *s, *eol, *next; /* the line is [s, eol); the next starts at next */
+    uint32_t hash[2];
+    int nnames;
+};
 
 struct parser {
     const char *path; /* for messages only */
@@ -82,6 +102,8 @@ struct parser {
 
     const char *map; /* the mapped file, or NULL */
     size_t dropped;  /* bytes of map already given back */
+
+    const struct ahead *cur; /* the line being parsed, as scanned ahead */
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -231,8 +253,28 @@ static int tokenise(struct parser *p, const char *s, const char *e)
 
 /* ---- option values --------------------------------------------------------- */
 
+/* The value of s when it is 1 to 18 decimal digits and nothing else, else
+ * -1: most -c, -m and -p values, read without strtod()/strtoll(), which
+ * give the same value for them. */
+static long long plain_digits(const char *s)
+{
+    long long v = 0;
+    size_t i = 0;
+    for (; s[i] >= '0' && s[i] <= '9'; i++) {
+        if (i == 18)
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return i > 0 && s[i] == '\0' ? v : -1;
+}
+
 static bool parse_float(const char *s, double *out)
 {
+    long long v = plain_digits(s);
+    if (v >= 0) {
+        *out = (double)v; /* rounded to nearest, as strtod() rounds */
+        return true;
+    }
     size_t len = strlen(s);
     if (len == 0 || strspn(s, "0123456789.eE+-") != len)
         return false;
@@ -246,6 +288,13 @@ static bool parse_float(const char *s, double *out)
 
 static bool parse_int(const char *s, long long lo, long long hi, long long *out)
 {
+    long long d = plain_digits(s);
+    if (d >= 0) {
+        if (d < lo || d > hi)
+            return false;
+        *out = d;
+        return true;
+    }
     size_t len = strlen(s);
     if (len == 0 || strspn(s, "0123456789+-") != len)
         return false;
@@ -454,6 +503,8 @@ static int parse_task(struct parser *p, const char *s, const char *e)
         return out_of_memory(p);
     struct dag_task_spec spec = {
         .name = p->task, .name_len = p->task_len, .cpus = 1, .line = p->line, .forwards = p->fwd};
+    if (p->cur->nnames == 1) /* split as the scan ahead split it */
+        spec.name_hash = &p->cur->hash[0];
     size_t exe = 0;
     if (parse_options(p, &spec, &exe))
         return -1;
@@ -471,9 +522,12 @@ static int parse_task(struct parser *p, const char *s, const char *e)
     return add_task(p, &spec);
 }
 
-static int lookup(struct parser *p, const char *name, size_t len, dag_task_t *id)
+/* The k-th name of the current EDGE line (split exactly as the scan ahead
+ * split it, so its hash is known). */
+static int lookup(struct parser *p, int k, const char *name, size_t len, dag_task_t *id)
 {
-    if (dag_lookup(p->dag, name, len, id) == 0)
+    uint32_t h = k < p->cur->nnames ? p->cur->hash[k] : dag_name_hash(name, len);
+    if (dag_lookup_hash(p->dag, name, len, h, id) == 0)
         return 0;
     return syntax(p, "EDGE names unknown task %.*s", show(len), name);
 }
@@ -491,7 +545,7 @@ static int parse_edge(struct parser *p, const char *s, const char *e)
     if (k != 2)
         return syntax(p, "EDGE needs a parent and a child");
     dag_task_t parent, child;
-    if (lookup(p, w[0], n[0], &parent) || lookup(p, w[1], n[1], &child))
+    if (lookup(p, 0, w[0], n[0], &parent) || lookup(p, 1, w[1], n[1], &child))
         return -1;
     if (parent == child)
         return syntax(p, "EDGE from task %.*s to itself", show(n[0]), w[0]);
@@ -547,19 +601,76 @@ static void drop_parsed(struct parser *p, const char *s)
     p->dropped = done;
 }
 
+/* The names a TASK (1) or EDGE (2) line [s, e) adds or looks up, split as
+ * parse_task() and parse_edge() split them; their hashes go to a->hash.
+ * Anything else, or a malformed line, yields fewer names: only a hint. */
+static void scan_names(const char *s, const char *e, struct ahead *a)
+{
+    s = scan_skip_space(s, e);
+    const char *kw = s;
+    s = scan_word_end(s, e);
+    int want = 0;
+    if (s - kw == 4 && memcmp(kw, "EDGE", 4) == 0)
+        want = 2;
+    else if (s - kw == 4 && memcmp(kw, "TASK", 4) == 0)
+        want = 1;
+    for (a->nnames = 0; a->nnames < want; a->nnames++) {
+        s = scan_skip_space(s, e);
+        const char *w = s;
+        s = scan_word_end(s, e);
+        if (s == w)
+            break;
+        a->hash[a->nnames] = dag_name_hash(w, (size_t)(s - w));
+    }
+}
+
+/* Find the line at s, hash its names and start stage 0 of their lookups. */
+static const char *scan_line(struct parser *p, const char *s, const char *end, struct ahead *a)
+{
+    const char *nl = memchr(s, '\n', (size_t)(end - s));
+    a->s = s;
+    a->eol = nl ? nl : end;
+    a->next = nl ? nl + 1 : end;
+    scan_names(a->s, a->eol, a);
+    for (int k = 0; k < a->nnames; k++)
+        dag_prefetch(p->dag, a->hash[k], 0);
+    return a->next;
+}
+
+static void prefetch_stage(struct parser *p, const struct ahead *a, int stage)
+{
+    for (int k = 0; k < a->nnames; k++)
+        dag_prefetch(p->dag, a->hash[k], stage);
+}
+
+/* The lines are scanned DAGFILE__AHEAD lines before they are parsed, and
+ * each name's lookup is started in three stages (dag_prefetch()) at 12, 8
+ * and 4 lines before its line: the name index is far larger than the caches
+ * and each lookup is three dependent misses, which the profile showed were
+ * half of the parse.  The scan ahead only reads; the parse itself is
+ * unchanged, line by line. */
 static int parse_lines(struct parser *p, const char *buf, size_t len)
 {
-    const char *s = buf, *end = buf + len;
-    while (s < end) {
-        const char *nl = memchr(s, '\n', (size_t)(end - s));
-        const char *eol = nl ? nl : end;
+    struct ahead ring[DAGFILE__RING];
+    const char *la = buf, *end = buf + len;
+    size_t scanned = 0, done = 0;
+    for (;;) {
+        while (scanned - done < DAGFILE__AHEAD && la < end) {
+            la = scan_line(p, la, end, &ring[scanned % DAGFILE__RING]);
+            if (scanned - done >= DAGFILE__AHEAD / 3)
+                prefetch_stage(p, &ring[(scanned - DAGFILE__AHEAD / 3) % DAGFILE__RING], 1);
+            if (scanned - done >= DAGFILE__AHEAD * 2 / 3)
+                prefetch_stage(p, &ring[(scanned - DAGFILE__AHEAD * 2 / 3) % DAGFILE__RING], 2);
+            scanned++;
+        }
+        if (done == scanned)
+            return 0;
+        p->cur = &ring[done++ % DAGFILE__RING];
         p->line++;
-        if (parse_line(p, s, eol))
+        if (parse_line(p, p->cur->s, p->cur->eol))
             return -1;
-        s = nl ? nl + 1 : end;
-        drop_parsed(p, s);
+        drop_parsed(p, p->cur->next);
     }
-    return 0;
 }
 
 static int finish(struct parser *p)
@@ -574,6 +685,38 @@ static int finish(struct parser *p)
     return 0;
 }
 
+/* Estimate the TASK and EDGE lines of a large buffer from the complete
+ * lines in DAGFILE__SAMPLES windows spread evenly over it, and size the DAG
+ * for them (dag_reserve(): the name index then never doubles).  A guess
+ * either way is harmless: a low one leaves the rest to the usual growth, a
+ * high one leaves untouched (unmapped) capacity. */
+static void reserve_estimate(struct dag *dag, const char *buf, size_t len)
+{
+    if (len < DAGFILE__SAMPLE_MIN)
+        return;
+    size_t bytes = 0, tasks = 0, edges = 0;
+    for (size_t i = 0; i < DAGFILE__SAMPLES; i++) {
+        const char *s = buf + len / DAGFILE__SAMPLES * i, *e = s + DAGFILE__SAMPLE_BYTES;
+        const char *nl = i ? memchr(s, '\n', (size_t)(e - s)) : s - 1;
+        for (s = nl ? nl + 1 : e; s < e; s = nl + 1) {
+            nl = memchr(s, '\n', (size_t)(e - s));
+            if (!nl)
+                break;
+            struct ahead a;
+            scan_names(s, nl, &a);
+            tasks += a.nnames == 1;
+            edges += a.nnames == 2;
+            bytes += (size_t)(nl + 1 - s);
+        }
+    }
+    if (bytes == 0)
+        return;
+    double scale = (double)len / (double)bytes;
+    double nt = (double)tasks * scale, ne = (double)edges * scale;
+    (void)dag_reserve(dag, nt < DAG_MAX_TASKS ? (uint32_t)nt : DAG_MAX_TASKS,
+                      ne < (double)UINT32_MAX ? (size_t)ne : UINT32_MAX);
+}
+
 static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
                                 struct pmc_error *err, bool mapped)
 {
@@ -583,6 +726,7 @@ static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
         pmc_errorf(err, "%s: out of memory", path);
         return NULL;
     }
+    reserve_estimate(p.dag, buf, len);
     int rc = parse_lines(&p, buf, len);
     if (rc == 0)
         rc = finish(&p);

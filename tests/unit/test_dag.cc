@@ -359,6 +359,68 @@ TEST(DagModel, LookupFindsEveryTaskAcrossGrowth)
     EXPECT_EQ(-1, dag_lookup(d, "job_300000", 10, &id));
 }
 
+// dag_reserve() sizes the DAG up front; a low estimate still grows, a high one
+// is given back; a lookup's hash and prefetch hints change no result.
+TEST(DagModel, ReserveLowAndHighEstimates)
+{
+    for (uint32_t guess : {0u, 1000u, 50000u, 400000u}) {
+        DagPtr d;
+        ASSERT_EQ(0, dag_reserve(d, guess, guess));
+        const int n = 50000;
+        ASSERT_NO_FATAL_FAILURE(add_numbered(d, "t%d", n));
+        for (int i = 1; i < n; i++)
+            ASSERT_EQ(0, dag_add_edge(d, (dag_task_t)(i / 2), (dag_task_t)i));
+        pmc_error err{};
+        ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+        EXPECT_EQ(-1, dag_reserve(d, 10, 10));
+        EXPECT_EQ(EINVAL, errno);
+        char name[32];
+        for (int i = 0; i < n; i++) {
+            int len = snprintf(name, sizeof name, "t%d", i);
+            uint32_t h = dag_name_hash(name, (size_t)len);
+            for (int stage = 0; stage < 3; stage++)
+                dag_prefetch(d, h, stage);
+            dag_task_t id;
+            ASSERT_EQ(0, dag_lookup_hash(d, name, (size_t)len, h, &id)) << name;
+            ASSERT_EQ((dag_task_t)i, id);
+        }
+        dag_prefetch(d, dag_name_hash("nope", 4), 2);
+        dag_task_t id;
+        EXPECT_EQ(-1, dag_lookup(d, "nope", 4, &id));
+        EXPECT_EQ((uint32_t)(n - 1), d->nedges);
+    }
+}
+
+// A task whose argv is exactly the previous task's shares its strings; any
+// difference (a prefix, a split, another argc) gets its own.
+TEST(DagModel, RepeatedArgvIsSharedOnlyWhenEqual)
+{
+    DagPtr d;
+    const std::vector<std::vector<std::string>> argvs = {
+        {"/bin/true"}, {"/bin/true"}, {"/bin/tru"}, {"/bin/true", ""}, {"/bin/true", ""},
+        {"a", "bc"},   {"ab", "c"},   {"ab", "c"},  {"ab", "cd"},      {"/bin/true"}};
+    for (size_t i = 0; i < argvs.size(); i++) {
+        Spec s;
+        s.name = "t" + std::to_string(i);
+        s.args = argvs[i];
+        dag_task_t id;
+        ASSERT_EQ(0, dag_add_task(d, s.get(), &id));
+    }
+    pmc_error err{};
+    ASSERT_EQ(0, dag_finish(d, &err)) << err.text;
+    for (size_t i = 0; i < argvs.size(); i++) {
+        ASSERT_EQ(argvs[i].size(), d->argc[i]);
+        for (size_t k = 0; k < argvs[i].size(); k++)
+            EXPECT_STREQ(argvs[i][k].c_str(), dag_task_arg(d, (dag_task_t)i, (uint32_t)k));
+    }
+    EXPECT_EQ(d->argv[0], d->argv[1]);
+    EXPECT_NE(d->argv[1], d->argv[2]);
+    EXPECT_EQ(d->argv[3], d->argv[4]);
+    EXPECT_NE(d->argv[5], d->argv[6]);
+    EXPECT_EQ(d->argv[6], d->argv[7]);
+    EXPECT_NE(d->argv[7], d->argv[8]);
+}
+
 // Per-task arrays of 16384 entries (64 KiB) are mapped; shrunk to 16380 they
 // move back from a mapping to the heap in dag_finish().
 TEST(DagModel, ShrinkAcrossMappingThreshold)

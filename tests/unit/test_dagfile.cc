@@ -308,6 +308,11 @@ TEST(DagFile, OptionFormsAndRounding)
         {"-p -2147483648", 0, 1, 0, INT32_MIN},
         {"-m 5 -c 3 -t 2 -p 9", 5, 3, 2, 9},
         {"-m 5 -m 6", 6, 1, 0, 0}, // the last one wins
+        // plain digits take a short path; longer ones go to strtod/strtoll
+        {"-p 007 -c 02", 0, 2, 0, 7},
+        {"-m 000000000000000004", 4, 1, 0, 0},
+        {"-t 0000000000000000003", 0, 1, 3, 0},
+        {"-m 4294967295", 4294967295u, 1, 0, 0},
     };
     for (const OptCase &c : cases) {
         Dag r = parse("TASK A " + c.options + " /bin/true x\n");
@@ -382,6 +387,8 @@ TEST(DagFile, BadOptionValues)
         {"-m 0x10", "bad value '0x10' " + m},
         {"-m 1e400", "bad value '1e400' " + m},
         {"-m 5000000000", "bad value '5000000000' " + m},
+        {"-m 999999999999999999", "bad value '999999999999999999' " + m},
+        {"-c 000", "bad value '000' " + c},
         {"--request-memory=", "bad value '' " + m},
         {"-m ''", "bad value '' " + m},
         {"-c 0", "bad value '0' " + c},
