@@ -173,19 +173,14 @@ int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg)
     }
 }
 
-/* True when this process may run on two CPUs or more (looked up once).  On
- * one CPU the peer cannot answer while we spin: every hop would grow by the
- * whole spin (bench/wake_bench, mailbox_spin pinned to one CPU: 3 -> 55 us). */
+/* True when the calling thread may run on two CPUs or more (one
+ * sched_getaffinity, asked only when about to spin).  On one CPU the peer
+ * cannot answer while we spin: every hop would grow by the whole spin
+ * (bench/wake_bench, spin-then-park pinned to one CPU: 2 -> 54 us). */
 bool mailbox_may_spin(void)
 {
-    static _Atomic int cpus; /* 0: not looked up yet */
-    int n = atomic_load_explicit(&cpus, memory_order_relaxed);
-    if (n == 0) {
-        cpu_set_t set;
-        n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
-        atomic_store_explicit(&cpus, n, memory_order_relaxed);
-    }
-    return n >= 2;
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
 }
 
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp)

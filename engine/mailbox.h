@@ -106,8 +106,9 @@ struct mailbox_spin_state {
  * after the time ran out.  No system call but the clock's (vDSO). */
 int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
 
-/* True when the process may run on two CPUs or more: spinning is useless
- * on one, where the peer cannot answer during the spin.  Any thread. */
+/* True when the calling thread may run on two CPUs or more: spinning is
+ * useless on one, where the peer cannot answer during the spin.  One
+ * system call; any thread. */
 bool mailbox_may_spin(void);
 
 /* mailbox_wait(), after spinning first when sp->hot and mailbox_may_spin();
