@@ -68,16 +68,15 @@ oom:
     a->failed = true;
 }
 
-/* The master sends a node more tasks once its committed CPUs fell to cpus
- * + W/2 (sched/placement.h's hysteresis, W = max(PLACEMENT_PREFETCH_MIN,
- * cpus)); committed counts the tasks whose results it has not had.  True
- * when, counting 1 CPU per task, this node's running and queued tasks are at
- * that mark: its unsent results are what the master waits for to refill
- * it, so they go now, while W/2 tasks' worth of work is still queued. */
+/* The master sends a node more tasks once its committed CPUs fell to the
+ * refill mark (placement_refill_mark()); committed counts the tasks whose
+ * results it has not had.  True when, counting 1 CPU per task, this node's
+ * running and queued tasks are at that mark: its unsent results are what
+ * the master waits for to refill it, so they go now, while W/2 tasks' worth
+ * of work is still queued. */
 static bool agent_at_low_water(const struct agent *a)
 {
-    uint32_t w = a->cfg.cpus > PLACEMENT_PREFETCH_MIN ? a->cfg.cpus : PLACEMENT_PREFETCH_MIN;
-    return a->running + nq_len(&a->queue) <= (size_t)a->cfg.cpus + w / 2;
+    return a->running + nq_len(&a->queue) <= placement_refill_mark(a->cfg.cpus);
 }
 
 /* Adaptive batching (docs/design.md section 2): send at once when this node has
@@ -333,9 +332,11 @@ static void agent_wait_events(struct agent *a)
         timeout = 0;
     if (mailbox_prepare_sleep(&a->box))
         timeout = 0;
-    atomic_thread_fence(memory_order_seq_cst); /* launcher.h: the wake-up handshake */
-    if (a->launcher && launcher_pending(a->launcher))
-        timeout = 0;
+    if (a->launcher) {
+        atomic_thread_fence(memory_order_seq_cst); /* launcher.h: the wake-up handshake */
+        if (launcher_pending(a->launcher))
+            timeout = 0;
+    }
     uint64_t t0 = timeout != 0 ? pmc_mono_ns() : 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
     mailbox_awake(&a->box);

@@ -113,7 +113,7 @@ static void node_changed(struct placement *p, int i, uint32_t room_before)
         p->room = p->room - room_before + room;
         if (room == 0)
             open_list_remove(p, i);
-    } else if (room > 0 && n->committed_cpus <= n->cpus + n->window / 2) {
+    } else if (room > 0 && n->committed_cpus <= placement_refill_mark(n->cpus)) {
         open_list_add(p, i);
         p->room += room;
     }
@@ -128,7 +128,7 @@ int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, u
     int i = p->nnodes++;
     p->nodes[i] = (struct placement_node){
         .cpus = cpus,
-        .window = cpus > PLACEMENT_PREFETCH_MIN ? cpus : PLACEMENT_PREFETCH_MIN,
+        .window = placement_window(cpus),
         .memory_mb = memory_mb,
         .gpus = gpus,
     };

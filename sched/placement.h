@@ -63,6 +63,22 @@ extern "C" {
 
 #define PLACEMENT_PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
 
+/* The prefetch window W of a node offering cpus CPUs: max(PLACEMENT_PREFETCH_MIN,
+ * cpus), in CPUs. */
+static inline uint32_t placement_window(uint32_t cpus)
+{
+    return cpus > PLACEMENT_PREFETCH_MIN ? cpus : PLACEMENT_PREFETCH_MIN;
+}
+
+/* The refill mark of such a node: a full node reopens for dispatch once its
+ * committed CPUs fell to cpus + W/2 (the hysteresis).  A node agent that
+ * knows its own load flushes its results there (engine/agent.c), and the
+ * simulator does the same. */
+static inline uint64_t placement_refill_mark(uint32_t cpus)
+{
+    return (uint64_t)cpus + placement_window(cpus) / 2;
+}
+
 /* A node as the policy sees it.  Read only to callers (placement_node_at()). */
 struct placement_node {
     uint32_t cpus;           /* CPUs the node offers */

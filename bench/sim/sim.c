@@ -477,8 +477,8 @@ static void sim_node_pump(struct sim *s, uint32_t i)
 static void sim_node_flush(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
-    uint32_t w = s->cfg.cores > PLACEMENT_PREFETCH_MIN ? s->cfg.cores : PLACEMENT_PREFETCH_MIN;
-    bool low = s->cfg.low_water && n->running + nq_len(&n->queue) <= (size_t)s->cfg.cores + w / 2;
+    bool low =
+        s->cfg.low_water && n->running + nq_len(&n->queue) <= placement_refill_mark(s->cfg.cores);
     if (!low)
         n->low_water_sent = false;
     if (n->results.count > 0) {
