@@ -173,14 +173,19 @@ int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg)
     }
 }
 
-/* True when the calling thread may run on two CPUs or more (one
- * sched_getaffinity, asked only when about to spin).  On one CPU the peer
- * cannot answer while we spin: every hop would grow by the whole spin
- * (bench/wake_bench, spin-then-park pinned to one CPU: 2 -> 54 us). */
+/* True when the calling thread may run on two CPUs or more, looked up once
+ * per thread (sched_getaffinity; the engine's threads keep the affinity
+ * they start with).  On one CPU the peer cannot answer while we spin: every
+ * hop would grow by the whole spin (bench/wake_bench, spin-then-park pinned
+ * to one CPU: 2 -> 54 us). */
 bool mailbox_may_spin(void)
 {
-    cpu_set_t set;
-    return sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 2;
+    static _Thread_local int cpus; /* 0: not looked up yet */
+    if (cpus == 0) {
+        cpu_set_t set;
+        cpus = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 1;
+    }
+    return cpus >= 2;
 }
 
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp)

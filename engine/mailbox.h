@@ -107,8 +107,9 @@ struct mailbox_spin_state {
 int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
 
 /* True when the calling thread may run on two CPUs or more: spinning is
- * useless on one, where the peer cannot answer during the spin.  One
- * system call; any thread. */
+ * useless on one, where the peer cannot answer during the spin.  Looked up
+ * on a thread's first call (a thread pinned later keeps the first answer);
+ * any thread. */
 bool mailbox_may_spin(void);
 
 /* mailbox_wait(), after spinning first when sp->hot and mailbox_may_spin();

@@ -262,18 +262,6 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
     return transport_bcast_int(ok) ? 0 : -1;
 }
 
-/* Launcher threads of a host with cpus CPUs when --launch-threads is not
- * given: none, so the agent thread spawns (docs/performance.md: on the
- * 2-core VM, 10k /bin/true with one launcher took 5.5 s against 4.6 s on
- * the agent thread, the hand-offs' cross-CPU wake-ups costing more than the
- * overlap gains; a many-core node is yet to be measured).  The cpus
- * argument is where a measured rule goes. */
-static uint32_t default_launch_threads(uint32_t cpus)
-{
-    (void)cpus;
-    return 0;
-}
-
 /* The node agent of this rank's host, when this rank is that agent.  NULL
  * when it is not, or when the agent cannot start (logged; *failed set). */
 static struct agent *setup_agent(const struct options *o, struct rank_info *ri, int *failed)
@@ -312,7 +300,7 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.gpus = &ri->gpus;
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
-    ac.launch_threads = o->launch_threads_set ? o->launch_threads : default_launch_threads(ac.cpus);
+    ac.launch_threads = o->launch_threads;
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
         log_fatal("%s", err.text);

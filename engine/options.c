@@ -333,7 +333,6 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "--drain-margin", v, "must be a number of seconds >= 0")
                    : 0;
     case OPT_LAUNCH_THREADS:
-        o->launch_threads_set = true;
         return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > 64
                    ? bad_value(err, "--launch-threads", v, "must be a whole number in 0..64")
                    : 0;

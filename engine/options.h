@@ -44,8 +44,9 @@ struct options {
     bool host_gpus_set;            /* else detect */
     double task_time_limit;        /* s, 0 = none */
     double kill_grace;             /* s between SIGTERM and SIGKILL, default 5 */
-    uint32_t launch_threads;       /* --launch-threads: task-starting threads per host */
-    bool launch_threads_set;       /* given; else main.c's default_launch_threads() */
+    uint32_t launch_threads;       /* --launch-threads: task-starting threads per host; default
+                                      0, the agent thread (docs/performance.md: on 2 cores one
+                                      launcher was slower) */
     double drain_margin;           /* s before the batch job's end, default 180 */
     bool no_thread_env;            /* do not set OMP_NUM_THREADS & co. */
     const char *status_path;       /* --status, NULL = none */
