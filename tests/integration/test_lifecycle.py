@@ -136,14 +136,6 @@ def pid_alive(pid, duration):
     return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"] and duration.encode() in cmd
 
 
-def read_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
 class Lifecycle(pmcrun.TestCase):
     # ------------------------------------------------------------ running
 
@@ -217,12 +209,12 @@ class Lifecycle(pmcrun.TestCase):
                 res = self.run_to_end(opts + ["--host-cpus", "4", dag_path], ranks, env,
                                       tag="ok%d" % i)
                 problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
-                count = (read_text(self.path("hs.count")) or "").split()
+                count = (pmcrun.read_text(self.path("hs.count")) or "").split()
                 if len(count) != 1:
                     problems.append("the host script ran %d times, expected once (one host)"
                                     % len(count))
                 try:
-                    hs = float(read_text(self.path("hs.stamp")))
+                    hs = float(pmcrun.read_text(self.path("hs.stamp")))
                     mtime = os.stat(self.path("hs.stamp")).st_mtime
                 except (TypeError, ValueError, OSError):
                     problems.append("the host script's stamp file is missing")
@@ -230,7 +222,7 @@ class Lifecycle(pmcrun.TestCase):
                     continue
                 for n in ("t1", "t2", "t3"):
                     try:
-                        ts = float(read_text(self.path(n + ".start")))
+                        ts = float(pmcrun.read_text(self.path(n + ".start")))
                     except (TypeError, ValueError):
                         continue  # reported by success_problems if it did not run
                     if ts <= hs:
@@ -279,7 +271,7 @@ class Lifecycle(pmcrun.TestCase):
         res = self.wait_run(proc, timeout=60)
         problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         try:
-            child = int(read_text(self.path("hs.child")))
+            child = int(pmcrun.read_text(self.path("hs.child")))
         except (TypeError, ValueError):
             problems.append("the host script did not record its child's pid")
             child = None
@@ -417,7 +409,7 @@ class Lifecycle(pmcrun.TestCase):
                               % (self.tmp, self.tmp))
         link = self.path("link.dag")
         os.link(dag_path, link)
-        starts = lambda: (read_text(self.path("starts")) or "").split()  # noqa: E731
+        starts = lambda: (pmcrun.read_text(self.path("starts")) or "").split()  # noqa: E731
 
         first = self.launch([dag_path], env={"RUNTAG": "1"}, tag="first")
         problems = []
@@ -458,7 +450,7 @@ class Lifecycle(pmcrun.TestCase):
                             % (res3.returncode, res3.describe(8)))
         if pmcrun.parse_rescue(self.path("other.rescue")).done_set != {"hold"}:
             problems.append("-n run: other.rescue does not say DONE hold")
-        recs = pmcrun.parse_output(read_text(self.path("other.out")) or "").tasks
+        recs = pmcrun.parse_output(pmcrun.read_text(self.path("other.out")) or "").tasks
         if [(r.name, r.status) for r in recs] != [("hold", 0)]:
             problems.append("-n run: other.out records %s, expected hold with status 0"
                             % [(r.name, r.status) for r in recs])
