@@ -116,11 +116,6 @@ uint32_t launcher_pending(const struct launcher *l)
     return mpmc_ring_size(l->completed);
 }
 
-uint32_t launcher_threads(const struct launcher *l)
-{
-    return l ? l->nthreads : 0;
-}
-
 void launcher_destroy(struct launcher *l)
 {
     if (!l)

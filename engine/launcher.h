@@ -85,9 +85,6 @@ int launcher_take(struct launcher *l, uint32_t *i);
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);
 
-/* Launcher threads (0 for NULL). */
-uint32_t launcher_threads(const struct launcher *l);
-
 /* Stop and join the threads, free.  No job may be outstanding.  NULL is a
  * no-op. */
 void launcher_destroy(struct launcher *l);
