@@ -16,16 +16,46 @@
 #include "io/log.h"
 #include "sched/placement.h"
 
+/* Results waiting to be sent (or, on the local link, notified). */
+static uint32_t agent_results_waiting(const struct agent *a)
+{
+    return a->results.count + a->link_results;
+}
+
 /* Results and notices waiting to be sent. */
 static uint32_t agent_pending(const struct agent *a)
 {
-    return a->results.count + a->starts.count;
+    return agent_results_waiting(a) + a->starts.count + a->link_starts;
+}
+
+/* Queue ev on the local link (ownership of ev->fwd passes); the first
+ * pending event starts the batching clock as a message's first item. */
+static void agent_link_event(struct agent *a, const struct local_event *ev)
+{
+    if (agent_pending(a) == 0)
+        clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+    if (!local_link_send_event(a->link, ev)) {
+        free(ev->fwd);
+        log_fatal("Rank %d: the link to the master is full (%s)", a->cfg.rank, strerror(errno));
+        a->failed = true;
+        return;
+    }
+    if (ev->kind == LOCAL_RESULT)
+        a->link_results++;
+    else
+        a->link_starts++;
 }
 
 void agent__started(struct agent *a, const struct slot *s)
 {
     if (!s->notify_start)
         return;
+    if (a->link) {
+        agent_link_event(
+            a, &(struct local_event){
+                   .kind = LOCAL_STARTED, .id = s->id, .attempt = s->attempt, .start = s->start});
+        return;
+    }
     struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
     if (a->starts.count == 0) {
         if (msg_begin(&a->starts, MSG_STARTED) < 0)
@@ -40,9 +70,41 @@ oom:
     a->failed = true;
 }
 
+/* The result on the local link: the forwarded data, if any, in a copy of
+ * its own (the one allocation of this path, only for tasks with -f/-F). */
+static void agent_link_result(struct agent *a, const struct slot *s, int status, int exec_errno,
+                              double duration)
+{
+    struct local_event ev = {.kind = LOCAL_RESULT,
+                             .id = s->id,
+                             .attempt = s->attempt,
+                             .status = status,
+                             .exec_errno = exec_errno,
+                             .nfwd = a->fwd_pack.count,
+                             .start = s->start,
+                             .duration = duration};
+    if (a->fwd_pack.len) {
+        ev.fwd = malloc(a->fwd_pack.len);
+        if (!ev.fwd) {
+            log_fatal("Out of memory for the forwarded data of rank %d", a->cfg.rank);
+            a->failed = true;
+            return;
+        }
+        memcpy(ev.fwd, a->fwd_pack.data, a->fwd_pack.len);
+        ev.fwd_len = a->fwd_pack.len;
+    }
+    a->fwd_pack.len = a->fwd_pack.count = 0;
+    a->results_release |= s->releases;
+    agent_link_event(a, &ev);
+}
+
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration)
 {
+    if (a->link) {
+        agent_link_result(a, s, status, exec_errno, duration);
+        return;
+    }
     struct msg_result r = {.id = s->id,
                            .attempt = s->attempt,
                            .status = status,
@@ -95,9 +157,10 @@ static long agent_result_wait_ms(const struct agent *a)
 {
     if (agent_pending(a) == 0)
         return -1;
-    if (a->results.count >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
+    uint32_t results = agent_results_waiting(a);
+    if (results >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
         return 0;
-    if (a->results.count > 0 && !a->low_water_sent && agent_at_low_water(a))
+    if (results > 0 && !a->low_water_sent && agent_at_low_water(a))
         return 0; /* the master reopens this node on these results */
     /* a node with a full round of work queued does not need the master
      * soon: let its results gather longer (fewer, bigger messages), and
@@ -133,6 +196,9 @@ static void agent_flush_results(struct agent *a)
         return;
     agent_send(a, &a->starts, "start notices");
     agent_send(a, &a->results, "results");
+    if (a->link_results + a->link_starts > 0)
+        local_link_notify_master(a->link);
+    a->link_results = a->link_starts = 0;
     a->results_release = false;
     a->low_water_sent |= low;
 }
@@ -170,12 +236,29 @@ static void agent_cancel_task(struct agent *a, const struct msg_task *t)
     agent__add_result(a, &s, 0, ECANCELED, 0.0);
 }
 
+/* A task from the local link with -f/-F: its forwards in wire form, in the
+ * agent's scratch buffer (agent__launch() copies what it keeps).  -1 with
+ * ENOMEM. */
+static int agent_pack_local_forwards(struct agent *a, struct msg_task *t)
+{
+    if (msg_pack_forwards(local_link_dag(a->link), t->id, &a->fwd_scratch, &a->fwd_scratch_cap,
+                          &t->fwd_len) < 0)
+        return -1;
+    t->fwd = a->fwd_scratch;
+    return 0;
+}
+
 /* Start queued tasks while this rank's CPUs and memory allow. */
 static void agent_pump(struct agent *a)
 {
     struct node_task nt;
     while (!a->failed &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
+        if (!nt.batch && nt.t.nfwd && agent_pack_local_forwards(a, &nt.t) < 0) {
+            log_fatal("Out of memory for the forwards of task %s", nt.t.name);
+            a->failed = true;
+            break;
+        }
         if (!agent__launch(a, &nt.t, nt.batch))
             agent__batch_unref(nt.batch);
     }
@@ -188,6 +271,40 @@ static void agent_cancel_queued(struct agent *a)
         agent_cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
     }
+}
+
+/* Queue task t (of batch b, or from the local link when b is NULL), or
+ * settle it at once: null executor, or too late to start anything. */
+static void agent_queue_task(struct agent *a, const struct msg_task *t, struct batch *b)
+{
+    if (a->cfg.null_executor)
+        agent_null_task(a, t);
+    else if (a->aborting || a->draining)
+        agent_cancel_task(a, t);
+    else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus,
+                     &(struct node_task){.t = *t, .batch = b}) < 0)
+        a->failed = true;
+    else if (b)
+        b->refs++;
+}
+
+/* The tasks the master handed over on the local link (local_link.h): the
+ * same items a TASKS message would carry, built from the DAG. */
+static void agent_take_local(struct agent *a)
+{
+    struct local_task lt;
+    bool any = false;
+    while (a->link && local_link_take_task(a->link, &lt)) {
+        struct msg_task t;
+        msg_task_from_dag(local_link_dag(a->link), lt.id, &t);
+        t.attempt = lt.attempt;
+        t.flags = lt.flags;
+        t.time_limit_ms = lt.time_limit_ms;
+        agent_queue_task(a, &t, NULL);
+        any = true;
+    }
+    if (any)
+        agent_pump(a);
 }
 
 /* Queue the tasks of m; returns true when m is now owned by the queue. */
@@ -203,17 +320,8 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
     }
     b->mail = m;
     b->refs = 1; /* held while this loop runs */
-    while ((rc = msg_next_task(r, &t, &err)) == 1) {
-        if (a->cfg.null_executor)
-            agent_null_task(a, &t);
-        else if (a->aborting || a->draining)
-            agent_cancel_task(a, &t); /* too late to start anything */
-        else if (nq_push(&a->queue, t.cpus, t.memory_mb, t.gpus,
-                         &(struct node_task){.t = t, .batch = b}) == 0)
-            b->refs++;
-        else
-            a->failed = true;
-    }
+    while ((rc = msg_next_task(r, &t, &err)) == 1)
+        agent_queue_task(a, &t, b);
     if (rc < 0) {
         log_error("Bad TASKS message from the master: %s", err.text);
         a->failed = true;
@@ -273,12 +381,15 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     return false;
 }
 
+/* The mailbox, then the local link: the master hands tasks over before
+ * the DRAIN or ABORT that must cancel them (local_link.h). */
 static void agent_drain_mailbox(struct agent *a)
 {
     struct mail *m;
     while ((m = mailbox_pop(&a->box)) != NULL)
         if (!agent_handle_mail(a, m))
             mail_free(m);
+    agent_take_local(a);
 }
 
 /* ms until the kill deadline during an abort, else -1 (no timeout). */
@@ -493,6 +604,16 @@ struct mailbox *agent_mailbox(struct agent *a)
     return &a->box;
 }
 
+uint32_t agent_cpus(const struct agent *a)
+{
+    return a->cfg.cpus;
+}
+
+void agent_set_local_link(struct agent *a, struct local_link *l)
+{
+    a->link = l;
+}
+
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
 {
     a->comm = c;
@@ -536,6 +657,7 @@ void agent_destroy(struct agent *a)
     mail_free(a->bye_mail);
     msg_free(&a->results);
     msg_free(&a->starts);
+    free(a->fwd_scratch);
     msg_free(&a->fwd_pack);
     taskio_file_close(&a->out);
     taskio_file_close(&a->err);

@@ -70,6 +70,16 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
 /* The inbox that comm_create() must deliver TASKS/SHUTDOWN/ABORT into. */
 struct mailbox *agent_mailbox(struct agent *a);
 
+/* CPUs this agent offers (its HELLO's). */
+uint32_t agent_cpus(const struct agent *a);
+
+struct local_link;
+/* Take tasks from l and give events back through it instead of TASKS and
+ * RESULTS/STARTED messages: the agent of the master's own rank
+ * (engine/local_link.h).  Call before agent_start(); l must outlive the
+ * agent thread. */
+void agent_set_local_link(struct agent *a, struct local_link *l);
+
 /* Start the agent thread; it sends HELLO through c first.  0, or -1 with err. */
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
 

@@ -19,6 +19,7 @@
 #include "engine/agent.h"
 #include "engine/forward.h"
 #include "engine/launcher.h"
+#include "engine/local_link.h"
 #include "engine/watchdog.h"
 #include "io/clock.h"
 #include "io/msg.h"
@@ -40,7 +41,9 @@ struct batch {
 };
 
 /* The item of the agent's node queue (sched/node_queue.h): a decoded TASKS
- * item, whose strings point into batch's message. */
+ * item, whose strings point into batch's message; or, from the local link
+ * (batch NULL), an item built from the DAG, whose strings point into the
+ * DAG's arena and whose forwards are packed when it starts. */
 struct node_task {
     struct msg_task t;
     struct batch *batch;
@@ -92,8 +95,13 @@ struct agent {
     char **base_env; /* environ without the PMC_* variables we set */
     size_t base_env_n;
     struct msgbuf results;
-    struct msgbuf starts;   /* STARTED notices, sent just before the results */
-    struct msgbuf fwd_pack; /* forwarded data of the task being reported */
+    struct msgbuf starts;    /* STARTED notices, sent just before the results */
+    struct msgbuf fwd_pack;  /* forwarded data of the task being reported */
+    struct local_link *link; /* rank 0's node: events go here, not in messages */
+    uint32_t link_results;   /* results queued on link since the last notify */
+    uint32_t link_starts;    /* start notices likewise */
+    char *fwd_scratch;       /* a local task's forwards in wire form (msg.h) */
+    size_t fwd_scratch_cap;
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
     uint32_t cpus_free;      /* local accounting of the host's resources */

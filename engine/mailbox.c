@@ -63,6 +63,8 @@ int mailbox_init(struct mailbox *mb)
     atomic_init(&mb->head, &mb->stub);
     mb->tail = &mb->stub;
     atomic_init(&mb->sleeping, 0);
+    mb->more = NULL;
+    mb->more_arg = NULL;
     mb->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     return mb->efd < 0 ? -1 : 0;
 }
@@ -141,10 +143,30 @@ static int mailbox_nonempty(struct mailbox *mb)
     return atomic_load_explicit(&mb->head, memory_order_seq_cst) != tail;
 }
 
+void mailbox_watch(struct mailbox *mb, bool (*more)(void *), void *arg)
+{
+    mb->more = more;
+    mb->more_arg = arg;
+}
+
+void mailbox_notify(struct mailbox *mb)
+{
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&mb->sleeping, memory_order_relaxed))
+        mailbox_wake(mb);
+}
+
+/* The watched channel holds something (mailbox_watch). */
+static bool mailbox_more(struct mailbox *mb)
+{
+    return mb->more && mb->more(mb->more_arg);
+}
+
 int mailbox_prepare_sleep(struct mailbox *mb)
 {
     atomic_store_explicit(&mb->sleeping, 1, memory_order_seq_cst);
-    if (mailbox_nonempty(mb)) {
+    atomic_thread_fence(memory_order_seq_cst); /* the store before more()'s loads */
+    if (mailbox_nonempty(mb) || mailbox_more(mb)) {
         atomic_store_explicit(&mb->sleeping, 0, memory_order_relaxed);
         return 1;
     }
@@ -163,7 +185,7 @@ int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg)
 {
     uint64_t end = pmc_mono_ns() + (uint64_t)us * 1000u;
     for (uint32_t i = 1;; i++) {
-        if (mailbox_nonempty(mb) || (more && more(arg)))
+        if (mailbox_nonempty(mb) || mailbox_more(mb) || (more && more(arg)))
             return 1;
         if ((i & 63) == 0 && pmc_mono_ns() >= end)
             return 0;

@@ -68,6 +68,8 @@ struct mailbox {
     struct mail stub;
     PMC_ATOMIC(int) sleeping; /* consumer is about to block on efd */
     int efd;                  /* eventfd, EFD_NONBLOCK | EFD_CLOEXEC */
+    bool (*more)(void *);     /* a second channel (mailbox_watch), or NULL */
+    void *more_arg;
 };
 
 /* Initialise.  Returns 0, or -1 with errno from eventfd(). */
@@ -121,6 +123,21 @@ void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_
  * sleeping.  Call mailbox_awake() after the blocking call returns. */
 int mailbox_prepare_sleep(struct mailbox *mb);
 void mailbox_awake(struct mailbox *mb);
+
+/* A second channel the consumer reads besides the box: a lock-free ring
+ * that another thread fills without mails (engine/local_link.h).  more(arg)
+ * says whether it holds something; mailbox_prepare_sleep(), mailbox_wait()
+ * and mailbox_spin() then treat it as mail, so the consumer never sleeps on
+ * a full channel.  more runs on the consumer thread, after a seq_cst fence
+ * that follows the `sleeping` store.  Call before the box is shared. */
+void mailbox_watch(struct mailbox *mb, bool (*more)(void *), void *arg);
+
+/* For the producer of a watched channel, after it published something:
+ * wake the consumer if it is asleep or about to sleep (a seq_cst fence,
+ * then `sleeping`: with the fence before more() this is the same
+ * handshake as mailbox_push()'s).  Any thread; a system call only when the
+ * consumer sleeps. */
+void mailbox_notify(struct mailbox *mb);
 
 /* Wake the consumer (e.g. from a signal handler: only write(2) is used). */
 void mailbox_wake(struct mailbox *mb);

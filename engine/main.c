@@ -21,6 +21,7 @@
 #include "engine/comm.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
+#include "engine/local_link.h"
 #include "engine/master.h"
 #include "engine/options.h"
 #include "engine/topology.h"
@@ -338,6 +339,17 @@ static int run(const struct rank_info *ri, struct master *m, struct agent *a)
     if (!m && !a)
         return 0;
     struct pmc_error err;
+    struct local_link *link = NULL;
+    if (m && a) { /* rank 0's own node: no messages (issue 10) */
+        link = local_link_create(master_dag(m), agent_cpus(a), master_mailbox(m), agent_mailbox(a),
+                                 &err);
+        if (!link) {
+            log_fatal("%s", err.text);
+            transport_abort(1);
+        }
+        master_set_local_link(m, link);
+        agent_set_local_link(a, link);
+    }
     struct comm *c = comm_create(ri->rank, ri->size, m ? master_mailbox(m) : NULL,
                                  a ? agent_mailbox(a) : NULL, &err);
     if (!c || (a && agent_start(a, c, &err) < 0)) {
@@ -348,6 +360,7 @@ static int run(const struct rank_info *ri, struct master *m, struct agent *a)
     if (a && agent_join(a) < 0 && ri->rank != 0)
         rc = 1;
     comm_close(c);
+    local_link_destroy(link);
     return rc;
 }
 

@@ -114,6 +114,16 @@ struct mailbox *master_mailbox(struct master *m)
     return &m->box;
 }
 
+const struct dag *master_dag(const struct master *m)
+{
+    return m->dag;
+}
+
+void master_set_local_link(struct master *m, struct local_link *l)
+{
+    m->link = l;
+}
+
 /* ---- outputs: opened before any task runs -------------------------------- */
 
 /* -o/-e PATH, truncated now and written at the end by the stdio merge. */
@@ -277,6 +287,8 @@ static void master_handle_mail(struct master *m, struct mail *ml)
         m->fatal = true;
 }
 
+/* The mailbox, then the local link: the agent queues its events before
+ * the BYE that follows them (local_link.h). */
 static void master_drain(struct master *m)
 {
     struct mail *ml;
@@ -284,6 +296,7 @@ static void master_drain(struct master *m)
         master_handle_mail(m, ml);
         mail_free(ml);
     }
+    master__drain_local(m);
 }
 
 /* ---- the main loop ------------------------------------------------------ */

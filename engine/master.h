@@ -81,6 +81,16 @@ int master_fail_at_start(struct master *m);
 /* The inbox that comm_create() delivers HELLO/RESULTS/BYE/ABORT into. */
 struct mailbox *master_mailbox(struct master *m);
 
+/* The loaded DAG (read-only; lives until master_destroy()).  Any thread. */
+const struct dag *master_dag(const struct master *m);
+
+struct local_link;
+/* Give the tasks of this rank's own node agent (rank 0's node) through l
+ * instead of TASKS messages, and take its results from l
+ * (engine/local_link.h).  Call before master_run()/master_begin(); l must
+ * outlive the run.  Without it the master messages every node. */
+void master_set_local_link(struct master *m, struct local_link *l);
+
 /* Run the workflow to its end: master_begin(), master_step() until it
  * returns true (sleeping on the mailbox in between), master_end().  Returns
  * the process exit status: 0 when every task succeeded, 1 otherwise. */

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "engine/local_link.h"
 #include "engine/master.h"
 #include "engine/monitor.h"
 #include "io/clock.h"
@@ -57,6 +58,7 @@ struct master_stats {
     double first_start, last_end;   /* epoch s, for the makespan */
     uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
     uint64_t result_msgs, results_recv;
+    uint64_t tasks_local, results_local; /* handed over in memory (local_link.h) */
 };
 
 /* A task that failed for good, for the status and summary JSON. */
@@ -109,6 +111,8 @@ struct master {
     struct mailbox box;
     struct mailbox_spin_state spin; /* spin-then-park state of the main loop's waits */
     struct comm *comm;
+    struct local_link *link; /* rank 0's own node, or NULL (local_link.h) */
+    bool link_sent;          /* tasks went through link this round: notify */
     struct rescue_writer *rescue;
     struct master_stats st;
     struct master_status status;
@@ -136,6 +140,8 @@ int master__init_ready(struct master *m);
 void master__dispatch(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);
+/* Apply every event the local agent queued on m->link (none without one). */
+void master__drain_local(struct master *m);
 
 /* master_report.c */
 int master__finish(struct master *m);

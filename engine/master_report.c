@@ -56,6 +56,8 @@ static void master_print_stats(const struct master *m, double wall)
     log_info("Messages from nodes: %lu RESULTS carrying %lu results (%.2f results per message)",
              (unsigned long)m->st.result_msgs, (unsigned long)m->st.results_recv,
              m->st.result_msgs ? (double)m->st.results_recv / m->st.result_msgs : 0.0);
+    log_info("Rank 0's own node, no messages: %lu tasks handed over, %lu results taken back",
+             (unsigned long)m->st.tasks_local, (unsigned long)m->st.results_local);
 }
 
 static void master_print_summary(const struct master *m, bool failed, double wall)

@@ -63,49 +63,49 @@ static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
     return (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5);
 }
 
-/* The task's -f/-F list in the TASKS wire form: (u8 kind, src NUL, dest
- * NUL) per forward, in m's scratch buffer (valid until the next call). */
-static const char *master_pack_forwards(struct master *m, uint32_t t)
+static uint32_t master_task_flags(const struct master *m, uint32_t t)
 {
     const struct dag *d = m->dag;
-    size_t need = 0;
-    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++)
-        need += 3 + strlen(d->arena + d->fwd[j].src) + strlen(d->arena + d->fwd[j].dest);
-    if (need > m->fwd_scratch_cap) {
-        char *p = realloc(m->fwd_scratch, need);
-        if (!p)
-            return NULL;
-        m->fwd_scratch = p;
-        m->fwd_scratch_cap = need;
-    }
-    char *p = m->fwd_scratch;
-    for (uint32_t j = d->fwd_first[t]; j < d->fwd_first[t] + d->nfwd[t]; j++) {
-        *p++ = (char)d->fwd[j].kind;
-        p = stpcpy(p, d->arena + d->fwd[j].src) + 1;
-        p = stpcpy(p, d->arena + d->fwd[j].dest) + 1;
-    }
-    return m->fwd_scratch;
+    return (m->seq ? MSG_TASK_NOTIFY_START : 0) |
+           (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0);
+}
+
+/* Task t's TASKS item as the master sends it (forwards packed in m's
+ * scratch buffer, valid until the next call).  0, or -1 with ENOMEM. */
+static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
+{
+    const struct dag *d = m->dag;
+    msg_task_from_dag(d, t, mt);
+    mt->attempt = m->attempts[t];
+    mt->flags = master_task_flags(m, t);
+    mt->time_limit_ms = task_time_limit_ms(m, t);
+    if (mt->nfwd && msg_pack_forwards(d, t, &m->fwd_scratch, &m->fwd_scratch_cap, &mt->fwd_len) < 0)
+        return -1;
+    mt->fwd = mt->nfwd ? m->fwd_scratch : NULL;
+    return 0;
+}
+
+/* Rank 0's own node: the task goes through the link, no message
+ * (local_link.h).  -1 (ENOBUFS) only on a broken sizing invariant. */
+static int master_hand_over(struct master *m, uint32_t t)
+{
+    struct local_task lt = {.id = t,
+                            .attempt = m->attempts[t],
+                            .flags = master_task_flags(m, t),
+                            .time_limit_ms = task_time_limit_ms(m, t)};
+    if (!local_link_send_task(m->link, &lt))
+        return -1;
+    m->link_sent = true;
+    m->st.tasks_local++;
+    return 0;
 }
 
 static int master_batch_task(struct master *m, struct node *n, uint32_t t)
 {
-    const struct dag *d = m->dag;
-    struct msg_task mt = {.id = t,
-                          .attempt = m->attempts[t],
-                          .cpus = d->cpus[t],
-                          .memory_mb = d->memory_mb[t],
-                          .flags =
-                              (m->seq ? MSG_TASK_NOTIFY_START : 0) |
-                              (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0),
-                          .gpus = d->gpus[t],
-                          .time_limit_ms = task_time_limit_ms(m, t),
-                          .name = dag_task_name(d, t),
-                          .pegasus_id = d->arena + d->pegasus_id[t],
-                          .argc = d->argc[t],
-                          .argv = d->arena + d->argv[t],
-                          .nfwd = d->nfwd[t],
-                          .fwd = d->nfwd[t] ? master_pack_forwards(m, t) : NULL};
-    if (mt.nfwd && !mt.fwd)
+    if (m->link && n->rank == 0)
+        return master_hand_over(m, t);
+    struct msg_task mt;
+    if (master_task_item(m, t, &mt) < 0)
         return -1;
     if (n->batch.count == 0) {
         if (msg_begin(&n->batch, MSG_TASKS) < 0)
@@ -155,6 +155,9 @@ static void master_send_batches(struct master *m)
         }
     }
     m->nbatch = 0;
+    if (m->link_sent)
+        local_link_notify_agent(m->link);
+    m->link_sent = false;
 }
 
 void master__dispatch(struct master *m)
@@ -163,7 +166,7 @@ void master__dispatch(struct master *m)
         return;
     double left = m->stop_mono > 0 ? m->stop_mono - pmc_mono_s() : INFINITY;
     if (placement_dispatch(m->place, m->ready, &m->demand, left, master_assign_cb, m) < 0) {
-        log_fatal("Out of memory while scheduling");
+        log_fatal("Cannot dispatch tasks: %s", strerror(errno));
         m->fatal = true;
     }
     master_send_batches(m);
@@ -333,8 +336,21 @@ static int master_node_index(const struct master *m, int rank, const char *what)
     return idx;
 }
 
-/* STARTED notices (asked for with MSG_TASK_NOTIFY_START when the event logs
- * want tasks): EXECUTE with the task's real start time. */
+/* A STARTED notice (asked for with MSG_TASK_NOTIFY_START when the event
+ * logs want tasks) from rank `rank`: EXECUTE with the task's real start
+ * time.  -1 when the task is not running. */
+static int master_apply_started(struct master *m, int rank, const struct msg_started *st)
+{
+    uint32_t t = st->id;
+    if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || st->attempt != m->attempts[t]) {
+        log_error("Rank %d says task id %u attempt %u started, but it is not running", rank, t,
+                  st->attempt);
+        return -1;
+    }
+    master_task_executed(m, t, st->start);
+    return 0;
+}
+
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r)
 {
     int idx = master_node_index(m, ml->peer, "STARTED");
@@ -343,15 +359,9 @@ int master__handle_started(struct master *m, struct mail *ml, struct msg_reader 
     struct msg_started st;
     struct pmc_error err;
     int rc;
-    while ((rc = msg_next_started(r, &st, &err)) == 1) {
-        uint32_t t = st.id;
-        if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || st.attempt != m->attempts[t]) {
-            log_error("Rank %d says task id %u attempt %u started, but it is not running", ml->peer,
-                      t, st.attempt);
+    while ((rc = msg_next_started(r, &st, &err)) == 1)
+        if (master_apply_started(m, ml->peer, &st) < 0)
             return -1;
-        }
-        master_task_executed(m, t, st.start);
-    }
     if (rc < 0)
         log_error("Bad STARTED from rank %d: %s", ml->peer, err.text);
     return rc;
@@ -374,4 +384,41 @@ int master__handle_results(struct master *m, struct mail *ml, struct msg_reader 
     if (rc < 0)
         log_error("Bad RESULTS from rank %d: %s", ml->peer, err.text);
     return rc;
+}
+
+/* One event of the local agent (local_link.h), as its STARTED or RESULTS
+ * item would be applied.  -1 when it does not match a running task. */
+static int master_apply_event(struct master *m, int idx, const struct local_event *ev)
+{
+    if (ev->kind == LOCAL_STARTED) {
+        struct msg_started st = {.id = ev->id, .attempt = ev->attempt, .start = ev->start};
+        return master_apply_started(m, 0, &st);
+    }
+    struct msg_result r = {.id = ev->id,
+                           .attempt = ev->attempt,
+                           .status = ev->status,
+                           .exec_errno = ev->exec_errno,
+                           .start = ev->start,
+                           .duration = ev->duration,
+                           .nfwd = ev->nfwd,
+                           .fwd = ev->fwd,
+                           .fwd_len = ev->fwd_len};
+    m->st.results_local++;
+    return master_apply_result(m, &m->nodes[idx], &r);
+}
+
+void master__drain_local(struct master *m)
+{
+    if (!m->link || !m->nodes)
+        return;
+    int idx = m->node_of_rank[0];
+    struct local_event ev;
+    while (local_link_take_event(m->link, &ev)) {
+        if (idx < 0 || master_apply_event(m, idx, &ev) < 0) {
+            if (idx < 0)
+                log_error("An event from rank 0's node before its HELLO");
+            m->fatal = true;
+        }
+        free(ev.fwd);
+    }
 }

@@ -256,13 +256,14 @@ static json_t *messages_json(const struct master *m)
     struct comm_stats cs = {0};
     if (m->comm)
         comm_get_stats(m->comm, &cs);
-    return json_pack("{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "to_nodes",
-                     "tasks_messages", (json_int_t)m->st.task_msgs, "tasks",
-                     (json_int_t)m->st.tasks_sent, "from_nodes", "results_messages",
-                     (json_int_t)m->st.result_msgs, "results", (json_int_t)m->st.results_recv,
-                     "mpi", "messages_sent", (json_int_t)cs.msgs_sent, "bytes_sent",
-                     (json_int_t)cs.bytes_sent, "messages_received", (json_int_t)cs.msgs_recv,
-                     "bytes_received", (json_int_t)cs.bytes_recv);
+    return json_pack(
+        "{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "to_nodes",
+        "tasks_messages", (json_int_t)m->st.task_msgs, "tasks", (json_int_t)m->st.tasks_sent,
+        "from_nodes", "results_messages", (json_int_t)m->st.result_msgs, "results",
+        (json_int_t)m->st.results_recv, "local_node", "tasks", (json_int_t)m->st.tasks_local,
+        "results", (json_int_t)m->st.results_local, "mpi", "messages_sent",
+        (json_int_t)cs.msgs_sent, "bytes_sent", (json_int_t)cs.bytes_sent, "messages_received",
+        (json_int_t)cs.msgs_recv, "bytes_received", (json_int_t)cs.bytes_recv);
 }
 
 static json_t *machine_json(const struct master *m)

@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/dag.h"
 #include "io/grow.h"
 
 _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 binary64");
@@ -713,4 +714,42 @@ int msg_task_next_fwd(const struct msg_task *t, uint32_t *pos, uint32_t *kind, c
     *dest = d;
     *pos = (uint32_t)(p - base);
     return 1;
+}
+
+/* ---- items from the DAG ------------------------------------------------- */
+
+void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out)
+{
+    *out = (struct msg_task){.id = t,
+                             .cpus = d->cpus[t],
+                             .memory_mb = d->memory_mb[t],
+                             .gpus = d->gpus[t],
+                             .name = dag_task_name(d, t),
+                             .pegasus_id = d->arena + d->pegasus_id[t],
+                             .argc = d->argc[t],
+                             .argv = d->arena + d->argv[t],
+                             .nfwd = d->nfwd[t]};
+}
+
+int msg_pack_forwards(const struct dag *d, uint32_t t, char **buf, size_t *cap, size_t *len)
+{
+    const struct dag_forward *f = d->fwd + d->fwd_first[t];
+    size_t need = 0;
+    for (uint32_t j = 0; j < d->nfwd[t]; j++)
+        need += 3 + strlen(d->arena + f[j].src) + strlen(d->arena + f[j].dest);
+    if (need > *cap) {
+        char *p = realloc(*buf, need);
+        if (!p)
+            return -1;
+        *buf = p;
+        *cap = need;
+    }
+    char *p = *buf;
+    for (uint32_t j = 0; j < d->nfwd[t]; j++) {
+        *p++ = (char)f[j].kind;
+        p = stpcpy(p, d->arena + f[j].src) + 1;
+        p = stpcpy(p, d->arena + f[j].dest) + 1;
+    }
+    *len = need;
+    return 0;
 }

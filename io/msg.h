@@ -215,6 +215,22 @@ int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_e
 int msg_result_next_fwd(const struct msg_result *r, size_t *pos, uint32_t *fwd_index,
                         const uint8_t **data, uint32_t *len);
 
+struct dag;
+
+/* Task t of d as a TASKS item: every field that comes from the DAG (id,
+ * cpus, memory_mb, gpus, name, pegasus_id, argc, argv, nfwd; the strings
+ * point into d's arena and live as long as d).  attempt, flags and
+ * time_limit_ms are left 0 for the caller, fwd NULL and fwd_len 0
+ * (msg_pack_forwards() fills them when nfwd > 0).  Any thread; d is only
+ * read. */
+void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out);
+
+/* Task t's -f/-F list (d->nfwd[t] forwards) in the wire form of
+ * msg_task.fwd, written to *buf (cap bytes; grown with realloc as needed,
+ * owned by the caller, reused across calls); *len gets the bytes used.
+ * 0, or -1 with ENOMEM (*buf and *cap unchanged). */
+int msg_pack_forwards(const struct dag *d, uint32_t t, char **buf, size_t *cap, size_t *len);
+
 /* Iterate the forwards of a decoded task (bounded by t->fwd_len) the same
  * way: *pos starts at 0.  Returns 1 with kind/src/dest, 0 at the end, -1 if
  * malformed. */

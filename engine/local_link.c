@@ -1,0 +1,105 @@
+/* local_link.c - the master's and its own agent's rings; see local_link.h. */
+#include "engine/local_link.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "sched/placement.h"
+#include "sched/spsc_ring.h"
+
+struct local_link {
+    const struct dag *dag;
+    struct spsc_ring *tasks;  /* master -> agent */
+    struct spsc_ring *events; /* agent -> master */
+    struct mailbox *master_box, *agent_box;
+};
+
+static bool tasks_waiting(void *arg)
+{
+    return spsc_ring_size(((struct local_link *)arg)->tasks) > 0;
+}
+
+static bool events_waiting(void *arg)
+{
+    return spsc_ring_size(((struct local_link *)arg)->events) > 0;
+}
+
+struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct mailbox *master_box,
+                                     struct mailbox *agent_box, struct pmc_error *err)
+{
+    /* the most tasks committed to the node at once: placement.h */
+    uint64_t most = (uint64_t)cpus + placement_window(cpus);
+    struct local_link *l = calloc(1, sizeof *l);
+    if (l && most <= SPSC_RING_MAX / 2) {
+        l->tasks = spsc_ring_create((uint32_t)most, sizeof(struct local_task));
+        l->events = spsc_ring_create((uint32_t)(2 * most), sizeof(struct local_event));
+    }
+    if (!l || !l->tasks || !l->events) {
+        local_link_destroy(l);
+        pmc_errorf(err, "cannot create the master's link to its node: out of memory");
+        return NULL;
+    }
+    l->dag = d;
+    l->master_box = master_box;
+    l->agent_box = agent_box;
+    mailbox_watch(master_box, events_waiting, l);
+    mailbox_watch(agent_box, tasks_waiting, l);
+    return l;
+}
+
+void local_link_destroy(struct local_link *l)
+{
+    if (!l)
+        return;
+    if (l->master_box) {
+        mailbox_watch(l->master_box, NULL, NULL);
+        mailbox_watch(l->agent_box, NULL, NULL);
+    }
+    struct local_event ev;
+    while (l->events && spsc_ring_pop(l->events, &ev))
+        free(ev.fwd);
+    spsc_ring_destroy(l->tasks);
+    spsc_ring_destroy(l->events);
+    free(l);
+}
+
+const struct dag *local_link_dag(const struct local_link *l)
+{
+    return l->dag;
+}
+
+bool local_link_send_task(struct local_link *l, const struct local_task *t)
+{
+    if (spsc_ring_push(l->tasks, t))
+        return true;
+    errno = ENOBUFS;
+    return false;
+}
+
+void local_link_notify_agent(struct local_link *l)
+{
+    mailbox_notify(l->agent_box);
+}
+
+bool local_link_take_task(struct local_link *l, struct local_task *t)
+{
+    return spsc_ring_pop(l->tasks, t);
+}
+
+bool local_link_send_event(struct local_link *l, const struct local_event *ev)
+{
+    if (spsc_ring_push(l->events, ev))
+        return true;
+    errno = ENOBUFS;
+    return false;
+}
+
+void local_link_notify_master(struct local_link *l)
+{
+    mailbox_notify(l->master_box);
+}
+
+bool local_link_take_event(struct local_link *l, struct local_event *ev)
+{
+    return spsc_ring_pop(l->events, ev);
+}
