@@ -281,7 +281,7 @@ static void agent_queue_task(struct agent *a, const struct msg_task *t, struct b
         agent_null_task(a, t);
     else if (a->aborting || a->draining)
         agent_cancel_task(a, t);
-    else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus,
+    else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
                      &(struct node_task){.t = *t, .batch = b}) < 0)
         a->failed = true;
     else if (b)

@@ -37,8 +37,10 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
 
 #define MSG_MAX_LEN ((size_t)UINT32_MAX) /* the header's u32 length */
 #define INITIAL_CAP 512
-#define HELLO_FIXED 24  /* host_rank, host_ranks, cpus, gpus, memory_mb */
-#define TASK_FIXED 36   /* id, attempt, cpus, memory_mb, flags, argc, nfwd, gpus, time_limit_ms */
+#define HELLO_FIXED 24 /* host_rank, host_ranks, cpus, gpus, memory_mb */
+#define TASK_FIXED                                                                                 \
+    40                  /* id, attempt, cpus, memory_mb, flags, argc, nfwd, gpus, time_limit_ms,   \
+                         * priority */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
 #define STARTED_SIZE 16 /* id, attempt, start: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
@@ -248,6 +250,7 @@ int msg_add_task(struct msgbuf *b, const struct msg_task *t)
     put_u32(p + 24, t->nfwd);
     put_u32(p + 28, t->gpus);
     put_u32(p + 32, t->time_limit_ms);
+    put_i32(p + 36, t->priority);
     p += TASK_FIXED;
     memcpy(p, t->name, name_len);
     p += name_len;
@@ -578,6 +581,7 @@ static int decode_task(const struct msg_reader *r, const uint8_t **pp, struct ms
     t->nfwd = get_u32(p + 24);
     t->gpus = get_u32(p + 28);
     t->time_limit_ms = get_u32(p + 32);
+    t->priority = get_i32(p + 36);
     p += TASK_FIXED;
     if (decode_task_strs(r, &p, t, err) < 0)
         return -1;
@@ -724,6 +728,7 @@ void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out)
                              .cpus = d->cpus[t],
                              .memory_mb = d->memory_mb[t],
                              .gpus = d->gpus[t],
+                             .priority = d->priority[t],
                              .name = dag_task_name(d, t),
                              .pegasus_id = d->arena + d->pegasus_id[t],
                              .argc = d->argc[t],

@@ -18,7 +18,7 @@
  *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
  *            u32 flags (bit set of MSG_TASK_*; unknown bits are an error),
  *            u32 argc, u32 nfwd, u32 gpus, u32 time_limit_ms (0: none),
- *            str name, str pegasus_id, argc x str argv,
+ *            i32 priority (-p), str name, str pegasus_id, argc x str argv,
  *            nfwd x (u8 kind (0 or 1), str src, str dest)
  *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
  *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
@@ -42,11 +42,11 @@
  * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN count 0 and no body.
  *
  * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
- * time_limit_ms.  STARTED and MSG_TASK_NOTIFY_START came without a bump:
- * messages never outlive a run and every rank of a run is the same
- * executable, so no peer with the older protocol can take part; the version
- * still turns a mixed install into a clear error.  Bump it when an existing
- * item's layout or meaning changes.
+ * time_limit_ms.  MSG_VERSION 3: TASKS items carry the task's priority, so
+ * that a node starts its queued tasks in priority order (issue 10).  STARTED and
+ * MSG_TASK_NOTIFY_START came without a bump: messages never outlive a run and every rank of a run
+ * is the same executable, so no peer with the older protocol can take part; the version still turns
+ * a mixed install into a clear error.  Bump it when an existing item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -63,7 +63,7 @@ extern "C" {
 #endif
 
 #define MSG_MAGIC 0x504d4348u
-#define MSG_VERSION 2
+#define MSG_VERSION 3
 #define MSG_HEADER_SIZE 16
 
 enum msg_kind {
@@ -106,6 +106,7 @@ struct msg_task {
     uint32_t flags;         /* bit set of MSG_TASK_*; unknown bits are an error */
     uint32_t gpus;          /* GPUs requested */
     uint32_t time_limit_ms; /* hard run-time limit, ms; 0 = none */
+    int32_t priority;       /* -p: larger first (sched/node_queue.h) */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
     uint32_t argc;
@@ -218,7 +219,7 @@ int msg_result_next_fwd(const struct msg_result *r, size_t *pos, uint32_t *fwd_i
 struct dag;
 
 /* Task t of d as a TASKS item: every field that comes from the DAG (id,
- * cpus, memory_mb, gpus, name, pegasus_id, argc, argv, nfwd; the strings
+ * cpus, memory_mb, gpus, priority, name, pegasus_id, argc, argv, nfwd; the strings
  * point into d's arena and live as long as d).  attempt, flags and
  * time_limit_ms are left 0 for the caller, fwd NULL and fwd_len 0
  * (msg_pack_forwards() fills them when nfwd > 0).  Any thread; d is only

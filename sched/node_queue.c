@@ -10,6 +10,7 @@
 struct nq_need {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
+    int32_t prio;
 };
 
 void nq_init(struct node_queue *q, size_t item_size)
@@ -40,15 +41,25 @@ static int nq_grow(struct node_queue *q)
     return 0;
 }
 
-int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+static int32_t nq_prio(const unsigned char *e)
+{
+    struct nq_need n;
+    memcpy(&n, e, sizeof n);
+    return n.prio;
+}
+
+int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
             const void *item)
 {
     if ((!q->ring || q->len == q->mask + 1) && nq_grow(q) < 0) {
         errno = ENOMEM;
         return -1;
     }
-    unsigned char *e = nq_at(q, q->len);
-    struct nq_need need = {.cpus = cpus, .gpus = gpus, .memory_mb = memory_mb};
+    size_t k = q->len; /* entries of lower priority move back one place */
+    for (; k > 0 && nq_prio(nq_at(q, k - 1)) < prio; k--)
+        memcpy(nq_at(q, k), nq_at(q, k - 1), q->stride);
+    unsigned char *e = nq_at(q, k);
+    struct nq_need need = {.cpus = cpus, .gpus = gpus, .memory_mb = memory_mb, .prio = prio};
     memcpy(e, &need, sizeof need);
     memcpy(e + sizeof need, item, q->item_size);
     q->len++;

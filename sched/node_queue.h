@@ -2,16 +2,22 @@
  *
  * The master sends a node more tasks than it can run at once (a prefetch
  * window, docs/design.md section 2), so the node never idles waiting for a round
- * trip.  The agent keeps them here in arrival order (which is the master's
- * priority order) and starts them as its own CPU, memory and GPU accounting
- * allows, with PMC's deferral rule: when the first task does not fit, the
+ * trip.  The agent keeps them here in priority order (larger first, the
+ * order of arrival among equal priorities: the master's ready-queue order,
+ * PMC manual -p; a task that arrives later with a higher priority than
+ * tasks already queued goes in front of them, since the master sent those
+ * before the new one was ready) and starts them as its own CPU, memory and
+ * GPU accounting allows, with PMC's deferral rule: when the first task does not fit, the
  * first one within the next NQ_DEFER_SCAN entries that fits starts instead,
  * and the others keep their order.
  *
  * Items are opaque to the queue: the caller gives each one's needs (CPUs,
  * memory in MB, GPUs) and item_size bytes that are copied in and out (the
  * agent keeps a decoded TASKS item and its message's handle there).  A
- * growable power-of-two ring: no allocation once warmed up.
+ * growable power-of-two ring: no allocation once warmed up.  A push is O(1)
+ * when it arrives in order (the common case: each batch is sorted) and
+ * moves the lower-priority entries back one place otherwise (at most the
+ * node's prefetch window).
  *
  * Thread-safety: not thread-safe; owned by the agent thread.
  */
@@ -36,9 +42,10 @@ struct node_queue {
 /* An empty queue of items of item_size bytes (> 0).  No allocation. */
 void nq_init(struct node_queue *q, size_t item_size);
 
-/* Append a copy of item (item_size bytes), a task needing cpus, memory_mb
- * (MB) and gpus.  0, or -1 with ENOMEM. */
-int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+/* Queue a copy of item (item_size bytes), a task needing cpus, memory_mb
+ * (MB) and gpus, of priority prio: behind every entry of priority >= prio,
+ * in front of the others.  0, or -1 with ENOMEM. */
+int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
             const void *item);
 
 /* Remove the first task that fits cpus_free, memory_free (MB) and

@@ -404,7 +404,7 @@ static void sim_node_tasks(struct sim *s, uint32_t i, struct mail *m, struct msg
     while ((rc = msg_next_task(r, &t, &err)) == 1) {
         if (n->draining)
             sim_cancel(s, i, &t);
-        else if (nq_push(&n->queue, t.cpus, t.memory_mb, t.gpus,
+        else if (nq_push(&n->queue, t.cpus, t.memory_mb, t.gpus, t.priority,
                          &(struct node_task){.t = t, .batch = b}) == 0)
             b->refs++;
         else

@@ -61,6 +61,7 @@ testutil::DagPtr forward_dag()
     s.cpus = 2;
     s.memory_mb = 300;
     s.gpus = 1;
+    s.priority = -4;
     s.line = 1;
     s.forwards = fwd;
     s.nforwards = 2;
@@ -106,6 +107,7 @@ TEST(LocalLink, TaskFromDagEqualsTheDecodedMessageItem)
     EXPECT_EQ(got.cpus, 2u);
     EXPECT_EQ(got.memory_mb, 300u);
     EXPECT_EQ(got.gpus, 1u);
+    EXPECT_EQ(got.priority, -4);
     EXPECT_STREQ(got.name, "fwd");
     EXPECT_STREQ(got.pegasus_id, "ID7");
     EXPECT_EQ(got.argc, 3u);

@@ -2,7 +2,8 @@
  *
  * Covers: the exact wire bytes of each item kind (golden bytes), round trips
  * of every kind (STARTED and the TASKS flag MSG_TASK_NOTIFY_START included;
- * version 2's HELLO gpus and TASKS gpus and time_limit_ms; version 1 refused),
+ * version 2's HELLO gpus and TASKS gpus and time_limit_ms, version 3's TASKS
+ * priority; versions 1 and 2 refused),
  * msgbuf growth and reuse, failures that leave the buffer
  * unchanged, many items, and hostile input: every truncation, every single
  * byte value at every position, forged counts and lengths, and a seeded fuzz
@@ -346,6 +347,7 @@ TEST(MsgWire, TaskBytes)
     t.flags = MSG_TASK_NOTIFY_START;
     t.gpus = 2;
     t.time_limit_ms = 1500;
+    t.priority = -2;
     t.name = "a";
     t.pegasus_id = nullptr; /* sent as "" */
     t.argc = 2;
@@ -356,7 +358,7 @@ TEST(MsgWire, TaskBytes)
     ASSERT_EQ(0, msg_add_task(&b, &t));
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 65, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 69, 0, 0, 0, 1, 0, 0, 0,  /* header */
         4, 3, 2, 1,              /* id */
         2, 0, 0, 0,              /* attempt */
         1, 0, 0, 0,              /* cpus */
@@ -366,6 +368,7 @@ TEST(MsgWire, TaskBytes)
         1, 0, 0, 0,              /* nfwd */
         2, 0, 0, 0,              /* gpus */
         0xdc, 0x05, 0, 0,        /* time_limit_ms 1500 */
+        0xfe, 0xff, 0xff, 0xff,  /* priority -2 */
         'a', 0,                  /* name */
         0,                       /* pegasus_id "" */
         'x', 0, 'y', 'z', 0,     /* argv */
@@ -376,9 +379,9 @@ TEST(MsgWire, TaskBytes)
     msg_free(&b);
 }
 
-/* gpus and time_limit_ms sit after nfwd, each in its own four bytes, least
- * significant first: distinct bytes show the order and that neither spills
- * into its neighbours. */
+/* gpus, time_limit_ms and priority sit after nfwd, each in its own four
+ * bytes, least significant first: distinct bytes show the order and that
+ * none spills into its neighbours. */
 TEST(MsgWire, TaskGpusAndTimeLimitBytes)
 {
     msgbuf b{};
@@ -389,13 +392,14 @@ TEST(MsgWire, TaskGpusAndTimeLimitBytes)
     t.memory_mb = 0;
     t.gpus = 0x0a0b0c0d;
     t.time_limit_ms = 0xfffffffe;
+    t.priority = 0x01020304;
     t.name = "g";
     t.pegasus_id = "p";
     ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
     ASSERT_EQ(0, msg_add_task(&b, &t));
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 56, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 60, 0, 0, 0, 1, 0, 0, 0,  /* header */
         9, 0, 0, 0,                /* id */
         1, 0, 0, 0,                /* attempt */
         4, 0, 0, 0,                /* cpus */
@@ -405,6 +409,7 @@ TEST(MsgWire, TaskGpusAndTimeLimitBytes)
         0, 0, 0, 0,                /* nfwd */
         0x0d, 0x0c, 0x0b, 0x0a,    /* gpus 0x0a0b0c0d */
         0xfe, 0xff, 0xff, 0xff,    /* time_limit_ms 0xfffffffe */
+        0x04, 0x03, 0x02, 0x01,    /* priority 0x01020304 */
         'g', 0,                    /* name */
         'p', 0,                    /* pegasus_id */
     };
@@ -418,6 +423,7 @@ TEST(MsgWire, TaskGpusAndTimeLimitBytes)
     ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
     EXPECT_EQ(0x0a0b0c0du, out.gpus);
     EXPECT_EQ(0xfffffffeu, out.time_limit_ms);
+    EXPECT_EQ(0x01020304, out.priority);
     EXPECT_EQ(0u, out.nfwd);
     EXPECT_EQ(0u, out.argc);
     msg_free(&b);
@@ -745,6 +751,7 @@ TEST(MsgRoundTrip, TaskGpusAndTimeLimit)
         t.flags = id % 2 ? MSG_TASK_NOTIFY_START : 0;
         t.gpus = c.gpus;
         t.time_limit_ms = c.time_limit_ms;
+        t.priority = static_cast<int32_t>(id * 1000) - 3000 - (id == 6 ? INT32_MAX - 3000 : 0);
         if (id == 3) {
             t.nfwd = 2;
             t.fwd = kFwd;
@@ -764,6 +771,9 @@ TEST(MsgRoundTrip, TaskGpusAndTimeLimit)
         EXPECT_EQ(i + 1, out.id);
         EXPECT_EQ(cases[i].gpus, out.gpus) << "item " << i;
         EXPECT_EQ(cases[i].time_limit_ms, out.time_limit_ms) << "item " << i;
+        EXPECT_EQ(static_cast<int32_t>((i + 1) * 1000) - 3000 - (i + 1 == 6 ? INT32_MAX - 3000 : 0),
+                  out.priority)
+            << "item " << i;
         EXPECT_EQ((i + 1) % 2 ? MSG_TASK_NOTIFY_START : 0u, out.flags);
         EXPECT_EQ(2u, out.cpus);
         EXPECT_EQ(1024u, out.memory_mb);
@@ -1152,7 +1162,7 @@ TEST(MsgMalformed, Header)
  * before anything of the body is looked at; r is left untouched. */
 TEST(MsgMalformed, Version1IsRefused)
 {
-    static_assert(MSG_VERSION == 2, "update this test with the protocol");
+    static_assert(MSG_VERSION == 3, "update this test with the protocol");
     /* A version 1 HELLO as an old node sent it: u32 pad 0 where gpus is now. */
     // clang-format off
     const Bytes hello_v1 = {
@@ -1203,7 +1213,7 @@ TEST(MsgMalformed, Version1IsRefused)
         expect_bad(x, "version 1 not supported");
     }
     /* Neither an older nor a newer version passes. */
-    for (int v : {0, MSG_VERSION + 1, 255}) {
+    for (int v : {0, 2, MSG_VERSION + 1, 255}) {
         Bytes x = hello_msg();
         x[4] = (uint8_t)v;
         expect_bad(x, "version " + std::to_string(v) + " not supported");
@@ -1292,7 +1302,7 @@ TEST(MsgMalformed, TrailingBytes)
 Bytes raw_task(uint32_t argc, uint32_t nfwd, const std::string &tail)
 {
     Bytes m = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
-    Bytes fixed(36, 0);
+    Bytes fixed(40, 0);
     put32(fixed, 20, argc);
     put32(fixed, 24, nfwd);
     m.insert(m.end(), fixed.begin(), fixed.end());
@@ -1320,10 +1330,12 @@ TEST(MsgMalformed, RawTaskBaselineIsValid)
     EXPECT_EQ(1u, o.items);
     EXPECT_TRUE(o.in_bounds);
 
-    /* gpus (offset 28) and time_limit_ms (offset 32) take any value. */
+    /* gpus (offset 28), time_limit_ms (offset 32) and priority (offset 36)
+     * take any value. */
     Bytes m = raw_task(0, 0, "n\0\0"s);
     put32(m, 16 + 28, 0xffffffffu);
     put32(m, 16 + 32, 0x01020304u);
+    put32(m, 16 + 36, 0x80000000u);
     msg_reader r;
     open_ok(&r, m, MSG_TASKS, 1);
     msg_task t{};
@@ -1331,6 +1343,7 @@ TEST(MsgMalformed, RawTaskBaselineIsValid)
     ASSERT_EQ(1, msg_next_task(&r, &t, &err)) << err.text;
     EXPECT_EQ(0xffffffffu, t.gpus);
     EXPECT_EQ(0x01020304u, t.time_limit_ms);
+    EXPECT_EQ(INT32_MIN, t.priority);
     EXPECT_EQ(0u, t.argc);
     EXPECT_EQ(0u, t.nfwd);
     EXPECT_STREQ("n", t.name);
@@ -1357,7 +1370,7 @@ TEST(MsgMalformed, TaskFields)
 
     Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0,
                          0,    0,    0,    0,    1,           0,         0, 0};
-    short_fixed.resize(16 + 38, 0xff); /* enough for the count check, no NUL anywhere */
+    short_fixed.resize(16 + 42, 0xff); /* enough for the count check, no NUL anywhere */
     put32(short_fixed, 16 + 16, 0);    /* but known flags, so the name is reached */
     fix_length(short_fixed);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");

@@ -1,15 +1,15 @@
 // test_node_queue.cc - unit tests of sched/node_queue.h, the node agent's
 // queue and its half of PMC's deferral rule.
 //
-// Order: tasks start in arrival order (the master's priority order) when
-// they fit.  Deferral at the agent: when the first task does not fit the
-// node's free CPUs, memory (MB) or GPUs now, the first one that fits within
-// NQ_DEFER_SCAN entries starts instead and the skipped ones keep their
-// order; a fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting
-// the tasks of a queue against a free-resource budget (as agent_pump() and
-// the simulator do) never overcommits and, once resources come back, starts
-// the deferred tasks first.  nq_pop ignores fit; the ring keeps its order
-// across growth while wrapped; the batch handle travels with each task.
+// Order: tasks start in priority order (larger first), in arrival order
+// among equal priorities, when they fit: a task pushed later with a higher
+// priority goes in front of the lower ones, also while the ring is wrapped.  Deferral at the agent:
+// when the first task does not fit the node's free CPUs, memory (MB) or GPUs now, the first one
+// that fits within NQ_DEFER_SCAN entries starts instead and the skipped ones keep their order; a
+// fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting the tasks of a queue against a
+// free-resource budget (as agent_pump() and the simulator do) never overcommits and, once resources
+// come back, starts the deferred tasks first.  nq_pop ignores fit; the ring keeps its order across
+// growth while wrapped; the batch handle travels with each task.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,10 +43,12 @@ struct Queue {
     }
 };
 
-struct msg_task task(uint32_t id, uint32_t cpus, uint32_t mem = 0, uint32_t gpus = 0)
+struct msg_task task(uint32_t id, uint32_t cpus, uint32_t mem = 0, uint32_t gpus = 0,
+                     int32_t prio = 0)
 {
     struct msg_task t = {};
     t.id = id;
+    t.priority = prio;
     t.attempt = 1;
     t.cpus = cpus;
     t.memory_mb = mem;
@@ -57,7 +59,7 @@ struct msg_task task(uint32_t id, uint32_t cpus, uint32_t mem = 0, uint32_t gpus
 void push(Queue &q, const struct msg_task &t, void *batch = nullptr)
 {
     struct node_task nt = {t, batch};
-    ASSERT_EQ(nq_push(&q.q, t.cpus, t.memory_mb, t.gpus, &nt), 0);
+    ASSERT_EQ(nq_push(&q.q, t.cpus, t.memory_mb, t.gpus, t.priority, &nt), 0);
 }
 
 // Ids of the tasks left, in order (drains the queue).
@@ -109,6 +111,47 @@ TEST(NodeQueue, FittingTasksStartInArrivalOrder)
         EXPECT_EQ(nt.batch, i < 5 ? static_cast<void *>(&batch_a) : &batch_b);
     }
     EXPECT_EQ(nq_len(&q.q), 0u);
+}
+
+TEST(NodeQueue, LaterHigherPriorityGoesInFrontOfLowerOnes)
+{
+    Queue q;
+    push(q, task(0, 1, 0, 0, 5));
+    push(q, task(1, 1, 0, 0, 1));
+    push(q, task(2, 1, 0, 0, 1));
+    push(q, task(3, 1, 0, 0, 5)); // behind 0 (equal), in front of 1 and 2
+    push(q, task(4, 1, 0, 0, 9)); // in front of everything
+    push(q, task(5, 1, 0, 0, -3));
+    push(q, task(6, 1, 0, 0, 1)); // behind 1 and 2, in front of 5
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{4, 0, 3, 1, 2, 6, 5}));
+}
+
+TEST(NodeQueue, PriorityOrderHoldsWhileTheRingIsWrapped)
+{
+    Queue q;
+    struct node_task nt;
+    for (uint32_t i = 0; i < 60; i++) // move the head near the end of 64 cells
+        push(q, task(1000 + i, 1));
+    for (uint32_t i = 0; i < 60; i++)
+        ASSERT_EQ(nq_pop(&q.q, &nt), 1);
+    for (uint32_t i = 0; i < 10; i++)
+        push(q, task(i, 1, 0, 0, 0));
+    push(q, task(10, 1, 0, 0, 1)); // moves the ten back across the wrap
+    std::vector<uint32_t> want = {10};
+    for (uint32_t i = 0; i < 10; i++)
+        want.push_back(i);
+    EXPECT_EQ(drain(q), want);
+}
+
+TEST(NodeQueue, DeferralSkipsToLowerPriorityThatFits)
+{
+    Queue q;
+    push(q, task(0, 1, 0, 0, 0));
+    push(q, task(1, 4, 0, 0, 7)); // highest, but needs 4 CPUs
+    struct node_task nt;
+    ASSERT_EQ(nq_take_fit(&q.q, 2, 0, 0, &nt), 1);
+    EXPECT_EQ(nt.t.id, 0u);
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{1}));
 }
 
 TEST(NodeQueue, TaskThatDoesNotFitNowIsDeferred)
@@ -168,9 +211,13 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
     uint32_t next = 0;
     for (int step = 0; step < 50000; step++) {
         if (rng() % 100 < 55) {
-            struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3);
+            struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3,
+                                     static_cast<int32_t>(rng() % 4));
             push(q, t);
-            model.push_back(t);
+            auto at = std::find_if(model.begin(), model.end(), [&](const struct msg_task &m) {
+                return m.priority < t.priority;
+            });
+            model.insert(at, t);
         } else {
             uint32_t cpus = rng() % 10, gpus = rng() % 3;
             uint64_t mem = rng() % 3000;
