@@ -61,10 +61,11 @@ struct slot {
     uint32_t id, attempt, cpus, memory_mb;
     pid_t pid;
     int pidfd;
-    int out_fd, err_fd; /* capture files, kept open and reused */
-    double start;       /* epoch seconds */
-    struct timespec t0; /* CLOCK_MONOTONIC at spawn */
-    char *strs;         /* name NUL pegasus_id NUL app NUL */
+    int out_fd, err_fd;     /* capture files, kept open and reused */
+    off_t out_len, err_len; /* bytes in them when last measured; -1: not known */
+    double start;           /* epoch seconds */
+    struct timespec t0;     /* CLOCK_MONOTONIC at spawn */
+    char *strs;             /* name NUL pegasus_id NUL app NUL */
     size_t strs_cap;
     char **argv; /* pointers into the TASKS mail, valid during spawn */
     uint32_t argv_cap;

@@ -48,7 +48,8 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
     /* the record starts a line even after output without a final newline */
     char line[4096];
     int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
-    size_t nl = taskio_needs_newline(out_fd) ? 1 : 0;
+    off_t out_len = taskio_size(out_fd);
+    size_t nl = taskio_needs_newline(out_fd, out_len) ? 1 : 0;
     line[0] = '\n';
     size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
     if (len >= sizeof line)
@@ -58,11 +59,15 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
             log_error("Cannot write the record of task %s: %s", name, strerror(errno));
         return;
     }
-    if (taskio_file_append(&a->out, s->out_fd, line, len) < 0 ||
-        taskio_file_append(&a->err, s->err_fd, NULL, 0) < 0) {
+    off_t err_len = taskio_size(s->err_fd);
+    if (out_len < 0 || err_len < 0 ||
+        taskio_file_append(&a->out, s->out_fd, out_len, line, len) < 0 ||
+        taskio_file_append(&a->err, s->err_fd, err_len, NULL, 0) < 0) {
         log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
         a->failed = true;
     }
+    s->out_len = out_len; /* what agent_slot_release() resets */
+    s->err_len = err_len;
 }
 
 static int agent_slot_init(struct slot *s)
@@ -127,8 +132,9 @@ static int agent_slot_argv(struct slot *s, const struct msg_task *t)
 
 static void agent_slot_release(struct agent *a, struct slot *s)
 {
-    taskio_capture_reset(s->out_fd);
-    taskio_capture_reset(s->err_fd);
+    taskio_capture_reset(s->out_fd, s->out_len);
+    taskio_capture_reset(s->err_fd, s->err_len);
+    s->out_len = s->err_len = 0; /* empty now */
     if (s->task_out >= 0)
         close(s->task_out);
     if (s->task_err >= 0)
@@ -164,6 +170,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->memory_mb = t->memory_mb;
     s->start = pmc_epoch_s();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
+    s->out_len = s->err_len = -1; /* the task may write: not known until it ended */
 }
 
 static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)

@@ -15,16 +15,18 @@ size_t records_iso_time(double t, char *buf, size_t size)
     double total_ms = floor(t * 1000.0 + 0.5);
     time_t sec = (time_t)floor(total_ms / 1000.0);
     int ms = (int)(total_ms - (double)sec * 1000.0);
+    /* localtime_r reads the zone once; the fields are printed here rather
+     * than with strftime(), which calls tzset() and so re-reads
+     * /etc/localtime on every call (7 system calls per task record) */
     struct tm tm;
     localtime_r(&sec, &tm);
-    char date[24];
-    strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%S", &tm);
     long off = tm.tm_gmtoff;
     char sign = off < 0 ? '-' : '+';
     if (off < 0)
         off = -off;
-    int n =
-        snprintf(buf, size, "%s.%03d%c%02ld:%02ld", date, ms, sign, off / 3600, (off % 3600) / 60);
+    int n = snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03d%c%02ld:%02ld",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     ms, sign, off / 3600, (off % 3600) / 60);
     return n < 0 ? 0 : (size_t)n;
 }
 

@@ -22,22 +22,28 @@ static const char *taskio_tmpdir(void)
 int taskio_capture_open(void)
 {
     const char *dir = taskio_tmpdir();
-    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC | O_APPEND, 0600);
     if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
         return fd;
     char path[4096];
     snprintf(path, sizeof path, "%s/pmc-hybrid.XXXXXX", dir);
-    fd = mkostemp(path, O_CLOEXEC);
+    fd = mkostemp(path, O_CLOEXEC | O_APPEND);
     if (fd >= 0)
         unlink(path);
     return fd;
 }
 
-int taskio_capture_reset(int fd)
+off_t taskio_size(int fd)
 {
-    if (ftruncate(fd, 0) < 0)
-        return -1;
-    return lseek(fd, 0, SEEK_SET) < 0 ? -1 : 0;
+    struct stat st;
+    return fstat(fd, &st) < 0 ? -1 : st.st_size;
+}
+
+int taskio_capture_reset(int fd, off_t len)
+{
+    if (len == 0)
+        return 0;
+    return ftruncate(fd, 0);
 }
 
 /* Copy len bytes of src (from *soff) into dst at *doff with read/pwrite. */
@@ -95,27 +101,20 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
     return 0;
 }
 
-int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer, size_t trailer_len)
+int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char *trailer,
+                       size_t trailer_len)
 {
-    struct stat st;
-    if (src_fd >= 0) {
-        if (fstat(src_fd, &st) < 0)
-            return -1;
-        if (st.st_size > 0 && taskio_copy_to_file(f->fd, src_fd, st.st_size, &f->end) < 0)
-            return -1;
-    }
+    if (src_fd >= 0 && len > 0 && taskio_copy_to_file(f->fd, src_fd, len, &f->end) < 0)
+        return -1;
     if (trailer_len > 0)
         return fdio_pwrite_all(f->fd, trailer, trailer_len, &f->end) == 0 ? 0 : -1;
     return 0;
 }
 
-int taskio_needs_newline(int fd)
+int taskio_needs_newline(int fd, off_t len)
 {
-    struct stat st;
     char last;
-    if (fstat(fd, &st) < 0 || st.st_size == 0)
-        return 0;
-    return pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n';
+    return len > 0 && pread(fd, &last, 1, len - 1) == 1 && last != '\n';
 }
 
 int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,

@@ -23,12 +23,19 @@
 extern "C" {
 #endif
 
-/* Open an anonymous read-write temporary file (O_CLOEXEC).  Returns the fd,
- * or -1 with errno. */
+/* Open an anonymous read-write temporary file (O_CLOEXEC | O_APPEND: a task
+ * writes at its end whatever the shared offset, so a reset needs no
+ * rewind).  Returns the fd, or -1 with errno. */
 int taskio_capture_open(void);
 
-/* Reset a capture file for reuse: truncate to 0 and rewind.  0 or -1. */
-int taskio_capture_reset(int fd);
+/* Bytes in the file at fd (fstat): what a task wrote to its capture file.
+ * -1 with errno. */
+off_t taskio_size(int fd);
+
+/* Reset a capture file holding len bytes (taskio_size(); -1 when not
+ * known) for the next task: truncated to 0, or left alone when already
+ * empty (the common case costs no system call).  0 or -1 with errno. */
+int taskio_capture_reset(int fd, off_t len);
 
 /* An output file written only by its owner thread, in append fashion
  * (opened without O_APPEND so that kernel copies can target it; the owner
@@ -43,13 +50,16 @@ struct taskio_file {
  * err "PATH: <strerror>". */
 int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err);
 
-/* Append the whole content of src_fd (from offset 0), then trailer (may be
- * NULL/0), as one block.  0, or -1 with errno. */
-int taskio_file_append(struct taskio_file *f, int src_fd, const char *trailer, size_t trailer_len);
+/* Append the first len bytes of src_fd (read from offset 0; its whole
+ * content when len = taskio_size(src_fd); nothing when src_fd is -1 or len
+ * 0), then trailer (may be NULL/0), as one block.  0, or -1 with errno. */
+int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char *trailer,
+                       size_t trailer_len);
 
-/* True when the file at fd is non-empty and its last byte is not '\n'
- * (the record that follows must still start a line). */
-int taskio_needs_newline(int fd);
+/* True when the file at fd holds len > 0 bytes (taskio_size()) and its
+ * last byte is not '\n' (the record that follows must still start a
+ * line). */
+int taskio_needs_newline(int fd, off_t len);
 
 /* --per-task-stdio: create DIR/NAME.out.NNN and DIR/NAME.err.NNN for one
  * attempt, NNN the first number from 000 for which neither exists (PMC

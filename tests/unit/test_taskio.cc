@@ -121,25 +121,50 @@ TEST_F(TaskioTest, CaptureFileLivesInTmpdir)
     close(fd);
 }
 
-TEST_F(TaskioTest, CaptureResetTruncatesAndRewinds)
+// A capture file is O_APPEND: after a reset, the next task's output lands
+// at offset 0 even though the descriptor's offset is still past it.
+TEST_F(TaskioTest, CaptureResetTruncatesAndNextOutputStartsTheFile)
 {
     int fd = capture_with("first task output, long enough\n");
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(taskio_capture_reset(fd), 0) << strerror(errno);
-    struct stat st;
-    ASSERT_EQ(fstat(fd, &st), 0);
-    EXPECT_EQ(st.st_size, 0);
-    EXPECT_EQ(lseek(fd, 0, SEEK_CUR), 0);
+    EXPECT_EQ(taskio_size(fd), 31);
+    ASSERT_EQ(taskio_capture_reset(fd, taskio_size(fd)), 0) << strerror(errno);
+    EXPECT_EQ(taskio_size(fd), 0);
+    EXPECT_EQ(fcntl(fd, F_GETFL) & O_APPEND, O_APPEND);
     ASSERT_TRUE(write_all(fd, "ab"));
     char buf[64];
     ssize_t n = pread(fd, buf, sizeof buf, 0);
     EXPECT_EQ(std::string(buf, n > 0 ? static_cast<size_t>(n) : 0), "ab");
+    // length not known: truncated all the same
+    ASSERT_EQ(taskio_capture_reset(fd, -1), 0);
+    EXPECT_EQ(taskio_size(fd), 0);
     close(fd);
 }
 
-TEST_F(TaskioTest, CaptureResetOfBadFdFails)
+// An empty capture is left alone: no system call (a bad descriptor shows
+// that none was made), while a non-empty one must be truncated.
+TEST_F(TaskioTest, CaptureResetOfEmptyFileMakesNoCall)
 {
-    EXPECT_EQ(taskio_capture_reset(-1), -1);
+    EXPECT_EQ(taskio_capture_reset(-1, 0), 0);
+    errno = 0;
+    EXPECT_EQ(taskio_capture_reset(-1, 5), -1);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(taskio_capture_reset(-1, -1), -1);
+    EXPECT_EQ(taskio_size(-1), -1);
+}
+
+// The record after output that does not end a line starts a new one; only
+// the byte at len - 1 counts (a length measured before more was written).
+TEST_F(TaskioTest, NeedsNewlineLooksAtTheLastMeasuredByte)
+{
+    int fd = capture_with("no newline");
+    ASSERT_GE(fd, 0);
+    EXPECT_EQ(taskio_needs_newline(fd, taskio_size(fd)), 1);
+    ASSERT_TRUE(write_all(fd, "\n"));
+    EXPECT_EQ(taskio_needs_newline(fd, taskio_size(fd)), 0);
+    EXPECT_EQ(taskio_needs_newline(fd, 10), 1);
+    EXPECT_EQ(taskio_needs_newline(fd, 0), 0);
+    close(fd);
 }
 
 TEST_F(TaskioTest, FileOpenCreatesAndNeverTruncates)
@@ -212,7 +237,8 @@ TEST_F(TaskioTest, AppendAddsBlockAndTrailerAtEndOfExistingFile)
     int cap = capture_with("hello from task\n");
     ASSERT_GE(cap, 0);
     const char trailer[] = "[cluster-task name=A]\n";
-    ASSERT_EQ(taskio_file_append(&f, cap, trailer, strlen(trailer)), 0) << strerror(errno);
+    ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), trailer, strlen(trailer)), 0)
+        << strerror(errno);
     EXPECT_EQ(f.end, static_cast<off_t>(12 + 16 + strlen(trailer)));
     EXPECT_EQ(read_file(p), "earlier run\nhello from task\n[cluster-task name=A]\n");
     close(cap);
@@ -229,7 +255,7 @@ TEST_F(TaskioTest, AppendCopiesFromOffsetZero)
     int cap = capture_with("0123456789");
     ASSERT_GE(cap, 0);
     EXPECT_EQ(lseek(cap, 0, SEEK_CUR), 10);
-    ASSERT_EQ(taskio_file_append(&f, cap, nullptr, 0), 0);
+    ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), nullptr, 0), 0);
     EXPECT_EQ(read_file(p), "0123456789");
     close(cap);
     taskio_file_close(&f);
@@ -245,13 +271,13 @@ TEST_F(TaskioTest, ManyAppendsInOrder)
     ASSERT_GE(cap, 0);
     std::string want = "HEAD\n";
     for (int i = 0; i < 2000; i++) {
-        ASSERT_EQ(taskio_capture_reset(cap), 0);
+        ASSERT_EQ(taskio_capture_reset(cap, taskio_size(cap)), 0);
         std::string out = "task " + std::to_string(i) + " " + std::string(i % 97, 'x') + "\n";
         if (i % 5 == 0)
             out.clear(); // a task that printed nothing
         ASSERT_TRUE(write_all(cap, out));
         std::string rec = "[cluster-task name=T" + std::to_string(i) + "]\n";
-        ASSERT_EQ(taskio_file_append(&f, cap, rec.data(), rec.size()), 0) << i;
+        ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), rec.data(), rec.size()), 0) << i;
         want += out + rec;
     }
     EXPECT_EQ(f.end, static_cast<off_t>(want.size()));
@@ -270,7 +296,7 @@ TEST_F(TaskioTest, ReopenContinuesAtEnd)
         struct taskio_file f = {};
         ASSERT_TRUE(open_output(&f, p));
         int cap = capture_with("r" + std::to_string(round) + "\n");
-        ASSERT_EQ(taskio_file_append(&f, cap, "#\n", 2), 0);
+        ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), "#\n", 2), 0);
         close(cap);
         taskio_file_close(&f);
     }
@@ -286,7 +312,7 @@ TEST_F(TaskioTest, LargeBlock8MB)
     std::string data = random_bytes(8u << 20, 99);
     int cap = capture_with(data);
     ASSERT_GE(cap, 0);
-    ASSERT_EQ(taskio_file_append(&f, cap, "END\n", 4), 0) << strerror(errno);
+    ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), "END\n", 4), 0) << strerror(errno);
     EXPECT_EQ(f.end, static_cast<off_t>(6 + data.size() + 4));
     close(cap);
     taskio_file_close(&f);
@@ -302,10 +328,10 @@ TEST_F(TaskioTest, AppendTrailerOnlyAndNoSource)
     std::string p = path("out");
     struct taskio_file f = {};
     ASSERT_TRUE(open_output(&f, p));
-    ASSERT_EQ(taskio_file_append(&f, -1, "rec1\n", 5), 0);
+    ASSERT_EQ(taskio_file_append(&f, -1, 0, "rec1\n", 5), 0);
     int empty = taskio_capture_open();
-    ASSERT_EQ(taskio_file_append(&f, empty, "rec2\n", 5), 0);
-    ASSERT_EQ(taskio_file_append(&f, empty, nullptr, 0), 0);
+    ASSERT_EQ(taskio_file_append(&f, empty, taskio_size(empty), "rec2\n", 5), 0);
+    ASSERT_EQ(taskio_file_append(&f, empty, taskio_size(empty), nullptr, 0), 0);
     close(empty);
     taskio_file_close(&f);
     EXPECT_EQ(read_file(p), "rec1\nrec2\n");
@@ -327,7 +353,7 @@ TEST_F(TaskioTest, AppendAcrossFileSystems)
     std::string p = path("out");
     struct taskio_file f = {};
     ASSERT_TRUE(open_output(&f, p));
-    ASSERT_EQ(taskio_file_append(&f, cap, "T\n", 2), 0) << strerror(errno);
+    ASSERT_EQ(taskio_file_append(&f, cap, taskio_size(cap), "T\n", 2), 0) << strerror(errno);
     close(cap);
     taskio_file_close(&f);
     rmdir(shm);
