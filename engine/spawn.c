@@ -256,11 +256,31 @@ static void spawn_reap(pid_t pid)
         ;
 }
 
-/* Clone the child with every signal blocked; 0 or an errno. */
+/* True when nothing catches SIGCHLD (SIG_DFL or SIG_IGN): then it may stay
+ * open while the child borrows our memory, since no handler of ours can run
+ * in the child. */
+static bool spawn_sigchld_uncaught(void)
+{
+    struct sigaction sa;
+    if (sigaction(SIGCHLD, NULL, &sa) < 0 || (sa.sa_flags & SA_SIGINFO))
+        return false;
+    return sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN;
+}
+
+/* Clone the child with every signal blocked but an uncaught SIGCHLD; 0 or
+ * an errno.  Why SIGCHLD stays open: another task that exits while this
+ * thread blocks everything sends SIGCHLD to this thread, and a blocked
+ * signal is never discarded, so the kernel queues it for the process and
+ * wakes some other thread for nothing (MPI's UCX progress thread took ~300
+ * such wake-ups a second in a /bin/true run); open and uncaught, it is
+ * dropped where it is sent. */
 static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidfd)
 {
     spawn_ksigset all, old;
     memset(&all, 0xff, sizeof all);
+    if (spawn_sigchld_uncaught())
+        all.w[(SIGCHLD - 1) / (8 * sizeof(unsigned long))] &=
+            ~(1UL << ((SIGCHLD - 1) % (8 * sizeof(unsigned long))));
     /* Raw call: pthread_sigmask would leave glibc's internal signals open. */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, SPAWN_SIGSET_BYTES);
     errno = 0; /* binds __errno_location now, not lazily in the child */

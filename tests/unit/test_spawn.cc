@@ -10,7 +10,9 @@
 // order even when the sources are 4 and 3; an empty signal mask and default
 // dispositions although the parent blocks SIGUSR1 and ignores SIGINT.  Exec
 // failures: ENOENT (127), EACCES (126) and ENOEXEC (126) returned by
-// spawn_task with no child left behind.
+// spawn_task with no child left behind.  SIGCHLD of tasks that exit while
+// another spawn is under way never reaches another thread when nothing
+// catches it (it used to wake MPI's progress thread).
 //
 // Every wait is bounded: poll on the pidfd with a timeout, then SIGKILL.
 #include <gtest/gtest.h>
@@ -23,8 +25,13 @@
 #include <string>
 #include <vector>
 
+#include <atomic>
+#include <thread>
+
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "engine/spawn.h"
@@ -363,6 +370,51 @@ TEST_F(SpawnTest, NoSignalIgnoredAtAll)
 {
     std::string st = child_signal_state();
     EXPECT_EQ(st, "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+// Tasks exit while the next ones are being spawned: with SIGCHLD uncaught
+// (SIG_DFL) the kernel drops their exit signal at the spawning thread, so a
+// second thread that blocks SIGCHLD and waits for it (as an MPI progress
+// thread stands in for) gets none.  Before the fix spawn_task blocked every
+// signal during the clone, and such a SIGCHLD was queued for the process.
+TEST_F(SpawnTest, ExitSignalsDoNotReachOtherThreads)
+{
+    struct sigaction dfl = {}, old;
+    dfl.sa_handler = SIG_DFL;
+    ASSERT_EQ(sigaction(SIGCHLD, &dfl, &old), 0);
+    std::atomic<bool> stop{false};
+    std::atomic<int> received{0};
+    std::thread waiter([&] {
+        sigset_t chld;
+        sigemptyset(&chld);
+        sigaddset(&chld, SIGCHLD);
+        pthread_sigmask(SIG_BLOCK, &chld, nullptr);
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        while (!stop.load())
+            if (sigtimedwait(&chld, nullptr, &ts) == SIGCHLD)
+                received++;
+    });
+    int out = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(out, 0);
+    std::vector<std::pair<pid_t, int>> kids;
+    for (int i = 0; i < 200; i++) {
+        pid_t pid;
+        int pidfd;
+        ASSERT_EQ(spawn_true(out, &pid, &pidfd), 0);
+        kids.emplace_back(pid, pidfd);
+    }
+    for (auto &k : kids) {
+        siginfo_t si;
+        wait_child(k.first, k.second, &si);
+    }
+    struct timespec settle = {0, 50 * 1000 * 1000};
+    nanosleep(&settle, nullptr);
+    stop = true;
+    waiter.join();
+    close(out);
+    sigaction(SIGCHLD, &old, nullptr);
+    EXPECT_EQ(received.load(), 0) << "SIGCHLD queued for the process while spawning";
+    expect_no_children();
 }
 
 // spawn_task fails with `err` (the shell's exit code: `code`): no output,
