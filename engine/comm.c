@@ -14,10 +14,13 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
+#include "io/clock.h"
 #include "io/log.h"
 
 #define IDLE_MIN_US 20
 #define IDLE_MAX_US 10000      /* ~100 wake-ups/s when idle: < 0.3% of a core per rank */
+#define IDLE_HOT_US 100        /* the longest poll interval while traffic is recent ... */
+#define HOT_WINDOW_US 5000     /* ... i.e. within this long of the last message moved */
 #define COMM_OOM_GIVEUP_S 10.0 /* a receive put off this long for want of memory ends the job */
 
 struct pending {
@@ -179,14 +182,28 @@ static int comm_receive(struct comm *c)
     }
 }
 
+/* The next poll interval after an idle one of idle_us: doubling, up to
+ * IDLE_HOT_US while a message moved within HOT_WINDOW_US (an answer is
+ * likely: a message that arrives is only seen at the next poll, and the
+ * peer of a busy exchange would wait out a long back-off, issue 10: 4
+ * ranks, null executor, 1M layered: 0.54-2.2M tasks/s with the plain
+ * back-off, 1.9-2.3M without it), up to IDLE_MAX_US after that. */
+static long comm_next_idle_us(long idle_us, uint64_t since_moved_ns)
+{
+    long cap = since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u ? IDLE_HOT_US : IDLE_MAX_US;
+    return idle_us * 2 > cap ? cap : idle_us * 2;
+}
+
 static void *comm_progress_main(void *arg)
 {
     struct comm *c = arg;
     long idle_us = IDLE_MIN_US;
+    uint64_t last_moved = pmc_mono_ns();
     for (;;) {
         int moved = comm_post_sends(c) + comm_complete_sends(c) + comm_receive(c);
         if (moved) {
             idle_us = IDLE_MIN_US;
+            last_moved = pmc_mono_ns();
             continue;
         }
         if (atomic_load_explicit(&c->stop, memory_order_acquire) && c->pending.n == 0 &&
@@ -194,7 +211,7 @@ static void *comm_progress_main(void *arg)
             break;
         mailbox_awake(&c->outbox);
         mailbox_wait(&c->outbox, idle_us);
-        idle_us = idle_us * 2 > IDLE_MAX_US ? IDLE_MAX_US : idle_us * 2;
+        idle_us = comm_next_idle_us(idle_us, pmc_mono_ns() - last_moved);
     }
     mailbox_awake(&c->outbox);
     return NULL;
