@@ -271,7 +271,7 @@ static bool spawn_sigchld_uncaught(void)
  * an errno.  Why SIGCHLD stays open: another task that exits while this
  * thread blocks everything sends SIGCHLD to this thread, and a blocked
  * signal is never discarded, so the kernel queues it for the process and
- * wakes some other thread for nothing (MPI's UCX progress thread took ~300
+ * wakes some other thread for nothing (MPI's UCX progress thread took ~400
  * such wake-ups a second in a /bin/true run); open and uncaught, it is
  * dropped where it is sent. */
 static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidfd)
