@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <signal.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -425,11 +424,14 @@ static int agent_wait_timeout(struct agent *a)
     return sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
 }
 
-/* mailbox_spin()'s extra condition: a launch completed. */
-static bool agent_launch_ready(void *arg)
+/* The agent's mailbox watch (mailbox_watch): tasks handed over on the
+ * local link, or launches completed, count as mail, so the agent neither
+ * sleeps nor stops spinning past them. */
+static bool agent_more_waiting(void *arg)
 {
-    struct agent *a = arg;
-    return a->launcher && launcher_pending(a->launcher) > 0;
+    const struct agent *a = arg;
+    return (a->link && local_link_tasks_waiting(a->link)) ||
+           (a->launcher && launcher_pending(a->launcher) > 0);
 }
 
 static void agent_wait_events(struct agent *a)
@@ -439,15 +441,10 @@ static void agent_wait_events(struct agent *a)
     /* spin only for the master's next TASKS: with tasks running, exits come
      * through epoll and a spin would take CPU from the tasks */
     if (timeout != 0 && a->spin.hot && a->running == 0 && mailbox_may_spin() &&
-        mailbox_spin(&a->box, MAILBOX_SPIN_US, agent_launch_ready, a))
+        mailbox_spin(&a->box, MAILBOX_SPIN_US, NULL, NULL))
         timeout = 0;
     if (mailbox_prepare_sleep(&a->box))
         timeout = 0;
-    if (a->launcher) {
-        atomic_thread_fence(memory_order_seq_cst); /* launcher.h: the wake-up handshake */
-        if (launcher_pending(a->launcher))
-            timeout = 0;
-    }
     uint64_t t0 = timeout != 0 ? pmc_mono_ns() : 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
     mailbox_awake(&a->box);
@@ -617,6 +614,7 @@ void agent_set_local_link(struct agent *a, struct local_link *l)
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
 {
     a->comm = c;
+    mailbox_watch(&a->box, agent_more_waiting, a);
     int rc = pthread_create(&a->thread, NULL, agent_main, a);
     if (rc != 0) {
         errno = rc;

@@ -134,7 +134,6 @@ static void agent_slot_release(struct agent *a, struct slot *s)
 {
     taskio_capture_reset(s->out_fd, s->out_len);
     taskio_capture_reset(s->err_fd, s->err_len);
-    s->out_len = s->err_len = 0; /* empty now */
     if (s->task_out >= 0)
         close(s->task_out);
     if (s->task_err >= 0)

@@ -31,15 +31,6 @@ static void launcher_wait_work(struct launcher *l)
         ;
 }
 
-/* Tell the agent: the mailbox's handshake (mailbox.h), with our ring push
- * in place of a mail. */
-static void launcher_notify(struct launcher *l)
-{
-    atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&l->wake->sleeping, memory_order_seq_cst))
-        mailbox_wake(l->wake);
-}
-
 static void *launcher_main(void *arg)
 {
     struct launcher *l = arg;
@@ -55,7 +46,7 @@ static void *launcher_main(void *arg)
         j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
         while (!mpmc_ring_try_push(l->completed, i))
             ; /* cannot be full: it holds every slot */
-        launcher_notify(l);
+        mailbox_notify(l->wake);
     }
 }
 

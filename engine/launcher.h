@@ -20,9 +20,10 @@
  * makes a system call only when a launcher sleeps), after a short spin.
  * The agent sleeps in epoll_wait on its mailbox's eventfd; a launcher that
  * completed a job wakes it only when its `sleeping` flag is set, with the
- * mailbox's Dekker-style handshake (mailbox.h): the launcher pushes, issues
- * a seq_cst fence and reads the flag; the agent sets the flag, issues a
- * seq_cst fence and checks launcher_pending() before it blocks.
+ * mailbox's Dekker-style handshake: the launcher pushes, then
+ * mailbox_notify(); the agent makes launcher_pending() part of its
+ * mailbox's watched channel (mailbox_watch), so mailbox_prepare_sleep()
+ * checks it after the fence.
  *
  * Tasks die with the thread that spawned them (PR_SET_PDEATHSIG, spawn.c),
  * so the pool lives until every task it started has been reaped:

@@ -1,7 +1,6 @@
 /* local_link.c - the master's and its own agent's rings; see local_link.h. */
 #include "engine/local_link.h"
 
-#include <errno.h>
 #include <stdlib.h>
 
 #include "sched/placement.h"
@@ -13,16 +12,6 @@ struct local_link {
     struct spsc_ring *events; /* agent -> master */
     struct mailbox *master_box, *agent_box;
 };
-
-static bool tasks_waiting(void *arg)
-{
-    return spsc_ring_size(((struct local_link *)arg)->tasks) > 0;
-}
-
-static bool events_waiting(void *arg)
-{
-    return spsc_ring_size(((struct local_link *)arg)->events) > 0;
-}
 
 struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct mailbox *master_box,
                                      struct mailbox *agent_box, struct pmc_error *err)
@@ -42,8 +31,6 @@ struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct 
     l->dag = d;
     l->master_box = master_box;
     l->agent_box = agent_box;
-    mailbox_watch(master_box, events_waiting, l);
-    mailbox_watch(agent_box, tasks_waiting, l);
     return l;
 }
 
@@ -51,10 +38,6 @@ void local_link_destroy(struct local_link *l)
 {
     if (!l)
         return;
-    if (l->master_box) {
-        mailbox_watch(l->master_box, NULL, NULL);
-        mailbox_watch(l->agent_box, NULL, NULL);
-    }
     struct local_event ev;
     while (l->events && spsc_ring_pop(l->events, &ev))
         free(ev.fwd);
@@ -68,12 +51,19 @@ const struct dag *local_link_dag(const struct local_link *l)
     return l->dag;
 }
 
+bool local_link_tasks_waiting(const struct local_link *l)
+{
+    return spsc_ring_size(l->tasks) > 0;
+}
+
+bool local_link_events_waiting(const struct local_link *l)
+{
+    return spsc_ring_size(l->events) > 0;
+}
+
 bool local_link_send_task(struct local_link *l, const struct local_task *t)
 {
-    if (spsc_ring_push(l->tasks, t))
-        return true;
-    errno = ENOBUFS;
-    return false;
+    return spsc_ring_push(l->tasks, t);
 }
 
 void local_link_notify_agent(struct local_link *l)
@@ -88,10 +78,7 @@ bool local_link_take_task(struct local_link *l, struct local_task *t)
 
 bool local_link_send_event(struct local_link *l, const struct local_event *ev)
 {
-    if (spsc_ring_push(l->events, ev))
-        return true;
-    errno = ENOBUFS;
-    return false;
+    return spsc_ring_push(l->events, ev);
 }
 
 void local_link_notify_master(struct local_link *l)

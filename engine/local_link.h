@@ -17,12 +17,13 @@
  * before the control mail that must follow them, and each side reads its
  * ring after its mailbox, so it sees them in that order.
  *
- * Wake-ups: the rings are watched channels of the two mailboxes
- * (mailbox_watch), so neither thread sleeps while its ring holds records;
- * local_link_notify_*() wakes the peer only when it sleeps (a fence and a
- * flag read; a system call only then).  The agent notifies the master by
- * the same batching rule as it sends RESULTS to a remote master
- * (agent.c), the master notifies the agent once per dispatch round.
+ * Wake-ups: each consumer makes its ring a watched channel of its own
+ * mailbox (mailbox_watch with local_link_tasks_waiting() or
+ * local_link_events_waiting()), so neither thread sleeps while its ring
+ * holds records; local_link_notify_*() wakes the peer only when it sleeps
+ * (mailbox_notify: a fence and a flag read; a system call only then).  The agent notifies the
+ * master by the same batching rule as it sends RESULTS to a remote master (agent.c), the master
+ * notifies the agent once per dispatch round.
  *
  * Capacity: the master commits at most a node's CPUs plus its prefetch
  * window to it (sched/placement.h), every task at least 1 CPU; each
@@ -79,18 +80,22 @@ struct local_event {
 struct local_link;
 
 /* A link for a node of `cpus` CPUs whose tasks come from d, between the
- * master's mailbox and the agent's (which it watches: call before either
- * thread uses its box).  NULL with err (out of memory). */
+ * master's mailbox and the agent's (the boxes the notifications wake).
+ * NULL with err (out of memory). */
 struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct mailbox *master_box,
                                      struct mailbox *agent_box, struct pmc_error *err);
 
-/* Free the link, the fwd copies of events never taken included, and stop
- * watching the mailboxes.  No thread may use the link any more.  NULL is
- * a no-op. */
+/* Free the link, the fwd copies of events never taken included.  No
+ * thread may use the link any more.  NULL is a no-op. */
 void local_link_destroy(struct local_link *l);
 
 /* The DAG the tasks refer to (read-only, shared). */
 const struct dag *local_link_dag(const struct local_link *l);
+
+/* Records waiting in the tasks ring (the agent's) or the events ring (the
+ * master's): for the consumer's mailbox_watch() callback. */
+bool local_link_tasks_waiting(const struct local_link *l);
+bool local_link_events_waiting(const struct local_link *l);
 
 /* Master: queue a task for the agent.  false (ENOBUFS) only when the ring
  * is full, which the sizing rules out. */

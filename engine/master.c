@@ -119,9 +119,17 @@ const struct dag *master_dag(const struct master *m)
     return m->dag;
 }
 
+/* The master's mailbox watch: results of its own node wait on the link. */
+static bool master_link_waiting(void *arg)
+{
+    const struct master *m = arg;
+    return local_link_events_waiting(m->link);
+}
+
 void master_set_local_link(struct master *m, struct local_link *l)
 {
     m->link = l;
+    mailbox_watch(&m->box, l ? master_link_waiting : NULL, m);
 }
 
 /* ---- outputs: opened before any task runs -------------------------------- */

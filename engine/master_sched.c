@@ -411,14 +411,11 @@ void master__drain_local(struct master *m)
 {
     if (!m->link || !m->nodes)
         return;
-    int idx = m->node_of_rank[0];
     struct local_event ev;
     while (local_link_take_event(m->link, &ev)) {
-        if (idx < 0 || master_apply_event(m, idx, &ev) < 0) {
-            if (idx < 0)
-                log_error("An event from rank 0's node before its HELLO");
+        int idx = master_node_index(m, 0, "An event on the local link");
+        if (idx < 0 || master_apply_event(m, idx, &ev) < 0)
             m->fatal = true;
-        }
         free(ev.fwd);
     }
 }

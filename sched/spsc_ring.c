@@ -63,8 +63,10 @@ bool spsc_ring_push(struct spsc_ring *r, const void *item)
     uint32_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
     if (tail - r->head_cache > r->mask) {
         r->head_cache = atomic_load_explicit(&r->head, memory_order_acquire);
-        if (tail - r->head_cache > r->mask)
+        if (tail - r->head_cache > r->mask) {
+            errno = ENOBUFS;
             return false;
+        }
     }
     memcpy(r->cells + (size_t)(tail & r->mask) * r->item_size, item, r->item_size);
     atomic_store_explicit(&r->tail, tail + 1, memory_order_release);

@@ -43,8 +43,8 @@ struct spsc_ring;
 struct spsc_ring *spsc_ring_create(uint32_t min_capacity, size_t item_size);
 void spsc_ring_destroy(struct spsc_ring *r);
 
-/* Producer: append a copy of item.  false when the ring is full (nothing
- * changed).  Wait-free. */
+/* Producer: append a copy of item.  false with errno ENOBUFS when the
+ * ring is full (nothing changed).  Wait-free. */
 bool spsc_ring_push(struct spsc_ring *r, const void *item);
 
 /* Consumer: remove the oldest record into out.  false when empty.

@@ -80,7 +80,7 @@ std::string argv_bytes(const msg_task &t)
     return std::string(t.argv, n);
 }
 
-TEST(LocalLink, TaskFromDagEqualsTheDecodedMessageItem)
+TEST(LocalLinkItem, TaskFromDagEqualsTheDecodedMessageItem)
 {
     testutil::DagPtr d = forward_dag();
     msg_task built;
@@ -131,120 +131,129 @@ TEST(LocalLink, TaskFromDagEqualsTheDecodedMessageItem)
     free(buf);
 }
 
-struct Boxes {
-    mailbox master{}, agent{};
-    Boxes()
+// A link between two mailboxes, wired as the engine wires it: each
+// consumer watches its own ring (master_set_local_link, agent_start).
+class LinkTest : public ::testing::Test
+{
+  protected:
+    void make(uint32_t cpus)
     {
-        EXPECT_EQ(mailbox_init(&master), 0);
-        EXPECT_EQ(mailbox_init(&agent), 0);
+        ASSERT_EQ(mailbox_init(&master_), 0);
+        ASSERT_EQ(mailbox_init(&agent_), 0);
+        boxes_ = true;
+        pmc_error err{};
+        link_ = local_link_create(dag_.get(), cpus, &master_, &agent_, &err);
+        ASSERT_NE(link_, nullptr) << err.text;
+        mailbox_watch(&master_, events_waiting, link_);
+        mailbox_watch(&agent_, tasks_waiting, link_);
     }
-    ~Boxes()
+    void TearDown() override
     {
-        mailbox_destroy(&master);
-        mailbox_destroy(&agent);
+        local_link_destroy(link_);
+        if (boxes_) {
+            mailbox_destroy(&master_);
+            mailbox_destroy(&agent_);
+        }
     }
+    static bool tasks_waiting(void *l)
+    {
+        return local_link_tasks_waiting(static_cast<local_link *>(l));
+    }
+    static bool events_waiting(void *l)
+    {
+        return local_link_events_waiting(static_cast<local_link *>(l));
+    }
+
+    testutil::DagPtr dag_ = testutil::make_dag({"a"});
+    mailbox master_{}, agent_{};
+    bool boxes_ = false;
+    local_link *link_ = nullptr;
 };
 
-TEST(LocalLink, RingsHoldWhatANodeCanHaveCommittedInOrder)
+TEST_F(LinkTest, RingsHoldWhatANodeCanHaveCommittedInOrder)
 {
-    testutil::DagPtr d = testutil::make_dag({"a"});
-    Boxes bx;
-    pmc_error err{};
     const uint32_t cpus = 4;
     const uint32_t most = cpus + placement_window(cpus);
-    local_link *l = local_link_create(d.get(), cpus, &bx.master, &bx.agent, &err);
-    ASSERT_NE(l, nullptr) << err.text;
-    EXPECT_EQ(local_link_dag(l), d.get());
+    make(cpus);
+    EXPECT_EQ(local_link_dag(link_), dag_.get());
     for (uint32_t i = 0; i < most; i++) {
         local_task t{i, 1, 0, i};
-        ASSERT_TRUE(local_link_send_task(l, &t)) << i;
+        ASSERT_TRUE(local_link_send_task(link_, &t)) << i;
     }
     for (uint32_t i = 0; i < 2 * most; i++) {
         local_event ev{};
         ev.kind = i % 2 ? LOCAL_RESULT : LOCAL_STARTED;
         ev.id = i;
-        ASSERT_TRUE(local_link_send_event(l, &ev)) << i;
+        ASSERT_TRUE(local_link_send_event(link_, &ev)) << i;
     }
     // the capacity is a power of two: fill it, then one more is refused
     local_task extra{};
-    while (local_link_send_task(l, &extra))
+    while (local_link_send_task(link_, &extra))
         extra.id++;
     EXPECT_EQ(errno, ENOBUFS);
     local_task t;
     for (uint32_t i = 0; i < most; i++) {
-        ASSERT_TRUE(local_link_take_task(l, &t));
+        ASSERT_TRUE(local_link_take_task(link_, &t));
         EXPECT_EQ(t.id, i);
         EXPECT_EQ(t.time_limit_ms, i);
     }
     local_event ev;
     for (uint32_t i = 0; i < 2 * most; i++) {
-        ASSERT_TRUE(local_link_take_event(l, &ev));
+        ASSERT_TRUE(local_link_take_event(link_, &ev));
         EXPECT_EQ(ev.id, i);
         EXPECT_EQ(ev.kind, i % 2 ? LOCAL_RESULT : LOCAL_STARTED);
     }
-    EXPECT_FALSE(local_link_take_event(l, &ev));
-    local_link_destroy(l);
+    EXPECT_FALSE(local_link_take_event(link_, &ev));
 }
 
-TEST(LocalLink, ConsumersDoNotSleepOnAFullRing)
+TEST_F(LinkTest, ConsumersDoNotSleepOnAFullRing)
 {
-    testutil::DagPtr d = testutil::make_dag({"a"});
-    Boxes bx;
-    pmc_error err{};
-    local_link *l = local_link_create(d.get(), 1, &bx.master, &bx.agent, &err);
-    ASSERT_NE(l, nullptr) << err.text;
-    EXPECT_EQ(mailbox_prepare_sleep(&bx.agent), 0);
-    mailbox_awake(&bx.agent);
+    make(1);
+    EXPECT_FALSE(local_link_tasks_waiting(link_));
+    EXPECT_EQ(mailbox_prepare_sleep(&agent_), 0);
+    mailbox_awake(&agent_);
     local_task t{7, 1, 0, 0};
-    ASSERT_TRUE(local_link_send_task(l, &t));
-    EXPECT_EQ(mailbox_prepare_sleep(&bx.agent), 1); // the ring counts as mail
-    EXPECT_EQ(mailbox_spin(&bx.agent, 10, nullptr, nullptr), 1);
-    EXPECT_EQ(mailbox_prepare_sleep(&bx.master), 0);
-    mailbox_awake(&bx.master);
+    ASSERT_TRUE(local_link_send_task(link_, &t));
+    EXPECT_TRUE(local_link_tasks_waiting(link_));
+    EXPECT_EQ(mailbox_prepare_sleep(&agent_), 1); // the ring counts as mail
+    EXPECT_EQ(mailbox_spin(&agent_, 10, nullptr, nullptr), 1);
+    EXPECT_EQ(mailbox_prepare_sleep(&master_), 0); // the tasks are not its ring
+    mailbox_awake(&master_);
     local_event ev{};
     ev.kind = LOCAL_RESULT;
-    ASSERT_TRUE(local_link_send_event(l, &ev));
-    EXPECT_EQ(mailbox_prepare_sleep(&bx.master), 1);
-    local_link_destroy(l);
-    // destroyed: the boxes are plain mailboxes again
-    EXPECT_EQ(bx.agent.more, nullptr);
-    EXPECT_EQ(bx.master.more, nullptr);
+    ASSERT_TRUE(local_link_send_event(link_, &ev));
+    EXPECT_TRUE(local_link_events_waiting(link_));
+    EXPECT_EQ(mailbox_prepare_sleep(&master_), 1);
 }
 
-TEST(LocalLink, EventsNeverTakenAreFreedWithTheLink)
+TEST_F(LinkTest, EventsNeverTakenAreFreedWithTheLink)
 {
-    testutil::DagPtr d = testutil::make_dag({"a"});
-    Boxes bx;
-    pmc_error err{};
-    local_link *l = local_link_create(d.get(), 2, &bx.master, &bx.agent, &err);
-    ASSERT_NE(l, nullptr) << err.text;
+    make(2);
     local_event ev{};
     ev.kind = LOCAL_RESULT;
     ev.fwd = static_cast<uint8_t *>(malloc(64));
     ev.fwd_len = 64;
-    ASSERT_TRUE(local_link_send_event(l, &ev));
-    local_link_destroy(l); // LeakSanitizer reports the 64 bytes if not freed
+    ASSERT_TRUE(local_link_send_event(link_, &ev));
+    // TearDown destroys the link: LeakSanitizer reports the 64 bytes if
+    // they are not freed with it
 }
 
 // The agent thread takes each task and answers with an event; the master
 // waits for it.  Both park in mailbox_wait(-1) whenever their ring is empty,
 // so every round crosses the sleep path; a lost wake-up hangs one of them
 // and the watchdog ends the test as a failure.
-TEST(LocalLink, PingPongThroughTheSleepPathLosesNoWakeUp)
+TEST_F(LinkTest, PingPongThroughTheSleepPathLosesNoWakeUp)
 {
-    testutil::DagPtr d = testutil::make_dag({"a"});
-    Boxes bx;
-    pmc_error err{};
-    local_link *l = local_link_create(d.get(), 1, &bx.master, &bx.agent, &err);
-    ASSERT_NE(l, nullptr) << err.text;
+    make(1);
+    local_link *l = link_;
     std::atomic<bool> done{false}, stuck{false};
     std::thread watchdog([&] {
         auto end = std::chrono::steady_clock::now() + 60s;
         while (!done.load()) {
             if (std::chrono::steady_clock::now() > end) {
                 stuck = true;
-                mailbox_wake(&bx.master);
-                mailbox_wake(&bx.agent);
+                mailbox_wake(&master_);
+                mailbox_wake(&agent_);
             }
             std::this_thread::sleep_for(10ms);
         }
@@ -253,7 +262,7 @@ TEST(LocalLink, PingPongThroughTheSleepPathLosesNoWakeUp)
         for (uint32_t i = 0; i < kRounds && !stuck.load();) {
             local_task t;
             if (!local_link_take_task(l, &t)) {
-                mailbox_wait(&bx.agent, -1);
+                mailbox_wait(&agent_, -1);
                 continue;
             }
             EXPECT_EQ(t.id, i);
@@ -272,7 +281,7 @@ TEST(LocalLink, PingPongThroughTheSleepPathLosesNoWakeUp)
         local_link_notify_agent(l);
         local_event ev;
         while (!local_link_take_event(l, &ev) && !stuck.load())
-            mailbox_wait(&bx.master, -1);
+            mailbox_wait(&master_, -1);
         if (stuck.load())
             break;
         EXPECT_EQ(ev.id, i);
@@ -283,7 +292,6 @@ TEST(LocalLink, PingPongThroughTheSleepPathLosesNoWakeUp)
     watchdog.join();
     EXPECT_FALSE(stuck.load()) << "a wake-up was lost after " << answered << " rounds";
     EXPECT_EQ(answered, kRounds);
-    local_link_destroy(l);
 }
 
 } // namespace

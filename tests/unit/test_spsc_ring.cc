@@ -74,7 +74,9 @@ TEST(SpscRing, FullAndEmptyChangeNothing)
         EXPECT_TRUE(spsc_ring_push(r, &in));
     }
     Record extra = make(1000);
+    errno = 0;
     EXPECT_FALSE(spsc_ring_push(r, &extra));
+    EXPECT_EQ(errno, ENOBUFS);
     EXPECT_EQ(spsc_ring_size(r), 4u);
     for (uint64_t i = 0; i < 4; i++) {
         ASSERT_TRUE(spsc_ring_pop(r, &out));
