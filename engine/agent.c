@@ -29,12 +29,12 @@ static uint32_t agent_pending(const struct agent *a)
 
 /* Queue ev on the local link (ownership of ev->fwd passes); the first
  * pending event starts the batching clock as a message's first item. */
-static void agent_link_event(struct agent *a, const struct local_event *ev)
+static void agent_link_event(struct agent *a, struct local_event *ev)
 {
     if (agent_pending(a) == 0)
         clock_gettime(CLOCK_MONOTONIC, &a->first_result);
     if (!local_link_send_event(a->link, ev)) {
-        free(ev->fwd);
+        local_event_free(ev);
         log_fatal("Rank %d: the link to the master is full (%s)", a->cfg.rank, strerror(errno));
         a->failed = true;
         return;
@@ -49,13 +49,11 @@ void agent__started(struct agent *a, const struct slot *s)
 {
     if (!s->notify_start)
         return;
+    struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
     if (a->link) {
-        agent_link_event(
-            a, &(struct local_event){
-                   .kind = LOCAL_STARTED, .id = s->id, .attempt = s->attempt, .start = s->start});
+        agent_link_event(a, &(struct local_event){.kind = LOCAL_STARTED, .started = st});
         return;
     }
-    struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
     if (a->starts.count == 0) {
         if (msg_begin(&a->starts, MSG_STARTED) < 0)
             goto oom;
@@ -71,39 +69,37 @@ oom:
 
 /* The result on the local link: the forwarded data, if any, in a copy of
  * its own (the one allocation of this path, only for tasks with -f/-F). */
-static void agent_link_result(struct agent *a, const struct slot *s, int status, int exec_errno,
-                              double duration)
+static void agent_link_result(struct agent *a, const struct msg_result *r)
 {
-    struct local_event ev = {.kind = LOCAL_RESULT,
-                             .id = s->id,
-                             .attempt = s->attempt,
-                             .status = status,
-                             .exec_errno = exec_errno,
-                             .nfwd = a->fwd_pack.count,
-                             .start = s->start,
-                             .duration = duration};
-    if (a->fwd_pack.len) {
-        ev.fwd = malloc(a->fwd_pack.len);
-        if (!ev.fwd) {
+    struct local_event ev = {.kind = LOCAL_RESULT, .result = *r};
+    ev.result.fwd = NULL;
+    if (r->fwd_len) {
+        uint8_t *copy = malloc(r->fwd_len);
+        if (!copy) {
             log_fatal("Out of memory for the forwarded data of rank %d", a->cfg.rank);
             a->failed = true;
             return;
         }
-        memcpy(ev.fwd, a->fwd_pack.data, a->fwd_pack.len);
-        ev.fwd_len = a->fwd_pack.len;
+        ev.result.fwd = memcpy(copy, r->fwd, r->fwd_len);
     }
-    a->fwd_pack.len = a->fwd_pack.count = 0;
-    a->results_release |= s->releases;
     agent_link_event(a, &ev);
+}
+
+/* Queue r in the RESULTS message being built.  0, or -1 (out of memory). */
+static int agent_batch_result(struct agent *a, const struct msg_result *r)
+{
+    if (a->results.count == 0) {
+        if (msg_begin(&a->results, MSG_RESULTS) < 0)
+            return -1;
+        if (a->starts.count == 0)
+            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+    }
+    return msg_add_result(&a->results, r);
 }
 
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration)
 {
-    if (a->link) {
-        agent_link_result(a, s, status, exec_errno, duration);
-        return;
-    }
     struct msg_result r = {.id = s->id,
                            .attempt = s->attempt,
                            .status = status,
@@ -113,20 +109,17 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
                            .nfwd = a->fwd_pack.count,
                            .fwd = a->fwd_pack.data,
                            .fwd_len = a->fwd_pack.len};
-    if (a->results.count == 0) {
-        if (msg_begin(&a->results, MSG_RESULTS) < 0)
-            goto oom;
-        if (a->starts.count == 0)
-            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
-    }
-    int rc = msg_add_result(&a->results, &r);
+    int rc = 0;
+    if (a->link)
+        agent_link_result(a, &r);
+    else
+        rc = agent_batch_result(a, &r);
     a->fwd_pack.len = a->fwd_pack.count = 0;
     a->results_release |= s->releases;
-    if (rc == 0)
-        return;
-oom:
-    log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
-    a->failed = true;
+    if (rc < 0) {
+        log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
+        a->failed = true;
+    }
 }
 
 /* The master sends a node more tasks once its committed CPUs fell to the

@@ -40,7 +40,7 @@ void local_link_destroy(struct local_link *l)
         return;
     struct local_event ev;
     while (l->events && spsc_ring_pop(l->events, &ev))
-        free(ev.fwd);
+        local_event_free(&ev);
     spsc_ring_destroy(l->tasks);
     spsc_ring_destroy(l->events);
     free(l);
@@ -89,4 +89,10 @@ void local_link_notify_master(struct local_link *l)
 bool local_link_take_event(struct local_link *l, struct local_event *ev)
 {
     return spsc_ring_pop(l->events, ev);
+}
+
+void local_event_free(struct local_event *ev)
+{
+    if (ev->kind == LOCAL_RESULT)
+        free((void *)ev->result.fwd);
 }

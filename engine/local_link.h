@@ -45,6 +45,7 @@
 #include "engine/mailbox.h"
 #include "io/dag.h"
 #include "io/error.h"
+#include "io/msg.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -64,18 +65,19 @@ enum local_event_kind {
     LOCAL_RESULT = 2,  /* the attempt ended, or was given back (exec_errno ECANCELED) */
 };
 
-/* One event for the master: the fields of a RESULTS or STARTED item. */
+/* One event for the master: the STARTED or RESULTS item a message would
+ * carry.  result.fwd, when not NULL, is a malloc'd copy of the forwarded
+ * data that the event owns (local_event_free()). */
 struct local_event {
     uint32_t kind; /* enum local_event_kind */
-    uint32_t id, attempt;
-    int32_t status;     /* raw wait status */
-    int32_t exec_errno; /* as msg_result.exec_errno */
-    uint32_t nfwd;      /* forwarded data blocks in fwd */
-    double start;       /* epoch seconds */
-    double duration;    /* seconds */
-    uint8_t *fwd;       /* msg_result's packed blocks, malloc'd; the consumer frees it */
-    size_t fwd_len;
+    union {
+        struct msg_started started; /* LOCAL_STARTED */
+        struct msg_result result;   /* LOCAL_RESULT */
+    };
 };
+
+/* Free what ev owns (a result's forwarded data). */
+void local_event_free(struct local_event *ev);
 
 struct local_link;
 

@@ -390,21 +390,10 @@ int master__handle_results(struct master *m, struct mail *ml, struct msg_reader 
  * item would be applied.  -1 when it does not match a running task. */
 static int master_apply_event(struct master *m, int idx, const struct local_event *ev)
 {
-    if (ev->kind == LOCAL_STARTED) {
-        struct msg_started st = {.id = ev->id, .attempt = ev->attempt, .start = ev->start};
-        return master_apply_started(m, 0, &st);
-    }
-    struct msg_result r = {.id = ev->id,
-                           .attempt = ev->attempt,
-                           .status = ev->status,
-                           .exec_errno = ev->exec_errno,
-                           .start = ev->start,
-                           .duration = ev->duration,
-                           .nfwd = ev->nfwd,
-                           .fwd = ev->fwd,
-                           .fwd_len = ev->fwd_len};
+    if (ev->kind == LOCAL_STARTED)
+        return master_apply_started(m, 0, &ev->started);
     m->st.results_local++;
-    return master_apply_result(m, &m->nodes[idx], &r);
+    return master_apply_result(m, &m->nodes[idx], &ev->result);
 }
 
 void master__drain_local(struct master *m)
@@ -416,6 +405,6 @@ void master__drain_local(struct master *m)
         int idx = master_node_index(m, 0, "An event on the local link");
         if (idx < 0 || master_apply_event(m, idx, &ev) < 0)
             m->fatal = true;
-        free(ev.fwd);
+        local_event_free(&ev);
     }
 }

@@ -183,7 +183,10 @@ TEST_F(LinkTest, RingsHoldWhatANodeCanHaveCommittedInOrder)
     for (uint32_t i = 0; i < 2 * most; i++) {
         local_event ev{};
         ev.kind = i % 2 ? LOCAL_RESULT : LOCAL_STARTED;
-        ev.id = i;
+        if (ev.kind == LOCAL_RESULT)
+            ev.result.id = i;
+        else
+            ev.started.id = i;
         ASSERT_TRUE(local_link_send_event(link_, &ev)) << i;
     }
     // the capacity is a power of two: fill it, then one more is refused
@@ -200,8 +203,8 @@ TEST_F(LinkTest, RingsHoldWhatANodeCanHaveCommittedInOrder)
     local_event ev;
     for (uint32_t i = 0; i < 2 * most; i++) {
         ASSERT_TRUE(local_link_take_event(link_, &ev));
-        EXPECT_EQ(ev.id, i);
         EXPECT_EQ(ev.kind, i % 2 ? LOCAL_RESULT : LOCAL_STARTED);
+        EXPECT_EQ(ev.kind == LOCAL_RESULT ? ev.result.id : ev.started.id, i);
     }
     EXPECT_FALSE(local_link_take_event(link_, &ev));
 }
@@ -231,8 +234,8 @@ TEST_F(LinkTest, EventsNeverTakenAreFreedWithTheLink)
     make(2);
     local_event ev{};
     ev.kind = LOCAL_RESULT;
-    ev.fwd = static_cast<uint8_t *>(malloc(64));
-    ev.fwd_len = 64;
+    ev.result.fwd = static_cast<uint8_t *>(malloc(64));
+    ev.result.fwd_len = 64;
     ASSERT_TRUE(local_link_send_event(link_, &ev));
     // TearDown destroys the link: LeakSanitizer reports the 64 bytes if
     // they are not freed with it
@@ -268,7 +271,7 @@ TEST_F(LinkTest, PingPongThroughTheSleepPathLosesNoWakeUp)
             EXPECT_EQ(t.id, i);
             local_event ev{};
             ev.kind = LOCAL_RESULT;
-            ev.id = t.id;
+            ev.result.id = t.id;
             EXPECT_TRUE(local_link_send_event(l, &ev));
             local_link_notify_master(l);
             i++;
@@ -284,7 +287,7 @@ TEST_F(LinkTest, PingPongThroughTheSleepPathLosesNoWakeUp)
             mailbox_wait(&master_, -1);
         if (stuck.load())
             break;
-        EXPECT_EQ(ev.id, i);
+        EXPECT_EQ(ev.result.id, i);
         answered++;
     }
     agent.join();
