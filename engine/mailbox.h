@@ -124,8 +124,10 @@ void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_
 int mailbox_prepare_sleep(struct mailbox *mb);
 void mailbox_awake(struct mailbox *mb);
 
-/* A second channel the consumer reads besides the box: a lock-free ring
- * that another thread fills without mails (engine/local_link.h).  more(arg)
+/* A second channel the consumer reads besides the box: lock-free rings
+ * that other threads fill without mails (the master's events on
+ * engine/local_link.h; the agent's tasks there and its launcher's
+ * completions, engine/launcher.h).  more(arg)
  * says whether it holds something; mailbox_prepare_sleep(), mailbox_wait()
  * and mailbox_spin() then treat it as mail, so the consumer never sleeps on
  * a full channel.  more runs on the consumer thread, after a seq_cst fence
