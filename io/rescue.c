@@ -27,7 +27,9 @@
  * write() loop and one fdatasync(), and publishes how far the file is
  * durable.  It does not wait to fill a batch: while one batch syncs, the next
  * accumulates, so batches are large under load and latency is one sync when
- * quiet.  A full ring makes the producer wait for the writer (backpressure):
+ * quiet.  Under load a commit waits until the previous one began
+ * RESCUE_COMMIT_USEC ago (writer_pace()), the time bound of the design's
+ * "bounded by count and time".  A full ring makes the producer wait for the writer (backpressure):
  * no record is ever dropped while the log is healthy.  After the first write
  * or sync error the writer records the error, sets `failed`, and keeps
  * draining the ring without writing, so nobody ever waits forever.
@@ -242,7 +244,9 @@ struct rescue_writer {
     /* Writer's cache line: written only by the writer thread. */
     alignas(64) _Atomic uint32_t deq; /* ids taken off the ring */
     _Atomic uint32_t synced;          /* ids written and synced, or dropped */
-    _Atomic int writer_sleeping;      /* writer sleeps on writer_cv */
+    _Atomic int writer_sleeping;      /* writer sleeps on writer_cv, idle */
+    _Atomic int writer_pacing;        /* writer sleeps on writer_cv, records queued */
+    uint64_t commit_ns;               /* CLOCK_MONOTONIC when the last commit began */
     _Atomic bool failed;              /* errtext is set (release/acquire) */
     _Atomic uint64_t syncs;           /* fdatasync() calls that succeeded */
     _Atomic uint64_t late_wakeups;    /* sleeps ended by the timeout with records queued */
@@ -393,13 +397,50 @@ static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
      * read them; seq_cst orders it before the load in wake_producer(). */
     atomic_store_explicit(&w->deq, d, memory_order_seq_cst);
     wake_producer(w);
-    if (healthy)
+    if (healthy) {
+        w->commit_ns = pmc_mono_ns();
         writer_commit(w, len);
+    }
     /* seq_cst: release makes failed/errtext visible with synced; the order
      * against wake_producer()'s load is the lost-wakeup pair. */
     atomic_store_explicit(&w->synced, d, memory_order_seq_cst);
     wake_producer(w);
     return d;
+}
+
+/* Are the records from d on needed on disk now rather than at the end of
+ * the commit interval?  Yes when the producer waits (flush, full ring), when
+ * close() asks to stop, or when half the ring is queued.  Writer only, under
+ * lock or not: every load is seq_cst, see writer_pace(). */
+static bool writer_urgent(struct rescue_writer *w, uint32_t d)
+{
+    return atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
+}
+
+/* Group commit bounded by time: when the last commit began less than
+ * RESCUE_COMMIT_USEC ago, let records gather until it is that old, unless
+ * they are urgent (writer_urgent()).  Under load this turns one fdatasync per
+ * few records into one per interval; a record that waits for a quiet writer
+ * is committed at once.  Why no wake-up is lost: the writer stores
+ * writer_pacing = 1 and then loads producer_waiting and enq; the producer
+ * stores those and then loads writer_pacing (append) or signals under lock
+ * (producer_wait); all seq_cst, the pattern of writer_sleep(). */
+static void writer_pace(struct rescue_writer *w, uint32_t d)
+{
+    uint64_t due = w->commit_ns + (uint64_t)RESCUE_COMMIT_USEC * 1000u;
+    uint64_t now = pmc_mono_ns();
+    if (w->commit_ns == 0 || now >= due || writer_urgent(w, d))
+        return;
+    struct timespec deadline = pmc_mono_after_us((long)((due - now) / 1000u) + 1);
+    pthread_mutex_lock(&w->lock);
+    atomic_store_explicit(&w->writer_pacing, 1, memory_order_seq_cst);
+    while (!writer_urgent(w, d))
+        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+            break;
+    atomic_store_explicit(&w->writer_pacing, 0, memory_order_relaxed);
+    pthread_mutex_unlock(&w->lock);
 }
 
 static void *writer_main(void *arg)
@@ -411,6 +452,8 @@ static void *writer_main(void *arg)
          * slots below enq are written before we read them */
         uint32_t e = atomic_load_explicit(&w->enq, memory_order_acquire);
         if (e != d) {
+            writer_pace(w, d);
+            e = atomic_load_explicit(&w->enq, memory_order_acquire);
             uint32_t n = e - d < RESCUE_BATCH_MAX ? e - d : RESCUE_BATCH_MAX;
             d = writer_batch(w, d, n);
         } else if (atomic_load_explicit(&w->stop, memory_order_acquire)) {
@@ -434,6 +477,7 @@ static uint32_t producer_wait(struct rescue_writer *w, _Atomic uint32_t *counter
         return v;
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->producer_waiting, 1, memory_order_seq_cst);
+    pthread_cond_signal(&w->writer_cv); /* a pacing writer commits now */
     while (!seq_reached(v = atomic_load_explicit(counter, memory_order_seq_cst), target))
         pthread_cond_wait(&w->producer_cv, &w->lock);
     atomic_store_explicit(&w->producer_waiting, 0, memory_order_relaxed);
@@ -453,6 +497,11 @@ void rescue_writer_append(struct rescue_writer *w, dag_task_t t)
     atomic_store_explicit(&w->enq, e + 1, memory_order_seq_cst);
     if (atomic_load_explicit(&w->writer_sleeping, memory_order_seq_cst))
         wake_writer(w);
+    else if (e + 1 - w->deq_cache >= RING_SIZE / 2 &&
+             e + 1 - (w->deq_cache = atomic_load_explicit(&w->deq, memory_order_acquire)) >=
+                 RING_SIZE / 2 &&
+             atomic_load_explicit(&w->writer_pacing, memory_order_seq_cst))
+        wake_writer(w); /* half the ring waits: commit before it fills */
 }
 
 void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st)

@@ -585,6 +585,42 @@ TEST_F(RescueTest, FlushWakesTheWriterInsteadOfWaitingForTheTimeout)
     EXPECT_EQ(rescue_writer_close(w), 0);
 }
 
+TEST_F(RescueTest, UnderLoadCommitsAreAtLeastTheIntervalApart)
+{
+    // A record every 200 us for ~60 ms: without the commit interval the
+    // writer would sync as soon as the previous sync returned (one sync per
+    // record or two on this disk); with it, commits begin at least
+    // RESCUE_COMMIT_USEC apart, so at most elapsed / interval + 2 of them (the
+    // first record after the flush commits at once).  A slower machine only
+    // makes fewer syncs, so the bound cannot fail for load (nor is a lower
+    // one asserted: one sync of a loaded disk can outlast the whole loop).
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("a"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    rescue_writer_stats before{};
+    rescue_writer_get_stats(w, &before);
+    auto t0 = std::chrono::steady_clock::now();
+    int appended = 0;
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) {
+        rescue_writer_append(w, id(appended % 2 ? "b" : "d"));
+        appended++;
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    rescue_writer_stats st{};
+    rescue_writer_get_stats(w, &st);
+    uint64_t syncs = st.syncs - before.syncs;
+    printf("[ stats    ] %d records in %.1f ms: %llu commits\n", appended, ms,
+           (unsigned long long)syncs);
+    EXPECT_LE(syncs, (uint64_t)(ms * 1000.0 / RESCUE_COMMIT_USEC) + 2);
+    ASSERT_EQ(rescue_writer_close(w), 0); // close flushes: every record is there
+    std::string text = read_file(path_);
+    EXPECT_EQ((int)std::count(text.begin(), text.end(), '\n'), appended + 1);
+}
+
 TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
 {
     write_file(path_, "DONE a\nDONE b\n");
