@@ -9,10 +9,13 @@
 // 0.73399996...) and never printed as 1000.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <vector>
 
 #include "io/records.h"
 
@@ -345,6 +348,96 @@ TEST_F(RecordsTest, IsoTimeFitsDocumentedBuffer)
     EXPECT_LT(n, sizeof buf);
     EXPECT_EQ(n, strlen(buf));
     EXPECT_TRUE(is_iso_time(buf)) << buf;
+}
+
+// The task record as snprintf() printed it before the record was put
+// together by hand (io/records.c): the reference the hand-made one must equal
+// byte for byte, limits of the old fixed buffers included.
+std::string clean_ref(const char *s, size_t max)
+{
+    std::string out;
+    for (size_t i = 0; s && s[i] && i < max; i++)
+        out += (s[i] == ']' || s[i] == '"') ? '_' : s[i];
+    return out;
+}
+
+std::string task_ref(const struct task_record &r)
+{
+    char date[40];
+    records_iso_time(r.start, date, sizeof date);
+    std::string id;
+    if (r.pegasus_id && r.pegasus_id[0])
+        id = "id=" + clean_ref(r.pegasus_id, 99) + ", ";
+    char gpus[24] = "";
+    if (r.gpus)
+        snprintf(gpus, sizeof gpus, ", gpus=%u", r.gpus);
+    std::string name = clean_ref(r.name, 1023), app = clean_ref(r.app, 1023),
+                host = clean_ref(r.hostname, 255);
+    std::vector<char> buf(4096);
+    int n = snprintf(buf.data(), buf.size(),
+                     "[cluster-task %sname=%s, start=\"%s\", duration=%.3f, status=%d, "
+                     "app=\"%s\", hostname=\"%s\", slot=%d, cpus=%u, memory=%u%s]\n",
+                     id.c_str(), name.c_str(), date, r.duration, r.status, app.c_str(),
+                     host.c_str(), r.slot, r.cpus, r.memory_mb, gpus);
+    return std::string(buf.data(), (size_t)n);
+}
+
+// Durations the printf rounding is easy to get wrong on: exact binary ties
+// (k/16 s: 0.0625 prints 0.062, 0.1875 prints 0.188), doubles just beside a
+// tie (the nearest double to 0.0005 is above it: 0.001), -0.0, negatives,
+// values near 2^52 ms, and a million random ones over many magnitudes.
+TEST_F(RecordsTest, TaskLineEqualsTheSnprintfRecordForEveryDuration)
+{
+    struct task_record r = sample_task();
+    std::vector<double> ds = {
+        0.0,    -0.0,   0.0625,  0.1875,   1.0625,   2.5625, 0.0005,
+        0.0015, 0.0025, -0.0005, -0.0001,  1e-300,   4.5e12, 4.503599627370495e12,
+        4.6e12, 1e20,   -1e20,   123.4565, 999.9995, 0.9995};
+    for (int k = 0; k < 1024; k++)
+        ds.push_back(k / 16.0 + 1.0 / 2048 * (k % 3));
+    unsigned seed = 12345;
+    for (int i = 0; i < 1000000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        double m = (double)(seed >> 8) / (double)(1u << 24); // [0, 1)
+        seed = seed * 1103515245u + 12345u;
+        int e = (int)(seed >> 16) % 16 - 6; // 1e-6 .. 1e9
+        ds.push_back(m * pow(10.0, e) * ((seed & 1) ? -1 : 1));
+    }
+    size_t bad = 0;
+    for (double d : ds) {
+        r.duration = d;
+        std::string got = format_task(r), want = task_ref(r);
+        if (got != want && bad++ < 5)
+            ADD_FAILURE() << "duration " << std::hexfloat << d << ": " << got << " vs " << want;
+    }
+    EXPECT_EQ(bad, 0u);
+}
+
+// Every other field: negative status and slot, every optional field, values
+// at and past the old buffers' limits (id 99, name and app 1023, host 255).
+TEST_F(RecordsTest, TaskLineEqualsTheSnprintfRecordForEveryField)
+{
+    std::string long_id(150, 'i'), long_name(1500, 'n'), long_app(1100, 'a'), long_host(300, 'h');
+    long_name[1022] = ']';
+    long_host[254] = '"';
+    struct task_record r = sample_task();
+    const char *ids[] = {nullptr, "", "ID000001", long_id.c_str()};
+    const char *names[] = {"a", long_name.c_str()};
+    const char *apps[] = {"", long_app.c_str()};
+    const char *hosts[] = {"h", long_host.c_str()};
+    int ints[] = {0, 1, -1, 256, 2147483647, -2147483647 - 1};
+    uint32_t uints[] = {0, 1, 4294967295u};
+    for (const char *id : ids)
+        for (const char *name : names)
+            for (const char *app : apps)
+                for (const char *host : hosts)
+                    for (int v : ints)
+                        for (uint32_t u : uints) {
+                            r.pegasus_id = id, r.name = name, r.app = app, r.hostname = host;
+                            r.status = v, r.slot = -v / 2, r.cpus = u, r.memory_mb = u / 3;
+                            r.gpus = u / 7;
+                            ASSERT_EQ(format_task(r), task_ref(r));
+                        }
 }
 
 } // namespace
