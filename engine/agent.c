@@ -579,6 +579,10 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
+    if (!cfg->null_executor)
+        log_debug("Rank %d: %u CPUs, %u launch threads%s", cfg->rank, cfg->cpus,
+                  a->launcher ? cfg->launch_threads : 0,
+                  a->launcher ? "" : " (the agent thread starts the tasks)");
     if (agent__open_outputs(a, err) < 0) {
         char text[sizeof err->text];
         snprintf(text, sizeof text, "%s", err->text);

@@ -102,6 +102,12 @@ int launcher_take(struct launcher *l, uint32_t *i)
     return mpmc_ring_try_pop(l->completed, i) ? 1 : 0;
 }
 
+uint32_t launcher_default_threads(uint32_t cpus)
+{
+    uint32_t n = cpus / LAUNCHER_CPUS_PER_THREAD;
+    return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
+}
+
 uint32_t launcher_pending(const struct launcher *l)
 {
     return mpmc_ring_size(l->completed);

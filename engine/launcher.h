@@ -50,6 +50,19 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
+#define LAUNCHER_CPUS_PER_THREAD 16 /* CPUs one task-starting thread keeps busy */
+
+/* The pool size a node of cpus CPUs gets without --launch-threads: one
+ * launcher per LAUNCHER_CPUS_PER_THREAD CPUs, so 0 (the agent thread starts
+ * every task) below 16 CPUs, 1 at 16-31, 4 at 64, at most
+ * LAUNCHER_MAX_THREADS.  Why 16: on the 2-core VM of docs/performance.md
+ * the thread that starts a /bin/true task spends ~55 us of CPU on it
+ * (clone included) while the task costs the CPUs ~650 us, so one thread
+ * can keep ~12-16 CPUs busy with the shortest tasks; below that a pool only
+ * adds a hand-off per task (measured there: 1 and 2 launchers start 2.0k and
+ * 2.3k tasks/s against 2.6k without).  A model, not a many-core
+ * measurement: none of our sessions had more than 2 cores.  Pure. */
+uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
 
 /* One slot's launch: the request (its pointers must stay valid until the

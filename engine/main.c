@@ -21,6 +21,7 @@
 #include "engine/comm.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
+#include "engine/launcher.h"
 #include "engine/local_link.h"
 #include "engine/master.h"
 #include "engine/options.h"
@@ -301,7 +302,8 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.gpus = &ri->gpus;
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
-    ac.launch_threads = o->launch_threads;
+    ac.launch_threads =
+        o->launch_threads_set ? o->launch_threads : launcher_default_threads(ac.cpus);
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
         log_fatal("%s", err.text);

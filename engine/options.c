@@ -109,8 +109,8 @@ const char *options_usage(void)
            "      --task-time-limit SEC  default hard run-time limit of each task (none)\n"
            "      --kill-grace SEC     SIGTERM to SIGKILL grace for killed tasks (5)\n"
            "      --no-thread-env      do not set OMP_NUM_THREADS & co. from -c\n"
-           "      --launch-threads N   threads per host that start tasks (0, the default:\n"
-           "                           the node agent's own thread starts them)\n"
+           "      --launch-threads N   threads per host that start tasks (default: one per\n"
+           "                           16 CPUs; 0: the node agent's own thread starts them)\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
            "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
@@ -333,6 +333,7 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "--drain-margin", v, "must be a number of seconds >= 0")
                    : 0;
     case OPT_LAUNCH_THREADS:
+        o->launch_threads_set = true;
         return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > 64
                    ? bad_value(err, "--launch-threads", v, "must be a whole number in 0..64")
                    : 0;

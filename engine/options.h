@@ -38,15 +38,16 @@ struct options {
     bool strict_limits, per_task_stdio, jobstate_log, monitord_hack;
     bool no_resource_log, no_sleep_on_recv, keep_affinity, set_affinity;
     bool master_only;
-    bool ranks_are_hosts;          /* every rank is a host of its own (tests, benchmarks) */
-    int progress;                  /* --progress 1, --no-progress 0, default -1 (auto) */
-    uint32_t host_gpus;            /* --host-gpus / PMC_HOST_GPUS, when host_gpus_set */
-    bool host_gpus_set;            /* else detect */
-    double task_time_limit;        /* s, 0 = none */
-    double kill_grace;             /* s between SIGTERM and SIGKILL, default 5 */
-    uint32_t launch_threads;       /* --launch-threads: task-starting threads per host; default
-                                      0, the agent thread (docs/performance.md: on 2 cores one
-                                      launcher was slower) */
+    bool ranks_are_hosts;    /* every rank is a host of its own (tests, benchmarks) */
+    int progress;            /* --progress 1, --no-progress 0, default -1 (auto) */
+    uint32_t host_gpus;      /* --host-gpus / PMC_HOST_GPUS, when host_gpus_set */
+    bool host_gpus_set;      /* else detect */
+    double task_time_limit;  /* s, 0 = none */
+    double kill_grace;       /* s between SIGTERM and SIGKILL, default 5 */
+    uint32_t launch_threads; /* --launch-threads: task-starting threads per host, when
+                                launch_threads_set; else launcher_default_threads() of
+                                the host's CPUs */
+    bool launch_threads_set;
     double drain_margin;           /* s before the batch job's end, default 180 */
     bool no_thread_env;            /* do not set OMP_NUM_THREADS & co. */
     const char *status_path;       /* --status, NULL = none */

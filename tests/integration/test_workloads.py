@@ -10,7 +10,10 @@ a fresh temporary directory and run with --host-cpus 16:
     ranks 0..3) on this machine, tasks and results over MPI; at least two
     ranks ran tasks;
   * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
-    spawned by two launcher threads (engine/launcher.h), not the agent's;
+    spawned by two launcher threads (engine/launcher.h), not the agent's
+    (ranks1 and ranks4_one_host, 16 CPUs on one host, get one by default);
+  * launch_threads_default (examples' montage-small): the pool a host gets
+    without --launch-threads, named by the agent's -v line;
   * ranks4_one_host (workloads only): `mpiexec -n 4` in PMC's launch shape:
     the four ranks are one host, rank 1 is its agent and runs every task
     (slot=1), ranks 2 and 3 wait idle, and the summary counts the host once
@@ -77,6 +80,28 @@ class Workloads(pmcrun.TestCase):
 
     def test_workloads_launchers(self):
         self.run_dags(self.require_workloads(), 1, extra=("--launch-threads", "2"))
+
+    def test_launch_threads_default(self):
+        """Without --launch-threads a host gets one launcher per 16 CPUs
+        (engine/launcher.h), and runs montage-small with them; the agent's -v
+        line names the pool."""
+        src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
+        for cpus, extra, want in (("8", (), "8 CPUs, 0 launch threads (the agent thread"),
+                                  ("48", (), "48 CPUs, 3 launch threads"),
+                                  ("48", ("--launch-threads", "0"), "48 CPUs, 0 launch threads"),
+                                  ("8", ("--launch-threads", "2"), "8 CPUs, 2 launch threads")):
+            case = "--host-cpus %s %s" % (cpus, " ".join(extra))
+            with self.subTest(case=case):
+                sub = os.path.join(self.tmp, "default.%s.%d" % (cpus, len(extra)))
+                os.mkdir(sub)
+                dag_path = os.path.join(sub, "montage-small.dag")
+                pmcrun.shutil.copyfile(src, dag_path)
+                res = pmcrun.run(["-v", "--host-cpus", cpus] + list(extra) + [dag_path],
+                                 cwd=sub, timeout=TIMEOUT)
+                problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+                if "[debug] Rank 0: " + want not in res.stderr:
+                    problems.append("no debug line 'Rank 0: %s'" % want)
+                self.check(problems, res, case)
 
     def test_workloads_ranks4(self):
         self.run_dags(self.require_workloads(), 4)

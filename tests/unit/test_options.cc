@@ -199,6 +199,19 @@ TEST_F(OptionsTest, Defaults)
     EXPECT_FALSE(o_.keep_affinity);
     EXPECT_FALSE(o_.set_affinity);
     EXPECT_FALSE(o_.master_only);
+    EXPECT_FALSE(o_.launch_threads_set) << "default: from the host's CPUs";
+}
+
+TEST_F(OptionsTest, LaunchThreads)
+{
+    ASSERT_EQ(parse({"--launch-threads", "3", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.launch_threads_set);
+    EXPECT_EQ(o_.launch_threads, 3u);
+    ASSERT_EQ(parse({"--launch-threads=0", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.launch_threads_set) << "0 is a choice: the agent thread starts the tasks";
+    EXPECT_EQ(o_.launch_threads, 0u);
+    expect_rejected({"--launch-threads", "65", "wf.dag"}, {"--launch-threads", "65", "0..64"});
+    expect_rejected({"--launch-threads", "-1", "wf.dag"}, {"--launch-threads"});
 }
 
 TEST_F(OptionsTest, ShortFlags)

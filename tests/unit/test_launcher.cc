@@ -1,0 +1,36 @@
+// test_launcher.cc - unit tests of engine/launcher.h's pool size without
+// --launch-threads (launcher_default_threads): none below 16 CPUs, one per
+// 16 CPUs above, capped at LAUNCHER_MAX_THREADS.  The pool itself is run by
+// the integration tests (test_workloads.py: launchers, and every test with
+// 16 or more CPUs per host).
+#include <gtest/gtest.h>
+
+#include "engine/launcher.h"
+
+namespace
+{
+
+TEST(LauncherDefault, NoPoolBelowSixteenCpus)
+{
+    for (uint32_t cpus : {0u, 1u, 2u, 8u, 15u})
+        EXPECT_EQ(launcher_default_threads(cpus), 0u) << cpus << " CPUs";
+}
+
+TEST(LauncherDefault, OnePerSixteenCpus)
+{
+    EXPECT_EQ(launcher_default_threads(16), 1u);
+    EXPECT_EQ(launcher_default_threads(31), 1u);
+    EXPECT_EQ(launcher_default_threads(32), 2u);
+    EXPECT_EQ(launcher_default_threads(64), 4u);
+    EXPECT_EQ(launcher_default_threads(128), 8u);
+    EXPECT_EQ(launcher_default_threads(192), 12u);
+}
+
+TEST(LauncherDefault, CappedAtTheMostThePoolTakes)
+{
+    EXPECT_EQ(launcher_default_threads(LAUNCHER_MAX_THREADS * LAUNCHER_CPUS_PER_THREAD),
+              (uint32_t)LAUNCHER_MAX_THREADS);
+    EXPECT_EQ(launcher_default_threads(UINT32_MAX), (uint32_t)LAUNCHER_MAX_THREADS);
+}
+
+} // namespace
