@@ -434,7 +434,7 @@ TEST_F(RecordsTest, TaskLineEqualsTheSnprintfRecordForEveryField)
                     for (int v : ints)
                         for (uint32_t u : uints) {
                             r.pegasus_id = id, r.name = name, r.app = app, r.hostname = host;
-                            r.status = v, r.slot = -v / 2, r.cpus = u, r.memory_mb = u / 3;
+                            r.status = v, r.slot = -(v / 2), r.cpus = u, r.memory_mb = u / 3;
                             r.gpus = u / 7;
                             ASSERT_EQ(format_task(r), task_ref(r));
                         }
