@@ -50,18 +50,25 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
-#define LAUNCHER_CPUS_PER_THREAD 16 /* CPUs one task-starting thread keeps busy */
+#define LAUNCHER_CPUS_PER_THREAD 8 /* CPUs one task-starting thread keeps busy */
 
-/* The pool size a node of cpus CPUs gets without --launch-threads: one
+/* The pool size a node of cpus CPUs gets without --launch-threads (the
+ * engine passes the smaller of its --host-cpus and the CPUs it may run on,
+ * since launchers need real CPUs): one
  * launcher per LAUNCHER_CPUS_PER_THREAD CPUs, so 0 (the agent thread starts
- * every task) below 16 CPUs, 1 at 16-31, 4 at 64, at most
- * LAUNCHER_MAX_THREADS.  Why 16: on the 2-core VM of docs/performance.md
- * the thread that starts a /bin/true task spends ~55 us of CPU on it
- * (clone included) while the task costs the CPUs ~650 us, so one thread
- * can keep ~12-16 CPUs busy with the shortest tasks; below that a pool only
- * adds a hand-off per task (measured there: 1 and 2 launchers start 2.0k and
- * 2.3k tasks/s against 2.6k without).  A model, not a many-core
- * measurement: none of our sessions had more than 2 cores.  Pure. */
+ * every task) below 8 CPUs, 1 at 8-15, 8 at 64, at most
+ * LAUNCHER_MAX_THREADS.  Why 8, measured on the 2-core Intel VM of
+ * docs/performance.md with /bin/true, the shortest task: a thread that
+ * starts a task is held ~51 us in clone until the child's exec, and the
+ * agent thread spends ~52 us of CPU per task in all (the clone's share
+ * included), so it is busy ~90 us per task, while the task holds a CPU
+ * ~680 us: one thread keeps ~8 CPUs busy.  Below that a pool only adds two
+ * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
+ * and 2.2k tasks/s against 2.6k without).  With launchers the agent thread
+ * keeps ~40 us per task (reaping, capture, records, results), so past ~16
+ * CPUs of tasks that short it is the limit, whatever the pool.  A model,
+ * not a many-core measurement: none of our sessions had more than 2 cores.
+ * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
 

@@ -141,13 +141,16 @@ static void program_path(char *buf, size_t size, const char *argv0)
 }
 
 /* The host's CPUs and memory (MB): detected, or --host-cpus/--host-memory.
- * The host's agent offers all of it (docs/design.md section 1). */
-static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *memory_mb)
+ * The host's agent offers all of it (docs/design.md section 1).
+ * *detected_cpus: the CPUs this process may run on, whatever the options. */
+static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *memory_mb,
+                           uint32_t *detected_cpus)
 {
     uint32_t host_cpus;
     uint64_t host_mem;
     if (topology_detect(&host_cpus, &host_mem) < 0)
         log_debug("hwloc could not load the topology; using sysconf");
+    *detected_cpus = host_cpus;
     if (o->host_cpus)
         host_cpus = o->host_cpus;
     if (o->host_memory)
@@ -290,7 +293,8 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
                               .set_affinity = o->set_affinity,
                               .keep_affinity = o->keep_affinity,
                               .strict_limits = o->strict_limits};
-    host_resources(o, &ac.cpus, &ac.memory_mb);
+    uint32_t machine_cpus;
+    host_resources(o, &ac.cpus, &ac.memory_mb, &machine_cpus);
     struct pmc_error err;
     if (gpus_discover(o->host_gpus_set, o->host_gpus, &ri->gpus, &err) < 0) {
         log_fatal("%s", err.text);
@@ -302,8 +306,12 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.gpus = &ri->gpus;
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
+    /* the pool is sized from the CPUs that can run it: --host-cpus 8 on a
+     * 2-CPU machine (tests, benchmarks) gets none */
     ac.launch_threads =
-        o->launch_threads_set ? o->launch_threads : launcher_default_threads(ac.cpus);
+        o->launch_threads_set
+            ? o->launch_threads
+            : launcher_default_threads(ac.cpus < machine_cpus ? ac.cpus : machine_cpus);
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
         log_fatal("%s", err.text);

@@ -11,7 +11,8 @@ a fresh temporary directory and run with --host-cpus 16:
     ranks ran tasks;
   * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
     spawned by two launcher threads (engine/launcher.h), not the agent's
-    (ranks1 and ranks4_one_host, 16 CPUs on one host, get one by default);
+    (by default a host gets one per 8 CPUs it can really use: none on a
+    machine of fewer than 8);
   * launch_threads_default (examples' montage-small): the pool a host gets
     without --launch-threads, named by the agent's -v line;
   * ranks4_one_host (workloads only): `mpiexec -n 4` in PMC's launch shape:
@@ -82,14 +83,19 @@ class Workloads(pmcrun.TestCase):
         self.run_dags(self.require_workloads(), 1, extra=("--launch-threads", "2"))
 
     def test_launch_threads_default(self):
-        """Without --launch-threads a host gets one launcher per 16 CPUs
+        """Without --launch-threads a host gets one launcher per 8 CPUs of
+        min(--host-cpus, the CPUs this machine lets it run on)
         (engine/launcher.h), and runs montage-small with them; the agent's -v
-        line names the pool."""
+        line names the pool.  On a machine of fewer than 8 CPUs the default
+        is always 0 (launcher_default_threads itself is unit-tested)."""
+        usable = len(os.sched_getaffinity(0))
         src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
-        for cpus, extra, want in (("8", (), "8 CPUs, 0 launch threads (the agent thread"),
-                                  ("48", (), "48 CPUs, 3 launch threads"),
-                                  ("48", ("--launch-threads", "0"), "48 CPUs, 0 launch threads"),
-                                  ("8", ("--launch-threads", "2"), "8 CPUs, 2 launch threads")):
+        by_default = min(24, usable) // 8
+        for cpus, extra, want in (("4", (), "4 CPUs, 0 launch threads (the agent thread"),
+                                  ("24", (), "24 CPUs, %d launch threads%s" % (
+                                      by_default, "" if by_default else " (the agent thread")),
+                                  ("24", ("--launch-threads", "0"), "24 CPUs, 0 launch threads"),
+                                  ("4", ("--launch-threads", "2"), "4 CPUs, 2 launch threads")):
             case = "--host-cpus %s %s" % (cpus, " ".join(extra))
             with self.subTest(case=case):
                 sub = os.path.join(self.tmp, "default.%s.%d" % (cpus, len(extra)))

@@ -1,8 +1,8 @@
 // test_launcher.cc - unit tests of engine/launcher.h's pool size without
-// --launch-threads (launcher_default_threads): none below 16 CPUs, one per
-// 16 CPUs above, capped at LAUNCHER_MAX_THREADS.  The pool itself is run by
+// --launch-threads (launcher_default_threads): none below 8 CPUs, one per
+// 8 CPUs above, capped at LAUNCHER_MAX_THREADS.  The pool itself is run by
 // the integration tests (test_workloads.py: launchers, and every test with
-// 16 or more CPUs per host).
+// 8 or more CPUs per host).
 #include <gtest/gtest.h>
 
 #include "engine/launcher.h"
@@ -10,20 +10,20 @@
 namespace
 {
 
-TEST(LauncherDefault, NoPoolBelowSixteenCpus)
+TEST(LauncherDefault, NoPoolBelowEightCpus)
 {
-    for (uint32_t cpus : {0u, 1u, 2u, 8u, 15u})
+    for (uint32_t cpus : {0u, 1u, 2u, 4u, 7u})
         EXPECT_EQ(launcher_default_threads(cpus), 0u) << cpus << " CPUs";
 }
 
-TEST(LauncherDefault, OnePerSixteenCpus)
+TEST(LauncherDefault, OnePerEightCpus)
 {
-    EXPECT_EQ(launcher_default_threads(16), 1u);
-    EXPECT_EQ(launcher_default_threads(31), 1u);
-    EXPECT_EQ(launcher_default_threads(32), 2u);
-    EXPECT_EQ(launcher_default_threads(64), 4u);
-    EXPECT_EQ(launcher_default_threads(128), 8u);
-    EXPECT_EQ(launcher_default_threads(192), 12u);
+    EXPECT_EQ(launcher_default_threads(8), 1u);
+    EXPECT_EQ(launcher_default_threads(15), 1u);
+    EXPECT_EQ(launcher_default_threads(16), 2u);
+    EXPECT_EQ(launcher_default_threads(64), 8u);
+    EXPECT_EQ(launcher_default_threads(128), 16u);
+    EXPECT_EQ(launcher_default_threads(192), 24u);
 }
 
 TEST(LauncherDefault, CappedAtTheMostThePoolTakes)
