@@ -309,6 +309,32 @@ static int ceiling_init(struct ceiling *c, const struct dag *d, uint32_t slots)
     return 0;
 }
 
+/* Free every array of c (each may be NULL); c->dag stays the caller's. */
+static void ceiling_free(struct ceiling *c)
+{
+    free(c->need);
+    free(c->parents_left);
+    free(c->heap);
+    free(c->deferred);
+    free(c->run);
+    free(c->released);
+    free(c->cnt);
+    free(c->argv);
+}
+
+/* Run the DAG of c to the end: 0, or -1 after a message when waitpid
+ * failed. */
+static int ceiling_run(struct ceiling *c)
+{
+    for (;;) {
+        dispatch(c);
+        if (c->nrun == 0)
+            return 0;
+        if (reap_batch(c) < 0)
+            return -1;
+    }
+}
+
 /* SLOTS from text: a decimal in 1 .. 2^31 - 1, or 0 when it is not one. */
 static uint32_t parse_slots(const char *s)
 {
@@ -334,22 +360,19 @@ int main(int argc, char **argv)
         return 2;
     }
     struct ceiling c;
+    int rc = 1;
     if (ceiling_init(&c, d, slots) < 0) {
         perror("dag_ceiling");
-        return 1;
+    } else if (ceiling_run(&c) == 0) {
+        double mk = c.started ? c.t_last - c.t_first : 0.0;
+        printf("tasks=%u slots=%u makespan_s=%.6f tasks_per_s=%.1f failed=%u\n", d->ntasks, slots,
+               mk, mk > 0 ? d->ntasks / mk : 0.0, c.failed);
+        if (c.done < d->ntasks)
+            fprintf(stderr, "dag_ceiling: %u of %u tasks never ran (a parent failed)\n",
+                    d->ntasks - c.done, d->ntasks);
+        rc = c.failed ? 1 : 0;
     }
-    for (;;) {
-        dispatch(&c);
-        if (c.nrun == 0)
-            break;
-        if (reap_batch(&c) < 0)
-            return 1;
-    }
-    double mk = c.started ? c.t_last - c.t_first : 0.0;
-    printf("tasks=%u slots=%u makespan_s=%.6f tasks_per_s=%.1f failed=%u\n", d->ntasks, slots, mk,
-           mk > 0 ? d->ntasks / mk : 0.0, c.failed);
-    if (c.done < d->ntasks)
-        fprintf(stderr, "dag_ceiling: %u of %u tasks never ran (a parent failed)\n",
-                d->ntasks - c.done, d->ntasks);
-    return c.failed ? 1 : 0; /* the arrays are left to the exit */
+    ceiling_free(&c);
+    dag_destroy(d);
+    return rc;
 }
