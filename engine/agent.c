@@ -440,7 +440,13 @@ static void agent_wait_events(struct agent *a)
         timeout = 0;
     uint64_t t0 = timeout != 0 ? pmc_mono_ns() : 0;
     int n = epoll_wait(a->epfd, ev, 64, timeout);
-    mailbox_awake(&a->box);
+    bool signaled = false;
+    for (int i = 0; i < n && !signaled; i++)
+        signaled = ev[i].data.u64 == MAILBOX_EVENT;
+    if (signaled)
+        mailbox_awake(&a->box);
+    else
+        mailbox_awake_unsignaled(&a->box);
     if (timeout != 0) /* answered fast: spin before the next wait */
         a->spin.hot = pmc_mono_ns() - t0 < 2 * MAILBOX_SPIN_US * 1000u;
     if (a->launcher)

@@ -177,8 +177,14 @@ void mailbox_awake(struct mailbox *mb)
 {
     atomic_store_explicit(&mb->sleeping, 0, memory_order_relaxed);
     uint64_t v;
-    while (read(mb->efd, &v, sizeof v) == (ssize_t)sizeof v)
-        ; /* drain; EAGAIN ends the loop */
+    /* one read drains: a (non-semaphore) eventfd hands over its whole count
+     * and is zero after it; EAGAIN when nobody wrote */
+    (void)!read(mb->efd, &v, sizeof v);
+}
+
+void mailbox_awake_unsignaled(struct mailbox *mb)
+{
+    atomic_store_explicit(&mb->sleeping, 0, memory_order_relaxed);
 }
 
 int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg)

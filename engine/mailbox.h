@@ -124,6 +124,15 @@ void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_
 int mailbox_prepare_sleep(struct mailbox *mb);
 void mailbox_awake(struct mailbox *mb);
 
+/* mailbox_awake() for a consumer whose poll/epoll said mb->efd was not
+ * readable: clears the sleeping mark and leaves the eventfd alone (saves a
+ * read() that would fail with EAGAIN, one per task on a busy node).  A
+ * notifier that wrote after the poll returned leaves the eventfd readable,
+ * so the next poll returns at once and mailbox_awake() drains it; the mail
+ * itself is never missed, since consumers look at the box, not the
+ * eventfd. */
+void mailbox_awake_unsignaled(struct mailbox *mb);
+
 /* A second channel the consumer reads besides the box: lock-free rings
  * that other threads fill without mails (the master's events on
  * engine/local_link.h; the agent's tasks there and its launcher's

@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <string.h>
@@ -284,7 +285,6 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
     /* Raw call: pthread_sigmask would leave glibc's internal signals open. */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, SPAWN_SIGSET_BYTES);
     errno = 0; /* binds __errno_location now, not lazily in the child */
-    c->parent = getpid();
     int fd = -1;
     pid_t p = SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
                           CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, c, &fd);
@@ -321,7 +321,23 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
 static _Thread_local struct {
     void *stack;
     int devnull;
+    pid_t pid; /* ours, for the child's getppid() check; renewed in a fork()ed child */
 } spawn_thread_state;
+
+/* pthread_atfork child handler: the forking thread's state lives on in the
+ * child, whose pid differs (getpid() is a system call since glibc 2.25,
+ * so the pid is cached here instead of asked for per task). */
+static void spawn_thread_state_forked(void)
+{
+    spawn_thread_state.pid = getpid();
+}
+
+static pthread_once_t spawn_atfork_once = PTHREAD_ONCE_INIT;
+
+static void spawn_atfork_register(void)
+{
+    (void)pthread_atfork(NULL, NULL, spawn_thread_state_forked);
+}
 
 static int spawn_thread_state_init(void)
 {
@@ -337,6 +353,8 @@ static int spawn_thread_state_init(void)
     }
     spawn_thread_state.devnull = fd;
     spawn_thread_state.stack = stack;
+    spawn_thread_state.pid = getpid();
+    pthread_once(&spawn_atfork_once, spawn_atfork_register);
     return 0;
 }
 
@@ -370,6 +388,7 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
         c.src[0] = spawn_thread_state.devnull;
         stack = spawn_thread_state.stack;
     }
+    c.parent = spawn_thread_state.pid;
     spawn_plan_fds(&c);
     return spawn_clone(&c, stack, pid, pidfd);
 }

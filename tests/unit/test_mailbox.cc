@@ -260,6 +260,43 @@ TEST_F(MailboxTest, WakeWritesEventfd)
     EXPECT_FALSE(efd_readable(&mb_));
 }
 
+TEST_F(MailboxTest, OneAwakeDrainsSeveralSignals)
+{
+    // Two pushes to a sleeping consumer and a wake: the eventfd's count is 2
+    // or more, and mailbox_awake's single read() takes all of it.
+    ASSERT_EQ(mailbox_prepare_sleep(&mb_), 0);
+    mailbox_push(&mb_, make_mail(0, 1));
+    mailbox_wake(&mb_);
+    mailbox_push(&mb_, make_mail(0, 2));
+    mailbox_awake(&mb_);
+    EXPECT_FALSE(efd_readable(&mb_)) << "one read left the eventfd readable";
+    for (int tag = 1; tag <= 2; tag++) {
+        struct mail *m = mailbox_pop(&mb_);
+        ASSERT_NE(m, nullptr);
+        EXPECT_EQ(m->tag, tag);
+        mail_free(m);
+    }
+}
+
+TEST_F(MailboxTest, AwakeUnsignaledLeavesALateSignalForTheNextPoll)
+{
+    // The consumer's poll returned for something else; a producer pushed
+    // after the poll: the mark is cleared, the signal stays (the next poll
+    // returns at once) and the mail is in the box.
+    ASSERT_EQ(mailbox_prepare_sleep(&mb_), 0);
+    mailbox_push(&mb_, make_mail(3, 7));
+    mailbox_awake_unsignaled(&mb_);
+    EXPECT_EQ(mb_.sleeping.load(), 0);
+    EXPECT_TRUE(efd_readable(&mb_)) << "the late signal was lost";
+    struct mail *m = mailbox_pop(&mb_);
+    ASSERT_NE(m, nullptr);
+    EXPECT_EQ(m->tag, 7);
+    mail_free(m);
+    ASSERT_EQ(mailbox_prepare_sleep(&mb_), 0);
+    mailbox_awake(&mb_);
+    EXPECT_FALSE(efd_readable(&mb_));
+}
+
 TEST_F(MailboxTest, WaitReturnsImmediatelyWhenNonEmpty)
 {
     mailbox_push(&mb_, make_mail(0, 3));

@@ -124,6 +124,25 @@ TEST_F(SpawnTest, PidfdIsCloexecAndBelongsToChild)
     close(out);
 }
 
+// The spawning thread's cached pid follows a fork(): a child process that
+// spawns from the same thread state must not see its tasks fail the
+// "parent is still ours" check.
+TEST_F(SpawnTest, SpawnsAfterForkFromTheSameThread)
+{
+    SpawnResult before = spawn_and_wait({"/bin/true"});
+    ASSERT_EQ(before.rc, 0); // the thread's state now exists
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "exit 7"});
+        _exit(r.rc == 0 && r.code == CLD_EXITED ? r.status : 100);
+    }
+    int ws = 0;
+    ASSERT_EQ(waitpid(child, &ws, 0), child);
+    ASSERT_TRUE(WIFEXITED(ws));
+    EXPECT_EQ(WEXITSTATUS(ws), 7); // 100: the spawn failed on a stale pid
+}
+
 TEST_F(SpawnTest, DeathBySignal)
 {
     SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "kill -TERM $$"});
