@@ -210,6 +210,18 @@ def wait_session_gone(sid, timeout=10.0):
     return not session_pids(sid)
 
 
+def pool_args(args):
+    """["--launch-threads", N] when PMC_TEST_LAUNCH_THREADS=N is set (the
+    ctest variants integration.pool.*: the same suites with tasks started
+    by a launcher pool, the default on hosts of 8 CPUs or more, which this
+    2-CPU machine would otherwise never run) and the test did not choose
+    a pool itself; [] otherwise."""
+    n = os.environ.get("PMC_TEST_LAUNCH_THREADS")
+    if not n or any(str(a).startswith("--launch-threads") for a in args):
+        return []
+    return ["--launch-threads", n]
+
+
 def command(args, ranks=1, ranks_are_hosts=False):
     """The argv that runs pmc-hybrid with args on `ranks` MPI ranks.
 
@@ -219,7 +231,7 @@ def command(args, ranks=1, ranks_are_hosts=False):
     --ranks-are-hosts, so that every rank is a host of its own (several node
     agents, remote agents, TASKS/RESULTS over MPI, per-rank stdio files of
     several agents)."""
-    args = (["--ranks-are-hosts"] if ranks_are_hosts else []) + list(args)
+    args = (["--ranks-are-hosts"] if ranks_are_hosts else []) + pool_args(args) + list(args)
     if ranks == 1:
         return [CONFIG.bin] + args
     return [CONFIG.mpiexec, "-n", str(ranks), CONFIG.bin] + args

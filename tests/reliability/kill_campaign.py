@@ -100,7 +100,7 @@ class Campaign:
     def argv(self):
         a = self.args
         opts = ["--host-cpus", str(a.host_cpus), "-o", self.out_path(self.runs), "--no-progress",
-                self.dag]
+                "--launch-threads", str(a.launch_threads), self.dag]
         if a.ranks == 1:
             return [a.bin] + opts
         return [a.mpiexec, "-n", str(a.ranks), a.bin, "--ranks-are-hosts"] + opts
@@ -382,6 +382,8 @@ def main():
                         "(default: --kills)")
     p.add_argument("--ranks", type=int, default=1, choices=(1, 2, 3, 4))
     p.add_argument("--host-cpus", type=int, default=4)
+    p.add_argument("--launch-threads", type=int, default=0,
+                   help="pmc-hybrid's launcher pool (0: the agent thread starts the tasks)")
     p.add_argument("--rerun-bound", type=int, default=None,
                    help="most reruns allowed per kill (default: hosts x (host-cpus + "
                         "max(PLACEMENT_PREFETCH_MIN, host-cpus)) + RESULT_BATCH, read from "

@@ -92,7 +92,8 @@ def case(name, args, work):
     dag = os.path.join(work, "wf.dag")
     ranks = 4 if name == "rank-loss" else 1
     write_dag(dag, 2 * SLOTS * ranks)
-    opts = ["--host-cpus", str(SLOTS), "--no-progress", dag]
+    opts = ["--host-cpus", str(SLOTS), "--no-progress", "--launch-threads",
+            str(args.launch_threads), dag]
     if ranks == 1:
         argv = [args.bin] + opts
     else:
@@ -145,6 +146,9 @@ def main():
     p.add_argument("--mpiexec", default="mpiexec")
     p.add_argument("-k", dest="cases", action="append",
                    choices=("sigterm", "sigkill", "rank-loss"))
+    p.add_argument("--launch-threads", type=int, default=0,
+                   help="pmc-hybrid's launcher pool: tasks die with the thread that "
+                        "spawned them, a launcher's as well as the agent's")
     args = p.parse_args()
     args.bin = os.path.abspath(args.bin)
     if not os.access(args.bin, os.X_OK) or shutil.which(args.mpiexec) is None:
