@@ -1,14 +1,150 @@
-// test_launcher.cc - unit tests of engine/launcher.h's pool size without
-// --launch-threads (launcher_default_threads): none below 8 CPUs, one per
-// 8 CPUs above, capped at LAUNCHER_MAX_THREADS.  The pool itself is run by
-// the integration tests (test_workloads.py: launchers, and every test with
-// 8 or more CPUs per host).
+// test_launcher.cc - unit tests of engine/launcher.h: the pool size
+// without --launch-threads (launcher_default_threads: none below 8 CPUs,
+// one per 8 CPUs above, capped at LAUNCHER_MAX_THREADS), and the pool
+// itself: a started job's pid and pidfd handed back for the caller to
+// reap, a failed spawn's error, and many jobs on several threads each
+// reported once.  The engine's use of the pool is run by the integration
+// tests (integration.pool.*, workloads.launchers).
 #include <gtest/gtest.h>
 
+#include <errno.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "engine/launcher.h"
+#include "testutil.h"
+
+using namespace testutil;
 
 namespace
 {
+
+// A pool of nthreads for nslots slots waking a mailbox of the test's.
+class LauncherPool : public TempDirTest
+{
+  protected:
+    LauncherPool() : TempDirTest("pmc-launcher-test") {}
+    void SetUp() override
+    {
+        TempDirTest::SetUp();
+        ASSERT_EQ(mailbox_init(&box_), 0);
+    }
+    void TearDown() override
+    {
+        launcher_destroy(pool_);
+        mailbox_destroy(&box_);
+        close(out_);
+        TempDirTest::TearDown();
+    }
+    void start(uint32_t nthreads, uint32_t nslots)
+    {
+        struct pmc_error err;
+        pool_ = launcher_create(nthreads, nslots, &box_, &err);
+        ASSERT_NE(pool_, nullptr) << err.text;
+    }
+    // Submit argv as slot i's job (argv and env kept alive by the fixture).
+    void submit(uint32_t i, std::vector<std::string> argv)
+    {
+        argvs_[i] = std::make_unique<Argv>(std::move(argv));
+        struct launch_job *j = launcher_job(pool_, i);
+        ASSERT_NE(j, nullptr);
+        *j = launch_job{};
+        j->req.argv = argvs_[i]->get();
+        j->req.envp = env_.get();
+        j->req.stdout_fd = out_;
+        j->req.stderr_fd = out_;
+        launcher_submit(pool_, i);
+    }
+    // The next completed slot within 10 s: true with *i.
+    bool take(uint32_t *i)
+    {
+        for (int k = 0; k < 10000; k++) {
+            if (launcher_take(pool_, i) == 1)
+                return true;
+            usleep(1000);
+        }
+        return false;
+    }
+    // Wait for slot i's task through its pidfd and reap it: its waitid
+    // status (si_code << 8 | si_status), or -1 when the pidfd was not its.
+    int reap(uint32_t i)
+    {
+        struct launch_job *j = launcher_job(pool_, i);
+        siginfo_t si = {};
+        int rc;
+        while ((rc = waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
+            ;
+        close(j->pidfd);
+        return rc == 0 && si.si_pid == j->pid ? si.si_code << 8 | si.si_status : -1;
+    }
+
+    struct mailbox box_ = {};
+    struct launcher *pool_ = nullptr;
+    std::map<uint32_t, std::unique_ptr<Argv>> argvs_;
+    Argv env_{"PATH=/usr/bin:/bin"};
+    int out_ = make_capture("out");
+};
+
+TEST_F(LauncherPool, StartedJobHandsBackItsPidAndPidfd)
+{
+    start(1, 4);
+    submit(2, {"/bin/sh", "-c", "exit 5"});
+    uint32_t i = 99;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 2u);
+    struct launch_job *j = launcher_job(pool_, 2);
+    ASSERT_EQ(j->err, 0) << strerror(j->err);
+    EXPECT_GT(j->pid, 0);
+    ASSERT_GE(j->pidfd, 0);
+    EXPECT_EQ(reap(2), CLD_EXITED << 8 | 5) << "the caller reaps through the pidfd";
+    EXPECT_EQ(launcher_take(pool_, &i), 0) << "one completion per submit";
+}
+
+TEST_F(LauncherPool, FailedSpawnIsReportedOnceWithItsError)
+{
+    start(2, 2);
+    submit(1, {"/nonexistent/program"});
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 1u);
+    EXPECT_EQ(launcher_job(pool_, 1)->err, ENOENT);
+    usleep(50000);
+    EXPECT_EQ(launcher_take(pool_, &i), 0);
+}
+
+TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
+{
+    const uint32_t slots = 8, jobs = 200;
+    start(4, slots);
+    std::map<uint32_t, int> out; // submits not yet completed, per slot
+    uint32_t submitted = 0, done = 0;
+    for (uint32_t s = 0; s < slots; s++, submitted++) {
+        submit(s, {"/bin/true"});
+        out[s]++;
+    }
+    while (done < jobs) {
+        uint32_t i;
+        ASSERT_TRUE(take(&i)) << done << " of " << jobs << " done";
+        ASSERT_LT(i, slots);
+        ASSERT_EQ(out[i]--, 1) << "slot " << i << " completed twice";
+        ASSERT_EQ(launcher_job(pool_, i)->err, 0);
+        ASSERT_EQ(reap(i), CLD_EXITED << 8 | 0);
+        done++;
+        if (submitted < jobs) {
+            submit(i, {"/bin/true"});
+            out[i]++;
+            submitted++;
+        }
+    }
+    uint32_t i;
+    EXPECT_EQ(launcher_take(pool_, &i), 0);
+}
 
 TEST(LauncherDefault, NoPoolBelowEightCpus)
 {
