@@ -623,6 +623,7 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
         errno = rc;
         return pmc_errorf(err, "cannot start the node agent thread: %m");
     }
+    pthread_setname_np(a->thread, "pmc-agent"); /* top -H, perf, gdb */
     a->started = true;
     return 0;
 }

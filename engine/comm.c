@@ -243,6 +243,7 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
             free(c);
             return NULL;
         }
+        pthread_setname_np(c->thread, "pmc-progress"); /* top -H, perf, gdb */
         c->has_thread = true;
     }
     return c;

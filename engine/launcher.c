@@ -81,6 +81,7 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
             launcher_destroy(l);
             return NULL;
         }
+        pthread_setname_np(l->threads[l->nthreads], "pmc-launch"); /* top -H, perf, gdb */
     }
     return l;
 }

@@ -56,6 +56,7 @@ each says only that a run ended, or a process went, long before it would
 have without the behaviour under test; none is a performance figure.
 """
 
+import glob
 import os
 import re
 import signal
@@ -464,6 +465,28 @@ class Lifecycle(pmcrun.TestCase):
         self.check(problems, res1)
 
     # ---------------------------------------------------------------- misc
+
+    def test_thread_names(self):
+        """The engine's threads carry names (top -H, perf, gdb): the node
+        agent, its launchers, the rescue log's writer; with two ranks the
+        MPI progress thread too."""
+        for ranks, want in ((1, {"pmc-agent", "pmc-launch", "pmc-rescue"}),
+                            (2, {"pmc-agent", "pmc-launch", "pmc-progress"})):
+            with self.subTest(ranks=ranks):
+                dag_path = self.write_dag("names%d.dag" % ranks, "TASK a /bin/sleep 2\n")
+                proc = self.launch(["--launch-threads", "1", dag_path], ranks, tag="names%d" % ranks)
+                seen = set()
+
+                def names():
+                    for pid in [proc.pid] + pmcrun.descendant_pids(proc.pid):
+                        for comm in glob.glob("/proc/%d/task/*/comm" % pid):
+                            seen.add(pmcrun.read_text(comm).strip())
+                    return want <= seen
+
+                self.assertTrue(self.wait_for(names, 10, proc), "threads seen: %s" % sorted(seen))
+                res = self.wait_run(proc)
+                self.check(pmcrun.success_problems(res, pmcrun.parse_dag(dag_path)), res,
+                           "ranks=%d" % ranks)
 
     def test_no_sleep_on_recv(self):
         dag_path = self.write_dag("small.dag", """
