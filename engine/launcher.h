@@ -64,10 +64,11 @@ extern "C" {
  * included), so it is busy ~90 us per task, while the task holds a CPU
  * ~680 us: one thread keeps ~8 CPUs busy.  Below that a pool only adds two
  * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
- * and 2.2k tasks/s against 2.6k without).  With launchers the agent thread
- * keeps ~40 us per task (reaping, capture, records, results), so past ~16
- * CPUs of tasks that short it is the limit, whatever the pool.  A model,
- * not a many-core measurement: none of our sessions had more than 2 cores.
+ * and 2.2k tasks/s against 2.6k without).  With one launcher the agent
+ * thread keeps ~28 us of CPU per task (reaping, capture, records, results;
+ * per-thread CPU from /proc), so past ~24 CPUs of tasks that short it is
+ * the limit, whatever the pool.  A model, not a many-core measurement:
+ * none of our sessions had more than 2 cores.
  * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
