@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "engine/agent_internal.h"
+#include "io/digits.h"
 #include "io/grow.h"
 
 extern char **environ;
@@ -103,20 +104,11 @@ static void put(struct env_out *o, const char *name, const char *value)
     o->p += n + v + 2;
 }
 
-/* v in decimal into d (at least 21 bytes); returns d. */
-static const char *decimal(long long v, char *d)
+/* v in decimal, NUL-terminated, somewhere in d; returns its first byte. */
+static const char *decimal(int64_t v, char d[DIGITS_MAX + 1])
 {
-    char tmp[24];
-    int i = (int)sizeof tmp;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    tmp[--i] = '\0';
-    do {
-        tmp[--i] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0)
-        tmp[--i] = '-';
-    return memcpy(d, tmp + i, sizeof tmp - (size_t)i);
+    d[DIGITS_MAX] = '\0';
+    return digits_i64(v, d + DIGITS_MAX);
 }
 
 /* "{0},{1},..." of the CPUs in set. */
@@ -136,8 +128,8 @@ static void put_thread_vars(struct agent *a, struct slot *s, const struct msg_ta
 {
     if (!a->cfg.thread_env)
         return;
-    char n[24];
-    decimal(t->cpus ? t->cpus : 1, n);
+    char d[DIGITS_MAX + 1];
+    const char *n = decimal(t->cpus ? t->cpus : 1, d);
     for (size_t k = 0; k < OMP_PLACES_VAR; k++)
         if (!(a->thread_vars_set & (1u << k)))
             put(o, thread_vars[k], n);
@@ -185,7 +177,7 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
         return -1;
     memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
     struct env_out o = {s->envbuf, s->envp + a->base_env_n};
-    char n[24];
+    char n[DIGITS_MAX + 1];
     put(&o, "PMC_TASK", t->name);
     put(&o, "PMC_MEMORY", decimal(t->memory_mb, n));
     put(&o, "PMC_CPUS", decimal(t->cpus, n));

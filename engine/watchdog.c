@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "io/digits.h"
+
 struct watchdog {
     pid_t pid;
     int wfd;               /* write end: its closing is the signal */
@@ -26,16 +28,13 @@ struct watchdog {
 /* "text" + decimal n + "text2", with no allocation and no stdio. */
 static size_t watchdog_format(char *buf, size_t size, const char *a, long n, const char *b)
 {
-    char digits[24];
-    size_t nd = 0, len = 0;
-    do {
-        digits[nd++] = (char)('0' + n % 10);
-        n /= 10;
-    } while (n > 0 && nd < sizeof digits);
+    char digits[DIGITS_MAX], *end = digits + sizeof digits;
+    const char *d = digits_i64(n, end);
+    size_t len = 0;
     for (const char *p = a; *p && len + 1 < size; p++)
         buf[len++] = *p;
-    while (nd > 0 && len + 1 < size)
-        buf[len++] = digits[--nd];
+    while (d < end && len + 1 < size)
+        buf[len++] = *d++;
     for (const char *p = b; *p && len + 1 < size; p++)
         buf[len++] = *p;
     return len;

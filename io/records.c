@@ -3,6 +3,8 @@
  * master.cpp, write_cluster_task / write_cluster_summary). */
 #include "io/records.h"
 
+#include "io/digits.h"
+
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,20 +40,16 @@ static void out_str(struct out *o, const char *s)
 /* v in decimal, at least width digits (zero-padded). */
 static void out_uint(struct out *o, uint64_t v, int width)
 {
-    char d[24];
-    int i = (int)sizeof d;
-    do {
-        d[--i] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v || (int)sizeof d - i < width);
-    out_mem(o, d + i, sizeof d - (size_t)i);
+    char d[DIGITS_MAX], *end = d + sizeof d;
+    char *p = digits_u64(v, width, end);
+    out_mem(o, p, (size_t)(end - p));
 }
 
-static void out_int(struct out *o, long long v)
+static void out_int(struct out *o, int64_t v)
 {
-    if (v < 0)
-        out_mem(o, "-", 1);
-    out_uint(o, v < 0 ? 0 - (uint64_t)v : (uint64_t)v, 1);
+    char d[DIGITS_MAX], *end = d + sizeof d;
+    char *p = digits_i64(v, end);
+    out_mem(o, p, (size_t)(end - p));
 }
 
 /* v as printf's "%.3f" prints it: the exact binary value rounded to the
@@ -140,16 +138,6 @@ size_t records_iso_time(double t, char *buf, size_t size)
     return out_end(&o);
 }
 
-/* Copy s into out (at most size-1 bytes), replacing ']' and '"'. */
-static const char *records_clean(const char *s, char *out, size_t size)
-{
-    size_t i = 0;
-    for (; s && s[i] && i + 1 < size; i++)
-        out[i] = (s[i] == ']' || s[i] == '"') ? '_' : s[i];
-    out[i] = '\0';
-    return out;
-}
-
 size_t records_format_task(char *buf, size_t size, const struct task_record *r)
 {
     struct out o = {buf, size, 0};
@@ -187,17 +175,37 @@ size_t records_format_task(char *buf, size_t size, const struct task_record *r)
 
 size_t records_format_summary(char *buf, size_t size, const struct summary_record *s)
 {
-    char date[40], app[1024];
-    records_iso_time(s->start, date, sizeof date);
-    char gpus[24] = "";
-    if (s->gpus)
-        snprintf(gpus, sizeof gpus, ", gpus=%u", s->gpus);
-    int n = snprintf(buf, size,
-                     "[cluster-summary stat=\"%s\", tasks=%u, submitted=%u, succeeded=%u, "
-                     "failed=%u, extra=%u, start=\"%s\", duration=%.3f, pid=%d, app=\"%s\", "
-                     "runtime=%.3f, slots=%u, cpus=%u%s]\n",
-                     s->failed ? "failed" : "ok", s->tasks, s->submitted, s->succeeded,
-                     s->failed_tasks, s->extra, date, s->duration, s->pid,
-                     records_clean(s->app, app, sizeof app), s->runtime, s->slots, s->cpus, gpus);
-    return n < 0 ? 0 : (size_t)n;
+    struct out o = {buf, size, 0};
+    out_str(&o, "[cluster-summary stat=\"");
+    out_str(&o, s->failed ? "failed" : "ok");
+    out_str(&o, "\", tasks=");
+    out_uint(&o, s->tasks, 1);
+    out_str(&o, ", submitted=");
+    out_uint(&o, s->submitted, 1);
+    out_str(&o, ", succeeded=");
+    out_uint(&o, s->succeeded, 1);
+    out_str(&o, ", failed=");
+    out_uint(&o, s->failed_tasks, 1);
+    out_str(&o, ", extra=");
+    out_uint(&o, s->extra, 1);
+    out_str(&o, ", start=\"");
+    out_iso_time(&o, s->start);
+    out_str(&o, "\", duration=");
+    out_fixed3(&o, s->duration);
+    out_str(&o, ", pid=");
+    out_int(&o, s->pid);
+    out_str(&o, ", app=\"");
+    out_clean(&o, s->app, 1023);
+    out_str(&o, "\", runtime=");
+    out_fixed3(&o, s->runtime);
+    out_str(&o, ", slots=");
+    out_uint(&o, s->slots, 1);
+    out_str(&o, ", cpus=");
+    out_uint(&o, s->cpus, 1);
+    if (s->gpus) {
+        out_str(&o, ", gpus=");
+        out_uint(&o, s->gpus, 1);
+    }
+    out_str(&o, "]\n");
+    return out_end(&o);
 }
