@@ -142,15 +142,17 @@ static void program_path(char *buf, size_t size, const char *argv0)
 
 /* The host's CPUs and memory (MB): detected, or --host-cpus/--host-memory.
  * The host's agent offers all of it (docs/design.md section 1).
- * *detected_cpus: the CPUs this process may run on, whatever the options. */
+ * *usable_cpus: the CPUs this process may run on (its affinity, within the
+ * detected ones), whatever the options. */
 static void host_resources(const struct options *o, uint32_t *cpus, uint64_t *memory_mb,
-                           uint32_t *detected_cpus)
+                           uint32_t *usable_cpus)
 {
     uint32_t host_cpus;
     uint64_t host_mem;
     if (topology_detect(&host_cpus, &host_mem) < 0)
         log_debug("hwloc could not load the topology; using sysconf");
-    *detected_cpus = host_cpus;
+    uint32_t bound = topology_affinity_cpus();
+    *usable_cpus = bound && bound < host_cpus ? bound : host_cpus;
     if (o->host_cpus)
         host_cpus = o->host_cpus;
     if (o->host_memory)
@@ -293,8 +295,8 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
                               .set_affinity = o->set_affinity,
                               .keep_affinity = o->keep_affinity,
                               .strict_limits = o->strict_limits};
-    uint32_t machine_cpus;
-    host_resources(o, &ac.cpus, &ac.memory_mb, &machine_cpus);
+    uint32_t usable_cpus;
+    host_resources(o, &ac.cpus, &ac.memory_mb, &usable_cpus);
     struct pmc_error err;
     if (gpus_discover(o->host_gpus_set, o->host_gpus, &ri->gpus, &err) < 0) {
         log_fatal("%s", err.text);
@@ -307,11 +309,12 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
     /* the pool is sized from the CPUs that can run it: --host-cpus 8 on a
-     * 2-CPU machine (tests, benchmarks) gets none */
+     * 2-CPU machine (tests, benchmarks), or a rank bound to one core, gets
+     * none */
     ac.launch_threads =
         o->launch_threads_set
             ? o->launch_threads
-            : launcher_default_threads(ac.cpus < machine_cpus ? ac.cpus : machine_cpus);
+            : launcher_default_threads(ac.cpus < usable_cpus ? ac.cpus : usable_cpus);
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
         log_fatal("%s", err.text);

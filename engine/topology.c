@@ -2,7 +2,14 @@
 #include "engine/topology.h"
 
 #include <hwloc.h>
+#include <sched.h>
 #include <unistd.h>
+
+uint32_t topology_affinity_cpus(void)
+{
+    cpu_set_t set;
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? (uint32_t)CPU_COUNT(&set) : 0;
+}
 
 static uint64_t topology_memory_mb(void)
 {

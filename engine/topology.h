@@ -26,6 +26,12 @@ extern "C" {
  * milliseconds, call it once. */
 int topology_detect(uint32_t *cpus, uint64_t *memory_mb);
 
+/* The CPUs the calling thread may run on (sched_getaffinity: a batch
+ * system's or mpiexec's binding, taskset), which threads it starts inherit;
+ * at most what topology_detect() counts for the host, fewer when the rank
+ * is bound.  0 when the kernel cannot tell.  One system call. */
+uint32_t topology_affinity_cpus(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -86,24 +86,33 @@ class Workloads(pmcrun.TestCase):
         """Without --launch-threads a host gets one launcher per 8 CPUs of
         min(--host-cpus, the CPUs this machine lets it run on)
         (engine/launcher.h), and runs montage-small with them; the agent's -v
-        line names the pool.  On a machine of fewer than 8 CPUs the default
-        is always 0 (launcher_default_threads itself is unit-tested)."""
+        line names the pool; a rank bound to one CPU gets none.  On a machine
+        of fewer than 8 CPUs the default is always 0 (launcher_default_threads
+        itself is unit-tested)."""
         usable = len(os.sched_getaffinity(0))
         src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
         by_default = min(24, usable) // 8
-        for cpus, extra, want in (("4", (), "4 CPUs, 0 launch threads (the agent thread"),
-                                  ("24", (), "24 CPUs, %d launch threads%s" % (
-                                      by_default, "" if by_default else " (the agent thread")),
-                                  ("24", ("--launch-threads", "0"), "24 CPUs, 0 launch threads"),
-                                  ("4", ("--launch-threads", "2"), "4 CPUs, 2 launch threads")):
-            case = "--host-cpus %s %s" % (cpus, " ".join(extra))
+        one_cpu = min(os.sched_getaffinity(0))
+        for cpus, extra, bound, want in (
+                ("4", (), False, "4 CPUs, 0 launch threads (the agent thread"),
+                ("24", (), False, "24 CPUs, %d launch threads%s" % (
+                    by_default, "" if by_default else " (the agent thread")),
+                # a rank bound to one core (mpiexec -bind-to core, taskset):
+                # its threads share that core, so no pool, however many
+                # CPUs the host has (on a host of 8 or more CPUs only this
+                # case tells the binding from the host's count)
+                ("24", (), True, "24 CPUs, 0 launch threads (the agent thread"),
+                ("24", ("--launch-threads", "0"), False, "24 CPUs, 0 launch threads"),
+                ("4", ("--launch-threads", "2"), False, "4 CPUs, 2 launch threads")):
+            case = "--host-cpus %s %s%s" % (cpus, " ".join(extra), " bound to one CPU" if bound else "")
             with self.subTest(case=case):
-                sub = os.path.join(self.tmp, "default.%s.%d" % (cpus, len(extra)))
+                sub = os.path.join(self.tmp, "default.%s.%d.%d" % (cpus, len(extra), bound))
                 os.mkdir(sub)
                 dag_path = os.path.join(sub, "montage-small.dag")
                 pmcrun.shutil.copyfile(src, dag_path)
+                pin = (lambda: os.sched_setaffinity(0, {one_cpu})) if bound else None
                 res = pmcrun.run(["-v", "--host-cpus", cpus] + list(extra) + [dag_path],
-                                 cwd=sub, timeout=TIMEOUT)
+                                 cwd=sub, timeout=TIMEOUT, preexec=pin)
                 problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
                 if "[debug] Rank 0: " + want not in res.stderr:
                     problems.append("no debug line 'Rank 0: %s'" % want)
