@@ -112,11 +112,15 @@ bool mpmc_ring_try_push(struct mpmc_ring *r, uint32_t v)
         uint32_t seq = atomic_load_explicit(&c->seq, memory_order_acquire);
         int32_t d = mpmc_diff(seq, pos);
         if (d == 0) {
-            /* relaxed: the position only elects the one producer that owns
-             * the cell; the value is ordered by the cell's seq, not by the
-             * position.  On failure pos is reloaded with the current value. */
+            /* The position only elects the one producer that owns the cell;
+             * the value is ordered by the cell's seq, not by the position.
+             * seq_cst on success all the same: a caller's later seq_cst
+             * operation and a consumer's seq_cst read of the size then form
+             * a store-buffering pair (ready_queue.c's first-bucket hint); on
+             * x86 it is the same locked instruction.  On failure pos is
+             * reloaded with the current value. */
             if (atomic_compare_exchange_weak_explicit(&r->enqueue_pos, &pos, pos + 1,
-                                                      memory_order_relaxed, memory_order_relaxed))
+                                                      memory_order_seq_cst, memory_order_relaxed))
                 break;
         } else if (d < 0) {
             return false; /* last lap's value is still there: full */
@@ -164,13 +168,14 @@ bool mpmc_ring_try_pop(struct mpmc_ring *r, uint32_t *v)
 
 uint32_t mpmc_ring_size(const struct mpmc_ring *r)
 {
-    /* relaxed: a snapshot, ordering nothing.  dequeue_pos first: for the
-     * ring's only consumer it is its own, exact value, and enqueue_pos read
-     * afterwards is at least what any earlier read of it returned
-     * (read-read coherence), so the count covers only claimed pushes.  With
-     * several consumers the pair can be inconsistent: clamp. */
+    /* A snapshot.  dequeue_pos first: for the ring's only consumer it is
+     * its own, exact value, and enqueue_pos read afterwards is at least what
+     * any earlier read of it returned (read-read coherence), so the count
+     * covers only claimed pushes.  With several consumers the pair can be
+     * inconsistent: clamp.  enqueue_pos seq_cst, for the pair that try_push's
+     * claim describes (a plain load on x86). */
     uint32_t deq = atomic_load_explicit(&r->dequeue_pos, memory_order_relaxed);
-    uint32_t enq = atomic_load_explicit(&r->enqueue_pos, memory_order_relaxed);
+    uint32_t enq = atomic_load_explicit(&r->enqueue_pos, memory_order_seq_cst);
     int32_t d = mpmc_diff(enq, deq);
     if (d < 0)
         return 0;

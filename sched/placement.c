@@ -244,7 +244,7 @@ static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
 int placement_dispatch(struct placement *p, struct ready_queue *q, const struct placement_demand *d,
                        double time_left_s, placement_assign_fn assign, void *ctx)
 {
-    for (size_t b = 0; b < rq_buckets(q) && p->room > 0; b++)
+    for (size_t b = rq_first_bucket(q); b < rq_buckets(q) && p->room > 0; b++)
         if (rq_bucket_size(q, b) && dispatch_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
             return -1;
     return 0;

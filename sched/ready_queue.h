@@ -94,6 +94,14 @@ size_t rq_buckets(const struct ready_queue *q);
 int32_t rq_bucket_priority(const struct ready_queue *q, size_t b);
 size_t rq_bucket_size(const struct ready_queue *q, size_t b);
 
+/* The first bucket that may hold a task: every bucket below it is empty
+ * (the number of buckets when all are).  Where a dispatch round starts: the
+ * drained buckets of higher priority are skipped, each looked at once after
+ * it drains, not once per round.  A push that overlaps the call may go to a
+ * bucket below the result; the next call sees it.  Dispatcher only; O(1)
+ * amortised over the buckets that drain. */
+size_t rq_first_bucket(struct ready_queue *q);
+
 /* Pop the front task of bucket b, which must be non-empty: rq_bucket_size()
  * counted more tasks than have been popped since.  When a producer has
  * claimed the front slot but not yet written it, waits for it (a few of its

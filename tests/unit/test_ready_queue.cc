@@ -416,7 +416,8 @@ TEST(ReadyQueueSized, PushFrontUpToTheReservation)
     EXPECT_LT(held, 1000u);
 }
 
-// More distinct priorities than rq_create_sized counts in its table.
+// More distinct priorities than rq_create_sized's count table starts with
+// (256 slots, half of them used before it doubles).
 TEST(ReadyQueueSized, ManyDistinctPriorities)
 {
     std::vector<int32_t> prios;
@@ -534,6 +535,56 @@ TEST(ReadyQueueSized, DeferralAcrossDispatchRounds)
     prios.push_back(-1);
     RqPtr q = make_sized(prios);
     deferral_rounds(q.get());
+}
+
+// ---- the first-bucket hint -------------------------------------------------
+
+// rq_first_bucket(): every bucket below it is empty, and with no push
+// overlapping the call it is the first non-empty one.
+TEST(ReadyQueueSized, FirstBucketFollowsPushesAndPops)
+{
+    std::vector<int32_t> prios;
+    for (int32_t p = 9; p >= 0; p--)
+        prios.push_back(p); // bucket b holds priority 9 - b
+    RqPtr q = make_sized(prios);
+    struct ready_queue *r = q.get();
+    EXPECT_EQ(rq_first_bucket(r), 10u) << "all empty: the number of buckets";
+    ASSERT_EQ(rq_push(r, 5, 4), 0);
+    EXPECT_EQ(rq_first_bucket(r), 5u);
+    ASSERT_EQ(rq_push(r, 7, 2), 0);
+    EXPECT_EQ(rq_first_bucket(r), 5u);
+    EXPECT_EQ(rq_bucket_pop(r, 5), 5u);
+    EXPECT_EQ(rq_first_bucket(r), 7u) << "past the drained bucket";
+    ASSERT_EQ(rq_push(r, 2, 7), 0);
+    EXPECT_EQ(rq_first_bucket(r), 2u) << "a push above it lowers it";
+    EXPECT_EQ(rq_bucket_pop(r, 2), 2u);
+    EXPECT_EQ(rq_bucket_pop(r, 7), 7u);
+    EXPECT_EQ(rq_first_bucket(r), 10u);
+    ASSERT_EQ(rq_push_front(r, 1, 8), 0);
+    EXPECT_EQ(rq_first_bucket(r), 1u) << "so does a task put back at the front";
+    EXPECT_EQ(drain(r), (std::vector<uint32_t>{1}));
+}
+
+// On an unsized queue a push may insert a bucket before the hint (shifting
+// the others): the hint follows.
+TEST(ReadyQueue, FirstBucketWhenBucketsAreAdded)
+{
+    RqPtr q = make_rq();
+    struct ready_queue *r = q.get();
+    EXPECT_EQ(rq_first_bucket(r), 0u);
+    ASSERT_EQ(rq_push(r, 1, 5), 0);
+    EXPECT_EQ(rq_bucket_pop(r, 0), 1u);
+    EXPECT_EQ(rq_first_bucket(r), 1u);
+    ASSERT_EQ(rq_push(r, 2, 1), 0); // a new last bucket
+    EXPECT_EQ(rq_first_bucket(r), 1u);
+    EXPECT_EQ(rq_bucket_pop(r, 1), 2u);
+    EXPECT_EQ(rq_first_bucket(r), 2u);
+    ASSERT_EQ(rq_push(r, 3, 9), 0); // a new first bucket: 9, 5, 1
+    ASSERT_EQ(rq_push(r, 4, 3), 0); // and one in between: 9, 5, 3, 1
+    EXPECT_EQ(rq_first_bucket(r), 0u);
+    EXPECT_EQ(rq_bucket_pop(r, 0), 3u);
+    EXPECT_EQ(rq_first_bucket(r), 2u);
+    EXPECT_EQ(rq_bucket_priority(r, 2), 3);
 }
 
 // ---- many threads ----------------------------------------------------------
@@ -665,6 +716,87 @@ TEST(ReadyQueueConcurrent, PushersAndOneDispatcher)
     EXPECT_EQ(wrong_bucket, 0u) << "tasks in another priority's bucket";
     EXPECT_EQ(disorder, 0u) << "a producer's tasks out of FIFO order within a priority";
     EXPECT_EQ(count, total);
+}
+
+// Producers push through 64 priorities from the highest down, like the
+// layers of a deep DAG whose priorities fall with depth; the dispatcher looks
+// only from rq_first_bucket() on, so a task left below the hint by a push
+// that raced with its advance would never be popped (the loop would reach its
+// deadline), and once the producers are done every queued task must lie at or
+// after the hint.
+TEST(ReadyQueueConcurrent, PushersAndADispatcherFromTheFirstBucket)
+{
+    constexpr int kProducers = 4;
+    constexpr uint32_t kLayers = 64;
+    const uint32_t total = kProducers * kPerProducer;
+    auto layer_prio = [](uint32_t i) {
+        return static_cast<int32_t>(kLayers - 1 - i / (kPerProducer / kLayers + 1));
+    };
+    std::vector<int32_t> prios;
+    for (int p = 0; p < kProducers; p++)
+        for (uint32_t i = 0; i < kPerProducer; i++)
+            prios.push_back(layer_prio(i));
+    RqPtr q = make_sized(prios);
+    struct ready_queue *r = q.get();
+    ASSERT_EQ(rq_buckets(r), kLayers);
+
+    StartGate gate(kProducers + 1);
+    std::atomic<uint32_t> push_failures{0};
+    std::atomic<int> done{0};
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; p++)
+        producers.emplace_back([&, p] {
+            gate.arrive();
+            for (uint32_t i = 0; i < kPerProducer; i++) {
+                // Producers at different paces, so that the dispatcher drains
+                // a layer and moves past it while a slower one still adds to it.
+                if (i % 512 == 0)
+                    std::this_thread::sleep_for(std::chrono::microseconds(20 * (p + 1)));
+                if (rq_push(r, static_cast<uint32_t>(p) << 24 | i, layer_prio(i)) != 0)
+                    push_failures.fetch_add(1, std::memory_order_relaxed);
+            }
+            done.fetch_add(1, std::memory_order_release);
+        });
+
+    gate.arrive();
+    std::vector<uint32_t> count(kProducers * kPerProducer, 0);
+    uint32_t popped = 0, bogus = 0, unseen_after_join = 0;
+    bool checked_after_join = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    bool timed_out = false;
+    while (popped + push_failures.load(std::memory_order_relaxed) < total &&
+           !(timed_out = std::chrono::steady_clock::now() > deadline)) {
+        if (!checked_after_join && done.load(std::memory_order_acquire) == kProducers) {
+            size_t from_first = 0;
+            for (size_t b = rq_first_bucket(r); b < rq_buckets(r); b++)
+                from_first += rq_bucket_size(r, b);
+            unseen_after_join = static_cast<uint32_t>(rq_size(r) - from_first);
+            checked_after_join = true;
+            if (unseen_after_join > 0)
+                break;
+        }
+        for (size_t b = rq_first_bucket(r); b < rq_buckets(r); b++)
+            for (size_t n = std::min<size_t>(rq_bucket_size(r, b), 64); n > 0; n--) {
+                uint32_t t = rq_bucket_pop(r, b);
+                uint32_t p = t >> 24, i = t & 0xffffff;
+                if (p >= kProducers || i >= kPerProducer) {
+                    bogus++;
+                    continue;
+                }
+                count[p * kPerProducer + i]++;
+                popped++;
+            }
+    }
+    for (auto &t : producers)
+        t.join();
+    EXPECT_FALSE(timed_out) << "tasks left below the first bucket were never popped";
+    EXPECT_EQ(push_failures.load(), 0u);
+    EXPECT_TRUE(checked_after_join || popped == total);
+    EXPECT_EQ(unseen_after_join, 0u) << "queued tasks below rq_first_bucket()";
+    EXPECT_EQ(bogus, 0u);
+    EXPECT_EQ(std::count(count.begin(), count.end(), 1u), static_cast<long>(total))
+        << "every task popped exactly once";
+    EXPECT_EQ(rq_first_bucket(r), rq_buckets(r));
 }
 
 } // namespace
