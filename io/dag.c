@@ -28,9 +28,13 @@
  * ~16 MB of heap holes and jemalloc ~15 MB of dirty pages otherwise).  dag_finish()
  * frees the raw pairs before it allocates nparents and Kahn's queue, runs Kahn's algorithm
  * on nparents itself (recounting it afterwards) and shrinks every array to
- * its final size, to keep the peak low.  Mappings of 2 MiB or more ask for
- * transparent huge pages (MADV_HUGEPAGE): the index and the per-task arrays
- * are read at random, and with 4 KiB pages each lookup also missed the TLB.
+ * its final size, to keep the peak low.  The name index, from 2 MiB, asks
+ * for transparent huge pages (MADV_HUGEPAGE): every edge's two lookups read
+ * it at random, and with 4 KiB pages each also missed the TLB.  The other
+ * arrays do not ask: where the kernel compacts memory for such a region on
+ * its first touch (THP defrag "madvise", the kernel's default), a 10M-task
+ * DAG's 1.1 GB cost 1-2 s more system time than 4 KiB pages, and its load
+ * time varied the most (docs/performance.md section 12).
  * dag_reserve() sizes the index once from an estimate (the doubling rehashed
  * every name and held both tables at once), and dag_prefetch() lets a reader
  * start a lookup's three dependent misses (slot, name offset, name) early.
@@ -104,10 +108,9 @@ static bool is_mapped(size_t bytes)
     return bytes >= DAG__MAP_MIN;
 }
 
-/* Ask for transparent huge pages on a mapping of at least one huge page: the
- * name index and the per-task arrays are read at random, and with 4 KiB
- * pages nearly every lookup missed the TLB as well as the cache.  A hint:
- * without THP (or with it set to "never") nothing changes. */
+/* Ask for transparent huge pages on a mapping of at least one huge page (the
+ * name index: see the banner).  A hint: without THP (or with it set to
+ * "never") nothing changes. */
 static void advise_huge(void *p, size_t bytes)
 {
 #ifdef MADV_HUGEPAGE
@@ -122,10 +125,7 @@ static void advise_huge(void *p, size_t bytes)
 static void *map_zeroed(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-        return NULL;
-    advise_huge(p, bytes);
-    return p;
+    return p == MAP_FAILED ? NULL : p;
 }
 
 static void mem_free(void *p, size_t bytes)
@@ -158,8 +158,6 @@ static void *mem_resize(void *p, size_t old_bytes, size_t new_bytes)
         void *q = mremap(p, old_bytes, new_bytes, MREMAP_MAYMOVE);
         if (q == MAP_FAILED)
             return NULL;
-        if (new_bytes > old_bytes)
-            advise_huge(q, new_bytes);
         return q;
     }
     void *q = new_mapped ? map_zeroed(new_bytes) : malloc(new_bytes ? new_bytes : 1);
@@ -267,6 +265,7 @@ static int index_rebuild(struct dag_private *p, size_t cap)
     uint64_t *slots = mem_zalloc(cap * sizeof *slots);
     if (!slots)
         return -1;
+    advise_huge(slots, cap * sizeof *slots);
     for (size_t i = 0; i < p->slot_cap; i++) {
         if (p->slots[i])
             index_put(slots, cap, p->slots[i]);
