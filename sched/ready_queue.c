@@ -72,7 +72,8 @@ struct ready_queue {
      * non-empty one, so that a dispatch round skips the drained buckets of
      * higher priority, thousands on a deep DAG whose priorities fall with
      * depth).  Pushes lower it; rq_first_bucket() raises it.  Its own
-     * cache line: read by every push, written once per drained bucket. */
+     * cache line: read by every push, written only when it moves (a bucket
+     * drained, or a push below it). */
     alignas(RQ_CACHE_LINE) _Atomic size_t first;
     /* Tasks queued, for an O(1) rq_size(): a push adds 1 before it
      * publishes the task (and takes it back if the push fails), a pop

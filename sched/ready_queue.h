@@ -98,8 +98,9 @@ size_t rq_bucket_size(const struct ready_queue *q, size_t b);
  * (the number of buckets when all are).  Where a dispatch round starts: the
  * drained buckets of higher priority are skipped, each looked at once after
  * it drains, not once per round.  A push that overlaps the call may go to a
- * bucket below the result; the next call sees it.  Dispatcher only; O(1)
- * amortised over the buckets that drain. */
+ * bucket below the result; the next call sees it.  Dispatcher only; costs
+ * a look at each empty bucket it moves past (each again only after a push
+ * or a put-back to it lowered the hint). */
 size_t rq_first_bucket(struct ready_queue *q);
 
 /* Pop the front task of bucket b, which must be non-empty: rq_bucket_size()
