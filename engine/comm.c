@@ -18,10 +18,12 @@
 #include "io/log.h"
 
 #define IDLE_MIN_US 20
-#define IDLE_MAX_US 10000      /* ~100 wake-ups/s when idle: < 0.3% of a core per rank */
-#define IDLE_HOT_US 100        /* the longest poll interval while traffic is recent ... */
-#define HOT_WINDOW_US 5000     /* ... i.e. within this long of the last message moved */
-#define COMM_OOM_GIVEUP_S 10.0 /* a receive put off this long for want of memory ends the job */
+#define IDLE_HOT_US 100          /* the longest poll interval while traffic is recent ... */
+#define HOT_WINDOW_US 5000       /* ... i.e. within this long of the last message moved */
+#define IDLE_MAX_US 10000        /* the longest after that, for the first half second ... */
+#define IDLE_QUIET_SHARE 50      /* ... then 1/50 of the time since the last message moved ... */
+#define IDLE_QUIET_MAX_US 100000 /* ... up to this: 10 wake-ups/s after 5 s of quiet */
+#define COMM_OOM_GIVEUP_S 10.0   /* a receive put off this long for want of memory ends the job */
 
 struct pending {
     MPI_Request *reqs;
@@ -182,15 +184,33 @@ static int comm_receive(struct comm *c)
     }
 }
 
+/* The longest poll interval since_moved_ns after the last message moved:
+ * IDLE_HOT_US within HOT_WINDOW_US (an answer is likely: a message that
+ * arrives is only seen at the next poll, and the peer of a busy exchange
+ * would wait out a long back-off, issue 10: 4 ranks, null executor, 1M
+ * layered: 0.54-2.2M tasks/s with the plain back-off, 1.9-2.3M without
+ * it); after that 1/IDLE_QUIET_SHARE of the quiet time, at least
+ * IDLE_MAX_US and at most IDLE_QUIET_MAX_US.  So a message that ends a
+ * quiet spell of T is seen at most max(10 ms, T/50) late, 2 % of T once T
+ * passes half a second (a task's result after it ran T, the usual case),
+ * and a rank whose tasks run for minutes wakes 10 times a second instead
+ * of 100 (each wake-up of this thread costs ~30 us of CPU on the 2-core
+ * VMs of docs/performance.md, timer and context switch included).  Pure. */
+long comm__idle_cap_us(uint64_t since_moved_ns)
+{
+    if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
+        return IDLE_HOT_US;
+    uint64_t share_us = since_moved_ns / 1000u / IDLE_QUIET_SHARE;
+    if (share_us < IDLE_MAX_US)
+        return IDLE_MAX_US;
+    return share_us > IDLE_QUIET_MAX_US ? IDLE_QUIET_MAX_US : (long)share_us;
+}
+
 /* The next poll interval after an idle one of idle_us: doubling, up to
- * IDLE_HOT_US while a message moved within HOT_WINDOW_US (an answer is
- * likely: a message that arrives is only seen at the next poll, and the
- * peer of a busy exchange would wait out a long back-off, issue 10: 4
- * ranks, null executor, 1M layered: 0.54-2.2M tasks/s with the plain
- * back-off, 1.9-2.3M without it), up to IDLE_MAX_US after that. */
+ * comm__idle_cap_us(). */
 static long comm_next_idle_us(long idle_us, uint64_t since_moved_ns)
 {
-    long cap = since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u ? IDLE_HOT_US : IDLE_MAX_US;
+    long cap = comm__idle_cap_us(since_moved_ns);
     return idle_us * 2 > cap ? cap : idle_us * 2;
 }
 
@@ -209,7 +229,8 @@ static void *comm_progress_main(void *arg)
         if (atomic_load_explicit(&c->stop, memory_order_acquire) && c->pending.n == 0 &&
             !mailbox_prepare_sleep(&c->outbox))
             break;
-        mailbox_awake(&c->outbox);
+        /* the flag only: mailbox_wait() drains the eventfd when it was written */
+        mailbox_awake_unsignaled(&c->outbox);
         mailbox_wait(&c->outbox, idle_us);
         idle_us = comm_next_idle_us(idle_us, pmc_mono_ns() - last_moved);
     }

@@ -14,11 +14,12 @@
  * received on a later pass, never dropped; when memory stays out of reach
  * for COMM_OOM_GIVEUP_S the rank says so and ends the job with MPI_Abort,
  * as hydra does for a lost rank: the rescue log keeps what finished).  When nothing moves it sleeps
- * on the outbox eventfd with a timeout that backs off from 20 us to 10 ms: it never spins a core (a
- * local send wakes it at once; a remote message waits at most 10 ms when the rank has been idle for
- * a while). MPI delivers messages between one pair of ranks with one tag in order, and all messages
- * of a rank to one destination go through this one thread, so per-destination order is kept (a
- * task's forwarded data travels inside its result, so no cross-message ordering is needed).
+ * on the outbox eventfd with a timeout that backs off from 20 us to 10 ms, and past that to 1/50 of
+ * the time since the last message moved (at most 100 ms): it never spins a core (a local send wakes
+ * it at once; a remote message that ends a quiet spell of T waits at most max(10 ms, T/50)). MPI
+ * delivers messages between one pair of ranks with one tag in order, and all messages of a rank to
+ * one destination go through this one thread, so per-destination order is kept (a task's forwarded
+ * data travels inside its result, so no cross-message ordering is needed).
  */
 #ifndef PMC_COMM_H
 #define PMC_COMM_H
@@ -70,6 +71,12 @@ void comm_get_stats(const struct comm *c, struct comm_stats *out);
  * thread that created it, after every other thread stopped sending.  NULL is
  * a no-op. */
 void comm_close(struct comm *c);
+
+/* The progress thread's longest poll interval, in microseconds, when the
+ * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms, then
+ * max(10,000, since/50 in us), at most 100,000 (comm.c has the reasons).
+ * Pure; internal, exposed for the tests. */
+long comm__idle_cap_us(uint64_t since_moved_ns);
 
 #ifdef __cplusplus
 }

@@ -233,6 +233,11 @@ void mailbox_wait(struct mailbox *mb, long timeout_us)
         return;
     struct pollfd p = {.fd = mb->efd, .events = POLLIN};
     struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
-    (void)ppoll(&p, 1, timeout_us < 0 ? NULL : &ts, NULL); /* EINTR: a spurious return */
-    mailbox_awake(mb);
+    /* EINTR: a spurious return.  No event (a timeout): the eventfd is
+     * left alone, see mailbox_awake_unsignaled(); saves a read() per idle
+     * wake-up of a polling thread. */
+    if (ppoll(&p, 1, timeout_us < 0 ? NULL : &ts, NULL) > 0)
+        mailbox_awake(mb);
+    else
+        mailbox_awake_unsignaled(mb);
 }

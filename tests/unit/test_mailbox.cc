@@ -359,6 +359,22 @@ TEST_F(MailboxTest, BlockedWaitIsWokenByWake)
     consumer.join();
     dog.done();
     EXPECT_FALSE(dog.fired()) << "mailbox_wake did not wake mailbox_wait(-1)";
+    EXPECT_FALSE(efd_readable(&mb_)) << "the wait left the signal that woke it";
+    EXPECT_EQ(mb_.sleeping.load(), 0);
+}
+
+TEST_F(MailboxTest, TimedOutWaitLeavesTheEventfdToTheNextWait)
+{
+    // A wait that times out reads nothing; a signal that came in after its
+    // poll makes the next wait return at once, and that one drains it.
+    mailbox_wait(&mb_, 1000);
+    EXPECT_EQ(mb_.sleeping.load(), 0);
+    mailbox_wake(&mb_);
+    Watchdog dog({&mb_}, 10s);
+    mailbox_wait(&mb_, -1);
+    dog.done();
+    EXPECT_FALSE(dog.fired()) << "a pending signal did not end the next wait";
+    EXPECT_FALSE(efd_readable(&mb_));
 }
 
 // Ping-pong through two boxes, each side blocking in mailbox_wait(-1) between
