@@ -9,7 +9,8 @@
  *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids;
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
- *      largest count of one backend, ids "0".."N-1";
+ *      largest count of one backend, ids "0".."N-1"; not asked when sysfs
+ *      shows no PCI device of a GPU's class (gpus__pci_may_have_gpu());
  *   3. /dev/nvidiaN device files (NVIDIA's driver without hwloc's CUDA or
  *      NVML backend): ids "0".."N-1".
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
@@ -58,6 +59,14 @@ size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, cha
                    size_t size);
 
 void gpus_free(struct gpu_ids *g); /* g may be zeroed */
+
+/* 1 when devices_dir (sysfs's /sys/bus/pci/devices) cannot be listed or
+ * holds a device of PCI base class 0x03 (display controller: VGA, 3D,
+ * other; NVIDIA, AMD and Intel GPUs) or 0x12 (processing accelerator: some
+ * AMD Instinct), read from each device's "class" file; else 0.  gpus.c skips
+ * hwloc's I/O discovery (step 2 above, and the locality) when it is 0.
+ * Internal, exposed for the tests. */
+int gpus__pci_may_have_gpu(const char *devices_dir);
 
 #ifdef __cplusplus
 }

@@ -1,10 +1,13 @@
 // test_gpus.cc - engine/gpus.h: the ids a host's tasks see: --host-gpus
 // alone ("0".."N-1"), an inherited visibility list (its words, in order),
-// the override of a list (its first N, or numbers when it is shorter), and
-// gpus_format()'s lists and lengths.
+// the override of a list (its first N, or numbers when it is shorter),
+// gpus_format()'s lists and lengths, and the PCI class check that spares a
+// host without a GPU-class device hwloc's I/O discovery.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -79,6 +82,58 @@ TEST_F(GpusTest, FormatListsAndMeasures)
     EXPECT_STREQ(small, "3,0");
     EXPECT_EQ(gpus_format(&g_, idx, 0, buf, sizeof buf), 0u);
     EXPECT_STREQ(buf, "");
+}
+
+// A fake /sys/bus/pci/devices: one directory per device with its "class".
+class PciDirTest : public ::testing::Test
+{
+  protected:
+    void SetUp() override
+    {
+        const char *tmp = getenv("TMPDIR");
+        char tmpl[4096];
+        snprintf(tmpl, sizeof tmpl, "%s/pmc-pci-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        ASSERT_NE(mkdtemp(tmpl), nullptr);
+        dir_ = tmpl;
+    }
+    void TearDown() override
+    {
+        std::filesystem::remove_all(dir_);
+    }
+    void device(const std::string &name, const std::string &cls)
+    {
+        std::filesystem::create_directory(dir_ + "/" + name);
+        std::ofstream(dir_ + "/" + name + "/class") << cls << "\n";
+    }
+    std::string dir_;
+};
+
+TEST_F(PciDirTest, NoGpuClassMeansNoGpu)
+{
+    device("0000:00:00.0", "0x060000"); // host bridge
+    device("0000:00:01.0", "0x020000"); // Ethernet
+    device("0000:00:02.0", "0x010802"); // NVMe
+    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 0);
+}
+
+TEST_F(PciDirTest, DisplayAnd3dControllersAndAcceleratorsAreGpus)
+{
+    for (const char *cls : {"0x030000", "0x030200", "0x038000", "0x120000"}) {
+        std::filesystem::remove_all(dir_ + "/0000:41:00.0");
+        device("0000:00:01.0", "0x020000");
+        device("0000:41:00.0", cls);
+        EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1) << cls;
+    }
+}
+
+TEST_F(PciDirTest, UnreadableListMeansAsk)
+{
+    EXPECT_EQ(gpus__pci_may_have_gpu((dir_ + "/missing").c_str()), 1);
+}
+
+TEST_F(PciDirTest, EmptyListMeansNoGpu)
+{
+    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 0);
 }
 
 } // namespace
