@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
+#include "io/clock.h"
 #include "io/log.h"
 #include "sched/placement.h"
 
@@ -110,6 +111,7 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
                            .fwd = a->fwd_pack.data,
                            .fwd_len = a->fwd_pack.len};
     int rc = 0;
+    a->results_made++;
     if (a->link)
         agent_link_result(a, &r);
     else
@@ -507,6 +509,8 @@ static void *agent_main(void *arg)
     if (taskio_file_close(&a->out) < 0 || taskio_file_close(&a->err) < 0)
         a->failed = true;
     agent_send_control(a, &a->bye_mail);
+    a->launchers_cpu_ns = launcher_cpu_ns(a->launcher);
+    a->cpu_ns = pmc_thread_cpu_ns();
     return NULL;
 }
 
@@ -626,6 +630,13 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
     pthread_setname_np(a->thread, "pmc-agent"); /* top -H, perf, gdb */
     a->started = true;
     return 0;
+}
+
+void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
+{
+    out->agent_ns = a->cpu_ns;
+    out->launchers_ns = a->launchers_cpu_ns;
+    out->tasks = a->results_made;
 }
 
 int agent_join(struct agent *a)

@@ -87,6 +87,14 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
  * it ended cleanly, -1 if it had to stop on an error (already logged). */
 int agent_join(struct agent *a);
 
+/* CPU time of the agent thread and of its launcher threads over the run,
+ * nanoseconds (read by the agent thread as it ends), and the tasks it
+ * reported (results, failed starts included).  Valid after agent_join(). */
+struct agent_cpu {
+    uint64_t agent_ns, launchers_ns, tasks;
+};
+void agent_get_cpu(const struct agent *a, struct agent_cpu *out);
+
 void agent_destroy(struct agent *a); /* NULL is a no-op */
 
 #ifdef __cplusplus

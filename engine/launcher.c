@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "sched/mpmc_ring.h"
 
@@ -112,6 +113,18 @@ uint32_t launcher_default_threads(uint32_t cpus)
 uint32_t launcher_pending(const struct launcher *l)
 {
     return mpmc_ring_size(l->completed);
+}
+
+uint64_t launcher_cpu_ns(const struct launcher *l)
+{
+    uint64_t ns = 0;
+    for (uint32_t i = 0; l && i < l->nthreads; i++) {
+        clockid_t id;
+        struct timespec ts;
+        if (pthread_getcpuclockid(l->threads[i], &id) == 0 && clock_gettime(id, &ts) == 0)
+            ns += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    }
+    return ns;
 }
 
 void launcher_destroy(struct launcher *l)

@@ -107,6 +107,11 @@ int launcher_take(struct launcher *l, uint32_t *i);
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);
 
+/* CPU time the pool's threads have used so far, nanoseconds, summed
+ * (pthread_getcpuclockid; a thread that cannot be asked counts 0).  Call
+ * before launcher_destroy(); any thread. */
+uint64_t launcher_cpu_ns(const struct launcher *l);
+
 /* Stop and join the threads, free.  No job may be outstanding.  NULL is a
  * no-op. */
 void launcher_destroy(struct launcher *l);

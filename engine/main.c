@@ -343,6 +343,32 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
     return transport_max_int(failed) ? -1 : 0;
 }
 
+/* What the engine's own threads cost, for users sizing a node and for
+ * bench/run: the master's run (start-up and parse excluded), the rescue
+ * writer, the node agent with its CPU per task (the agent is the one
+ * thread every task passes through: its CPU per task bounds what one node
+ * can start), and the launchers.  INFO on rank 0, DEBUG on the others. */
+static void report_engine_cpu(const struct master *m, const struct agent *a, int rank)
+{
+    struct agent_cpu ac = {0};
+    if (a)
+        agent_get_cpu(a, &ac);
+    char agent_part[160] = "no node agent";
+    if (a)
+        snprintf(agent_part, sizeof agent_part,
+                 "node agent %.1f ms (%.1f us per task, %lu tasks), launchers %.1f ms",
+                 ac.agent_ns / 1e6, ac.tasks ? ac.agent_ns / 1e3 / ac.tasks : 0.0,
+                 (unsigned long)ac.tasks, ac.launchers_ns / 1e6);
+    if (m) {
+        struct master_cpu mc;
+        master_get_cpu(m, &mc);
+        log_info("Engine CPU: master %.1f ms, rescue writer %.1f ms, %s", mc.run_ns / 1e6,
+                 mc.rescue_writer_ns / 1e6, agent_part);
+    } else {
+        log_debug("Rank %d engine CPU: %s", rank, agent_part);
+    }
+}
+
 /* Start the transport and the agent, run, and tear down.  Idle ranks have
  * neither and go straight to transport_finalize(), which waits in MPICH's
  * process manager barrier (a blocking socket read: no CPU).  Returns the
@@ -372,6 +398,7 @@ static int run(const struct rank_info *ri, struct master *m, struct agent *a)
     int rc = m ? master_run(m, c) : 0;
     if (a && agent_join(a) < 0 && ri->rank != 0)
         rc = 1;
+    report_engine_cpu(m, a, ri->rank);
     comm_close(c);
     local_link_destroy(link);
     return rc;

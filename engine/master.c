@@ -12,6 +12,7 @@
 #include "engine/master_internal.h"
 #include "io/daglock.h"
 #include "io/dagfile.h"
+#include "io/clock.h"
 #include "io/log.h"
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
@@ -513,10 +514,19 @@ int master_end(struct master *m)
 
 int master_run(struct master *m, struct comm *c)
 {
+    uint64_t cpu0 = pmc_thread_cpu_ns();
     if (master_begin(m, c) == 0)
         while (!master_step(m))
             mailbox_wait_spin(&m->box, master_wait_us(m), &m->spin);
-    return master_end(m);
+    int rc = master_end(m);
+    m->run_cpu_ns = pmc_thread_cpu_ns() - cpu0;
+    return rc;
+}
+
+void master_get_cpu(const struct master *m, struct master_cpu *out)
+{
+    out->run_ns = m->run_cpu_ns;
+    out->rescue_writer_ns = m->rescue_cpu_ns;
 }
 
 void master_destroy(struct master *m)

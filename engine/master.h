@@ -112,6 +112,15 @@ int master_end(struct master *m);
  * safe).  reason is a static string. */
 void master_request_abort(struct master *m, const char *reason);
 
+/* CPU time, nanoseconds: of master_run()'s thread from master_begin() to
+ * the end of master_end() (the run, not the start-up and DAG parse before
+ * it), and of the rescue log's writer thread (read as the run ends).  After
+ * master_run(), before master_destroy(). */
+struct master_cpu {
+    uint64_t run_ns, rescue_writer_ns;
+};
+void master_get_cpu(const struct master *m, struct master_cpu *out);
+
 void master_destroy(struct master *m); /* NULL is a no-op */
 
 #ifdef __cplusplus

@@ -82,6 +82,8 @@ struct master_status {
 
 struct master {
     struct master_config cfg;
+    uint64_t run_cpu_ns;     /* master_run()'s thread CPU, set as it returns */
+    uint64_t rescue_cpu_ns;  /* the rescue writer's CPU, read as it ends */
     struct fdcache *fdcache; /* I/O forwarding destinations */
     struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
     uint32_t *seq;           /* submit sequence number per task (monitor only) */

@@ -92,6 +92,12 @@ static bool master_workflow_ok(const struct master *m)
 
 int master__finish(struct master *m)
 {
+    if (m->rescue) { /* the writer's CPU, its work done, before it ends */
+        struct rescue_writer_stats st;
+        (void)rescue_writer_flush(m->rescue); /* a failure stays: close() reports it */
+        rescue_writer_get_stats(m->rescue, &st);
+        m->rescue_cpu_ns = st.cpu_ns;
+    }
     if (m->rescue && rescue_writer_close(m->rescue) < 0 && !m->fatal) {
         log_fatal("Rescue log failed");
         m->fatal = true;

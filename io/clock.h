@@ -44,6 +44,15 @@ static inline uint64_t pmc_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: user and
+ * system), in nanoseconds. */
+static inline uint64_t pmc_thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* CLOCK_MONOTONIC usec (>= 0) microseconds from now, as an absolute
  * timespec for pthread_cond_timedwait() on a condition variable whose
  * clock is CLOCK_MONOTONIC (pthread_condattr_setclock). */

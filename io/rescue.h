@@ -113,10 +113,13 @@ const char *rescue_writer_error(const struct rescue_writer *w);
  * ended by the RESCUE_FLUSH_USEC safety net while records were queued,
  * that is wake-ups the protocol lost; 0 on a correct protocol (a timeout
  * racing an append's signal by a few instructions is the one benign
- * cause).  Any thread; exact after rescue_writer_flush() returns. */
+ * cause).  cpu_ns: the writer thread's CPU time so far, nanoseconds
+ * (pthread_getcpuclockid; 0 when it cannot be read).  Any thread; exact
+ * after rescue_writer_flush() returns. */
 struct rescue_writer_stats {
     uint64_t syncs;
     uint64_t late_wakeups;
+    uint64_t cpu_ns;
 };
 void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st);
 

@@ -488,6 +488,33 @@ class Lifecycle(pmcrun.TestCase):
                 self.check(pmcrun.success_problems(res, pmcrun.parse_dag(dag_path)), res,
                            "ranks=%d" % ranks)
 
+    def test_engine_cpu_line(self):
+        """The end of a run reports the engine's own CPU by thread: the
+        master, the rescue writer, the node agent with its CPU per task and
+        the tasks it reported, the launchers (none without a pool)."""
+        tasks = "".join("TASK t%d /bin/true\n" % i for i in range(12))
+        pat = re.compile(r"Engine CPU: master ([\d.]+) ms, rescue writer ([\d.]+) ms, node agent "
+                         r"([\d.]+) ms \(([\d.]+) us per task, (\d+) tasks\), launchers ([\d.]+) ms")
+        for pool in (0, 1):
+            with self.subTest(launch_threads=pool):
+                dag_path = self.write_dag("cpu%d.dag" % pool, tasks)
+                res = self.run_pmc(["--launch-threads", str(pool), dag_path])
+                self.check(pmcrun.success_problems(res, pmcrun.parse_dag(dag_path)), res)
+                m = pat.search(res.stderr)
+                self.assertIsNotNone(m, res.describe())
+                master, writer, agent, per_task, ntasks, launchers = (
+                    float(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4)),
+                    int(m.group(5)), float(m.group(6)))
+                self.assertEqual(ntasks, 12)
+                self.assertGreater(agent, 0)
+                self.assertGreater(writer, 0, "the rescue writer wrote 12 records")
+                self.assertGreater(master, 0)
+                self.assertAlmostEqual(per_task * 12 / 1e3, agent, delta=0.06)  # ms, as rounded
+                if pool:
+                    self.assertGreater(launchers, 0, "the launcher started every task")
+                else:
+                    self.assertEqual(launchers, 0)
+
     def test_no_sleep_on_recv(self):
         dag_path = self.write_dag("small.dag", """
             TASK a /bin/echo a
