@@ -308,7 +308,9 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
 
 /* The spawn of slot i's task ended with error e (0: started).  From the
  * agent thread, after spawn_task() returned here or on a launcher. */
-static void agent_spawned(struct agent *a, uint32_t i, int e)
+/* Slot i's spawn ended with errno e; watched: its pidfd is in the epoll
+ * set already (a quiet launch, launcher.h). */
+static void agent_spawned(struct agent *a, uint32_t i, int e, bool watched)
 {
     struct slot *s = &a->slots[i];
     fwd_close_write_ends(&s->fwd);
@@ -318,8 +320,8 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 || agent_watch_pipes(a, i) < 0 ||
-        agent__limit_start(a, i) < 0) {
+    if ((!watched && epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) ||
+        agent_watch_pipes(a, i) < 0 || agent__limit_start(a, i) < 0) {
         agent_abandon_task(a, i, errno);
         return;
     }
@@ -347,6 +349,11 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         j->req.affinity = &j->affinity;
     }
     struct slot *s = &a->slots[i];
+    /* quiet (launcher.h): nothing to do as it starts (no pipes, no time
+     * limit, no STARTED notice, no abort under way) */
+    j->quiet = s->fwd.n == 0 && s->time_limit_ms == 0 && !s->notify_start && !a->aborting;
+    j->watch_epfd = a->epfd;
+    j->watch_data = i;
     s->launching = true;
     s->batch = batch;
     a->running++; /* the agent does not end while a launch is out */
@@ -354,7 +361,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     return true;
 }
 
-void agent__take_launches(struct agent *a)
+static void agent_take_completions(struct agent *a)
 {
     uint32_t i;
     while (launcher_take(a->launcher, &i) == 1) {
@@ -366,8 +373,21 @@ void agent__take_launches(struct agent *a)
         s->pid = j->pid;
         s->pidfd = j->err ? -1 : j->pidfd;
         a->running--;
-        agent_spawned(a, i, j->err);
+        agent_spawned(a, i, j->err, j->quiet); /* quiet: the launcher watches it */
         agent__batch_unref(b);
+    }
+}
+
+void agent__take_launches(struct agent *a)
+{
+    agent_take_completions(a);
+    uint32_t i;
+    while (launcher_take_unwatched(a->launcher, &i) == 1) {
+        /* its completion was pushed first: take it if this pass missed it */
+        if (a->slots[i].launching)
+            agent_take_completions(a);
+        a->running--;
+        agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
     }
 }
 
@@ -404,13 +424,15 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
     if (agent_submit_launch(a, (uint32_t)i, &req, batch))
         return true;
-    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
+    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd), false);
     return false;
 }
 
 void agent__reap(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
+    if (s->launching) /* a quiet launch's exit before its completion: next wait */
+        return;
     siginfo_t si;
     memset(&si, 0, sizeof si);
     if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)

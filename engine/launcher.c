@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <sys/epoll.h>
 #include <time.h>
 
 #include "sched/mpmc_ring.h"
@@ -16,7 +17,7 @@
 struct launcher {
     struct launch_job *jobs; /* nslots */
     uint32_t nslots, nthreads;
-    struct mpmc_ring *submitted, *completed;
+    struct mpmc_ring *submitted, *completed, *unwatched;
     sem_t work; /* one post per submitted job, and one per thread to stop */
     atomic_bool stop;
     struct mailbox *wake;
@@ -45,9 +46,21 @@ static void *launcher_main(void *arg)
         }
         struct launch_job *j = &l->jobs[i];
         j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
+        /* read before the push: the job is the agent's after it */
+        bool quiet = j->quiet && j->err == 0;
+        int epfd = j->watch_epfd, pidfd = j->pidfd;
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = j->watch_data};
         while (!mpmc_ring_try_push(l->completed, i))
             ; /* cannot be full: it holds every slot */
-        mailbox_notify(l->wake);
+        if (!quiet) {
+            mailbox_notify(l->wake);
+        } else if (epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
+            /* no exit event can come, so the slot is not reused meanwhile */
+            j->watch_err = errno;
+            while (!mpmc_ring_try_push(l->unwatched, i))
+                ; /* one per slot at most */
+            mailbox_notify(l->wake);
+        }
     }
 }
 
@@ -62,11 +75,12 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
     struct launcher *l = calloc(1, sizeof *l);
     if (!l || !(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
         !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
-        sem_init(&l->work, 0, 0) < 0) {
+        !(l->unwatched = mpmc_ring_create(nslots)) || sem_init(&l->work, 0, 0) < 0) {
         pmc_errorf(err, "launcher: out of memory");
         if (l) {
             mpmc_ring_destroy(l->submitted);
             mpmc_ring_destroy(l->completed);
+            mpmc_ring_destroy(l->unwatched);
             free(l->jobs);
             free(l);
         }
@@ -110,9 +124,14 @@ uint32_t launcher_default_threads(uint32_t cpus)
     return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
 }
 
+int launcher_take_unwatched(struct launcher *l, uint32_t *i)
+{
+    return mpmc_ring_try_pop(l->unwatched, i) ? 1 : 0;
+}
+
 uint32_t launcher_pending(const struct launcher *l)
 {
-    return mpmc_ring_size(l->completed);
+    return mpmc_ring_size(l->completed) + mpmc_ring_size(l->unwatched);
 }
 
 uint64_t launcher_cpu_ns(const struct launcher *l)
@@ -139,6 +158,7 @@ void launcher_destroy(struct launcher *l)
     sem_destroy(&l->work);
     mpmc_ring_destroy(l->submitted);
     mpmc_ring_destroy(l->completed);
+    mpmc_ring_destroy(l->unwatched);
     free(l->jobs);
     free(l);
 }

@@ -16,6 +16,17 @@
  * submit and by a launcher before the completion (the rings' release and
  * acquire order those writes).  No lock and no allocation per task.
  *
+ * Quiet launches (launch_job.quiet), for tasks that need nothing from the
+ * agent as they start: the launcher completes the job without waking the
+ * agent, then adds the child's pidfd to the agent's epoll set itself.  The
+ * agent takes the completion at its next wake-up, at the latest for the
+ * child's exit, which can only be seen after the completion (push, then
+ * epoll_ctl: the agent never meets the exit of a launch it has not taken).
+ * One wake-up and two system calls fewer per task on the agent, the one
+ * thread every task of a node passes through (docs/performance.md section
+ * 13).  When that epoll_ctl fails (ENOMEM, ENOSPC) the slot comes back
+ * through launcher_take_unwatched() and the agent is woken.
+ *
  * Sleeping: idle launchers wait on a POSIX semaphore (a futex: sem_post
  * makes a system call only when a launcher sleeps), after a short spin.
  * The agent sleeps in epoll_wait on its mailbox's eventfd; a launcher that
@@ -66,9 +77,11 @@ extern "C" {
  * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
  * and 2.2k tasks/s against 2.6k without).  With one launcher the agent
  * thread keeps ~28 us of CPU per task (reaping, capture, records, results;
- * per-thread CPU from /proc), so past ~24 CPUs of tasks that short it is
- * the limit, whatever the pool.  A model, not a many-core measurement:
- * none of our sessions had more than 2 cores.
+ * "Engine CPU" at the end of a run; 28-29 us with quiet launches against
+ * 36-38 us without on the 2-core AMD VM), so past ~23 CPUs of tasks that
+ * short (~650 us of CPU each) it is the limit, whatever the pool; bench/run
+ * prints that reach ("spawn: CPUs one node agent keeps busy").  A model,
+ * not a many-core measurement: none of our sessions had more than 2 cores.
  * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
@@ -80,9 +93,17 @@ struct launch_job {
     struct spawn_request req;
     int forward_fds[LAUNCHER_MAX_FORWARDS];
     cpu_set_t affinity;
-    pid_t pid; /* out: the child, when err == 0 */
-    int pidfd; /* out */
-    int err;   /* out: spawn_task()'s errno, 0 on success */
+    /* in: a quiet launch (see above): on success the launcher adds the
+     * pidfd to watch_epfd (EPOLLIN, data watch_data) right after the
+     * completion and does not wake `wake`; when that epoll_ctl fails it
+     * reports the slot through launcher_take_unwatched() and wakes it. */
+    bool quiet;
+    int watch_epfd;
+    uint64_t watch_data;
+    pid_t pid;     /* out: the child, when err == 0 */
+    int pidfd;     /* out */
+    int err;       /* out: spawn_task()'s errno, 0 on success */
+    int watch_err; /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
 };
 
 struct launcher;
@@ -103,6 +124,11 @@ void launcher_submit(struct launcher *l, uint32_t i);
 
 /* A completed slot into *i: 1, or 0 when none is ready. */
 int launcher_take(struct launcher *l, uint32_t *i);
+
+/* A quiet launch whose pidfd could not be watched into *i (its job's
+ * watch_err says why): 1, or 0 when none.  After launcher_take() gave the
+ * slot back. */
+int launcher_take_unwatched(struct launcher *l, uint32_t *i);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

@@ -2,12 +2,14 @@
 // without --launch-threads (launcher_default_threads: none below 8 CPUs,
 // one per 8 CPUs above, capped at LAUNCHER_MAX_THREADS), and the pool
 // itself: a started job's pid and pidfd handed back for the caller to
-// reap, a failed spawn's error, and many jobs on several threads each
-// reported once.  The engine's use of the pool is run by the integration
-// tests (integration.pool.*, workloads.launchers).
+// reap, a failed spawn's error, quiet launches (watched in the caller's
+// epoll set, no wake-up; reported when they cannot be watched), and many
+// jobs on several threads each reported once.  The engine's use of the pool is run by the
+// integration tests (integration.pool.*, workloads.launchers).
 #include <gtest/gtest.h>
 
 #include <errno.h>
+#include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -48,8 +50,9 @@ class LauncherPool : public TempDirTest
         pool_ = launcher_create(nthreads, nslots, &box_, &err);
         ASSERT_NE(pool_, nullptr) << err.text;
     }
-    // Submit argv as slot i's job (argv and env kept alive by the fixture).
-    void submit(uint32_t i, std::vector<std::string> argv)
+    // Submit argv as slot i's job (argv and env kept alive by the fixture);
+    // quiet_epfd >= 0 makes it a quiet launch watched there with data i.
+    void submit(uint32_t i, std::vector<std::string> argv, int quiet_epfd = -1)
     {
         argvs_[i] = std::make_unique<Argv>(std::move(argv));
         struct launch_job *j = launcher_job(pool_, i);
@@ -59,7 +62,17 @@ class LauncherPool : public TempDirTest
         j->req.envp = env_.get();
         j->req.stdout_fd = out_;
         j->req.stderr_fd = out_;
+        j->quiet = quiet_epfd >= 0;
+        j->watch_epfd = quiet_epfd;
+        j->watch_data = i;
         launcher_submit(pool_, i);
+    }
+    // The eventfd's count: how often the pool woke the agent's mailbox
+    // (read and reset).
+    uint64_t wakes()
+    {
+        uint64_t v = 0;
+        return read(box_.efd, &v, sizeof v) == (ssize_t)sizeof v ? v : 0;
     }
     // The next completed slot within 10 s: true with *i.
     bool take(uint32_t *i)
@@ -116,6 +129,79 @@ TEST_F(LauncherPool, FailedSpawnIsReportedOnceWithItsError)
     EXPECT_EQ(launcher_job(pool_, 1)->err, ENOENT);
     usleep(50000);
     EXPECT_EQ(launcher_take(pool_, &i), 0);
+}
+
+// A quiet launch is handed back without waking the agent (it sleeps,
+// mailbox_prepare_sleep), and its pidfd is in the agent's epoll set: the
+// child's exit wakes epoll_wait with the slot as data.  A loud one wakes.
+TEST_F(LauncherPool, QuietLaunchIsWatchedAndDoesNotWake)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    ASSERT_GE(ep, 0);
+    start(1, 4);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    submit(3, {"/bin/sh", "-c", "exit 7"}, ep);
+    uint32_t i = 99;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 3u);
+    struct launch_job *j = launcher_job(pool_, 3);
+    ASSERT_EQ(j->err, 0) << strerror(j->err);
+    struct epoll_event ev = {};
+    ASSERT_EQ(epoll_wait(ep, &ev, 1, 10000), 1) << "the exit did not reach the epoll set";
+    EXPECT_EQ(ev.data.u64, 3u);
+    EXPECT_EQ(wakes(), 0u) << "a quiet launch woke the agent";
+    EXPECT_EQ(reap(3), CLD_EXITED << 8 | 7);
+    EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
+
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    submit(1, {"/bin/true"});
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 1u);
+    EXPECT_EQ(reap(1), CLD_EXITED << 8 | 0);
+    EXPECT_GE(wakes(), 1u) << "a loud launch must wake the agent";
+    close(ep);
+}
+
+// A quiet launch whose pidfd cannot be added (here: no epoll set) comes
+// back a second time through launcher_take_unwatched(), with the error,
+// and wakes the agent; the caller still reaps the child.
+TEST_F(LauncherPool, QuietLaunchThatCannotBeWatchedIsReported)
+{
+    int not_epoll = dup(out_);
+    ASSERT_GE(not_epoll, 0);
+    start(1, 2);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    submit(0, {"/bin/true"}, not_epoll);
+    uint32_t i = 99;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 0u);
+    bool reported = false;
+    for (int k = 0; k < 10000 && !reported; k++)
+        reported = launcher_take_unwatched(pool_, &i) == 1 || (usleep(1000), false);
+    ASSERT_TRUE(reported);
+    EXPECT_EQ(i, 0u);
+    EXPECT_EQ(launcher_job(pool_, 0)->watch_err, EINVAL);
+    EXPECT_GE(wakes(), 1u);
+    EXPECT_EQ(reap(0), CLD_EXITED << 8 | 0);
+    close(not_epoll);
+}
+
+// A failed spawn is never quiet: it wakes the agent and is not watched.
+TEST_F(LauncherPool, QuietLaunchThatFailsToSpawnWakes)
+{
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    ASSERT_GE(ep, 0);
+    start(1, 2);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    submit(1, {"/nonexistent/program"}, ep);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(launcher_job(pool_, 1)->err, ENOENT);
+    EXPECT_GE(wakes(), 1u);
+    struct epoll_event ev;
+    EXPECT_EQ(epoll_wait(ep, &ev, 1, 0), 0);
+    EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
+    close(ep);
 }
 
 TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
