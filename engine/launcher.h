@@ -78,9 +78,9 @@ extern "C" {
  * and 2.2k tasks/s against 2.6k without).  With one launcher the agent
  * thread keeps ~28 us of CPU per task (reaping, capture, records, results;
  * "Engine CPU" at the end of a run; 28-29 us with quiet launches against
- * 36-38 us without on the 2-core AMD VM), so past ~23 CPUs of tasks that
- * short (~650 us of CPU each) it is the limit, whatever the pool; bench/run
- * prints that reach ("spawn: CPUs one node agent keeps busy").  A model,
+ * 36-38 us without on the 2-core AMD VM), so past ~20 CPUs of tasks that
+ * short (570-650 us of CPU each) it is the limit, whatever the pool;
+ * bench/run prints that reach ("spawn: CPUs one node agent keeps busy").  A model,
  * not a many-core measurement: none of our sessions had more than 2 cores.
  * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
