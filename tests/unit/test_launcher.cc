@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -42,6 +43,7 @@ class LauncherPool : public TempDirTest
         launcher_destroy(pool_);
         mailbox_destroy(&box_);
         close(out_);
+        close(ep_);
         TempDirTest::TearDown();
     }
     void start(uint32_t nthreads, uint32_t nslots)
@@ -67,6 +69,21 @@ class LauncherPool : public TempDirTest
         j->watch_data = i;
         launcher_submit(pool_, i);
     }
+    // With the agent's mailbox marked asleep, submit argv as slot i
+    // (quiet when quiet_epfd >= 0) and wait for its completion: the slot
+    // handed back, or UINT32_MAX after 10 s.
+    uint32_t submit_asleep(uint32_t i, std::vector<std::string> argv, int quiet_epfd = -1)
+    {
+        EXPECT_EQ(mailbox_prepare_sleep(&box_), 0);
+        submit(i, std::move(argv), quiet_epfd);
+        uint32_t got = UINT32_MAX;
+        return take(&got) ? got : UINT32_MAX;
+    }
+    // The next unwatched quiet launch within 10 s: true with *i.
+    bool take_unwatched(uint32_t *i)
+    {
+        return poll_within_10s(launcher_take_unwatched, i);
+    }
     // The eventfd's count: how often the pool woke the agent's mailbox
     // (read and reset).
     uint64_t wakes()
@@ -77,8 +94,14 @@ class LauncherPool : public TempDirTest
     // The next completed slot within 10 s: true with *i.
     bool take(uint32_t *i)
     {
+        return poll_within_10s(launcher_take, i);
+    }
+    // taker(pool_, i) every millisecond until it gives a slot (true) or
+    // 10 s pass.
+    bool poll_within_10s(int (*taker)(struct launcher *, uint32_t *), uint32_t *i)
+    {
         for (int k = 0; k < 10000; k++) {
-            if (launcher_take(pool_, i) == 1)
+            if (taker(pool_, i) == 1)
                 return true;
             usleep(1000);
         }
@@ -102,6 +125,7 @@ class LauncherPool : public TempDirTest
     std::map<uint32_t, std::unique_ptr<Argv>> argvs_;
     Argv env_{"PATH=/usr/bin:/bin"};
     int out_ = make_capture("out");
+    int ep_ = epoll_create1(EPOLL_CLOEXEC); // the agent's epoll set, for quiet launches
 };
 
 TEST_F(LauncherPool, StartedJobHandsBackItsPidAndPidfd)
@@ -136,72 +160,50 @@ TEST_F(LauncherPool, FailedSpawnIsReportedOnceWithItsError)
 // child's exit wakes epoll_wait with the slot as data.  A loud one wakes.
 TEST_F(LauncherPool, QuietLaunchIsWatchedAndDoesNotWake)
 {
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    ASSERT_GE(ep, 0);
+    ASSERT_GE(ep_, 0);
     start(1, 4);
-    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
-    submit(3, {"/bin/sh", "-c", "exit 7"}, ep);
-    uint32_t i = 99;
-    ASSERT_TRUE(take(&i));
-    EXPECT_EQ(i, 3u);
-    struct launch_job *j = launcher_job(pool_, 3);
-    ASSERT_EQ(j->err, 0) << strerror(j->err);
+    ASSERT_EQ(submit_asleep(3, {"/bin/sh", "-c", "exit 7"}, ep_), 3u);
+    ASSERT_EQ(launcher_job(pool_, 3)->err, 0) << strerror(launcher_job(pool_, 3)->err);
     struct epoll_event ev = {};
-    ASSERT_EQ(epoll_wait(ep, &ev, 1, 10000), 1) << "the exit did not reach the epoll set";
+    ASSERT_EQ(epoll_wait(ep_, &ev, 1, 10000), 1) << "the exit did not reach the epoll set";
     EXPECT_EQ(ev.data.u64, 3u);
     EXPECT_EQ(wakes(), 0u) << "a quiet launch woke the agent";
     EXPECT_EQ(reap(3), CLD_EXITED << 8 | 7);
+    uint32_t i;
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
 
-    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
-    submit(1, {"/bin/true"});
-    ASSERT_TRUE(take(&i));
-    EXPECT_EQ(i, 1u);
+    ASSERT_EQ(submit_asleep(1, {"/bin/true"}), 1u);
     EXPECT_EQ(reap(1), CLD_EXITED << 8 | 0);
     EXPECT_GE(wakes(), 1u) << "a loud launch must wake the agent";
-    close(ep);
 }
 
-// A quiet launch whose pidfd cannot be added (here: no epoll set) comes
-// back a second time through launcher_take_unwatched(), with the error,
-// and wakes the agent; the caller still reaps the child.
+// A quiet launch whose pidfd cannot be added (here: the "epoll set" is the
+// capture file) comes back a second time through
+// launcher_take_unwatched(), with the error, and wakes the agent; the
+// caller still reaps the child.
 TEST_F(LauncherPool, QuietLaunchThatCannotBeWatchedIsReported)
 {
-    int not_epoll = dup(out_);
-    ASSERT_GE(not_epoll, 0);
     start(1, 2);
-    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
-    submit(0, {"/bin/true"}, not_epoll);
+    ASSERT_EQ(submit_asleep(0, {"/bin/true"}, out_), 0u);
     uint32_t i = 99;
-    ASSERT_TRUE(take(&i));
-    EXPECT_EQ(i, 0u);
-    bool reported = false;
-    for (int k = 0; k < 10000 && !reported; k++)
-        reported = launcher_take_unwatched(pool_, &i) == 1 || (usleep(1000), false);
-    ASSERT_TRUE(reported);
+    ASSERT_TRUE(take_unwatched(&i));
     EXPECT_EQ(i, 0u);
     EXPECT_EQ(launcher_job(pool_, 0)->watch_err, EINVAL);
     EXPECT_GE(wakes(), 1u);
     EXPECT_EQ(reap(0), CLD_EXITED << 8 | 0);
-    close(not_epoll);
 }
 
 // A failed spawn is never quiet: it wakes the agent and is not watched.
 TEST_F(LauncherPool, QuietLaunchThatFailsToSpawnWakes)
 {
-    int ep = epoll_create1(EPOLL_CLOEXEC);
-    ASSERT_GE(ep, 0);
     start(1, 2);
-    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
-    submit(1, {"/nonexistent/program"}, ep);
-    uint32_t i;
-    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(submit_asleep(1, {"/nonexistent/program"}, ep_), 1u);
     EXPECT_EQ(launcher_job(pool_, 1)->err, ENOENT);
     EXPECT_GE(wakes(), 1u);
     struct epoll_event ev;
-    EXPECT_EQ(epoll_wait(ep, &ev, 1, 0), 0);
+    EXPECT_EQ(epoll_wait(ep_, &ev, 1, 0), 0);
+    uint32_t i;
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
-    close(ep);
 }
 
 TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
