@@ -88,8 +88,10 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
 int agent_join(struct agent *a);
 
 /* CPU time of the agent thread and of its launcher threads over the run,
- * nanoseconds (read by the agent thread as it ends), and the tasks it
- * reported (results, failed starts included).  Valid after agent_join(). */
+ * nanoseconds (read by the agent thread as it ends), and the results it
+ * reported: tasks that ran, and those that failed to start or were
+ * cancelled unstarted (with --null-executor, every task).  Valid after
+ * agent_join(). */
 struct agent_cpu {
     uint64_t agent_ns, launchers_ns, tasks;
 };

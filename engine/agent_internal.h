@@ -124,7 +124,7 @@ struct agent {
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
-    uint64_t results_made;     /* results of this agent's tasks, failed starts included */
+    uint64_t results_made;     /* results reported: ran, failed to start or cancelled */
     uint64_t cpu_ns;           /* the agent thread's CPU, read as it ends */
     uint64_t launchers_cpu_ns; /* its launcher threads', read then */
 };

@@ -3,6 +3,7 @@
  * launch, the reaping through its pidfd, its forwarded data and its output
  * block with the cluster-task record (COMPAT.md "Task stdio"). */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,9 +308,10 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
 }
 
 /* The spawn of slot i's task ended with error e (0: started).  From the
- * agent thread, after spawn_task() returned here or on a launcher. */
-/* Slot i's spawn ended with errno e; watched: its pidfd is in the epoll
- * set already (a quiet launch, launcher.h). */
+ * agent thread, after spawn_task() returned here or on a launcher.
+ * watched: a quiet launch (launcher.h), whose pidfd the launcher adds to
+ * the epoll set itself, after this completion (a failure comes back
+ * through launcher_take_unwatched()); so nothing here may close it. */
 static void agent_spawned(struct agent *a, uint32_t i, int e, bool watched)
 {
     struct slot *s = &a->slots[i];
@@ -383,9 +385,15 @@ void agent__take_launches(struct agent *a)
     agent_take_completions(a);
     uint32_t i;
     while (launcher_take_unwatched(a->launcher, &i) == 1) {
-        /* its completion was pushed first: take it if this pass missed it */
-        if (a->slots[i].launching)
+        /* Its completion was pushed first, but with several launchers the
+         * ring can still hold it back for a moment (another launcher
+         * between claiming an earlier cell and filling it): take it
+         * before acting on the slot. */
+        while (a->slots[i].launching) {
             agent_take_completions(a);
+            if (a->slots[i].launching)
+                sched_yield();
+        }
         a->running--;
         agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
     }
@@ -456,6 +464,9 @@ void agent__reap(struct agent *a, uint32_t i)
     agent__limit_end(a, i);
     int exec_errno = 0;
     agent__limit_note(s, &status, &exec_errno);
+    for (uint32_t k = 0; k < s->fwd.n; k++) /* before fwd_finish closes them: forward.h */
+        if (s->fwd.e[k].rfd >= 0)
+            epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
     struct pmc_error err;
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);
@@ -474,8 +485,10 @@ void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
     if (!s->in_use || k >= s->fwd.n || s->fwd.e[k].rfd < 0)
         return; /* stale event for a pipe already closed */
     int fd = s->fwd.e[k].rfd;
-    if (fwd_read_pipe(&s->fwd, k) != 0)
-        epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL); /* closed by fwd_read_pipe */
+    if (fwd_read_pipe(&s->fwd, k) != 0) { /* out of the set, then closed: forward.h */
+        epoll_ctl(a->epfd, EPOLL_CTL_DEL, fd, NULL);
+        fwd_close_pipe(&s->fwd, k);
+    }
 }
 
 void agent__slot_free(struct slot *s)

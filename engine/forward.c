@@ -115,10 +115,15 @@ int fwd_read_pipe(struct fwd_task *f, uint32_t k)
             continue;
         if (r < 0 && errno == EAGAIN)
             return 0;
-        close(e->rfd);
-        e->rfd = -1;
         return r == 0 ? 1 : -1;
     }
+}
+
+void fwd_close_pipe(struct fwd_task *f, uint32_t k)
+{
+    if (f->e[k].rfd >= 0)
+        close(f->e[k].rfd);
+    f->e[k].rfd = -1;
 }
 
 /* Read a -F source: a regular file (no symlink followed) of at most
@@ -155,8 +160,10 @@ int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msg
                struct pmc_error *err)
 {
     for (uint32_t i = 0; i < f->n; i++)
-        if (f->e[i].rfd >= 0)
+        if (f->e[i].rfd >= 0) {
             fwd_read_pipe(f, i); /* what is there now; a lingering writer is not waited for */
+            fwd_close_pipe(f, i);
+        }
     if (status != 0)
         return 0; /* data of a failed task is dropped */
     for (uint32_t i = 0; i < f->n; i++)

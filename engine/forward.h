@@ -67,12 +67,20 @@ int fwd_child_env(struct fwd_task *f, char **envp);
 /* Close the write ends in the parent (after the spawn). */
 void fwd_close_write_ends(struct fwd_task *f);
 
-/* Read what pipe k (an index into e[]) has now.  Returns 1 at end of file
- * (the read end is then closed), 0 when it would block, -1 on a read error
- * or out of memory. */
+/* Read what pipe k (an index into e[]) has now.  Returns 1 at end of file,
+ * 0 when it would block, -1 on a read error or out of memory.  The read end
+ * stays open: the caller takes it out of its epoll set first, then calls
+ * fwd_close_pipe() (closing first would let another thread's new
+ * descriptor take the number before the epoll_ctl DEL, which would then
+ * remove that one: engine/launcher.h's quiet launches add pidfds to the
+ * agent's set from other threads). */
 int fwd_read_pipe(struct fwd_task *f, uint32_t k);
 
-/* After the task exited with status: drain and close the pipes; if status
+/* Close pipe k's read end (no-op when closed). */
+void fwd_close_pipe(struct fwd_task *f, uint32_t k);
+
+/* After the task exited with status (its pipes already out of any epoll
+ * set): drain and close the pipes; if status
  * is 0, read and delete the -F files and pack every forward's data into
  * pack (msg_pack_fwd_data blocks; pack->count blocks).  Returns 0, or -1
  * with err "Task NAME: PATH is not a file" (or another reason) when a -F

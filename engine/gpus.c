@@ -78,20 +78,20 @@ static long device_number(const char *name, const char *backend)
     return strtol(name + strlen(backend), NULL, 10);
 }
 
-/* The PCI class of a device directory's "class" file (sysfs: "0x030200"),
- * or 0 when it cannot be read. */
-static unsigned long pci_class(const char *devices_dir, const char *dev)
+/* The PCI base class of a device directory's "class" file (sysfs:
+ * "0x030200" -> 0x03), or -1 when it cannot be read. */
+static long pci_base_class(const char *devices_dir, const char *dev)
 {
     char path[4096], buf[32];
     snprintf(path, sizeof path, "%s/%s/class", devices_dir, dev);
     FILE *f = fopen(path, "re");
-    unsigned long cls = 0;
+    long base = -1;
     if (f) {
         if (fgets(buf, sizeof buf, f))
-            cls = strtoul(buf, NULL, 16);
+            base = (long)(strtoul(buf, NULL, 16) >> 16);
         fclose(f);
     }
-    return cls;
+    return base;
 }
 
 int gpus__pci_may_have_gpu(const char *devices_dir)
@@ -99,15 +99,16 @@ int gpus__pci_may_have_gpu(const char *devices_dir)
     DIR *d = opendir(devices_dir);
     if (!d)
         return 1;
-    int found = 0;
+    int found = 0, devices = 0;
     for (struct dirent *e; !found && (e = readdir(d)) != NULL;) {
         if (e->d_name[0] == '.')
             continue;
-        unsigned long base = pci_class(devices_dir, e->d_name) >> 16;
-        found = base == 0x03 || base == 0x12;
+        devices++;
+        long base = pci_base_class(devices_dir, e->d_name);
+        found = base < 0 || base == 0x03 || base == 0x12;
     }
     closedir(d);
-    return found;
+    return found || devices == 0;
 }
 
 /* GPUs hwloc's I/O discovery sees: the largest count of one backend, and,

@@ -60,12 +60,13 @@ size_t gpus_format(const struct gpu_ids *g, const uint32_t *idx, uint32_t n, cha
 
 void gpus_free(struct gpu_ids *g); /* g may be zeroed */
 
-/* 1 when devices_dir (sysfs's /sys/bus/pci/devices) cannot be listed or
- * holds a device of PCI base class 0x03 (display controller: VGA, 3D,
- * other; NVIDIA, AMD and Intel GPUs) or 0x12 (processing accelerator: some
- * AMD Instinct), read from each device's "class" file; else 0.  gpus.c skips
- * hwloc's I/O discovery (step 2 above, and the locality) when it is 0.
- * Internal, exposed for the tests. */
+/* 0 when devices_dir (sysfs's /sys/bus/pci/devices) lists devices and
+ * none is of PCI base class 0x03 (display controller: VGA, 3D, other;
+ * NVIDIA, AMD and Intel GPUs) or 0x12 (processing accelerator: some AMD
+ * Instinct), read from each device's "class" file; 1 otherwise (a list
+ * that cannot be read or is empty, a class that cannot be read: let hwloc
+ * look).  gpus.c skips hwloc's I/O discovery (step 2 above, and the
+ * locality) when it is 0.  Internal, exposed for the tests. */
 int gpus__pci_may_have_gpu(const char *devices_dir);
 
 #ifdef __cplusplus

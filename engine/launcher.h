@@ -20,8 +20,12 @@
  * agent as they start: the launcher completes the job without waking the
  * agent, then adds the child's pidfd to the agent's epoll set itself.  The
  * agent takes the completion at its next wake-up, at the latest for the
- * child's exit, which can only be seen after the completion (push, then
- * epoll_ctl: the agent never meets the exit of a launch it has not taken).
+ * child's exit, which comes after the completion was pushed (push, then
+ * epoll_ctl).  With several launchers the ring can hold a pushed
+ * completion back for a moment, while another launcher is between claiming
+ * an earlier cell and filling it; the agent then meets the exit first and
+ * looks again at its next pass (the event is level-triggered): a short
+ * busy wait, not a lost task.
  * One wake-up and two system calls fewer per task on the agent, the one
  * thread every task of a node passes through (docs/performance.md section
  * 13).  When that epoll_ctl fails (ENOMEM, ENOSPC) the slot comes back
@@ -126,8 +130,9 @@ void launcher_submit(struct launcher *l, uint32_t i);
 int launcher_take(struct launcher *l, uint32_t *i);
 
 /* A quiet launch whose pidfd could not be watched into *i (its job's
- * watch_err says why): 1, or 0 when none.  After launcher_take() gave the
- * slot back. */
+ * watch_err says why): 1, or 0 when none.  Its completion was pushed
+ * before, but may not be poppable yet (see above): the caller takes it
+ * first. */
 int launcher_take_unwatched(struct launcher *l, uint32_t *i);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */

@@ -448,6 +448,35 @@ class TaskIO(pmcrun.TestCase):
         problems += self.forwarded_problems(self.path("mall"), set(names), set(), 1, "HEADER all")
         self.check(problems, res)
 
+    def test_piped_and_quiet_tasks_with_launchers(self):
+        """Tasks with a forwarding pipe and quiet tasks (engine/launcher.h:
+        their launcher adds the pidfd to the agent's epoll set) on one node
+        with launcher threads: the agent takes pipes out of its set before
+        closing them, so a pidfd that a launcher gets with a freed number
+        stays watched; every task ends and every pipe's data arrives."""
+        names = ["pq%03d" % i for i in range(120)]
+        lines = []
+        for i, n in enumerate(names):
+            if i % 2:
+                lines.append("TASK %s /bin/true\n" % n)
+            else:
+                lines.append("TASK {n} -f OUT={t}/pq.out /bin/sh -c "
+                             "'echo \"data from {n} line 0\" >&$OUT'\n".format(n=n, t=self.tmp))
+        dag_path = self.write("pq.dag", "".join(lines))
+        self.write("pq.out", "HEADER pq\n")
+        for pool in ("1", "2"):
+            with self.subTest(launch_threads=pool):
+                rescue = dag_path + ".rescue"
+                if os.path.exists(rescue):
+                    os.unlink(rescue)
+                self.write("pq.out", "HEADER pq\n")
+                res = self.run_pmc(["--launch-threads", pool, "--host-cpus", "4", dag_path],
+                                   timeout=120)
+                problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+                problems += self.forwarded_problems(self.path("pq.out"), set(names[0::2]), set(),
+                                                    1, "HEADER pq")
+                self.check(problems, res)
+
     # ------------------------------------------------------------ jobstate.log
 
     def event_dag(self, folder, name, failing=True):

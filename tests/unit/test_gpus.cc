@@ -131,9 +131,16 @@ TEST_F(PciDirTest, UnreadableListMeansAsk)
     EXPECT_EQ(gpus__pci_may_have_gpu((dir_ + "/missing").c_str()), 1);
 }
 
-TEST_F(PciDirTest, EmptyListMeansNoGpu)
+TEST_F(PciDirTest, EmptyListMeansAsk)
 {
-    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 0);
+    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
+}
+
+TEST_F(PciDirTest, UnreadableClassMeansAsk)
+{
+    device("0000:00:01.0", "0x020000");
+    std::filesystem::create_directory(dir_ + "/0000:00:02.0"); // no "class" file
+    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
 }
 
 } // namespace

@@ -365,8 +365,9 @@ TEST_F(MailboxTest, BlockedWaitIsWokenByWake)
 
 TEST_F(MailboxTest, TimedOutWaitLeavesTheEventfdToTheNextWait)
 {
-    // A wait that times out reads nothing; a signal that came in after its
-    // poll makes the next wait return at once, and that one drains it.
+    // A wait that times out leaves no mark, and a signal that comes after
+    // it is not lost: it ends the next wait at once, which drains it (the
+    // timed-out wait no longer reads the eventfd: mailbox_wait()).
     mailbox_wait(&mb_, 1000);
     EXPECT_EQ(mb_.sleeping.load(), 0);
     mailbox_wake(&mb_);
