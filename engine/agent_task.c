@@ -229,11 +229,24 @@ static int agent_watch_pipes(struct agent *a, uint32_t i)
     return 0;
 }
 
+/* Slot s's pidfd and open pipes leave the epoll set (entries never added
+ * just fail to delete), then the pidfd is closed: in that order, since a
+ * launcher thread may add a new pidfd that takes a freed number
+ * (launcher.h, forward.h).  The pipes are closed by fwd_finish() or the
+ * slot's release. */
+static void agent_unwatch(struct agent *a, struct slot *s)
+{
+    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
+    for (uint32_t k = 0; k < s->fwd.n; k++)
+        if (s->fwd.e[k].rfd >= 0)
+            epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
+    close(s->pidfd);
+    s->pidfd = -1;
+}
+
 /* The task in slot i started but cannot be watched (epoll_ctl failed, errno
  * e): unwatched, it could never be reaped or could block on a full pipe, so
- * kill its process group, reap it here and report it failed.  Its pidfd
- * and pipes leave the epoll set (entries that were never added just fail
- * to delete). */
+ * kill its process group, reap it here and report it failed. */
 static void agent_abandon_task(struct agent *a, uint32_t i, int e)
 {
     struct slot *s = &a->slots[i];
@@ -244,12 +257,7 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     memset(&si, 0, sizeof si);
     while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
         ;
-    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
-    for (uint32_t k = 0; k < s->fwd.n; k++)
-        if (s->fwd.e[k].rfd >= 0)
-            epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
-    close(s->pidfd);
-    s->pidfd = -1;
+    agent_unwatch(a, s);
     agent__limit_end(a, i);
     int status = SIGKILL;
     agent_write_output(a, s, status, agent_elapsed(&s->t0));
@@ -458,15 +466,10 @@ void agent__reap(struct agent *a, uint32_t i)
     int status = si.si_code == CLD_EXITED
                      ? (si.si_status & 0xff) << 8
                      : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
-    epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
-    close(s->pidfd);
-    s->pidfd = -1;
+    agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     agent__limit_end(a, i);
     int exec_errno = 0;
     agent__limit_note(s, &status, &exec_errno);
-    for (uint32_t k = 0; k < s->fwd.n; k++) /* before fwd_finish closes them: forward.h */
-        if (s->fwd.e[k].rfd >= 0)
-            epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->fwd.e[k].rfd, NULL);
     struct pmc_error err;
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);

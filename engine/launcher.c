@@ -8,8 +8,8 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <time.h>
 
+#include "io/clock.h"
 #include "sched/mpmc_ring.h"
 
 #define LAUNCHER_SPIN 200 /* sem_trywait rounds before a launcher parks */
@@ -137,12 +137,8 @@ uint32_t launcher_pending(const struct launcher *l)
 uint64_t launcher_cpu_ns(const struct launcher *l)
 {
     uint64_t ns = 0;
-    for (uint32_t i = 0; l && i < l->nthreads; i++) {
-        clockid_t id;
-        struct timespec ts;
-        if (pthread_getcpuclockid(l->threads[i], &id) == 0 && clock_gettime(id, &ts) == 0)
-            ns += (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-    }
+    for (uint32_t i = 0; l && i < l->nthreads; i++)
+        ns += pmc_thread_cpu_ns_of(l->threads[i]);
     return ns;
 }
 

@@ -13,6 +13,7 @@
 #ifndef PMC_CLOCK_H
 #define PMC_CLOCK_H
 
+#include <pthread.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -50,6 +51,17 @@ static inline uint64_t pmc_thread_cpu_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* CPU time of thread t so far (pthread_getcpuclockid), in nanoseconds; 0
+ * when it cannot be read.  t must not have been joined. */
+static inline uint64_t pmc_thread_cpu_ns_of(pthread_t t)
+{
+    clockid_t id;
+    struct timespec ts;
+    if (pthread_getcpuclockid(t, &id) != 0 || clock_gettime(id, &ts) != 0)
+        return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 

@@ -510,11 +510,7 @@ void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer
      * flush), and monotonic while it works */
     st->syncs = atomic_load_explicit(&w->syncs, memory_order_relaxed);
     st->late_wakeups = atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
-    clockid_t id;
-    struct timespec ts;
-    st->cpu_ns = pthread_getcpuclockid(w->thread, &id) == 0 && clock_gettime(id, &ts) == 0
-                     ? (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec
-                     : 0;
+    st->cpu_ns = pmc_thread_cpu_ns_of(w->thread);
 }
 
 bool rescue_writer_failed(const struct rescue_writer *w)
