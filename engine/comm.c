@@ -194,8 +194,9 @@ static int comm_receive(struct comm *c)
  * quiet spell of T is seen at most max(10 ms, T/50) late, 2 % of T once T
  * passes half a second (a task's result after it ran T, the usual case),
  * and a rank whose tasks run for minutes wakes 10 times a second instead
- * of 100 (each wake-up of this thread costs ~30 us of CPU on the 2-core
- * VMs of docs/performance.md, timer and context switch included).  Pure. */
+ * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
+ * VM of docs/performance.md section 6, timer and context switch
+ * included).  Pure. */
 long comm__idle_cap_us(uint64_t since_moved_ns)
 {
     if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)

@@ -115,8 +115,9 @@ int gpus__pci_may_have_gpu(const char *devices_dir)
  * when near is given (n sets), the locality of devices 0..n-1 of the first
  * backend that has them.  Skipped (0) when sysfs lists PCI devices and none
  * is a display controller or a processing accelerator: that discovery reads
- * every device's configuration space, ~10 ms of each rank's ~55 ms start on
- * the 2-core VM of docs/performance.md, for GPUs that cannot be there. */
+ * every device's configuration space (a 1-task run took 35-37 ms of CPU
+ * with it, 27-28 ms without, on the 2-core VM of docs/performance.md
+ * section 13), for GPUs that cannot be there. */
 static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
 {
     if (!gpus__pci_may_have_gpu("/sys/bus/pci/devices"))

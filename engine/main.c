@@ -356,13 +356,13 @@ static void report_engine_cpu(const struct master *m, const struct agent *a, int
     char agent_part[160] = "no node agent";
     if (a)
         snprintf(agent_part, sizeof agent_part,
-                 "node agent %.1f ms (%.1f us per task, %lu tasks), launchers %.1f ms",
+                 "node agent %.3f ms (%.1f us per task, %lu tasks), launchers %.3f ms",
                  ac.agent_ns / 1e6, ac.tasks ? ac.agent_ns / 1e3 / ac.tasks : 0.0,
                  (unsigned long)ac.tasks, ac.launchers_ns / 1e6);
     if (m) {
         struct master_cpu mc;
         master_get_cpu(m, &mc);
-        log_info("Engine CPU: master %.1f ms, rescue writer %.1f ms, %s", mc.run_ns / 1e6,
+        log_info("Engine CPU: master %.3f ms, rescue writer %.3f ms, %s", mc.run_ns / 1e6,
                  mc.rescue_writer_ns / 1e6, agent_part);
     } else {
         log_debug("Rank %d engine CPU: %s", rank, agent_part);

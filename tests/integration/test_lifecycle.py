@@ -507,9 +507,9 @@ class Lifecycle(pmcrun.TestCase):
                     int(m.group(5)), float(m.group(6)))
                 self.assertEqual(ntasks, 12)
                 self.assertGreater(agent, 0)
-                self.assertGreaterEqual(writer, 0)  # 0.1-0.3 ms here: may print 0.0
-                self.assertGreaterEqual(master, 0)
-                self.assertAlmostEqual(per_task * 12 / 1e3, agent, delta=0.06)  # ms, as rounded
+                self.assertGreater(writer, 0, "the rescue writer wrote 12 records")  # µs resolution
+                self.assertGreater(master, 0)
+                self.assertAlmostEqual(per_task * 12 / 1e3, agent, delta=0.0012)  # both as rounded
                 if pool:
                     self.assertGreater(launchers, 0, "the launcher started every task")
                 else:
