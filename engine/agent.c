@@ -328,8 +328,8 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
-        if (a->slots[i].in_use && a->slots[i].pidfd >= 0)
-            kill(-a->slots[i].pid, sig);
+        if (a->slots[i].in_use && !a->slots[i].launching)
+            agent__signal(a, i, sig);
 }
 
 static void agent_begin_abort(struct agent *a)

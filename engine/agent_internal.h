@@ -52,6 +52,7 @@ struct node_task {
 struct slot {
     bool in_use;
     bool launching;         /* submitted to a launcher thread, outcome not taken yet */
+    bool pool_reaps;        /* started by the pool, which watches and reaps it (launcher.h) */
     struct batch *batch;    /* while launching: the TASKS message its argv points into */
     uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
     uint32_t time_limit_ms; /* 0 = none */
@@ -152,6 +153,9 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
 /* Take every completed launch and finish it (watch, or report failed). */
 void agent__take_launches(struct agent *a);
 void agent__reap(struct agent *a, uint32_t i);
+/* Send sig to the process group of slot i's running task (through the
+ * pool when it reaps the task: launcher_signal()). */
+void agent__signal(struct agent *a, uint32_t i, int sig);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
 

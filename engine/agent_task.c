@@ -315,12 +315,21 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
     return 0;
 }
 
+void agent__signal(struct agent *a, uint32_t i, int sig)
+{
+    struct slot *s = &a->slots[i];
+    if (s->pool_reaps)
+        launcher_signal(a->launcher, i, sig);
+    else if (s->pidfd >= 0)
+        kill(-s->pid, sig);
+}
+
 /* The spawn of slot i's task ended with error e (0: started).  From the
- * agent thread, after spawn_task() returned here or on a launcher.
- * watched: a quiet launch (launcher.h), whose pidfd the launcher adds to
- * the epoll set itself, after this completion (a failure comes back
- * through launcher_take_unwatched()); so nothing here may close it. */
-static void agent_spawned(struct agent *a, uint32_t i, int e, bool watched)
+ * agent thread, after spawn_task() returned here or on a launcher.  A
+ * reaped launch (s->pool_reaps, launcher.h) is watched by the pool, which
+ * adds its pidfd to its own epoll set after this completion (a failure
+ * comes back through launcher_take_unwatched()). */
+static void agent_spawned(struct agent *a, uint32_t i, int e)
 {
     struct slot *s = &a->slots[i];
     fwd_close_write_ends(&s->fwd);
@@ -330,13 +339,13 @@ static void agent_spawned(struct agent *a, uint32_t i, int e, bool watched)
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if ((!watched && epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) ||
+    if ((!s->pool_reaps && epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) ||
         agent_watch_pipes(a, i) < 0 || agent__limit_start(a, i) < 0) {
         agent_abandon_task(a, i, errno);
         return;
     }
     if (a->aborting) /* began while it was being launched */
-        kill(-s->pid, a->killed_hard ? SIGKILL : SIGTERM);
+        agent__signal(a, i, a->killed_hard ? SIGKILL : SIGTERM);
     agent__started(a, s);
     a->running++;
 }
@@ -359,16 +368,34 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         j->req.affinity = &j->affinity;
     }
     struct slot *s = &a->slots[i];
-    /* quiet (launcher.h): nothing to do as it starts (no pipes, no time
-     * limit, no STARTED notice, no abort under way) */
-    j->quiet = s->fwd.n == 0 && s->time_limit_ms == 0 && !s->notify_start && !a->aborting;
-    j->watch_epfd = a->epfd;
-    j->watch_data = i;
+    /* reaped by the pool (launcher.h): nothing to do as it starts or runs
+     * (no pipes, no time limit, no STARTED notice, no abort under way) */
+    j->pool_reaps = s->fwd.n == 0 && s->time_limit_ms == 0 && !s->notify_start && !a->aborting;
     s->launching = true;
     s->batch = batch;
     a->running++; /* the agent does not end while a launch is out */
     launcher_submit(a->launcher, i);
     return true;
+}
+
+/* Slot i's task ended with wait status `status` after `duration` seconds
+ * and was reaped: its limit, forwarded data, output, result and slot. */
+static void agent_task_ended(struct agent *a, uint32_t i, int status, double duration)
+{
+    struct slot *s = &a->slots[i];
+    agent__limit_end(a, i);
+    int exec_errno = 0;
+    agent__limit_note(s, &status, &exec_errno);
+    struct pmc_error err;
+    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
+        log_error("%s", err.text);
+        a->fwd_pack.len = a->fwd_pack.count = 0;
+        status = 256; /* the task failed: its forwarded data could not be read */
+    }
+    agent_write_output(a, s, status, duration);
+    agent__add_result(a, s, status, exec_errno, duration);
+    agent_slot_release(a, s);
+    a->running--;
 }
 
 static void agent_take_completions(struct agent *a)
@@ -382,9 +409,23 @@ static void agent_take_completions(struct agent *a)
         s->batch = NULL;
         s->pid = j->pid;
         s->pidfd = j->err ? -1 : j->pidfd;
+        s->pool_reaps = j->pool_reaps && !j->err;
         a->running--;
-        agent_spawned(a, i, j->err, j->quiet); /* quiet: the launcher watches it */
+        agent_spawned(a, i, j->err);
         agent__batch_unref(b);
+    }
+}
+
+/* Slot i came back from the pool (exited or unwatched) before its
+ * completion was taken?  With several launchers the completion ring can
+ * hold it back for a moment (another launcher between claiming an earlier
+ * cell and filling it): take it before acting on the slot. */
+static void agent_await_completion(struct agent *a, uint32_t i)
+{
+    while (a->slots[i].launching) {
+        agent_take_completions(a);
+        if (a->slots[i].launching)
+            sched_yield();
     }
 }
 
@@ -393,17 +434,20 @@ void agent__take_launches(struct agent *a)
     agent_take_completions(a);
     uint32_t i;
     while (launcher_take_unwatched(a->launcher, &i) == 1) {
-        /* Its completion was pushed first, but with several launchers the
-         * ring can still hold it back for a moment (another launcher
-         * between claiming an earlier cell and filling it): take it
-         * before acting on the slot. */
-        while (a->slots[i].launching) {
-            agent_take_completions(a);
-            if (a->slots[i].launching)
-                sched_yield();
-        }
+        agent_await_completion(a, i);
+        a->slots[i].pool_reaps = false; /* the agent kills and reaps it */
         a->running--;
         agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
+    }
+    while (launcher_take_exited(a->launcher, &i) == 1) {
+        agent_await_completion(a, i);
+        struct launch_job *j = launcher_job(a->launcher, i);
+        struct slot *s = &a->slots[i];
+        s->pool_reaps = false;
+        s->pidfd = -1; /* the pool closed it */
+        double duration = (double)(j->ended.tv_sec - s->t0.tv_sec) +
+                          (double)(j->ended.tv_nsec - s->t0.tv_nsec) / 1e9;
+        agent_task_ended(a, i, j->status, duration);
     }
 }
 
@@ -440,14 +484,14 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
     if (agent_submit_launch(a, (uint32_t)i, &req, batch))
         return true;
-    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd), false);
+    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
     return false;
 }
 
 void agent__reap(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    if (s->launching) /* a quiet launch's exit before its completion: next wait */
+    if (s->launching || s->pidfd < 0) /* a stale event: the slot was reused */
         return;
     siginfo_t si;
     memset(&si, 0, sizeof si);
@@ -456,30 +500,18 @@ void agent__reap(struct agent *a, uint32_t i)
     /* The task is over when its first process is: what it left running in
      * its process group (background jobs, daemons that did not setsid) is
      * killed now, as a batch system does at a step's end.  The zombie still
-     * holds the pid, so the group id cannot have been reused. */
+     * holds the pid, so the group id cannot have been reused.  (The pool
+     * reaps its launches the same way: launcher.c.) */
     kill(-s->pid, SIGKILL);
     watchdog_clear(a->watchdog, i);
     memset(&si, 0, sizeof si);
-    while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
+    int rc;
+    while ((rc = waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
         ;
     double duration = agent_elapsed(&s->t0);
-    int status = si.si_code == CLD_EXITED
-                     ? (si.si_status & 0xff) << 8
-                     : (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+    int status = spawn_wait_status(rc, &si);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
-    agent__limit_end(a, i);
-    int exec_errno = 0;
-    agent__limit_note(s, &status, &exec_errno);
-    struct pmc_error err;
-    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
-        log_error("%s", err.text);
-        a->fwd_pack.len = a->fwd_pack.count = 0;
-        status = 256; /* the task failed: its forwarded data could not be read */
-    }
-    agent_write_output(a, s, status, duration);
-    agent__add_result(a, s, status, exec_errno, duration);
-    agent_slot_release(a, s);
-    a->running--;
+    agent_task_ended(a, i, status, duration);
 }
 
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)

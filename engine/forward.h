@@ -71,9 +71,8 @@ void fwd_close_write_ends(struct fwd_task *f);
  * 0 when it would block, -1 on a read error or out of memory.  The read end
  * stays open: the caller takes it out of its epoll set first, then calls
  * fwd_close_pipe() (closing first would let another thread's new
- * descriptor take the number before the epoll_ctl DEL, which would then
- * remove that one: engine/launcher.h's quiet launches add pidfds to the
- * agent's set from other threads). */
+ * descriptor, a launcher's pidfd for one, take the number before the
+ * epoll_ctl DEL). */
 int fwd_read_pipe(struct fwd_task *f, uint32_t k);
 
 /* Close pipe k's read end (no-op when closed). */

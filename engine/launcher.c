@@ -3,65 +3,199 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <semaphore.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "io/clock.h"
 #include "sched/mpmc_ring.h"
 
-#define LAUNCHER_SPIN 200 /* sem_trywait rounds before a launcher parks */
+#define LAUNCHER_SPIN 200              /* looks at the submit ring before a launcher sleeps */
+#define LAUNCHER_WORK_EVENT UINT64_MAX /* epoll data of the work eventfd */
+#define LAUNCHER_EVENTS 16             /* exits one epoll_wait takes */
+
+/* A reaped launch's state, one per slot: the reaper and launcher_signal()
+ * meet here, so that no signal goes to a process group after the reaper
+ * let its id go (a reaped task's group id may be reused at once). */
+enum {
+    JOB_IDLE,       /* not watched by the pool (submitted, loud, or unwatched) */
+    JOB_WATCHED,    /* running, its pidfd in the pool's epoll set */
+    JOB_SIGNALLING, /* launcher_signal() is sending a signal: the reaper waits */
+    JOB_REAPED,     /* the reaper took it: no more signals */
+};
 
 struct launcher {
     struct launch_job *jobs; /* nslots */
+    _Atomic int *state;      /* nslots, JOB_* */
     uint32_t nslots, nthreads;
-    struct mpmc_ring *submitted, *completed, *unwatched;
-    sem_t work; /* one post per submitted job, and one per thread to stop */
+    struct mpmc_ring *submitted, *completed, *unwatched, *exited;
+    int epfd;     /* the work eventfd, and the pidfds of reaped launches (one-shot) */
+    int work_efd; /* written on a submit while a launcher sleeps, and to stop */
+    atomic_uint sleepers;
     atomic_bool stop;
+    atomic_int fail_watch; /* launcher__fail_next_watch() */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
 
-static void launcher_wait_work(struct launcher *l)
+/* Move slot i from `from` to `to`, waiting out a signal being sent (one
+ * kill(2)); false when it is in neither `from` nor JOB_SIGNALLING. */
+static bool launcher_claim(struct launcher *l, uint32_t i, int from, int to)
 {
-    for (int i = 0; i < LAUNCHER_SPIN; i++)
-        if (sem_trywait(&l->work) == 0)
-            return;
-    while (sem_wait(&l->work) < 0 && errno == EINTR)
+    for (;;) {
+        int s = from;
+        if (atomic_compare_exchange_weak_explicit(&l->state[i], &s, to, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return true;
+        if (s != JOB_SIGNALLING && s != from)
+            return false;
+        if (s == JOB_SIGNALLING)
+            sched_yield();
+    }
+}
+
+static void push(struct mpmc_ring *r, uint32_t i)
+{
+    while (!mpmc_ring_try_push(r, i))
+        ; /* cannot be full: each ring holds every slot once at most */
+}
+
+/* Start slot i's job and hand it back: completed, then (a reaped launch) watched. */
+static void launcher_launch(struct launcher *l, uint32_t i)
+{
+    struct launch_job *j = &l->jobs[i];
+    j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
+    /* read before the push: the job's inputs are the agent's after it */
+    bool reaps = j->pool_reaps && j->err == 0;
+    int pidfd = j->pidfd;
+    if (reaps) /* before the push: launcher_signal() may come right after */
+        atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_relaxed);
+    push(l->completed, i);
+    if (!reaps) {
+        mailbox_notify(l->wake);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
+    int e = atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed);
+    if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, pidfd, &ev) == 0)
+        return;
+    /* no exit event can come, so the slot is not reused meanwhile; the
+     * agent kills and reaps it through its pidfd */
+    launcher_claim(l, i, JOB_WATCHED, JOB_IDLE);
+    j->watch_err = e ? e : errno;
+    push(l->unwatched, i);
+    mailbox_notify(l->wake);
+}
+
+/* Slot i's task exited (its pidfd is readable): kill what it left in its
+ * process group while the zombie still holds the id, forget it in the
+ * watchdog, reap it, and hand it back through the exited ring. */
+static void launcher_reap(struct launcher *l, uint32_t i)
+{
+    struct launch_job *j = &l->jobs[i];
+    launcher_claim(l, i, JOB_WATCHED, JOB_REAPED);
+    kill(-j->pid, SIGKILL);
+    if (j->req.record_pgid)
+        *j->req.record_pgid = 0; /* watchdog_clear(), before the reap */
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int rc;
+    while ((rc = waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
         ;
+    clock_gettime(CLOCK_MONOTONIC, &j->ended);
+    j->status = spawn_wait_status(rc, &si);
+    /* one-shot: the entry fired and is disabled; the close removes it (or
+     * a spawning child's copy of the descriptor does, at its execve) */
+    close(j->pidfd); /* j->pidfd keeps the number: the agent may still read it */
+    push(l->exited, i);
+    mailbox_notify(l->wake);
+}
+
+/* Wait for work or exits: spin on the submit ring, then sleep in
+ * epoll_wait.  The number of events in ev, 0 when work came during the
+ * spin.  The sleepers count and the submitter's fence are the Dekker pair
+ * of launcher_submit(). */
+static int launcher_wait(struct launcher *l, struct epoll_event *ev)
+{
+    for (int k = 0; k < LAUNCHER_SPIN; k++)
+        if (mpmc_ring_size(l->submitted) > 0)
+            return 0;
+    atomic_fetch_add_explicit(&l->sleepers, 1, memory_order_seq_cst);
+    int n = 0;
+    if (mpmc_ring_size(l->submitted) == 0 && !atomic_load_explicit(&l->stop, memory_order_seq_cst))
+        n = epoll_wait(l->epfd, ev, LAUNCHER_EVENTS, -1);
+    atomic_fetch_sub_explicit(&l->sleepers, 1, memory_order_relaxed);
+    return n < 0 ? 0 : n; /* EINTR: look again */
 }
 
 static void *launcher_main(void *arg)
 {
     struct launcher *l = arg;
+    struct epoll_event ev[LAUNCHER_EVENTS];
     for (;;) {
-        launcher_wait_work(l);
         uint32_t i;
-        if (!mpmc_ring_try_pop(l->submitted, &i)) {
-            if (atomic_load_explicit(&l->stop, memory_order_acquire))
-                return NULL;
-            continue; /* a post whose push another launcher took */
+        if (mpmc_ring_try_pop(l->submitted, &i)) {
+            launcher_launch(l, i);
+            continue;
         }
-        struct launch_job *j = &l->jobs[i];
-        j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
-        /* read before the push: the job is the agent's after it */
-        bool quiet = j->quiet && j->err == 0;
-        int epfd = j->watch_epfd, pidfd = j->pidfd;
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = j->watch_data};
-        while (!mpmc_ring_try_push(l->completed, i))
-            ; /* cannot be full: it holds every slot */
-        if (!quiet) {
-            mailbox_notify(l->wake);
-        } else if (epoll_ctl(epfd, EPOLL_CTL_ADD, pidfd, &ev) < 0) {
-            /* no exit event can come, so the slot is not reused meanwhile */
-            j->watch_err = errno;
-            while (!mpmc_ring_try_push(l->unwatched, i))
-                ; /* one per slot at most */
-            mailbox_notify(l->wake);
+        if (atomic_load_explicit(&l->stop, memory_order_acquire))
+            return NULL; /* launcher_destroy(): nothing is out */
+        int n = launcher_wait(l, ev);
+        for (int k = 0; k < n; k++) {
+            if (ev[k].data.u64 != LAUNCHER_WORK_EVENT) {
+                launcher_reap(l, (uint32_t)ev[k].data.u64);
+            } else if (!atomic_load_explicit(&l->stop, memory_order_acquire)) {
+                uint64_t v; /* reset it; another launcher may have */
+                if (read(l->work_efd, &v, sizeof v) < 0 && errno != EAGAIN)
+                    continue;
+            }
         }
     }
+}
+
+static void launcher_free(struct launcher *l)
+{
+    if (l->epfd >= 0)
+        close(l->epfd);
+    if (l->work_efd >= 0)
+        close(l->work_efd);
+    mpmc_ring_destroy(l->submitted);
+    mpmc_ring_destroy(l->completed);
+    mpmc_ring_destroy(l->unwatched);
+    mpmc_ring_destroy(l->exited);
+    free(l->state);
+    free(l->jobs);
+    free(l);
+}
+
+/* The rings, the state array and the pool's epoll set with its work
+ * eventfd.  0, or -1 with err. */
+static int launcher_init(struct launcher *l, uint32_t nslots, struct pmc_error *err)
+{
+    l->epfd = l->work_efd = -1;
+    if (!(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
+        !(l->state = calloc(nslots, sizeof *l->state)) ||
+        !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
+        !(l->unwatched = mpmc_ring_create(nslots)) || !(l->exited = mpmc_ring_create(nslots))) {
+        pmc_errorf(err, "launcher: out of memory");
+        return -1;
+    }
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LAUNCHER_WORK_EVENT};
+    if ((l->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
+        (l->work_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->work_efd, &ev) < 0) {
+        pmc_errorf(err, "launcher: cannot create its epoll set: %m");
+        return -1;
+    }
+    l->nslots = nslots;
+    return 0;
 }
 
 struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
@@ -73,20 +207,14 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
         return NULL;
     }
     struct launcher *l = calloc(1, sizeof *l);
-    if (!l || !(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
-        !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
-        !(l->unwatched = mpmc_ring_create(nslots)) || sem_init(&l->work, 0, 0) < 0) {
+    if (!l) {
         pmc_errorf(err, "launcher: out of memory");
-        if (l) {
-            mpmc_ring_destroy(l->submitted);
-            mpmc_ring_destroy(l->completed);
-            mpmc_ring_destroy(l->unwatched);
-            free(l->jobs);
-            free(l);
-        }
         return NULL;
     }
-    l->nslots = nslots;
+    if (launcher_init(l, nslots, err) < 0) {
+        launcher_free(l);
+        return NULL;
+    }
     l->wake = wake;
     for (; l->nthreads < nthreads; l->nthreads++) {
         int rc = pthread_create(&l->threads[l->nthreads], NULL, launcher_main, l);
@@ -108,14 +236,49 @@ struct launch_job *launcher_job(struct launcher *l, uint32_t i)
 
 void launcher_submit(struct launcher *l, uint32_t i)
 {
-    while (!mpmc_ring_try_push(l->submitted, i))
-        ; /* cannot be full: one submit per slot at most */
-    sem_post(&l->work);
+    atomic_store_explicit(&l->state[i], JOB_IDLE, memory_order_relaxed); /* the push publishes */
+    push(l->submitted, i);
+    /* the push, then the sleepers: launcher_wait() counts itself, then
+     * looks at the ring */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load_explicit(&l->sleepers, memory_order_relaxed) > 0) {
+        uint64_t one = 1;
+        if (write(l->work_efd, &one, sizeof one) < 0) {
+            /* EAGAIN only (the count is at its maximum): already readable */
+        }
+    }
 }
 
 int launcher_take(struct launcher *l, uint32_t *i)
 {
     return mpmc_ring_try_pop(l->completed, i) ? 1 : 0;
+}
+
+int launcher_take_unwatched(struct launcher *l, uint32_t *i)
+{
+    return mpmc_ring_try_pop(l->unwatched, i) ? 1 : 0;
+}
+
+int launcher_take_exited(struct launcher *l, uint32_t *i)
+{
+    return mpmc_ring_try_pop(l->exited, i) ? 1 : 0;
+}
+
+bool launcher_signal(struct launcher *l, uint32_t i, int sig)
+{
+    int s = JOB_WATCHED;
+    if (i >= l->nslots ||
+        !atomic_compare_exchange_strong_explicit(&l->state[i], &s, JOB_SIGNALLING,
+                                                 memory_order_acq_rel, memory_order_acquire))
+        return false;
+    kill(-l->jobs[i].pid, sig);
+    atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_release);
+    return true;
+}
+
+void launcher__fail_next_watch(struct launcher *l, int err)
+{
+    atomic_store_explicit(&l->fail_watch, err, memory_order_relaxed);
 }
 
 uint32_t launcher_default_threads(uint32_t cpus)
@@ -124,14 +287,9 @@ uint32_t launcher_default_threads(uint32_t cpus)
     return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
 }
 
-int launcher_take_unwatched(struct launcher *l, uint32_t *i)
-{
-    return mpmc_ring_try_pop(l->unwatched, i) ? 1 : 0;
-}
-
 uint32_t launcher_pending(const struct launcher *l)
 {
-    return mpmc_ring_size(l->completed) + mpmc_ring_size(l->unwatched);
+    return mpmc_ring_size(l->completed) + mpmc_ring_size(l->unwatched) + mpmc_ring_size(l->exited);
 }
 
 uint64_t launcher_cpu_ns(const struct launcher *l)
@@ -146,15 +304,12 @@ void launcher_destroy(struct launcher *l)
 {
     if (!l)
         return;
-    atomic_store_explicit(&l->stop, true, memory_order_release);
-    for (uint32_t t = 0; t < l->nthreads; t++)
-        sem_post(&l->work);
+    atomic_store_explicit(&l->stop, true, memory_order_seq_cst);
+    uint64_t one = 1;
+    if (l->nthreads > 0 && write(l->work_efd, &one, sizeof one) < 0) {
+        /* EAGAIN: already readable, which is what stops them */
+    }
     for (uint32_t t = 0; t < l->nthreads; t++)
         pthread_join(l->threads[t], NULL);
-    sem_destroy(&l->work);
-    mpmc_ring_destroy(l->submitted);
-    mpmc_ring_destroy(l->completed);
-    mpmc_ring_destroy(l->unwatched);
-    free(l->jobs);
-    free(l);
+    launcher_free(l);
 }

@@ -16,24 +16,32 @@
  * submit and by a launcher before the completion (the rings' release and
  * acquire order those writes).  No lock and no allocation per task.
  *
- * Quiet launches (launch_job.quiet), for tasks that need nothing from the
- * agent as they start: the launcher completes the job without waking the
- * agent, then adds the child's pidfd to the agent's epoll set itself.  The
- * agent takes the completion at its next wake-up, at the latest for the
- * child's exit, which comes after the completion was pushed (push, then
- * epoll_ctl).  With several launchers the ring can hold a pushed
- * completion back for a moment, while another launcher is between claiming
- * an earlier cell and filling it; the agent then meets the exit first and
- * looks again at its next pass (the event is level-triggered): a short
- * busy wait, not a lost task.
- * The agent, the one thread every task of a node passes through, skips a
- * wake-up (and its eventfd read) per task, and the epoll_ctl moves to the
- * launcher: 28-29 us of its CPU per /bin/true task instead of 36-38 with
- * one launcher on 2 CPUs (docs/performance.md section 13).  When that epoll_ctl fails (ENOMEM,
- * ENOSPC) the slot comes back through launcher_take_unwatched() and the agent is woken.
- *
- * Sleeping: idle launchers wait on a POSIX semaphore (a futex: sem_post
- * makes a system call only when a launcher sleeps), after a short spin.
+ * Reaped launches (launch_job.pool_reaps), for tasks that need nothing from the
+ * agent while they run (no forwarding pipe, no time limit, no STARTED
+ * notice): the launcher completes the job without waking the agent and
+ * adds the child's pidfd to the pool's own epoll set (one-shot).  When the
+ * task exits, a launcher reaps it as the agent would (kill what it left in
+ * its process group while the zombie holds the id, clear its watchdog
+ * entry, waitid, close the pidfd) and hands the slot back through
+ * launcher_take_exited() with the wait status and the time it ended,
+ * waking the agent.  The agent, the one thread every task of a node passes
+ * through, then only writes the output and the result: per /bin/true task
+ * it no longer makes the two waitid, the kill, the epoll_ctl pair and the
+ * close (docs/performance.md section 14 has the measurement).  Signals to
+ * such a task (an abort) go through launcher_signal(), which a per-slot
+ * state orders against the reaper, so that no signal reaches a process
+ * group whose id the reaper let go.  When the pidfd cannot be added
+ * (ENOMEM, ENOSPC) the slot comes back through launcher_take_unwatched()
+ * and the agent kills and reaps it through the pidfd.  The completion is
+ * pushed before the pidfd is watched, but with several launchers the ring
+ * can hold a pushed completion back for a moment (another launcher is
+ * between claiming an earlier cell and filling it), so an exited or
+ * unwatched slot may come before its completion: the agent takes the
+ * completion first.
+ * Sleeping: an idle launcher spins on the submit ring for a moment, then
+ * sleeps in epoll_wait on the pool's set, where exits and a work eventfd
+ * wake it; launcher_submit() writes the eventfd only while a launcher
+ * sleeps (a counter and a fence, the Dekker pattern).
  * The agent sleeps in epoll_wait on its mailbox's eventfd; a launcher that
  * completed a job wakes it only when its `sleeping` flag is set, with the
  * mailbox's Dekker-style handshake: the launcher pushes, then
@@ -45,8 +53,9 @@
  * so the pool lives until every task it started has been reaped:
  * launcher_destroy() comes after the agent's last task.
  *
- * Thread-safety: launcher_job(), launcher_submit(), launcher_take() and
- * launcher_pending() belong to the one agent thread; the pool's threads are
+ * Thread-safety: launcher_job(), launcher_submit(), the launcher_take*()
+ * calls, launcher_signal() and launcher_pending() belong to the one agent
+ * thread; the pool's threads are
  * internal.  launcher_create()/launcher_destroy() run on the thread that
  * owns the agent.
  */
@@ -54,7 +63,9 @@
 #define PMC_LAUNCHER_H
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include "engine/mailbox.h"
@@ -98,17 +109,15 @@ struct launch_job {
     struct spawn_request req;
     int forward_fds[LAUNCHER_MAX_FORWARDS];
     cpu_set_t affinity;
-    /* in: a quiet launch (see above): on success the launcher adds the
-     * pidfd to watch_epfd (EPOLLIN, data watch_data) right after the
-     * completion and does not wake `wake`; when that epoll_ctl fails it
-     * reports the slot through launcher_take_unwatched() and wakes it. */
-    bool quiet;
-    int watch_epfd;
-    uint64_t watch_data;
-    pid_t pid;     /* out: the child, when err == 0 */
-    int pidfd;     /* out */
-    int err;       /* out: spawn_task()'s errno, 0 on success */
-    int watch_err; /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
+    /* in: a reaped launch (see above): on success the pool watches and
+     * reaps the task, and hands it back through launcher_take_exited() */
+    bool pool_reaps;
+    pid_t pid;             /* out: the child, when err == 0 */
+    int pidfd;             /* out; a reaped launch's is the pool's (closed when reaped) */
+    int err;               /* out: spawn_task()'s errno, 0 on success */
+    int watch_err;         /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
+    int status;            /* out, reaped launches: the wait status (as waitpid's) */
+    struct timespec ended; /* out, reaped launches: CLOCK_MONOTONIC at the reap */
 };
 
 struct launcher;
@@ -130,11 +139,25 @@ void launcher_submit(struct launcher *l, uint32_t i);
 /* A completed slot into *i: 1, or 0 when none is ready. */
 int launcher_take(struct launcher *l, uint32_t *i);
 
-/* A quiet launch whose pidfd could not be watched into *i (its job's
- * watch_err says why): 1, or 0 when none.  Its completion was pushed
- * before, but may not be poppable yet (see above): the caller takes it
- * first. */
+/* A reaped launch whose pidfd could not be watched into *i (its job's
+ * watch_err says why; the caller kills and reaps it through the pidfd): 1,
+ * or 0 when none.  Its completion was pushed before, but may not be
+ * poppable yet (see above): the caller takes it first. */
 int launcher_take_unwatched(struct launcher *l, uint32_t *i);
+
+/* A reaped launch whose task ended into *i (its job's status and ended
+ * say how and when; its pidfd is closed): 1, or 0 when none.  As with
+ * launcher_take_unwatched(), its completion may not be poppable yet. */
+int launcher_take_exited(struct launcher *l, uint32_t *i);
+
+/* Send sig to the process group of slot i's reaped launch, unless a
+ * launcher has begun to reap it (then what the group left was killed
+ * with SIGKILL, and its id may already be reused): true when sent.
+ * Only after the slot's completion was taken. */
+bool launcher_signal(struct launcher *l, uint32_t i, int sig);
+
+/* Tests: the next reaped launch fails to be watched with errno err. */
+void launcher__fail_next_watch(struct launcher *l, int err);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

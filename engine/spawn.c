@@ -393,6 +393,15 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
     return spawn_clone(&c, stack, pid, pidfd);
 }
 
+int spawn_wait_status(int rc, const siginfo_t *si)
+{
+    if (rc < 0)
+        return 1 << 8;
+    if (si->si_code == CLD_EXITED)
+        return (si->si_status & 0xff) << 8;
+    return (si->si_status & 0x7f) | (si->si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
 int spawn_exec_exit_code(int exec_errno)
 {
     return exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;

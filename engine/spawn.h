@@ -71,6 +71,7 @@
 #define PMC_SPAWN_H
 
 #include <sched.h>
+#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -108,6 +109,13 @@ struct spawn_request {
  * stdio or forward descriptor), or from the parent (EINVAL for a request
  * without argv, EAGAIN, ENOMEM, EMFILE). */
 int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
+
+/* The wait status (as waitpid(2) gives it: exit code << 8, or the signal
+ * number with 0x80 when it dumped core) of a waitid(2) that returned rc and
+ * filled si.  A failed waitid (rc < 0: the child was reaped by someone
+ * else, as when SIGCHLD is ignored) gives exit code 1: how it ended is not
+ * known, so it is not a success.  Pure. */
+int spawn_wait_status(int rc, const siginfo_t *si);
 
 /* The shell's exit code for an exec failure: 127 when the file was not
  * found, 126 otherwise (POSIX "Command Search and Execution"). */

@@ -2,9 +2,11 @@
 // without --launch-threads (launcher_default_threads: none below 8 CPUs,
 // one per 8 CPUs above, capped at LAUNCHER_MAX_THREADS), and the pool
 // itself: a started job's pid and pidfd handed back for the caller to
-// reap, a failed spawn's error, quiet launches (watched in the caller's
-// epoll set, no wake-up; reported when they cannot be watched), and many
-// jobs on several threads each reported once.  The engine's use of the pool is run by the
+// reap, a failed spawn's error, reaped launches (completed without a
+// wake-up, then watched and reaped by the pool: their wait status, their
+// process group's leftovers killed, signals through launcher_signal(),
+// reported when they cannot be watched), and many jobs on several threads
+// each reported once.  The engine's use of the pool is run by the
 // integration tests (integration.pool.*, workloads.launchers).
 #include <gtest/gtest.h>
 
@@ -43,7 +45,6 @@ class LauncherPool : public TempDirTest
         launcher_destroy(pool_);
         mailbox_destroy(&box_);
         close(out_);
-        close(ep_);
         TempDirTest::TearDown();
     }
     void start(uint32_t nthreads, uint32_t nslots)
@@ -53,8 +54,8 @@ class LauncherPool : public TempDirTest
         ASSERT_NE(pool_, nullptr) << err.text;
     }
     // Submit argv as slot i's job (argv and env kept alive by the fixture);
-    // quiet_epfd >= 0 makes it a quiet launch watched there with data i.
-    void submit(uint32_t i, std::vector<std::string> argv, int quiet_epfd = -1)
+    // reaped: the pool watches and reaps it.
+    void submit(uint32_t i, std::vector<std::string> argv, bool reaped = false)
     {
         argvs_[i] = std::make_unique<Argv>(std::move(argv));
         struct launch_job *j = launcher_job(pool_, i);
@@ -64,22 +65,20 @@ class LauncherPool : public TempDirTest
         j->req.envp = env_.get();
         j->req.stdout_fd = out_;
         j->req.stderr_fd = out_;
-        j->quiet = quiet_epfd >= 0;
-        j->watch_epfd = quiet_epfd;
-        j->watch_data = i;
+        j->pool_reaps = reaped;
         launcher_submit(pool_, i);
     }
     // With the agent's mailbox marked asleep, submit argv as slot i
-    // (quiet when quiet_epfd >= 0) and wait for its completion: the slot
+    // (reaped by the pool or not) and wait for its completion: the slot
     // handed back, or UINT32_MAX after 10 s.
-    uint32_t submit_asleep(uint32_t i, std::vector<std::string> argv, int quiet_epfd = -1)
+    uint32_t submit_asleep(uint32_t i, std::vector<std::string> argv, bool reaped = false)
     {
         EXPECT_EQ(mailbox_prepare_sleep(&box_), 0);
-        submit(i, std::move(argv), quiet_epfd);
+        submit(i, std::move(argv), reaped);
         uint32_t got = UINT32_MAX;
         return take(&got) ? got : UINT32_MAX;
     }
-    // The next unwatched quiet launch within 10 s: true with *i.
+    // The next unwatched reaped launch within 10 s: true with *i.
     bool take_unwatched(uint32_t *i)
     {
         return poll_within_10s(launcher_take_unwatched, i);
@@ -90,6 +89,11 @@ class LauncherPool : public TempDirTest
     {
         uint64_t v = 0;
         return read(box_.efd, &v, sizeof v) == (ssize_t)sizeof v ? v : 0;
+    }
+    // The next reaped launch whose task ended, within 10 s: true with *i.
+    bool take_exited(uint32_t *i)
+    {
+        return poll_within_10s(launcher_take_exited, i);
     }
     // The next completed slot within 10 s: true with *i.
     bool take(uint32_t *i)
@@ -125,7 +129,6 @@ class LauncherPool : public TempDirTest
     std::map<uint32_t, std::unique_ptr<Argv>> argvs_;
     Argv env_{"PATH=/usr/bin:/bin"};
     int out_ = make_capture("out");
-    int ep_ = epoll_create1(EPOLL_CLOEXEC); // the agent's epoll set, for quiet launches
 };
 
 TEST_F(LauncherPool, StartedJobHandsBackItsPidAndPidfd)
@@ -155,83 +158,172 @@ TEST_F(LauncherPool, FailedSpawnIsReportedOnceWithItsError)
     EXPECT_EQ(launcher_take(pool_, &i), 0);
 }
 
-// A quiet launch is handed back without waking the agent (it sleeps,
-// mailbox_prepare_sleep), and its pidfd is in the agent's epoll set: the
-// child's exit wakes epoll_wait with the slot as data.  A loud one wakes.
-TEST_F(LauncherPool, QuietLaunchIsWatchedAndDoesNotWake)
+// A reaped launch is handed back without waking the agent (it sleeps,
+// mailbox_prepare_sleep); its exit comes back through
+// launcher_take_exited() with its wait status and wakes the agent.  A loud
+// launch wakes at once.
+TEST_F(LauncherPool, ReapedLaunchWakesOnlyForItsExit)
 {
-    ASSERT_GE(ep_, 0);
     start(1, 4);
-    ASSERT_EQ(submit_asleep(3, {"/bin/sh", "-c", "exit 7"}, ep_), 3u);
+    ASSERT_EQ(submit_asleep(3, {"/bin/sh", "-c", "sleep 0.3; exit 7"}, true), 3u);
     ASSERT_EQ(launcher_job(pool_, 3)->err, 0) << strerror(launcher_job(pool_, 3)->err);
-    struct epoll_event ev = {};
-    ASSERT_EQ(epoll_wait(ep_, &ev, 1, 10000), 1) << "the exit did not reach the epoll set";
-    EXPECT_EQ(ev.data.u64, 3u);
-    EXPECT_EQ(wakes(), 0u) << "a quiet launch woke the agent";
-    EXPECT_EQ(reap(3), CLD_EXITED << 8 | 7);
-    uint32_t i;
+    EXPECT_EQ(wakes(), 0u) << "the completion of a reaped launch woke the agent";
+    uint32_t i = 99;
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 3u);
+    EXPECT_EQ(launcher_job(pool_, 3)->status, 7 << 8);
+    EXPECT_GE(wakes(), 1u) << "the exit must wake the agent";
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
+    EXPECT_EQ(launcher_take_exited(pool_, &i), 0) << "one exit per launch";
+    EXPECT_EQ(waitid(P_PID, (id_t)launcher_job(pool_, 3)->pid, nullptr, WEXITED | WNOHANG), -1)
+        << "the pool reaped it";
 
     ASSERT_EQ(submit_asleep(1, {"/bin/true"}), 1u);
     EXPECT_EQ(reap(1), CLD_EXITED << 8 | 0);
     EXPECT_GE(wakes(), 1u) << "a loud launch must wake the agent";
 }
 
-// A quiet launch whose pidfd cannot be added (here: the "epoll set" is the
-// capture file) comes back a second time through
-// launcher_take_unwatched(), with the error, and wakes the agent; the
-// caller still reaps the child.
-TEST_F(LauncherPool, QuietLaunchThatCannotBeWatchedIsReported)
+// The wait status of a task killed by a signal, and the time it ended.
+TEST_F(LauncherPool, ReapedLaunchGivesSignalStatusAndEndTime)
+{
+    start(2, 2);
+    struct timespec before;
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    submit(0, {"/bin/sh", "-c", "kill -KILL $$"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(launcher_job(pool_, 0)->err, 0);
+    ASSERT_TRUE(take_exited(&i));
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, SIGKILL);
+    EXPECT_GE(j->ended.tv_sec * 1000000000LL + j->ended.tv_nsec,
+              before.tv_sec * 1000000000LL + before.tv_nsec);
+}
+
+// What a reaped task leaves running in its process group is killed when
+// it ends, as the agent does for the tasks it reaps.
+TEST_F(LauncherPool, ReapedLaunchLeftoversAreKilled)
 {
     start(1, 2);
-    ASSERT_EQ(submit_asleep(0, {"/bin/true"}, out_), 0u);
+    std::string late = dir_ + "/late";
+    submit(1, {"/bin/sh", "-c", "(sleep 1; echo late > " + late + ") & exit 3"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 1)->status, 3 << 8);
+    usleep(1500000);
+    EXPECT_NE(access(late.c_str(), F_OK), 0) << "the background job outlived its task";
+}
+
+// launcher_signal() reaches a running reaped task's group, and nothing
+// once the pool reaped it.
+TEST_F(LauncherPool, SignalReachesARunningReapedTaskOnly)
+{
+    start(1, 2);
+    submit(0, {"/bin/sleep", "30"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(launcher_job(pool_, 0)->err, 0);
+    EXPECT_TRUE(launcher_signal(pool_, 0, SIGTERM));
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 0)->status, SIGTERM);
+    EXPECT_FALSE(launcher_signal(pool_, 0, SIGTERM)) << "signalled a reaped task";
+    EXPECT_FALSE(launcher_signal(pool_, 1, SIGTERM)) << "signalled a slot never launched";
+}
+
+// A reaped launch whose pidfd cannot be added to the pool's set comes back
+// through launcher_take_unwatched(), with the error, and wakes the agent;
+// the caller reaps the child through its pidfd.
+TEST_F(LauncherPool, ReapedLaunchThatCannotBeWatchedIsReported)
+{
+    start(1, 2);
+    launcher__fail_next_watch(pool_, ENOSPC);
+    ASSERT_EQ(submit_asleep(0, {"/bin/true"}, true), 0u);
     uint32_t i = 99;
     ASSERT_TRUE(take_unwatched(&i));
     EXPECT_EQ(i, 0u);
-    EXPECT_EQ(launcher_job(pool_, 0)->watch_err, EINVAL);
+    EXPECT_EQ(launcher_job(pool_, 0)->watch_err, ENOSPC);
     EXPECT_GE(wakes(), 1u);
+    EXPECT_FALSE(launcher_signal(pool_, 0, SIGKILL)) << "an unwatched task is the caller's";
     EXPECT_EQ(reap(0), CLD_EXITED << 8 | 0);
+    EXPECT_EQ(launcher_take_exited(pool_, &i), 0);
 }
 
-// A failed spawn is never quiet: it wakes the agent and is not watched.
-TEST_F(LauncherPool, QuietLaunchThatFailsToSpawnWakes)
+// A failed spawn is never reaped by the pool: it wakes the agent.
+TEST_F(LauncherPool, ReapedLaunchThatFailsToSpawnWakes)
 {
     start(1, 2);
-    ASSERT_EQ(submit_asleep(1, {"/nonexistent/program"}, ep_), 1u);
+    ASSERT_EQ(submit_asleep(1, {"/nonexistent/program"}, true), 1u);
     EXPECT_EQ(launcher_job(pool_, 1)->err, ENOENT);
     EXPECT_GE(wakes(), 1u);
-    struct epoll_event ev;
-    EXPECT_EQ(epoll_wait(ep_, &ev, 1, 0), 0);
+    usleep(50000);
     uint32_t i;
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
+    EXPECT_EQ(launcher_take_exited(pool_, &i), 0);
 }
 
+// Loud and reaped launches alternate on 4 threads: each completes once,
+// each reaped one exits once (possibly before its completion can be
+// popped, as the agent allows for), and none is lost.
 TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
 {
-    const uint32_t slots = 8, jobs = 200;
+    const uint32_t slots = 8, jobs = 400;
     start(4, slots);
-    std::map<uint32_t, int> out; // submits not yet completed, per slot
+    enum { FREE, SUBMITTED, RUNNING } stage[slots] = {};
+    bool reaped[slots] = {}, early_exit[slots] = {};
     uint32_t submitted = 0, done = 0;
-    for (uint32_t s = 0; s < slots; s++, submitted++) {
-        submit(s, {"/bin/true"});
-        out[s]++;
-    }
-    while (done < jobs) {
-        uint32_t i;
-        ASSERT_TRUE(take(&i)) << done << " of " << jobs << " done";
-        ASSERT_LT(i, slots);
-        ASSERT_EQ(out[i]--, 1) << "slot " << i << " completed twice";
-        ASSERT_EQ(launcher_job(pool_, i)->err, 0);
-        ASSERT_EQ(reap(i), CLD_EXITED << 8 | 0);
+    auto next = [&](uint32_t s) {
+        reaped[s] = submitted % 2 == 0;
+        stage[s] = SUBMITTED;
+        submit(s, {"/bin/true"}, reaped[s]);
+        submitted++;
+    };
+    auto finish = [&](uint32_t s) {
+        EXPECT_EQ(launcher_job(pool_, s)->status, 0) << "slot " << s;
+        stage[s] = FREE;
+        early_exit[s] = false;
         done++;
-        if (submitted < jobs) {
-            submit(i, {"/bin/true"});
-            out[i]++;
-            submitted++;
+        if (submitted < jobs)
+            next(s);
+    };
+    for (uint32_t s = 0; s < slots; s++)
+        next(s);
+    for (int idle = 0; done < jobs && idle < 20000;) {
+        bool any = false;
+        uint32_t i;
+        while (launcher_take(pool_, &i) == 1) {
+            any = true;
+            ASSERT_LT(i, slots);
+            ASSERT_EQ(stage[i], SUBMITTED) << "slot " << i << " completed twice";
+            ASSERT_EQ(launcher_job(pool_, i)->err, 0);
+            stage[i] = RUNNING;
+            if (!reaped[i]) {
+                ASSERT_EQ(reap(i), CLD_EXITED << 8 | 0);
+                finish(i);
+            } else if (early_exit[i]) {
+                finish(i);
+            }
+        }
+        while (launcher_take_exited(pool_, &i) == 1) {
+            any = true;
+            ASSERT_LT(i, slots);
+            ASSERT_TRUE(reaped[i]) << "slot " << i << ": a loud launch came back as reaped";
+            ASSERT_FALSE(early_exit[i]) << "slot " << i << " exited twice";
+            if (stage[i] == RUNNING)
+                finish(i);
+            else
+                early_exit[i] = true; /* its completion is still on its way */
+        }
+        if (!any) {
+            usleep(500);
+            idle++;
         }
     }
+    EXPECT_EQ(done, jobs);
     uint32_t i;
     EXPECT_EQ(launcher_take(pool_, &i), 0);
+    EXPECT_EQ(launcher_take_exited(pool_, &i), 0);
+    EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
 }
 
 TEST(LauncherDefault, NoPoolBelowEightCpus)
