@@ -91,13 +91,18 @@ extern "C" {
  * included), so it is busy ~90 us per task, while the task holds a CPU
  * ~680 us: one thread keeps ~8 CPUs busy.  Below that a pool only adds two
  * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
- * and 2.2k tasks/s against 2.6k without).  With one launcher the agent
- * thread keeps ~28 us of CPU per task (reaping, capture, records, results;
- * "Engine CPU" at the end of a run; 28-29 us with quiet launches against
- * 36-38 us without on the 2-core AMD VM), so past ~20 CPUs of tasks that
- * short (570-650 us of CPU each) it is the limit, whatever the pool;
- * bench/run prints that reach ("spawn: CPUs one node agent keeps busy").  A model,
- * not a many-core measurement: none of our sessions had more than 2 cores.
+ * and 2.2k tasks/s against 2.6k without).  Since the pool reaps what it
+ * starts, a launcher spends ~25 us more CPU per /bin/true task (69-73 us
+ * against 43-51 on the 2-core AMD VM), so by the same model one launcher
+ * covers ~6 CPUs of such tasks; the constant was not re-derived without a
+ * many-core machine, and it matters only for tasks under a millisecond or
+ * so.  With one launcher the agent thread keeps ~20 us of CPU per task
+ * (output, records, results, being woken; "Engine CPU" at the end of a
+ * run; 28-32 us when it reaped them itself), so past ~27 CPUs of tasks
+ * that short (~550 us of CPU each) it is the limit, whatever the pool;
+ * bench/run prints that reach ("spawn: CPUs one node agent keeps busy").
+ * A model, not a many-core measurement: none of our sessions had more
+ * than 2 cores.
  * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
