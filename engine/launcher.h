@@ -96,11 +96,13 @@ extern "C" {
  * against 43-51 on the 2-core AMD VM), so by the same model one launcher
  * covers ~6 CPUs of such tasks; the constant was not re-derived without a
  * many-core machine, and it matters only for tasks under a millisecond or
- * so.  With one launcher the agent thread keeps ~20 us of CPU per task
- * (output, records, results, being woken; "Engine CPU" at the end of a
- * run; 28-32 us when it reaped them itself), so past ~27 CPUs of tasks
- * that short (~550 us of CPU each) it is the limit, whatever the pool;
- * bench/run prints that reach ("spawn: CPUs one node agent keeps busy").
+ * so.  With one launcher and 2 tasks in flight the agent thread keeps
+ * ~20 us of CPU per task (output, records, results, being woken; "Engine
+ * CPU" at the end of a run; 28-32 us when it reaped them itself), and
+ * with 16 in flight, as on a busy node, ~8-10 us (22-24 before): past ~59
+ * CPUs of tasks that short (~550 us of CPU each) it is the limit,
+ * whatever the pool; bench/run prints that reach ("spawn: CPUs one node
+ * agent keeps busy, busy node").
  * A model, not a many-core measurement: none of our sessions had more
  * than 2 cores.
  * Pure. */
