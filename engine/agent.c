@@ -338,6 +338,8 @@ static void agent_begin_abort(struct agent *a)
         return;
     a->aborting = true;
     a->shutting = true;
+    if (a->launcher) /* a launch under way is signalled as soon as it completes */
+        launcher_wake_always(a->launcher);
     agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
     clock_gettime(CLOCK_MONOTONIC, &a->kill_deadline);

@@ -28,47 +28,48 @@ int agent__open_outputs(struct agent *a, struct pmc_error *err)
     return taskio_file_open(&a->err, path, err);
 }
 
+/* Slot s's output block (taskio.h): its capture files and its record but
+ * for the status and the duration. */
+static void agent_output_block(struct agent *a, const struct slot *s, struct taskio_block *b)
+{
+    const char *name = s->strs;
+    const char *pegasus_id = name + strlen(name) + 1;
+    *b = (struct taskio_block){.record = {.pegasus_id = pegasus_id,
+                                          .name = name,
+                                          .start = s->start,
+                                          .app = pegasus_id + strlen(pegasus_id) + 1,
+                                          .hostname = a->cfg.hostname,
+                                          .slot = a->cfg.rank,
+                                          .cpus = s->cpus,
+                                          .memory_mb = s->memory_mb,
+                                          .gpus = s->gpus},
+                               .out_fd = s->out_fd,
+                               .err_fd = s->err_fd,
+                               .task_out = s->task_out,
+                               .out = &a->out,
+                               .err = &a->err};
+}
+
+/* What taskio_write_block() returned for slot s's task (errno set when not
+ * 0): a lost record is reported; lost output fails the run. */
+static void agent_output_written(struct agent *a, const struct slot *s, int rc)
+{
+    if (rc > 0)
+        log_error("Cannot write the record of task %s: %s", s->strs, strerror(errno));
+    if (rc < 0) {
+        log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
+        a->failed = true;
+    }
+}
+
 /* Append the task's stdout + record and its stderr to the rank's files
  * (or, with --per-task-stdio, the record to the task's own .out file). */
 static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
 {
-    const char *name = s->strs;
-    const char *pegasus_id = name + strlen(name) + 1;
-    const char *app = pegasus_id + strlen(pegasus_id) + 1;
-    struct task_record r = {.pegasus_id = pegasus_id,
-                            .name = name,
-                            .start = s->start,
-                            .duration = duration,
-                            .status = status,
-                            .app = app,
-                            .hostname = a->cfg.hostname,
-                            .slot = a->cfg.rank,
-                            .cpus = s->cpus,
-                            .memory_mb = s->memory_mb,
-                            .gpus = s->gpus};
-    /* the record starts a line even after output without a final newline */
-    char line[4096];
-    int out_fd = s->task_out >= 0 ? s->task_out : s->out_fd;
-    off_t out_len = taskio_size(out_fd);
-    size_t nl = taskio_needs_newline(out_fd, out_len) ? 1 : 0;
-    line[0] = '\n';
-    size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
-    if (len >= sizeof line)
-        len = sizeof line - 1;
-    if (s->task_out >= 0) {
-        if (write(s->task_out, line, len) != (ssize_t)len)
-            log_error("Cannot write the record of task %s: %s", name, strerror(errno));
-        return;
-    }
-    off_t err_len = taskio_size(s->err_fd);
-    if (out_len < 0 || err_len < 0 ||
-        taskio_file_append(&a->out, s->out_fd, out_len, line, len) < 0 ||
-        taskio_file_append(&a->err, s->err_fd, err_len, NULL, 0) < 0) {
-        log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
-        a->failed = true;
-    }
-    s->out_len = out_len; /* what agent_slot_release() resets */
-    s->err_len = err_len;
+    struct taskio_block b;
+    agent_output_block(a, s, &b);
+    /* out_len, err_len: what agent_slot_release() resets */
+    agent_output_written(a, s, taskio_write_block(&b, status, duration, &s->out_len, &s->err_len));
 }
 
 static int agent_slot_init(struct slot *s)
@@ -371,11 +372,24 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     /* reaped by the pool (launcher.h): nothing to do as it starts or runs
      * (no pipes, no time limit, no STARTED notice, no abort under way) */
     j->pool_reaps = s->fwd.n == 0 && s->time_limit_ms == 0 && !s->notify_start && !a->aborting;
+    if (j->pool_reaps) {
+        agent_output_block(a, s, &j->output);
+        j->started = s->t0;
+    }
     s->launching = true;
     s->batch = batch;
     a->running++; /* the agent does not end while a launch is out */
     launcher_submit(a->launcher, i);
     return true;
+}
+
+/* Slot s's task is over and its output written: report it, free the slot. */
+static void agent_task_done(struct agent *a, struct slot *s, int status, int exec_errno,
+                            double duration)
+{
+    agent__add_result(a, s, status, exec_errno, duration);
+    agent_slot_release(a, s);
+    a->running--;
 }
 
 /* Slot i's task ended with wait status `status` after `duration` seconds
@@ -393,9 +407,7 @@ static void agent_task_ended(struct agent *a, uint32_t i, int status, double dur
         status = 256; /* the task failed: its forwarded data could not be read */
     }
     agent_write_output(a, s, status, duration);
-    agent__add_result(a, s, status, exec_errno, duration);
-    agent_slot_release(a, s);
-    a->running--;
+    agent_task_done(a, s, status, exec_errno, duration);
 }
 
 static void agent_take_completions(struct agent *a)
@@ -444,10 +456,13 @@ void agent__take_launches(struct agent *a)
         struct launch_job *j = launcher_job(a->launcher, i);
         struct slot *s = &a->slots[i];
         s->pool_reaps = false;
-        s->pidfd = -1; /* the pool closed it */
-        double duration = (double)(j->ended.tv_sec - s->t0.tv_sec) +
-                          (double)(j->ended.tv_nsec - s->t0.tv_nsec) / 1e9;
-        agent_task_ended(a, i, j->status, duration);
+        s->pidfd = -1;           /* the pool closed it */
+        s->out_len = j->out_len; /* what agent_slot_release() resets */
+        s->err_len = j->err_len;
+        errno = j->output_errno;
+        agent_output_written(a, s, j->output_rc);
+        agent__limit_end(a, i); /* no limit: bumps the generation */
+        agent_task_done(a, s, j->status, 0, j->duration);
     }
 }
 

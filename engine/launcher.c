@@ -17,9 +17,10 @@
 #include "io/clock.h"
 #include "sched/mpmc_ring.h"
 
-#define LAUNCHER_SPIN 200              /* looks at the submit ring before a launcher sleeps */
-#define LAUNCHER_WORK_EVENT UINT64_MAX /* epoll data of the work eventfd */
-#define LAUNCHER_EVENTS 16             /* exits one epoll_wait takes */
+#define LAUNCHER_SPIN 200                    /* looks at the submit ring before a launcher sleeps */
+#define LAUNCHER_WORK_EVENT UINT64_MAX       /* epoll data of the work eventfd */
+#define LAUNCHER_STOP_EVENT (UINT64_MAX - 1) /* and of the stop eventfd */
+#define LAUNCHER_EVENTS 16                   /* exits one epoll_wait takes */
 
 /* A reaped launch's state, one per slot: the reaper and launcher_signal()
  * meet here, so that no signal goes to a process group after the reaper
@@ -36,11 +37,13 @@ struct launcher {
     _Atomic int *state;      /* nslots, JOB_* */
     uint32_t nslots, nthreads;
     struct mpmc_ring *submitted, *completed, *unwatched, *exited;
-    int epfd;     /* the work eventfd, and the pidfds of reaped launches (one-shot) */
-    int work_efd; /* written on a submit while a launcher sleeps, and to stop */
+    int epfd;     /* the two eventfds, and the pidfds of reaped launches (one-shot) */
+    int work_efd; /* written on a submit while a launcher sleeps; read to reset */
+    int stop_efd; /* written once by launcher_destroy(), never read: wakes every launcher */
     atomic_uint sleepers;
     atomic_bool stop;
-    atomic_int fail_watch; /* launcher__fail_next_watch() */
+    atomic_bool wake_always; /* launcher_wake_always() */
+    atomic_int fail_watch;   /* launcher__fail_next_watch() */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -84,8 +87,14 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
     int e = atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed);
-    if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, pidfd, &ev) == 0)
+    if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, pidfd, &ev) == 0) {
+        /* the push, then the flag: launcher_wake_always() stores the flag,
+         * then the agent looks at the rings before it sleeps */
+        atomic_thread_fence(memory_order_seq_cst);
+        if (atomic_load_explicit(&l->wake_always, memory_order_relaxed))
+            mailbox_notify(l->wake);
         return;
+    }
     /* no exit event can come, so the slot is not reused meanwhile; the
      * agent kills and reaps it through its pidfd */
     launcher_claim(l, i, JOB_WATCHED, JOB_IDLE);
@@ -96,7 +105,8 @@ static void launcher_launch(struct launcher *l, uint32_t i)
 
 /* Slot i's task exited (its pidfd is readable): kill what it left in its
  * process group while the zombie still holds the id, forget it in the
- * watchdog, reap it, and hand it back through the exited ring. */
+ * watchdog, reap it, write its output block, and hand it back through the
+ * exited ring. */
 static void launcher_reap(struct launcher *l, uint32_t i)
 {
     struct launch_job *j = &l->jobs[i];
@@ -111,6 +121,10 @@ static void launcher_reap(struct launcher *l, uint32_t i)
         ;
     clock_gettime(CLOCK_MONOTONIC, &j->ended);
     j->status = spawn_wait_status(rc, &si);
+    j->duration = (double)(j->ended.tv_sec - j->started.tv_sec) +
+                  (double)(j->ended.tv_nsec - j->started.tv_nsec) / 1e9;
+    j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
+    j->output_errno = j->output_rc ? errno : 0;
     /* one-shot: the entry fired and is disabled; the close removes it (or
      * a spawning child's copy of the descriptor does, at its execve) */
     close(j->pidfd); /* j->pidfd keeps the number: the agent may still read it */
@@ -149,12 +163,12 @@ static void *launcher_main(void *arg)
             return NULL; /* launcher_destroy(): nothing is out */
         int n = launcher_wait(l, ev);
         for (int k = 0; k < n; k++) {
-            if (ev[k].data.u64 != LAUNCHER_WORK_EVENT) {
-                launcher_reap(l, (uint32_t)ev[k].data.u64);
-            } else if (!atomic_load_explicit(&l->stop, memory_order_acquire)) {
-                uint64_t v; /* reset it; another launcher may have */
+            uint64_t d = ev[k].data.u64, v;
+            if (d == LAUNCHER_WORK_EVENT) { /* reset it; another launcher may have */
                 if (read(l->work_efd, &v, sizeof v) < 0 && errno != EAGAIN)
                     continue;
+            } else if (d != LAUNCHER_STOP_EVENT) {
+                launcher_reap(l, (uint32_t)d);
             }
         }
     }
@@ -166,6 +180,8 @@ static void launcher_free(struct launcher *l)
         close(l->epfd);
     if (l->work_efd >= 0)
         close(l->work_efd);
+    if (l->stop_efd >= 0)
+        close(l->stop_efd);
     mpmc_ring_destroy(l->submitted);
     mpmc_ring_destroy(l->completed);
     mpmc_ring_destroy(l->unwatched);
@@ -179,7 +195,7 @@ static void launcher_free(struct launcher *l)
  * eventfd.  0, or -1 with err. */
 static int launcher_init(struct launcher *l, uint32_t nslots, struct pmc_error *err)
 {
-    l->epfd = l->work_efd = -1;
+    l->epfd = l->work_efd = l->stop_efd = -1;
     if (!(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
         !(l->state = calloc(nslots, sizeof *l->state)) ||
         !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
@@ -187,10 +203,13 @@ static int launcher_init(struct launcher *l, uint32_t nslots, struct pmc_error *
         pmc_errorf(err, "launcher: out of memory");
         return -1;
     }
-    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = LAUNCHER_WORK_EVENT};
+    struct epoll_event work = {.events = EPOLLIN, .data.u64 = LAUNCHER_WORK_EVENT};
+    struct epoll_event stop = {.events = EPOLLIN, .data.u64 = LAUNCHER_STOP_EVENT};
     if ((l->epfd = epoll_create1(EPOLL_CLOEXEC)) < 0 ||
         (l->work_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
-        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->work_efd, &ev) < 0) {
+        (l->stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->work_efd, &work) < 0 ||
+        epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_efd, &stop) < 0) {
         pmc_errorf(err, "launcher: cannot create its epoll set: %m");
         return -1;
     }
@@ -276,6 +295,11 @@ bool launcher_signal(struct launcher *l, uint32_t i, int sig)
     return true;
 }
 
+void launcher_wake_always(struct launcher *l)
+{
+    atomic_store_explicit(&l->wake_always, true, memory_order_seq_cst);
+}
+
 void launcher__fail_next_watch(struct launcher *l, int err)
 {
     atomic_store_explicit(&l->fail_watch, err, memory_order_relaxed);
@@ -305,9 +329,9 @@ void launcher_destroy(struct launcher *l)
     if (!l)
         return;
     atomic_store_explicit(&l->stop, true, memory_order_seq_cst);
-    uint64_t one = 1;
-    if (l->nthreads > 0 && write(l->work_efd, &one, sizeof one) < 0) {
-        /* EAGAIN: already readable, which is what stops them */
+    uint64_t one = 1; /* level-triggered and never read: every launcher sees it */
+    if (l->nthreads > 0 && write(l->stop_efd, &one, sizeof one) < 0) {
+        /* cannot fail: a fresh eventfd written once */
     }
     for (uint32_t t = 0; t < l->nthreads; t++)
         pthread_join(l->threads[t], NULL);

@@ -24,10 +24,14 @@
  * its process group while the zombie holds the id, clear its watchdog
  * entry, waitid, close the pidfd) and hands the slot back through
  * launcher_take_exited() with the wait status and the time it ended,
- * waking the agent.  The agent, the one thread every task of a node passes
- * through, then only writes the output and the result: per /bin/true task
- * it no longer makes the two waitid, the kill, the epoll_ctl pair and the
- * close (docs/performance.md section 14 has the measurement).  Signals to
+ * waking the agent; the launcher also writes the task's output block (its
+ * captured stdout, its record, its stderr: taskio_write_block(), whose
+ * place in the rank's files is reserved atomically).  The agent, the one
+ * thread every task of a node passes through, then only reports the
+ * result and frees the slot: per /bin/true task it no longer makes the
+ * two waitid, the kill, the epoll_ctl pair, the close, the two fstat and
+ * the record's pwrite (docs/performance.md section 14 has the
+ * measurements).  Signals to
  * such a task (an abort) go through launcher_signal(), which a per-slot
  * state orders against the reaper, so that no signal reaches a process
  * group whose id the reaper let go.  When the pidfd cannot be added
@@ -71,6 +75,7 @@
 #include "engine/mailbox.h"
 #include "engine/spawn.h"
 #include "io/error.h"
+#include "io/taskio.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -117,14 +122,23 @@ struct launch_job {
     int forward_fds[LAUNCHER_MAX_FORWARDS];
     cpu_set_t affinity;
     /* in: a reaped launch (see above): on success the pool watches and
-     * reaps the task, and hands it back through launcher_take_exited() */
+     * reaps the task, writes its output block (taskio_write_block(): the
+     * block's strings and files must stay valid until the slot comes back
+     * from launcher_take_exited()), and hands it back */
     bool pool_reaps;
-    pid_t pid;             /* out: the child, when err == 0 */
-    int pidfd;             /* out; a reaped launch's is the pool's (closed when reaped) */
-    int err;               /* out: spawn_task()'s errno, 0 on success */
-    int watch_err;         /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
-    int status;            /* out, reaped launches: the wait status (as waitpid's) */
-    struct timespec ended; /* out, reaped launches: CLOCK_MONOTONIC at the reap */
+    struct taskio_block output;
+    struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
+    pid_t pid;               /* out: the child, when err == 0 */
+    int pidfd;               /* out; a reaped launch's is the pool's (closed when reaped) */
+    int err;                 /* out: spawn_task()'s errno, 0 on success */
+    int watch_err;           /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
+    /* out, reaped launches: */
+    int status;             /* the wait status (as waitpid's) */
+    struct timespec ended;  /* CLOCK_MONOTONIC at the reap */
+    double duration;        /* seconds from started to ended */
+    int output_rc;          /* taskio_write_block()'s result ... */
+    int output_errno;       /* ... and its errno when not 0 */
+    off_t out_len, err_len; /* what the capture files held (taskio_write_block()) */
 };
 
 struct launcher;
@@ -162,6 +176,11 @@ int launcher_take_exited(struct launcher *l, uint32_t *i);
  * with SIGKILL, and its id may already be reused): true when sent.
  * Only after the slot's completion was taken. */
 bool launcher_signal(struct launcher *l, uint32_t i, int sig);
+
+/* From now on every completion wakes the agent, reaped launches' too: an
+ * abort, when a task that starts must be signalled at once (its grace
+ * period runs from the abort).  Idempotent. */
+void launcher_wake_always(struct launcher *l);
 
 /* Tests: the next reaped launch fails to be watched with errno err. */
 void launcher__fail_next_watch(struct launcher *l, int err);

@@ -5,11 +5,16 @@
  * A task's stdout and stderr go to two anonymous temporary files (O_TMPFILE
  * in $TMPDIR, default /tmp; they vanish when closed).  When the task exits,
  * its whole output is copied into DAGFILE.out.R (then the cluster-task line)
- * and DAGFILE.err.R by the rank's agent thread, the only writer of those
- * files, so output of concurrent tasks never interleaves.  Copies are done
- * in the kernel (copy_file_range, else sendfile, else read/write).
+ * and DAGFILE.err.R by the thread that reaped it (the rank's agent, or a
+ * launcher thread of its pool).  Each block's place is reserved first (an
+ * atomic add on the file's end), so blocks of concurrent tasks never
+ * interleave.  Copies are done in the kernel (copy_file_range, else
+ * sendfile, else read/write).
  *
- * Thread-safety: a struct taskio_file belongs to one thread.
+ * Thread-safety: taskio_file_open()/taskio_file_close() on one thread,
+ * while no other uses the file; taskio_file_reserve(),
+ * taskio_file_write_at(), taskio_file_append() and taskio_write_block()
+ * from any threads at once.
  */
 #ifndef PMC_TASKIO_H
 #define PMC_TASKIO_H
@@ -18,6 +23,7 @@
 #include <sys/types.h>
 
 #include "io/error.h"
+#include "io/records.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -52,9 +58,40 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
 
 /* Append the first len bytes of src_fd (read from offset 0; its whole
  * content when len = taskio_size(src_fd); nothing when src_fd is -1 or len
- * 0), then trailer (may be NULL/0), as one block.  0, or -1 with errno. */
+ * 0), then trailer (may be NULL/0), as one block: taskio_file_reserve()
+ * then taskio_file_write_at().  0, or -1 with errno. */
 int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char *trailer,
                        size_t trailer_len);
+
+/* Reserve n bytes at the end of f for one block: their offset.  An atomic
+ * add (GCC's __atomic builtins: the struct is shared with C++ tests). */
+off_t taskio_file_reserve(struct taskio_file *f, off_t n);
+
+/* Write a block reserved at off: len bytes of src_fd from offset 0 (none
+ * when src_fd is -1 or len 0), then trailer.  0, or -1 with errno (a
+ * block cut short leaves zeros in its place). */
+int taskio_file_write_at(struct taskio_file *f, off_t off, int src_fd, off_t len,
+                         const char *trailer, size_t trailer_len);
+
+/* A finished task's output, as the thread that reaped it writes it. */
+struct taskio_block {
+    struct task_record record;     /* status and duration are set by the write */
+    int out_fd, err_fd;            /* the task's capture files */
+    int task_out;                  /* --per-task-stdio: its own .out file, else -1 */
+    struct taskio_file *out, *err; /* the rank's DAGFILE.out.R and .err.R */
+};
+
+/* Write b's task output (COMPAT.md "Task stdio"): its captured stdout then
+ * its cluster-task record (records_format_task(), on a line of its own
+ * even after output without a final newline) as one block of b->out, its
+ * stderr as one block of b->err; with task_out >= 0, only the record, at
+ * the end of that file.  *out_len and *err_len get what the capture files
+ * held (-1: not measured), for taskio_capture_reset().  0; 1 when the
+ * per-task record could not be written (reported by the caller, not
+ * fatal); -1 with errno when the rank's files could not be (the caller
+ * fails the run: output was lost). */
+int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
+                       off_t *err_len);
 
 /* True when the file at fd holds len > 0 bytes (taskio_size()) and its
  * last byte is not '\n' (the record that follows must still start a

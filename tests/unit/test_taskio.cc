@@ -8,7 +8,10 @@
 // regular file (with and without O_APPEND, at its current position) and to a
 // pipe drained by a reader thread, the source deleted; a missing source is
 // fine; an unreadable source, a bad destination or an unopenable path is an
-// error naming the path, and the source is kept.
+// error naming the path, and the source is kept.  Task blocks
+// (taskio_write_block): stdout then the record on a line of its own, stderr
+// alone, the capture sizes, --per-task-stdio's record at the end of the
+// task's file, and blocks written by several threads at once intact.
 //
 // Each test gets its own directory under $TMPDIR (or /tmp) and sets TMPDIR
 // to a folder in it.
@@ -490,6 +493,118 @@ TEST_F(TaskioTest, MergeToBadDestinationKeepsSource)
     EXPECT_NE(std::string(err.text).find(src), std::string::npos) << err.text;
     EXPECT_TRUE(fs::exists(src));
     EXPECT_EQ(read_file(src), "precious output\n");
+}
+
+// A task block for name with its capture files o and e, to outf/errf.
+static struct taskio_block block_for(const char *name, int o, int e, struct taskio_file *outf,
+                                     struct taskio_file *errf)
+{
+    struct taskio_block b = {};
+    b.record.name = name;
+    b.record.pegasus_id = "";
+    b.record.app = "/bin/app";
+    b.record.hostname = "h";
+    b.record.cpus = 1;
+    b.out_fd = o;
+    b.err_fd = e;
+    b.task_out = -1;
+    b.out = outf;
+    b.err = errf;
+    return b;
+}
+
+TEST_F(TaskioTest, WriteBlockPutsStdoutThenRecordAndStderr)
+{
+    struct taskio_file outf, errf;
+    ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
+    ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
+    int o = capture_with("no newline"), e = capture_with("err text\n");
+    struct taskio_block b = block_for("t1", o, e, &outf, &errf);
+    off_t out_len = 0, err_len = 0;
+    ASSERT_EQ(taskio_write_block(&b, 3 << 8, 1.5, &out_len, &err_len), 0) << strerror(errno);
+    EXPECT_EQ(out_len, 10);
+    EXPECT_EQ(err_len, 9);
+    std::string out = read_file(dir_ + "/o");
+    EXPECT_EQ(out.rfind("no newline\n[cluster-task ", 0), 0u) << out;
+    EXPECT_NE(out.find("name=t1,"), std::string::npos) << out;
+    EXPECT_NE(out.find("status=768,"), std::string::npos) << out;
+    EXPECT_NE(out.find("duration=1.500,"), std::string::npos) << out;
+    EXPECT_EQ(out.back(), '\n');
+    EXPECT_EQ(read_file(dir_ + "/e"), "err text\n");
+    EXPECT_EQ(taskio_file_close(&outf), 0);
+    EXPECT_EQ(taskio_file_close(&errf), 0);
+    close(o);
+    close(e);
+}
+
+TEST_F(TaskioTest, WriteBlockPerTaskStdioAppendsTheRecordOnly)
+{
+    struct taskio_file outf, errf;
+    ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
+    ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
+    int task_out = open((dir_ + "/t.out").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(task_out, 0);
+    ASSERT_TRUE(write_all(task_out, "own output\n"));
+    struct taskio_block b = block_for("t2", -1, -1, &outf, &errf);
+    b.task_out = task_out;
+    off_t out_len = 0, err_len = 0;
+    ASSERT_EQ(taskio_write_block(&b, 0, 0.25, &out_len, &err_len), 0);
+    EXPECT_EQ(out_len, -1) << "the capture files were not used";
+    EXPECT_EQ(err_len, -1);
+    std::string own = read_file(dir_ + "/t.out");
+    EXPECT_EQ(own.rfind("own output\n[cluster-task ", 0), 0u) << own;
+    EXPECT_EQ(read_file(dir_ + "/o"), "");
+    close(task_out);
+    taskio_file_close(&outf);
+    taskio_file_close(&errf);
+}
+
+// Four threads write 200 blocks each to the same files: each block (a
+// task's 3 lines of stdout and its record) comes out whole, none lost.
+TEST_F(TaskioTest, WriteBlockFromSeveralThreadsKeepsBlocksWhole)
+{
+    struct taskio_file outf, errf;
+    ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
+    ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
+    const int threads = 4, blocks = 200;
+    std::vector<std::thread> ts;
+    std::vector<int> failures(threads, 0);
+    for (int t = 0; t < threads; t++)
+        ts.emplace_back([&, t] {
+            std::string tag = "T" + std::to_string(t);
+            int o = capture_with(tag + "a\n" + tag + "b\n" + tag + "c\n");
+            int e = capture_with(tag + "\n");
+            struct taskio_block b = block_for(tag.c_str(), o, e, &outf, &errf);
+            for (int k = 0; k < blocks; k++) {
+                off_t ol, el;
+                failures[t] += taskio_write_block(&b, 0, 0.0, &ol, &el) != 0;
+            }
+            close(o);
+            close(e);
+        });
+    for (auto &t : ts)
+        t.join();
+    for (int t = 0; t < threads; t++)
+        EXPECT_EQ(failures[t], 0) << "thread " << t;
+    std::istringstream in(read_file(dir_ + "/o"));
+    std::string line;
+    std::vector<int> records(threads, 0);
+    while (std::getline(in, line)) {
+        ASSERT_EQ(line.size(), 3u) << "a block was cut: " << line;
+        int t = line[1] - '0';
+        ASSERT_EQ(line, "T" + std::to_string(t) + "a");
+        std::string b, c, rec;
+        ASSERT_TRUE(std::getline(in, b) && std::getline(in, c) && std::getline(in, rec));
+        EXPECT_EQ(b, "T" + std::to_string(t) + "b");
+        EXPECT_EQ(c, "T" + std::to_string(t) + "c");
+        EXPECT_NE(rec.find("name=T" + std::to_string(t) + ","), std::string::npos) << rec;
+        records[t]++;
+    }
+    for (int t = 0; t < threads; t++)
+        EXPECT_EQ(records[t], blocks) << "thread " << t;
+    EXPECT_EQ(read_file(dir_ + "/e").size(), (size_t)(threads * blocks * 3));
+    taskio_file_close(&outf);
+    taskio_file_close(&errf);
 }
 
 } // namespace
