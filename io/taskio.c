@@ -54,8 +54,10 @@ static int taskio_copy_slow(int dst, int src, off_t *soff, off_t *doff, off_t le
         ssize_t r = pread(src, buf, len < (off_t)sizeof buf ? (size_t)len : sizeof buf, *soff);
         if (r < 0 && errno == EINTR)
             continue;
+        if (r == 0) /* the capture shrank: the block would keep a hole */
+            errno = EIO;
         if (r <= 0)
-            return r == 0 ? 0 : -1;
+            return -1;
         if (fdio_pwrite_all(dst, buf, (size_t)r, doff) != 0) /* sets errno */
             return -1;
         *soff += r;
@@ -75,8 +77,10 @@ static int taskio_copy_to_file(int dst, int src, off_t len, off_t *doff)
         if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP ||
                       errno == EBADF))
             return taskio_copy_slow(dst, src, &soff, doff, len);
+        if (n == 0) /* the capture shrank: the block would keep a hole */
+            errno = EIO;
         if (n <= 0)
-            return n == 0 ? 0 : -1;
+            return -1;
         len -= n;
     }
     return 0;
@@ -163,7 +167,8 @@ int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *er
     for (unsigned n = 0; n < 1000000; n++) {
         snprintf(out, sizeof out, "%s/%s.out.%03u", dir, name, n);
         snprintf(errp, sizeof errp, "%s/%s.err.%03u", dir, name, n);
-        *out_fd = open(out, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        /* read too: taskio_needs_newline() reads its last byte */
+        *out_fd = open(out, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (*out_fd < 0 && errno == EEXIST)
             continue;
         if (*out_fd < 0)

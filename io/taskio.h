@@ -43,12 +43,12 @@ off_t taskio_size(int fd);
  * empty (the common case costs no system call).  0 or -1 with errno. */
 int taskio_capture_reset(int fd, off_t len);
 
-/* An output file written only by its owner thread, in append fashion
- * (opened without O_APPEND so that kernel copies can target it; the owner
- * tracks the end offset). */
+/* An output file written in blocks at reserved offsets (opened without
+ * O_APPEND so that kernel copies can target it; `end`, the next free
+ * offset, moves by atomic adds: taskio_file_reserve()). */
 struct taskio_file {
     int fd;
-    off_t end;
+    off_t end __attribute__((aligned(8))); /* 8-byte atomics even where off_t is 4-aligned */
     char *path;
 };
 
@@ -68,8 +68,9 @@ int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char 
 off_t taskio_file_reserve(struct taskio_file *f, off_t n);
 
 /* Write a block reserved at off: len bytes of src_fd from offset 0 (none
- * when src_fd is -1 or len 0), then trailer.  0, or -1 with errno (a
- * block cut short leaves zeros in its place). */
+ * when src_fd is -1 or len 0), then trailer.  0, or -1 with errno (EIO
+ * when src_fd holds fewer than len bytes; a block cut short leaves zeros
+ * in its place, and the caller fails the run). */
 int taskio_file_write_at(struct taskio_file *f, off_t off, int src_fd, off_t len,
                          const char *trailer, size_t trailer_len);
 
@@ -100,8 +101,10 @@ int taskio_needs_newline(int fd, off_t len);
 
 /* --per-task-stdio: create DIR/NAME.out.NNN and DIR/NAME.err.NNN for one
  * attempt, NNN the first number from 000 for which neither exists (PMC
- * manual, --per-task-stdio).  Both are opened O_WRONLY|O_CREAT|O_EXCL|
- * O_CLOEXEC.  0, or -1 with err "PATH: <strerror>". */
+ * manual, --per-task-stdio).  Both are opened O_CREAT|O_EXCL|O_CLOEXEC,
+ * the .out file O_RDWR (the record that follows the task's output reads
+ * its last byte: taskio_needs_newline()), the .err file O_WRONLY.  0, or
+ * -1 with err "PATH: <strerror>". */
 int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
                          struct pmc_error *err);
 

@@ -266,17 +266,23 @@ TEST_F(LauncherPool, ReapedLaunchGivesStatusTimesAndOutput)
 }
 
 // What a reaped task leaves running in its process group is killed when
-// it ends, as the agent does for the tasks it reaps.
+// it ends, as the agent does for the tasks it reaps: the background job
+// waits for a file the test makes only after the reap, then writes its
+// own.
 TEST_F(LauncherPool, ReapedLaunchLeftoversAreKilled)
 {
     start(1, 2);
-    std::string late = dir_ + "/late";
-    submit(1, {"/bin/sh", "-c", "(sleep 0.3; echo late > " + late + ") & exit 3"}, true);
+    std::string go = dir_ + "/go", late = dir_ + "/late";
+    submit(1,
+           {"/bin/sh", "-c",
+            "(while [ ! -e " + go + " ]; do sleep 0.05; done; echo late > " + late + ") & exit 3"},
+           true);
     uint32_t i;
     ASSERT_TRUE(take(&i));
     ASSERT_TRUE(take_exited(&i));
     EXPECT_EQ(launcher_job(pool_, 1)->status, 3 << 8);
-    usleep(2500000);
+    write_file(go, "");
+    usleep(1000000);
     EXPECT_NE(access(late.c_str(), F_OK), 0) << "the background job outlived its task";
 }
 

@@ -17,6 +17,7 @@
 // to a folder in it.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -542,25 +543,28 @@ TEST_F(TaskioTest, WriteBlockPerTaskStdioAppendsTheRecordOnly)
     struct taskio_file outf, errf;
     ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
     ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
-    int task_out = open((dir_ + "/t.out").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    ASSERT_GE(task_out, 0);
-    ASSERT_TRUE(write_all(task_out, "own output\n"));
+    int task_out = -1, task_err = -1;
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_open_per_task(dir_.c_str(), "t", &task_out, &task_err, &err), 0) << err.text;
+    ASSERT_TRUE(write_all(task_out, "own output")); /* no final newline */
     struct taskio_block b = block_for("t2", -1, -1, &outf, &errf);
     b.task_out = task_out;
     off_t out_len = 0, err_len = 0;
     ASSERT_EQ(taskio_write_block(&b, 0, 0.25, &out_len, &err_len), 0);
     EXPECT_EQ(out_len, -1) << "the capture files were not used";
     EXPECT_EQ(err_len, -1);
-    std::string own = read_file(dir_ + "/t.out");
+    std::string own = read_file(dir_ + "/t.out.000");
     EXPECT_EQ(own.rfind("own output\n[cluster-task ", 0), 0u) << own;
     EXPECT_EQ(read_file(dir_ + "/o"), "");
     close(task_out);
+    close(task_err);
     taskio_file_close(&outf);
     taskio_file_close(&errf);
 }
 
-// Four threads write 200 blocks each to the same files: each block (a
-// task's 3 lines of stdout and its record) comes out whole, none lost.
+// Four threads, started together, write 200 blocks each to the same
+// files: each block (a task's 3 lines of stdout and its record) comes out
+// whole, none lost, and the file's end is the bytes written.
 TEST_F(TaskioTest, WriteBlockFromSeveralThreadsKeepsBlocksWhole)
 {
     struct taskio_file outf, errf;
@@ -569,8 +573,12 @@ TEST_F(TaskioTest, WriteBlockFromSeveralThreadsKeepsBlocksWhole)
     const int threads = 4, blocks = 200;
     std::vector<std::thread> ts;
     std::vector<int> failures(threads, 0);
+    std::atomic<int> ready{0};
     for (int t = 0; t < threads; t++)
         ts.emplace_back([&, t] {
+            ready++;
+            while (ready.load() < threads)
+                ; /* start together */
             std::string tag = "T" + std::to_string(t);
             int o = capture_with(tag + "a\n" + tag + "b\n" + tag + "c\n");
             int e = capture_with(tag + "\n");
@@ -603,6 +611,8 @@ TEST_F(TaskioTest, WriteBlockFromSeveralThreadsKeepsBlocksWhole)
     for (int t = 0; t < threads; t++)
         EXPECT_EQ(records[t], blocks) << "thread " << t;
     EXPECT_EQ(read_file(dir_ + "/e").size(), (size_t)(threads * blocks * 3));
+    EXPECT_EQ(outf.end, (off_t)read_file(dir_ + "/o").size());
+    EXPECT_EQ(errf.end, (off_t)(threads * blocks * 3));
     taskio_file_close(&outf);
     taskio_file_close(&errf);
 }
