@@ -97,19 +97,18 @@ extern "C" {
  * ~680 us: one thread keeps ~8 CPUs busy.  Below that a pool only adds two
  * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
  * and 2.2k tasks/s against 2.6k without).  Since the pool reaps what it
- * starts, a launcher spends ~25 us more CPU per /bin/true task (69-73 us
- * against 43-51 on the 2-core AMD VM), so by the same model one launcher
- * covers ~6 CPUs of such tasks; the constant was not re-derived without a
- * many-core machine, and it matters only for tasks under a millisecond or
- * so.  With one launcher and 2 tasks in flight the agent thread keeps
- * ~20 us of CPU per task (output, records, results, being woken; "Engine
- * CPU" at the end of a run; 28-32 us when it reaped them itself), and
- * with 16 in flight, as on a busy node, ~8-10 us (22-24 before): past ~59
- * CPUs of tasks that short (~550 us of CPU each) it is the limit,
- * whatever the pool; bench/run prints that reach ("spawn: CPUs one node
- * agent keeps busy, busy node").
- * A model, not a many-core measurement: none of our sessions had more
- * than 2 cores.
+ * starts and writes its output, a launcher spends ~35 us more CPU per
+ * /bin/true task (76-81 us against 41-46 on the 2-core AMD VM, 2 in
+ * flight), so by the same model one launcher covers ~5 CPUs of such
+ * tasks; the constant was not re-derived without a many-core machine,
+ * and it matters only for tasks under a millisecond or so.  The agent
+ * thread keeps ~14 us of CPU per task with one launcher and 2 in flight,
+ * ~4 us with 2 launchers and 16 in flight (results, the next task's slot,
+ * being woken; "Engine CPU" at the end of a run; 28 and 21 us before the
+ * pool reaped): past ~120 CPUs of tasks that short (~520 us of CPU each)
+ * it is the limit, whatever the pool; bench/run prints that reach
+ * ("spawn: CPUs one node agent keeps busy, busy node").  A model, not a
+ * many-core measurement: none of our sessions had more than 2 cores.
  * Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
