@@ -97,8 +97,8 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     }
     /* no exit event can come, so the slot is not reused meanwhile; the
      * agent kills and reaps it through its pidfd */
+    j->watch_err = e ? e : errno; /* before launcher_claim() may yield */
     launcher_claim(l, i, JOB_WATCHED, JOB_IDLE);
-    j->watch_err = e ? e : errno;
     push(l->unwatched, i);
     mailbox_notify(l->wake);
 }
