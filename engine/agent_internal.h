@@ -134,7 +134,7 @@ static inline double agent_elapsed(const struct timespec *t0)
 {
     struct timespec t1;
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    return (double)(t1.tv_sec - t0->tv_sec) + (double)(t1.tv_nsec - t0->tv_nsec) / 1e9;
+    return pmc_seconds_between(t0, &t1);
 }
 
 /* agent_env.c */

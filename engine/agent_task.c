@@ -16,7 +16,6 @@
 #include "engine/spawn.h"
 #include "io/grow.h"
 #include "io/log.h"
-#include "io/records.h"
 
 int agent__open_outputs(struct agent *a, struct pmc_error *err)
 {
@@ -231,10 +230,11 @@ static int agent_watch_pipes(struct agent *a, uint32_t i)
 }
 
 /* Slot s's pidfd and open pipes leave the epoll set (entries never added
- * just fail to delete), then the pidfd is closed: in that order, since a
- * launcher thread may add a new pidfd that takes a freed number
- * (launcher.h, forward.h).  The pipes are closed by fwd_finish() or the
- * slot's release. */
+ * just fail to delete), then the pidfd is closed: in that order, since
+ * another thread's new descriptor (a launcher's pidfd) can take a freed
+ * number before the DEL, and a closed pidfd that a spawning child still
+ * holds would stay in the set (forward.h).  The pipes are closed by
+ * fwd_finish() or the slot's release. */
 static void agent_unwatch(struct agent *a, struct slot *s)
 {
     epoll_ctl(a->epfd, EPOLL_CTL_DEL, s->pidfd, NULL);
@@ -252,17 +252,13 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
 {
     struct slot *s = &a->slots[i];
     log_error("Task %s: cannot watch it (epoll_ctl: %s): killed", s->strs, strerror(e));
-    kill(-s->pid, SIGKILL);
-    watchdog_clear(a->watchdog, i);
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    while (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED) < 0 && errno == EINTR)
-        ;
+    spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i)); /* running: killed */
+    double duration = agent_elapsed(&s->t0);
     agent_unwatch(a, s);
     agent__limit_end(a, i);
     int status = SIGKILL;
-    agent_write_output(a, s, status, agent_elapsed(&s->t0));
-    agent__add_result(a, s, status, 0, agent_elapsed(&s->t0));
+    agent_write_output(a, s, status, duration);
+    agent__add_result(a, s, status, 0, duration);
     agent_slot_release(a, s);
 }
 
@@ -420,8 +416,8 @@ static void agent_take_completions(struct agent *a)
         s->launching = false;
         s->batch = NULL;
         s->pid = j->pid;
-        s->pidfd = j->err ? -1 : j->pidfd;
         s->pool_reaps = j->pool_reaps && !j->err;
+        s->pidfd = j->err || s->pool_reaps ? -1 : j->pidfd; /* a reaped launch's is the pool's */
         a->running--;
         agent_spawned(a, i, j->err);
         agent__batch_unref(b);
@@ -448,6 +444,7 @@ void agent__take_launches(struct agent *a)
     while (launcher_take_unwatched(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
         a->slots[i].pool_reaps = false; /* the agent kills and reaps it */
+        a->slots[i].pidfd = launcher_job(a->launcher, i)->pidfd;
         a->running--;
         agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
     }
@@ -456,7 +453,6 @@ void agent__take_launches(struct agent *a)
         struct launch_job *j = launcher_job(a->launcher, i);
         struct slot *s = &a->slots[i];
         s->pool_reaps = false;
-        s->pidfd = -1;           /* the pool closed it */
         s->out_len = j->out_len; /* what agent_slot_release() resets */
         s->err_len = j->err_len;
         errno = j->output_errno;
@@ -512,19 +508,10 @@ void agent__reap(struct agent *a, uint32_t i)
     memset(&si, 0, sizeof si);
     if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
         return; /* not exited yet (spurious wake-up) */
-    /* The task is over when its first process is: what it left running in
-     * its process group (background jobs, daemons that did not setsid) is
-     * killed now, as a batch system does at a step's end.  The zombie still
-     * holds the pid, so the group id cannot have been reused.  (The pool
-     * reaps its launches the same way: launcher.c.) */
-    kill(-s->pid, SIGKILL);
-    watchdog_clear(a->watchdog, i);
-    memset(&si, 0, sizeof si);
-    int rc;
-    while ((rc = waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
-        ;
+    /* the task is over when its first process is (the pool ends its
+     * launches the same way: launcher.c) */
+    int status = spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
     double duration = agent_elapsed(&s->t0);
-    int status = spawn_wait_status(rc, &si);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     agent_task_ended(a, i, status, duration);
 }

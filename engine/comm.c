@@ -141,8 +141,7 @@ static void comm_receive_put_off(struct comm *c, int count, int src)
         c->oom_since = now;
         return;
     }
-    double waited = (double)(now.tv_sec - c->oom_since.tv_sec) +
-                    (double)(now.tv_nsec - c->oom_since.tv_nsec) / 1e9;
+    double waited = pmc_seconds_between(&c->oom_since, &now);
     if (waited < COMM_OOM_GIVEUP_S)
         return;
     log_fatal("Rank %d: out of memory for %.0f s receiving a message of %d bytes from rank %d: "

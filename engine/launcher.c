@@ -8,10 +8,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/clock.h"
@@ -22,14 +20,13 @@
 #define LAUNCHER_STOP_EVENT (UINT64_MAX - 1) /* and of the stop eventfd */
 #define LAUNCHER_EVENTS 16                   /* exits one epoll_wait takes */
 
-/* A reaped launch's state, one per slot: the reaper and launcher_signal()
- * meet here, so that no signal goes to a process group after the reaper
- * let its id go (a reaped task's group id may be reused at once). */
+/* A slot's state: the reaper and launcher_signal() meet here, so that no
+ * signal goes to a process group after the reaper let its id go (a reaped
+ * task's group id may be reused at once). */
 enum {
-    JOB_IDLE,       /* not watched by the pool (submitted, loud, or unwatched) */
+    JOB_IDLE,       /* the pool does not watch it (the agent's, loud, reaped, unwatched) */
     JOB_WATCHED,    /* running, its pidfd in the pool's epoll set */
     JOB_SIGNALLING, /* launcher_signal() is sending a signal: the reaper waits */
-    JOB_REAPED,     /* the reaper took it: no more signals */
 };
 
 struct launcher {
@@ -48,19 +45,16 @@ struct launcher {
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
 
-/* Move slot i from `from` to `to`, waiting out a signal being sent (one
- * kill(2)); false when it is in neither `from` nor JOB_SIGNALLING. */
-static bool launcher_claim(struct launcher *l, uint32_t i, int from, int to)
+/* Take watched slot i back to JOB_IDLE (no more signals), waiting out a
+ * signal being sent (one kill(2)). */
+static void launcher_unwatch(struct launcher *l, uint32_t i)
 {
-    for (;;) {
-        int s = from;
-        if (atomic_compare_exchange_weak_explicit(&l->state[i], &s, to, memory_order_acq_rel,
-                                                  memory_order_acquire))
-            return true;
-        if (s != JOB_SIGNALLING && s != from)
-            return false;
+    int s = JOB_WATCHED;
+    while (!atomic_compare_exchange_weak_explicit(&l->state[i], &s, JOB_IDLE, memory_order_acq_rel,
+                                                  memory_order_acquire)) {
         if (s == JOB_SIGNALLING)
             sched_yield();
+        s = JOB_WATCHED;
     }
 }
 
@@ -86,7 +80,9 @@ static void launcher_launch(struct launcher *l, uint32_t i)
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
-    int e = atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed);
+    int e = atomic_load_explicit(&l->fail_watch, memory_order_relaxed) /* a test's */
+                ? atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed)
+                : 0;
     if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, pidfd, &ev) == 0) {
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
@@ -97,32 +93,24 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     }
     /* no exit event can come, so the slot is not reused meanwhile; the
      * agent kills and reaps it through its pidfd */
-    j->watch_err = e ? e : errno; /* before launcher_claim() may yield */
-    launcher_claim(l, i, JOB_WATCHED, JOB_IDLE);
+    j->watch_err = e ? e : errno; /* before launcher_unwatch() may yield */
+    launcher_unwatch(l, i);
     push(l->unwatched, i);
     mailbox_notify(l->wake);
 }
 
-/* Slot i's task exited (its pidfd is readable): kill what it left in its
- * process group while the zombie still holds the id, forget it in the
- * watchdog, reap it, write its output block, and hand it back through the
+/* Slot i's task exited (its pidfd is readable): end it as the agent does
+ * (spawn_end_task(): its group's leftovers killed, its watchdog entry
+ * cleared, reaped), write its output block, and hand it back through the
  * exited ring. */
 static void launcher_reap(struct launcher *l, uint32_t i)
 {
     struct launch_job *j = &l->jobs[i];
-    launcher_claim(l, i, JOB_WATCHED, JOB_REAPED);
-    kill(-j->pid, SIGKILL);
-    if (j->req.record_pgid)
-        *j->req.record_pgid = 0; /* watchdog_clear(), before the reap */
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    int rc;
-    while ((rc = waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED)) < 0 && errno == EINTR)
-        ;
-    clock_gettime(CLOCK_MONOTONIC, &j->ended);
-    j->status = spawn_wait_status(rc, &si);
-    j->duration = (double)(j->ended.tv_sec - j->started.tv_sec) +
-                  (double)(j->ended.tv_nsec - j->started.tv_nsec) / 1e9;
+    launcher_unwatch(l, i);
+    j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
+    struct timespec ended;
+    clock_gettime(CLOCK_MONOTONIC, &ended);
+    j->duration = pmc_seconds_between(&j->started, &ended);
     j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
     /* one-shot: the entry fired and is disabled; the close removes it (or
@@ -255,8 +243,7 @@ struct launch_job *launcher_job(struct launcher *l, uint32_t i)
 
 void launcher_submit(struct launcher *l, uint32_t i)
 {
-    atomic_store_explicit(&l->state[i], JOB_IDLE, memory_order_relaxed); /* the push publishes */
-    push(l->submitted, i);
+    push(l->submitted, i); /* its state is JOB_IDLE: nobody watches a job the agent holds */
     /* the push, then the sleepers: launcher_wait() counts itself, then
      * looks at the ring */
     atomic_thread_fence(memory_order_seq_cst);

@@ -22,17 +22,17 @@
  * adds the child's pidfd to the pool's own epoll set (one-shot).  When the
  * task exits, a launcher reaps it as the agent would (kill what it left in
  * its process group while the zombie holds the id, clear its watchdog
- * entry, waitid, close the pidfd) and hands the slot back through
- * launcher_take_exited() with the wait status and the time it ended,
- * waking the agent; the launcher also writes the task's output block (its
+ * entry, waitid, close the pidfd: spawn_end_task()) and hands the slot
+ * back through launcher_take_exited() with the wait status and the
+ * duration, waking the agent; the launcher also writes the task's output block (its
  * captured stdout, its record, its stderr: taskio_write_block(), whose
  * place in the rank's files is reserved atomically).  The agent, the one
  * thread every task of a node passes through, then only reports the
  * result and frees the slot: per /bin/true task it no longer makes the
  * two waitid, the kill, the epoll_ctl pair, the close, the two fstat and
  * the record's pwrite (docs/performance.md section 14 has the
- * measurements).  Signals to
- * such a task (an abort) go through launcher_signal(), which a per-slot
+ * measurements).  Signals to such a task (an abort) go through
+ * launcher_signal(), which a per-slot
  * state orders against the reaper, so that no signal reaches a process
  * group whose id the reaper let go.  When the pidfd cannot be added
  * (ENOMEM, ENOSPC) the slot comes back through launcher_take_unwatched()
@@ -133,8 +133,7 @@ struct launch_job {
     int watch_err;           /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
     /* out, reaped launches: */
     int status;             /* the wait status (as waitpid's) */
-    struct timespec ended;  /* CLOCK_MONOTONIC at the reap */
-    double duration;        /* seconds from started to ended */
+    double duration;        /* seconds from started to the reap */
     int output_rc;          /* taskio_write_block()'s result ... */
     int output_errno;       /* ... and its errno when not 0 */
     off_t out_len, err_len; /* what the capture files held (taskio_write_block()) */
@@ -165,8 +164,8 @@ int launcher_take(struct launcher *l, uint32_t *i);
  * poppable yet (see above): the caller takes it first. */
 int launcher_take_unwatched(struct launcher *l, uint32_t *i);
 
-/* A reaped launch whose task ended into *i (its job's status and ended
- * say how and when; its pidfd is closed): 1, or 0 when none.  As with
+/* A reaped launch whose task ended into *i (its job's status, duration,
+ * output_rc and capture sizes say how; its pidfd is closed): 1, or 0 when none.  As with
  * launcher_take_unwatched(), its completion may not be poppable yet. */
 int launcher_take_exited(struct launcher *l, uint32_t *i);
 

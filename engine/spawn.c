@@ -393,13 +393,21 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
     return spawn_clone(&c, stack, pid, pidfd);
 }
 
-int spawn_wait_status(int rc, const siginfo_t *si)
+int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
 {
+    kill(-pid, SIGKILL);
+    if (record_pgid)
+        *record_pgid = 0;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    int rc;
+    while ((rc = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED)) < 0 && errno == EINTR)
+        ;
     if (rc < 0)
         return 1 << 8;
-    if (si->si_code == CLD_EXITED)
-        return (si->si_status & 0xff) << 8;
-    return (si->si_status & 0x7f) | (si->si_code == CLD_DUMPED ? 0x80 : 0);
+    if (si.si_code == CLD_EXITED)
+        return (si.si_status & 0xff) << 8;
+    return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
 }
 
 int spawn_exec_exit_code(int exec_errno)

@@ -71,7 +71,6 @@
 #define PMC_SPAWN_H
 
 #include <sched.h>
-#include <signal.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -110,12 +109,20 @@ struct spawn_request {
  * without argv, EAGAIN, ENOMEM, EMFILE). */
 int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
 
-/* The wait status (as waitpid(2) gives it: exit code << 8, or the signal
- * number with 0x80 when it dumped core) of a waitid(2) that returned rc and
- * filled si.  A failed waitid (rc < 0: the child was reaped by someone
- * else, as when SIGCHLD is ignored) gives exit code 1: how it ended is not
- * known, so it is not a success.  Pure. */
-int spawn_wait_status(int rc, const siginfo_t *si);
+/* End the task whose first process is pid (pidfd from spawn_task()):
+ * SIGKILL to its process group, which takes what it left running
+ * (background jobs, daemons that did not setsid), as a batch system does
+ * at a step's end, and the first process too when it still runs; the
+ * first process, alive or a zombie, still holds the id, so it cannot have
+ * been reused.  Then clear *record_pgid (the watchdog's entry,
+ * spawn_request.record_pgid; NULL: none) and reap the first process,
+ * waiting for it if needed.  Returns its wait status as
+ * waitpid(2) gives it (exit code << 8, or the signal number with 0x80 when
+ * it dumped core); a failed waitid (the child reaped by someone else, as
+ * when SIGCHLD is ignored) gives exit code 1: how it ended is not known,
+ * so it is not a success.  The pidfd stays open.  Any thread of the
+ * process (waitid waits for other threads' children too). */
+int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid);
 
 /* The shell's exit code for an exec failure: 127 when the file was not
  * found, 126 otherwise (POSIX "Command Search and Execution"). */

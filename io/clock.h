@@ -45,6 +45,13 @@ static inline uint64_t pmc_mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Seconds from t0 to t1 (timespecs of one clock; negative when t1 is
+ * earlier). */
+static inline double pmc_seconds_between(const struct timespec *t0, const struct timespec *t1)
+{
+    return (double)(t1->tv_sec - t0->tv_sec) + (double)(t1->tv_nsec - t0->tv_nsec) / 1e9;
+}
+
 /* CPU time of the calling thread (CLOCK_THREAD_CPUTIME_ID: user and
  * system), in nanoseconds. */
 static inline uint64_t pmc_thread_cpu_ns(void)

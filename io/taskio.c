@@ -105,13 +105,15 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
     return 0;
 }
 
-off_t taskio_file_reserve(struct taskio_file *f, off_t n)
+/* Reserve n bytes at the end of f for one block: their offset. */
+static off_t taskio_file_reserve(struct taskio_file *f, off_t n)
 {
     return __atomic_fetch_add(&f->end, n, __ATOMIC_RELAXED);
 }
 
-int taskio_file_write_at(struct taskio_file *f, off_t off, int src_fd, off_t len,
-                         const char *trailer, size_t trailer_len)
+/* Write a block reserved at off: len bytes of src_fd, then trailer. */
+static int taskio_file_write_at(struct taskio_file *f, off_t off, int src_fd, off_t len,
+                                const char *trailer, size_t trailer_len)
 {
     if (src_fd >= 0 && len > 0 && taskio_copy_to_file(f->fd, src_fd, len, &off) < 0)
         return -1;
@@ -135,17 +137,16 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
     r.duration = duration;
     char line[4096];
     int out_fd = b->task_out >= 0 ? b->task_out : b->out_fd;
-    *out_len = taskio_size(out_fd);
-    *err_len = -1;
-    size_t nl = taskio_needs_newline(out_fd, *out_len) ? 1 : 0;
+    off_t out_size = taskio_size(out_fd);
+    size_t nl = taskio_needs_newline(out_fd, out_size) ? 1 : 0;
     line[0] = '\n';
     size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
     if (len >= sizeof line)
         len = sizeof line - 1;
-    if (b->task_out >= 0) {
-        *out_len = -1; /* the capture files were not used */
+    *out_len = *err_len = -1; /* not measured */
+    if (b->task_out >= 0)     /* the capture files were not used */
         return write(b->task_out, line, len) == (ssize_t)len ? 0 : 1;
-    }
+    *out_len = out_size;
     *err_len = taskio_size(b->err_fd);
     if (*out_len < 0 || *err_len < 0 ||
         taskio_file_append(b->out, b->out_fd, *out_len, line, len) < 0 ||

@@ -12,9 +12,8 @@
  * sendfile, else read/write).
  *
  * Thread-safety: taskio_file_open()/taskio_file_close() on one thread,
- * while no other uses the file; taskio_file_reserve(),
- * taskio_file_write_at(), taskio_file_append() and taskio_write_block()
- * from any threads at once.
+ * while no other uses the file; taskio_file_append() and
+ * taskio_write_block() from any threads at once.
  */
 #ifndef PMC_TASKIO_H
 #define PMC_TASKIO_H
@@ -45,7 +44,7 @@ int taskio_capture_reset(int fd, off_t len);
 
 /* An output file written in blocks at reserved offsets (opened without
  * O_APPEND so that kernel copies can target it; `end`, the next free
- * offset, moves by atomic adds: taskio_file_reserve()). */
+ * offset, moves by atomic adds: taskio_file_append()). */
 struct taskio_file {
     int fd;
     off_t end __attribute__((aligned(8))); /* 8-byte atomics even where off_t is 4-aligned */
@@ -58,21 +57,13 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
 
 /* Append the first len bytes of src_fd (read from offset 0; its whole
  * content when len = taskio_size(src_fd); nothing when src_fd is -1 or len
- * 0), then trailer (may be NULL/0), as one block: taskio_file_reserve()
- * then taskio_file_write_at().  0, or -1 with errno. */
+ * 0), then trailer (may be NULL/0), as one block, whose place is reserved
+ * first by an atomic add on f->end (GCC's __atomic builtins: the struct is
+ * shared with C++ tests), so several threads may append at once.  0, or -1
+ * with errno (EIO when src_fd holds fewer than len bytes; a block cut
+ * short leaves zeros in its place, and the caller fails the run). */
 int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char *trailer,
                        size_t trailer_len);
-
-/* Reserve n bytes at the end of f for one block: their offset.  An atomic
- * add (GCC's __atomic builtins: the struct is shared with C++ tests). */
-off_t taskio_file_reserve(struct taskio_file *f, off_t n);
-
-/* Write a block reserved at off: len bytes of src_fd from offset 0 (none
- * when src_fd is -1 or len 0), then trailer.  0, or -1 with errno (EIO
- * when src_fd holds fewer than len bytes; a block cut short leaves zeros
- * in its place, and the caller fails the run). */
-int taskio_file_write_at(struct taskio_file *f, off_t off, int src_fd, off_t len,
-                         const char *trailer, size_t trailer_len);
 
 /* A finished task's output, as the thread that reaped it writes it. */
 struct taskio_block {

@@ -8,7 +8,8 @@
 // regular file (with and without O_APPEND, at its current position) and to a
 // pipe drained by a reader thread, the source deleted; a missing source is
 // fine; an unreadable source, a bad destination or an unopenable path is an
-// error naming the path, and the source is kept.  Task blocks
+// error naming the path, and the source is kept.  A capture that shrank
+// below the measured size is an error (EIO).  Task blocks
 // (taskio_write_block): stdout then the record on a line of its own, stderr
 // alone, the capture sizes, --per-task-stdio's record at the end of the
 // task's file, and blocks written by several threads at once intact.
@@ -494,6 +495,20 @@ TEST_F(TaskioTest, MergeToBadDestinationKeepsSource)
     EXPECT_NE(std::string(err.text).find(src), std::string::npos) << err.text;
     EXPECT_TRUE(fs::exists(src));
     EXPECT_EQ(read_file(src), "precious output\n");
+}
+
+// A capture holding fewer bytes than the caller measured (it shrank) is
+// an error, EIO, not a block with a hole reported as written.
+TEST_F(TaskioTest, AppendOfAShrunkCaptureIsAnError)
+{
+    struct taskio_file f;
+    ASSERT_TRUE(open_output(&f, dir_ + "/o"));
+    int cap = capture_with("short\n");
+    errno = 0;
+    EXPECT_EQ(taskio_file_append(&f, cap, 100, "rec\n", 4), -1);
+    EXPECT_EQ(errno, EIO);
+    taskio_file_close(&f);
+    close(cap);
 }
 
 // A task block for name with its capture files o and e, to outf/errf.
