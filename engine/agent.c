@@ -488,9 +488,23 @@ static void agent_send_hello(struct agent *a)
     msg_free(&b);
 }
 
+/* Woken by exits, the agent asks to run at once (spawn.h); a debug line
+ * says whether it could. */
+static void agent_ask_short_slice(void)
+{
+    int rc = spawn_thread_short_slice();
+    if (rc < 0)
+        log_debug("Node agent: no short time slice (sched_setattr: %s)", strerror(errno));
+    else
+        log_debug("Node agent: %s",
+                  rc ? "short time slice" : "time slice left as it was (policy or nice)");
+}
+
 static void *agent_main(void *arg)
 {
     struct agent *a = arg;
+    if (!a->cfg.null_executor)
+        agent_ask_short_slice();
     agent_send_hello(a);
     while (!(a->shutting && a->running == 0 && nq_len(&a->queue) == 0)) {
         agent_drain_mailbox(a);

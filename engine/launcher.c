@@ -141,6 +141,7 @@ static void *launcher_main(void *arg)
 {
     struct launcher *l = arg;
     struct epoll_event ev[LAUNCHER_EVENTS];
+    (void)spawn_thread_short_slice(); /* woken by exits: run at once (spawn.h) */
     for (;;) {
         uint32_t i;
         if (mpmc_ring_try_pop(l->submitted, &i)) {

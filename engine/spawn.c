@@ -26,6 +26,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -408,6 +409,34 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
     if (si.si_code == CLD_EXITED)
         return (si.si_status & 0xff) << 8;
     return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+/* The kernel's struct sched_attr as far as SCHED_ATTR_SIZE_VER0 (48
+ * bytes, include/uapi/linux/sched/types.h): the utilization clamps after
+ * it are left alone.  glibc wraps sched_setattr only since 2.41. */
+struct spawn_sched_attr {
+    uint32_t size;
+    uint32_t sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+#define SPAWN_SCHED_FLAG_RESET_ON_FORK 0x01
+
+int spawn_thread_short_slice(void)
+{
+    struct spawn_sched_attr at;
+    memset(&at, 0, sizeof at);
+    if (syscall(SYS_sched_getattr, 0, &at, (unsigned)sizeof at, 0) < 0)
+        return -1;
+    if ((at.sched_policy != SCHED_OTHER && at.sched_policy != SCHED_BATCH) || at.sched_nice < 0)
+        return 0;
+    at.size = sizeof at;
+    at.sched_flags = SPAWN_SCHED_FLAG_RESET_ON_FORK;
+    at.sched_runtime = SPAWN_THREAD_SLICE_NS;
+    at.sched_deadline = at.sched_period = 0;
+    return syscall(SYS_sched_setattr, 0, &at, 0) < 0 ? -1 : 1;
 }
 
 int spawn_exec_exit_code(int exec_errno)
