@@ -35,6 +35,7 @@ enum {
     OPT_DRAIN_MARGIN,
     OPT_NO_THREAD_ENV,
     OPT_LAUNCH_THREADS,
+    OPT_THREADS,
 };
 
 static const struct option long_options[] = {
@@ -73,6 +74,7 @@ static const struct option long_options[] = {
     {"task-time-limit", required_argument, NULL, OPT_TASK_TIME_LIMIT},
     {"kill-grace", required_argument, NULL, OPT_KILL_GRACE},
     {"launch-threads", required_argument, NULL, OPT_LAUNCH_THREADS},
+    {"threads", required_argument, NULL, OPT_THREADS},
     {"drain-margin", required_argument, NULL, OPT_DRAIN_MARGIN},
     {"no-thread-env", no_argument, NULL, OPT_NO_THREAD_ENV},
     {NULL, 0, NULL, 0},
@@ -111,6 +113,7 @@ const char *options_usage(void)
            "      --no-thread-env      do not set OMP_NUM_THREADS & co. from -c\n"
            "      --launch-threads N   threads per host that start tasks (default: one per\n"
            "                           8 CPUs; 0: the node agent's own thread starts them)\n"
+           "      --threads N          the same as --launch-threads\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
            "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
@@ -333,9 +336,11 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "--drain-margin", v, "must be a number of seconds >= 0")
                    : 0;
     case OPT_LAUNCH_THREADS:
+    case OPT_THREADS:
         o->launch_threads_set = true;
         return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > 64
-                   ? bad_value(err, "--launch-threads", v, "must be a whole number in 0..64")
+                   ? bad_value(err, c == OPT_THREADS ? "--threads" : "--launch-threads", v,
+                               "must be a whole number in 0..64")
                    : 0;
     case OPT_MAXFDS:
         return parse_u32(v, 1, &o->maxfds) < 0

@@ -212,6 +212,9 @@ TEST_F(OptionsTest, LaunchThreads)
     EXPECT_EQ(o_.launch_threads, 0u);
     expect_rejected({"--launch-threads", "65", "wf.dag"}, {"--launch-threads", "65", "0..64"});
     expect_rejected({"--launch-threads", "-1", "wf.dag"}, {"--launch-threads"});
+    ASSERT_EQ(parse({"--threads", "5", "wf.dag"}), 0) << err(); // issue 10's name
+    EXPECT_EQ(o_.launch_threads, 5u);
+    expect_rejected({"--threads", "65", "wf.dag"}, {"--threads", "65", "0..64"});
 }
 
 TEST_F(OptionsTest, ShortFlags)
