@@ -102,11 +102,13 @@ extern "C" {
  * flight), so by the same model one launcher covers ~5 CPUs of such
  * tasks; the constant was not re-derived without a many-core machine,
  * and it matters only for tasks under a millisecond or so.  The agent
- * thread keeps ~14 us of CPU per task with one launcher and 2 in flight,
- * ~4 us with 2 launchers and 16 in flight (results, the next task's slot,
- * being woken; "Engine CPU" at the end of a run; 28 and 21 us before the
- * pool reaped): past ~120 CPUs of tasks that short (~520 us of CPU each)
- * it is the limit, whatever the pool; bench/run prints that reach
+ * thread keeps ~5-6 us of CPU per task with 2 launchers and 16 in flight
+ * (results, the next task's slot, being woken; "Engine CPU" at the end of
+ * a run; 21 us before the pool reaped), ~28 us with one launcher and 2 in
+ * flight, where each exit wakes it at once since it asks for a short
+ * time slice (spawn_thread_short_slice()): past ~100 CPUs of tasks that
+ * short (~560 us of CPU each) it is the limit, whatever the pool;
+ * bench/run prints that reach
  * ("spawn: CPUs one node agent keeps busy, busy node").  A model, not a
  * many-core measurement: none of our sessions had more than 2 cores.
  * Pure. */
