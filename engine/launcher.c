@@ -295,7 +295,7 @@ void launcher__fail_next_watch(struct launcher *l, int err)
 
 uint32_t launcher_default_threads(uint32_t cpus)
 {
-    uint32_t n = cpus / LAUNCHER_CPUS_PER_THREAD;
+    uint32_t n = cpus < LAUNCHER_MIN_CPUS ? 0 : cpus / LAUNCHER_CPUS_PER_THREAD;
     return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
 }
 

@@ -82,33 +82,35 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
-#define LAUNCHER_CPUS_PER_THREAD 8 /* CPUs one task-starting thread keeps busy */
+#define LAUNCHER_CPUS_PER_THREAD 4 /* CPUs one task-starting thread keeps busy */
+#define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
 
 /* The pool size a node of cpus CPUs gets without --launch-threads (the
  * engine passes the smaller of its --host-cpus and the CPUs it may run on,
- * since launchers need real CPUs): one
- * launcher per LAUNCHER_CPUS_PER_THREAD CPUs, so 0 (the agent thread starts
- * every task) below 8 CPUs, 1 at 8-15, 8 at 64, at most
- * LAUNCHER_MAX_THREADS.  Why 8, measured on the 2-core Intel VM of
- * docs/performance.md with /bin/true, the shortest task: a thread that
- * starts a task is held ~51 us in clone until the child's exec, and the
- * agent thread spends ~52 us of CPU per task in all (the clone's share
- * included), so it is busy ~90 us per task, while the task holds a CPU
- * ~680 us: one thread keeps ~8 CPUs busy.  Below that a pool only adds two
- * cross-thread wake-ups per task (on 2 CPUs, 1 and 2 launchers start 1.9k
- * and 2.2k tasks/s against 2.6k without).  Since the pool reaps what it
- * starts and writes its output, a launcher spends ~35 us more CPU per
- * /bin/true task (76-81 us against 41-46 on the 2-core AMD VM, 2 in
- * flight), so by the same model one launcher covers ~5 CPUs of such
- * tasks; the constant was not re-derived without a many-core machine,
- * and it matters only for tasks under a millisecond or so.  The agent
+ * since launchers need real CPUs): none below LAUNCHER_MIN_CPUS (the agent
+ * thread starts every task), then one launcher per
+ * LAUNCHER_CPUS_PER_THREAD CPUs: 2 at 8-11, 4 at 16, 16 at 64, at most
+ * LAUNCHER_MAX_THREADS.  The model, measured with /bin/true, the shortest
+ * task: a thread that starts a task is held in clone until the child's
+ * exec, mostly off its CPU (the child does its steps and the first part of
+ * its execve on another CPU), and spends CPU of its own on the launch, the
+ * reap and the output block; it keeps CPUs busy in the ratio of a task's
+ * CPU to that time.  On the 2-core AMD VM of docs/performance.md (section
+ * 15): 146-151 us in clone per spawn, 112-116 us of it off the CPU, and
+ * 41-48 us of launcher CPU per task on a busy node: ~160 us per task
+ * against the task's ~560 us of CPU, ~3.5 CPUs per launcher.  (The Intel
+ * VM of an earlier table gave ~8, before the launchers also reaped and
+ * wrote output: 51 us held in clone, a task ~680 us.)  A launcher that
+ * waits costs nothing but its sleep, so the default errs towards more.
+ * Below 8 CPUs a pool only adds two cross-thread wake-ups per task (on 2
+ * CPUs, 1 and 2 launchers start 2,221 and 2,594 tasks/s against 2,905
+ * without); between 2 and 8 CPUs nothing was measured.  The agent
  * thread keeps ~5-6 us of CPU per task with 2 launchers and 16 in flight
  * (results, the next task's slot, being woken; "Engine CPU" at the end of
  * a run; 21 us before the pool reaped), ~28 us with one launcher and 2 in
  * flight, where each exit wakes it at once since it asks for a short
  * time slice (spawn_thread_short_slice()): past ~100 CPUs of tasks that
- * short (~560 us of CPU each) it is the limit, whatever the pool;
- * bench/run prints that reach
+ * short it is the limit, whatever the pool; bench/run prints that reach
  * ("spawn: CPUs one node agent keeps busy, busy node").  A model, not a
  * many-core measurement: none of our sessions had more than 2 cores.
  * Pure. */
