@@ -494,10 +494,12 @@ static void agent_ask_short_slice(void)
 {
     int rc = spawn_thread_short_slice();
     if (rc < 0)
-        log_debug("Node agent: no short time slice (sched_setattr: %s)", strerror(errno));
+        log_debug("Node agent: no short time slice (sched_getattr/sched_setattr: %s)",
+                  strerror(errno));
     else
-        log_debug("Node agent: %s",
-                  rc ? "short time slice" : "time slice left as it was (policy or nice)");
+        log_debug("Node agent: %s", rc ? "short time slice"
+                                       : "time slice left as it was (kernel before 6.12, "
+                                         "policy, nice or utilization clamps)");
 }
 
 static void *agent_main(void *arg)

@@ -411,18 +411,32 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
     return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
 }
 
-/* The kernel's struct sched_attr as far as SCHED_ATTR_SIZE_VER0 (48
- * bytes, include/uapi/linux/sched/types.h): the utilization clamps after
- * it are left alone.  glibc wraps sched_setattr only since 2.41. */
+/* The kernel's struct sched_attr (include/uapi/linux/sched/types.h) up to
+ * SCHED_ATTR_SIZE_VER1 (56 bytes): read whole, written only up to VER0 (48
+ * bytes), so the utilization clamps are never set.  glibc wraps
+ * sched_getattr/sched_setattr only since 2.41. */
 struct spawn_sched_attr {
-    uint32_t size;
+    uint32_t size; /* bytes */
     uint32_t sched_policy;
     uint64_t sched_flags;
     int32_t sched_nice;
     uint32_t sched_priority;
-    uint64_t sched_runtime, sched_deadline, sched_period;
+    uint64_t sched_runtime, sched_deadline, sched_period; /* ns; runtime: the slice */
+    uint32_t sched_util_min, sched_util_max;              /* 0..1024; both 0 without uclamp */
 };
+#define SPAWN_SCHED_ATTR_SIZE_VER0 48
 #define SPAWN_SCHED_FLAG_RESET_ON_FORK 0x01
+#define SPAWN_UCLAMP_DEFAULT_MAX 1024 /* SCHED_CAPACITY_SCALE */
+
+/* Would SCHED_FLAG_RESET_ON_FORK change what a child of this thread gets?
+ * It resets a negative nice, a real-time policy, the utilization clamps
+ * (uclamp_fork()) and a custom slice.  The first three are read here; a
+ * custom slice cannot be told from the default one (spawn.h). */
+static bool spawn_reset_changes_children(const struct spawn_sched_attr *at)
+{
+    return at->sched_nice < 0 || at->sched_util_min != 0 ||
+           (at->sched_util_max != 0 && at->sched_util_max != SPAWN_UCLAMP_DEFAULT_MAX);
+}
 
 int spawn_thread_short_slice(void)
 {
@@ -430,9 +444,13 @@ int spawn_thread_short_slice(void)
     memset(&at, 0, sizeof at);
     if (syscall(SYS_sched_getattr, 0, &at, (unsigned)sizeof at, 0) < 0)
         return -1;
-    if ((at.sched_policy != SCHED_OTHER && at.sched_policy != SCHED_BATCH) || at.sched_nice < 0)
+    /* SCHED_BATCH never preempts on wake-up (check_preempt_wakeup_fair), so
+     * a short slice would only cut its turns; sched_runtime reads 0 for a
+     * fair-class thread on kernels without custom slices (before 6.12) */
+    if (at.sched_policy != SCHED_OTHER || at.sched_runtime == 0 ||
+        spawn_reset_changes_children(&at))
         return 0;
-    at.size = sizeof at;
+    at.size = SPAWN_SCHED_ATTR_SIZE_VER0;
     at.sched_flags = SPAWN_SCHED_FLAG_RESET_ON_FORK;
     at.sched_runtime = SPAWN_THREAD_SLICE_NS;
     at.sched_deadline = at.sched_period = 0;

@@ -127,25 +127,28 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid);
 /* Ask the scheduler to let the calling thread, one that starts and reaps
  * tasks (the node agent, a launcher), run as soon as it is woken: its time
  * slice becomes SPAWN_THREAD_SLICE_NS (sched_setattr(2)'s sched_runtime
- * for a fair-class thread, Linux >= 6.12, EEVDF's custom slice), and
+ * for a SCHED_OTHER thread, Linux >= 6.12, EEVDF's custom slice), and
  * EEVDF lets a woken thread with a shorter slice preempt the running one.
  * Without it, an exit's wake-up that lands on a CPU busy with a task waits
  * behind that task for up to its slice (~1.4 ms on 2 CPUs) while the
  * ended task's CPU idles: on the 2-core AMD VM the engine's CPUs sat idle
  * ~81 us per /bin/true task against the raw spawn loop's ~37 us
  * (docs/performance.md section 15).
- * SCHED_FLAG_RESET_ON_FORK comes with it, so the tasks the thread starts
- * get the default slice back; that flag also resets a negative nice and a
- * real-time policy in children, so the call changes nothing unless the
- * thread runs SCHED_OTHER or SCHED_BATCH with a nice of 0 or more, and the
- * tasks inherit exactly what they did before.  Policy and nice are kept.
- * On kernels before 6.12 the kernel accepts and ignores the slice (only
- * the reset flag is set, which changes nothing for such threads).
- * Returns 1 when applied, 0 when left as it was (policy or nice, above),
- * or -1 with errno (ENOSYS: no sched_setattr; EPERM: a seccomp filter);
- * the callers go on either way, since this only changes how soon the
- * thread runs.  Calling thread only; thread-safe. */
-#define SPAWN_THREAD_SLICE_NS 100000 /* 100 us: the shortest Linux accepts */
+ * SCHED_FLAG_RESET_ON_FORK comes with it, so that the tasks the thread
+ * starts get the default slice back.  That flag also resets, in children,
+ * a negative nice, a real-time policy and utilization clamps (uclampset),
+ * so the call changes nothing when the thread has any of those, nor under
+ * SCHED_BATCH or SCHED_IDLE (which never preempt on wake-up), nor on a
+ * kernel without custom slices (sched_runtime reads 0 there): tasks then
+ * inherit exactly what they did before.  One case it cannot see: a
+ * thread that already had a custom slice (chrt -T) passes the kernel's
+ * base slice to its tasks rather than its own.  Policy and nice are kept.
+ * Returns 1 when applied, 0 when left as it was (the cases above), or -1
+ * with errno (ENOSYS: no sched_getattr/sched_setattr; EPERM or EACCES: a
+ * seccomp filter or a security module); the callers go on either way,
+ * since this only changes how soon the thread runs.  Calling thread
+ * only; thread-safe. */
+#define SPAWN_THREAD_SLICE_NS 100000 /* 100 us: Linux clamps to 0.1-100 ms */
 int spawn_thread_short_slice(void);
 
 /* The shell's exit code for an exec failure: 127 when the file was not
