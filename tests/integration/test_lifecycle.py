@@ -480,7 +480,9 @@ class Lifecycle(pmcrun.TestCase):
                 def names():
                     for pid in [proc.pid] + pmcrun.descendant_pids(proc.pid):
                         for comm in glob.glob("/proc/%d/task/*/comm" % pid):
-                            seen.add(pmcrun.read_text(comm).strip())
+                            name = pmcrun.read_text(comm)  # None: that thread just ended
+                            if name is not None:
+                                seen.add(name.strip())
                     return want <= seen
 
                 self.assertTrue(self.wait_for(names, 10, proc), "threads seen: %s" % sorted(seen))
