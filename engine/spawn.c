@@ -428,10 +428,11 @@ struct spawn_sched_attr {
 #define SPAWN_SCHED_FLAG_RESET_ON_FORK 0x01
 #define SPAWN_UCLAMP_DEFAULT_MAX 1024 /* SCHED_CAPACITY_SCALE */
 
-/* Would SCHED_FLAG_RESET_ON_FORK change what a child of this thread gets?
- * It resets a negative nice, a real-time policy, the utilization clamps
- * (uclamp_fork()) and a custom slice.  The first three are read here; a
- * custom slice cannot be told from the default one (spawn.h). */
+/* Would SCHED_FLAG_RESET_ON_FORK change what a child of this SCHED_OTHER
+ * thread gets?  It resets a negative nice, the utilization clamps
+ * (uclamp_fork()) and a custom slice (and a real-time policy, which the
+ * caller has ruled out).  Nice and clamps are read here; a custom slice
+ * cannot be told from the default one (spawn.h). */
 static bool spawn_reset_changes_children(const struct spawn_sched_attr *at)
 {
     return at->sched_nice < 0 || at->sched_util_min != 0 ||
