@@ -655,6 +655,7 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
     out->agent_ns = a->cpu_ns;
     out->launchers_ns = a->launchers_cpu_ns;
     out->tasks = a->results_made;
+    out->launch_threads = a->launcher ? launcher_threads(a->launcher) : 0;
 }
 
 int agent_join(struct agent *a)

@@ -88,12 +88,14 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
 int agent_join(struct agent *a);
 
 /* CPU time of the agent thread and of its launcher threads over the run,
- * nanoseconds (read by the agent thread as it ends), and the results it
+ * nanoseconds (read by the agent thread as it ends), the results it
  * reported: tasks that ran, and those that failed to start or were
- * cancelled unstarted (with --null-executor, every task).  Valid after
- * agent_join(). */
+ * cancelled unstarted (with --null-executor, every task), and the number
+ * of launcher threads it ran (0: the agent thread started every task).
+ * Valid after agent_join(). */
 struct agent_cpu {
     uint64_t agent_ns, launchers_ns, tasks;
+    uint32_t launch_threads;
 };
 void agent_get_cpu(const struct agent *a, struct agent_cpu *out);
 

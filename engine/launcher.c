@@ -299,6 +299,11 @@ uint32_t launcher_default_threads(uint32_t cpus)
     return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
 }
 
+uint32_t launcher_threads(const struct launcher *l)
+{
+    return l->nthreads;
+}
+
 uint32_t launcher_pending(const struct launcher *l)
 {
     return mpmc_ring_size(l->completed) + mpmc_ring_size(l->unwatched) + mpmc_ring_size(l->exited);

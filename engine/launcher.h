@@ -195,6 +195,10 @@ uint32_t launcher_pending(const struct launcher *l);
  * before launcher_destroy(); any thread. */
 uint64_t launcher_cpu_ns(const struct launcher *l);
 
+/* The number of launcher threads l runs (1..LAUNCHER_MAX_THREADS).  Any
+ * thread. */
+uint32_t launcher_threads(const struct launcher *l);
+
 /* Stop and join the threads, free.  No job may be outstanding.  NULL is a
  * no-op. */
 void launcher_destroy(struct launcher *l);

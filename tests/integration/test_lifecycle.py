@@ -493,11 +493,13 @@ class Lifecycle(pmcrun.TestCase):
     def test_engine_cpu_line(self):
         """The end of a run reports the engine's own CPU by thread: the
         master, the rescue writer, the node agent with its CPU per task and
-        the tasks it reported, the launchers (none without a pool)."""
+        the tasks it reported, the launchers and how many threads they were
+        (none without a pool)."""
         tasks = "".join("TASK t%d /bin/true\n" % i for i in range(12))
         pat = re.compile(r"Engine CPU: master ([\d.]+) ms, rescue writer ([\d.]+) ms, node agent "
-                         r"([\d.]+) ms \(([\d.]+) us per task, (\d+) tasks\), launchers ([\d.]+) ms")
-        for pool in (0, 1):
+                         r"([\d.]+) ms \(([\d.]+) us per task, (\d+) tasks\), launchers ([\d.]+) ms "
+                         r"\((\d+) threads\)")
+        for pool in (0, 1, 3):
             with self.subTest(launch_threads=pool):
                 dag_path = self.write_dag("cpu%d.dag" % pool, tasks)
                 res = self.run_pmc(["--launch-threads", str(pool), dag_path])
@@ -508,6 +510,7 @@ class Lifecycle(pmcrun.TestCase):
                     float(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4)),
                     int(m.group(5)), float(m.group(6)))
                 self.assertEqual(ntasks, 12)
+                self.assertEqual(int(m.group(7)), pool)
                 self.assertGreater(agent, 0)
                 self.assertGreater(writer, 0, "the rescue writer wrote 12 records")  # µs resolution
                 self.assertGreater(master, 0)
