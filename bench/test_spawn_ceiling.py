@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Tests of bench/spawn_ceiling (ctest: bench.spawn_ceiling): every task
+runs, -s shares the tasks among that many spawner processes, failures and
+bad arguments give their exit statuses.  Each task appends its parent's pid
+to a file, so the file shows how many ran and which spawner started each.
+
+    python3 bench/test_spawn_ceiling.py BUILD/bench/spawn_ceiling
+"""
+
+import collections
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+EXE = None  # the spawn_ceiling under test (argv[1])
+
+
+class SpawnCeiling(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="spawn-ceiling-")
+        self.log = os.path.join(self.tmp.name, "ppids")
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_exe(self, *args, program=None):
+        prog = program or ["/bin/sh", "-c", f'echo $PPID >> "{self.log}"']
+        return subprocess.run([EXE, *map(str, args), *prog], capture_output=True, text=True,
+                              timeout=60)
+
+    def fields(self, p):
+        return dict(w.split("=", 1) for w in p.stdout.split())
+
+    def parents(self):
+        with open(self.log) as f:
+            return collections.Counter(line.strip() for line in f)
+
+    def test_one_spawner_runs_every_task(self):
+        p = self.run_exe(25, 3)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        f = self.fields(p)
+        self.assertEqual((f["tasks"], f["parallel"], f["spawners"], f["failed"]), ("25", "3", "1", "0"))
+        self.assertGreater(float(f["tasks_per_s"]), 0)
+        self.assertEqual(list(self.parents().values()), [25], "one process started all 25")
+
+    def test_spawners_share_the_tasks(self):
+        p = self.run_exe("-s", 3, 25, 4)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        f = self.fields(p)
+        self.assertEqual((f["tasks"], f["parallel"], f["spawners"]), ("25", "4", "3"))
+        by_parent = self.parents()
+        self.assertEqual(sorted(by_parent.values()), [8, 8, 9], by_parent)
+        self.assertNotIn(str(os.getpid()), by_parent)
+
+    def test_failures_give_exit_1(self):
+        for args in ((5, 2), ("-s", 2, 5, 2)):
+            with self.subTest(args=args):
+                p = self.run_exe(*args, program=["/bin/false"])
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertNotEqual(self.fields(p)["failed"], "0")
+
+    def test_bad_arguments_give_exit_2(self):
+        for args in (("-s", 0, 5, 2), ("-s", 3, 5, 2), ("-s", "x", 5, 2), (0, 2), (5,)):
+            with self.subTest(args=args):
+                p = self.run_exe(*args, program=[])
+                self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+                self.assertIn("spawn_ceiling", p.stderr)
+                self.assertFalse(os.path.exists(self.log))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit("usage: test_spawn_ceiling.py SPAWN_CEILING")
+    EXE = os.path.abspath(sys.argv.pop(1))
+    unittest.main()
