@@ -82,16 +82,23 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
-#define LAUNCHER_CPUS_PER_THREAD 4 /* CPUs one task-starting thread keeps busy */
+#define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
 #define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
 
 /* The pool size a node of cpus CPUs gets without --launch-threads (the
  * engine passes the smaller of its --host-cpus and the CPUs it may run on,
  * since launchers need real CPUs): none below LAUNCHER_MIN_CPUS (the agent
  * thread starts every task), then one launcher per
- * LAUNCHER_CPUS_PER_THREAD CPUs: 2 at 8-11, 4 at 16, 16 at 64, at most
- * LAUNCHER_MAX_THREADS.  The model, measured with /bin/true, the shortest
- * task: a thread that starts a task is held in clone until the child's
+ * LAUNCHER_CPUS_PER_THREAD CPUs: 4 at 8-9, 8 at 16, 32 at 64, at most
+ * LAUNCHER_MAX_THREADS.  Measured on a 16-core Intel VM
+ * (docs/performance.md section 16; /bin/true, 16 at once, tasks/s): 5.9k
+ * with no pool, 6.0k with 1 launcher, 10.1k with 2, 13.4k-16.1k with 4
+ * (median 14.4k over three measurements), 15.0k-15.9k with 8 (median
+ * 15.7k), 14.2k with 12, 14.8k with 16; with 64 in flight 15.8k with 4,
+ * 18.5k with 8; 16 single-threaded spawner processes reach 19.3k-20.0k.
+ * Few runs each, so one per 2 CPUs is the pick of a noisy plateau from 8
+ * launchers on, where a pool too small costs far more than one too large.
+ * The model behind it, measured with /bin/true, the shortest task: a thread that starts a task is held in clone until the child's
  * exec, mostly off its CPU (the child does its steps and the first part of
  * its execve on another CPU), and spends CPU of its own on the launch, the
  * reap and the output block; it keeps CPUs busy in the ratio of a task's
@@ -104,16 +111,17 @@ extern "C" {
  * waits costs nothing but its sleep, so the default errs towards more.
  * Below 8 CPUs a pool only adds two cross-thread wake-ups per task (on 2
  * CPUs, 1 and 2 launchers start 2,221 and 2,594 tasks/s against 2,905
- * without); between 2 and 8 CPUs nothing was measured.  The agent
+ * without); between 2 and 16 CPUs nothing was measured.  The agent
  * thread keeps ~5-6 us of CPU per task with 2 launchers and 16 in flight
  * (results, the next task's slot, being woken; "Engine CPU" at the end of
  * a run; 21 us before the pool reaped), ~28 us with one launcher and 2 in
  * flight, where each exit wakes it at once since it asks for a short
  * time slice (spawn_thread_short_slice()): past ~100 CPUs of tasks that
  * short it is the limit, whatever the pool; bench/run prints that reach
- * ("spawn: CPUs one node agent keeps busy, busy node").  A model, not a
- * many-core measurement: none of our sessions had more than 2 cores.
- * Pure. */
+ * ("spawn: CPUs one node agent keeps busy, busy node").  On the 16-core
+ * VM the agent spent 10-14 us per task with 16 in flight and 4.7 us with
+ * 128 (a reach of ~150 CPUs of /bin/true); past 16 cores nothing was
+ * measured.  Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
 

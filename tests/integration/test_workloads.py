@@ -11,7 +11,7 @@ a fresh temporary directory and run with --host-cpus 16:
     ranks ran tasks;
   * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
     spawned by two launcher threads (engine/launcher.h), not the agent's
-    (by default a host gets one per 4 CPUs it can really use: none on a
+    (by default a host gets one per 2 CPUs it can really use: none on a
     machine of fewer than 8);
   * launch_threads_default (examples' montage-small): the pool a host gets
     without --launch-threads, named by the agent's -v line;
@@ -83,7 +83,7 @@ class Workloads(pmcrun.TestCase):
         self.run_dags(self.require_workloads(), 1, extra=("--launch-threads", "2"))
 
     def test_launch_threads_default(self):
-        """Without --launch-threads a host gets one launcher per 4 CPUs of
+        """Without --launch-threads a host gets one launcher per 2 CPUs of
         min(--host-cpus, the CPUs this machine lets it run on), none below 8
         (engine/launcher.h), and runs montage-small with them; the agent's -v
         line names the pool; a rank bound to one CPU gets none.  On a machine
@@ -91,7 +91,7 @@ class Workloads(pmcrun.TestCase):
         itself is unit-tested)."""
         usable = len(os.sched_getaffinity(0))
         src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
-        by_default = min(24, usable) // 4 if min(24, usable) >= 8 else 0
+        by_default = min(24, usable) // 2 if min(24, usable) >= 8 else 0
         one_cpu = min(os.sched_getaffinity(0))
         for cpus, extra, bound, want in (
                 ("4", (), False, "4 CPUs, 0 launch threads (the agent thread"),

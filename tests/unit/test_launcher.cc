@@ -1,6 +1,6 @@
 // test_launcher.cc - unit tests of engine/launcher.h: the pool size
 // without --launch-threads (launcher_default_threads: none below 8 CPUs,
-// one per 4 CPUs from 8 on, capped at LAUNCHER_MAX_THREADS), and the pool
+// one per 2 CPUs from 8 on, capped at LAUNCHER_MAX_THREADS), and the pool
 // itself: a started job's pid and pidfd handed back for the caller to
 // reap, a failed spawn's error, reaped launches (completed without a
 // wake-up, then watched and reaped by the pool: their wait status and
@@ -425,15 +425,16 @@ TEST(LauncherDefault, NoPoolBelowEightCpus)
         EXPECT_EQ(launcher_default_threads(cpus), 0u) << cpus << " CPUs";
 }
 
-TEST(LauncherDefault, OnePerFourCpusFromEight)
+TEST(LauncherDefault, OnePerTwoCpusFromEight)
 {
-    EXPECT_EQ(launcher_default_threads(8), 2u);
-    EXPECT_EQ(launcher_default_threads(11), 2u);
-    EXPECT_EQ(launcher_default_threads(12), 3u);
-    EXPECT_EQ(launcher_default_threads(16), 4u);
-    EXPECT_EQ(launcher_default_threads(64), 16u);
-    EXPECT_EQ(launcher_default_threads(128), 32u);
-    EXPECT_EQ(launcher_default_threads(192), 48u);
+    EXPECT_EQ(launcher_default_threads(8), 4u);
+    EXPECT_EQ(launcher_default_threads(9), 4u);
+    EXPECT_EQ(launcher_default_threads(11), 5u);
+    EXPECT_EQ(launcher_default_threads(16), 8u);
+    EXPECT_EQ(launcher_default_threads(64), 32u);
+    EXPECT_EQ(launcher_default_threads(127), 63u);
+    EXPECT_EQ(launcher_default_threads(128), 64u);
+    EXPECT_EQ(launcher_default_threads(192), 64u);
 }
 
 TEST(LauncherDefault, CappedAtTheMostThePoolTakes)
