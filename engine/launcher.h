@@ -90,37 +90,34 @@ extern "C" {
  * since launchers need real CPUs): none below LAUNCHER_MIN_CPUS (the agent
  * thread starts every task), then one launcher per
  * LAUNCHER_CPUS_PER_THREAD CPUs: 4 at 8-9, 8 at 16, 32 at 64, at most
- * LAUNCHER_MAX_THREADS.  Measured on a 16-core Intel VM
- * (docs/performance.md section 16; /bin/true, 16 at once, tasks/s): 5.9k
- * with no pool, 6.0k with 1 launcher, 10.1k with 2, 13.4k-16.1k with 4
- * (median 14.4k over three measurements), 15.0k-15.9k with 8 (median
- * 15.7k), 14.2k with 12, 14.8k with 16; with 64 in flight 15.8k with 4,
- * 18.5k with 8; 16 single-threaded spawner processes reach 19.3k-20.0k.
- * Few runs each, so one per 2 CPUs is the pick of a noisy plateau from 8
- * launchers on, where a pool too small costs far more than one too large.
- * The model behind it, measured with /bin/true, the shortest task: a thread that starts a task is held in clone until the child's
- * exec, mostly off its CPU (the child does its steps and the first part of
- * its execve on another CPU), and spends CPU of its own on the launch, the
- * reap and the output block; it keeps CPUs busy in the ratio of a task's
- * CPU to that time.  On the 2-core AMD VM of docs/performance.md (section
+ * LAUNCHER_MAX_THREADS.
+ *
+ * Measured on a 16-core Intel VM (docs/performance.md section 16;
+ * /bin/true, 16 at once, tasks/s): 5.9k with no pool, 6.0k with 1
+ * launcher, 10.1k with 2, 13.4k-16.1k with 4 (median 14.4k over three
+ * measurements), 15.0k-15.9k with 8 (median 15.7k), 14.2k with 12, 14.8k
+ * with 16; with 64 in flight 15.8k with 4, 18.5k with 8; 16
+ * single-threaded spawner processes reach 19.3k-20.0k.  Few runs each, so
+ * one per 2 CPUs is the pick of a noisy plateau from 8 launchers on, where
+ * a pool too small costs far more than one too large (a launcher that
+ * waits costs nothing but its sleep).
+ *
+ * Why a pool: a thread that starts a task is held in clone until the
+ * child's exec, mostly off its CPU, and spends CPU of its own on the
+ * launch, the reap and the output block.  On the 2-core AMD VM (section
  * 15): 146-151 us in clone per spawn, 112-116 us of it off the CPU, and
- * 41-48 us of launcher CPU per task on a busy node: ~160 us per task
- * against the task's ~560 us of CPU, ~3.5 CPUs per launcher.  (The Intel
- * VM of an earlier table gave ~8, before the launchers also reaped and
- * wrote output: 51 us held in clone, a task ~680 us.)  A launcher that
- * waits costs nothing but its sleep, so the default errs towards more.
- * Below 8 CPUs a pool only adds two cross-thread wake-ups per task (on 2
- * CPUs, 1 and 2 launchers start 2,221 and 2,594 tasks/s against 2,905
- * without); between 2 and 16 CPUs nothing was measured.  The agent
- * thread keeps ~5-6 us of CPU per task with 2 launchers and 16 in flight
- * (results, the next task's slot, being woken; "Engine CPU" at the end of
- * a run; 21 us before the pool reaped), ~28 us with one launcher and 2 in
- * flight, where each exit wakes it at once since it asks for a short
- * time slice (spawn_thread_short_slice()): past ~100 CPUs of tasks that
- * short it is the limit, whatever the pool; bench/run prints that reach
- * ("spawn: CPUs one node agent keeps busy, busy node").  On the 16-core
- * VM the agent spent 10-14 us per task with 16 in flight and 4.7 us with
- * 128 (a reach of ~150 CPUs of /bin/true); past 16 cores nothing was
+ * 41-48 us of launcher CPU per task on a busy node, against a /bin/true
+ * task's ~560 us of CPU.  Below 8 CPUs a pool only adds two cross-thread
+ * hand-offs per task (on 2 CPUs, 1 and 2 launchers start 2,221 and 2,594
+ * tasks/s against 2,905 without); between 2 and 16 CPUs nothing was
+ * measured.
+ *
+ * The agent thread, which every task of a node passes through, spent
+ * 10-14 us of CPU per task on the 16-core VM with 16 in flight and 4.7 us
+ * with 128 (a reach of ~150 CPUs of /bin/true; "Engine CPU" at the end of
+ * a run, and bench/run's "spawn: CPUs one node agent keeps busy"), ~28 us
+ * on 2 cores with one launcher and 2 in flight, where each exit wakes it
+ * at once (spawn_thread_short_slice()).  Past 16 cores nothing was
  * measured.  Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
 #define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */

@@ -112,7 +112,7 @@ const char *options_usage(void)
            "      --kill-grace SEC     SIGTERM to SIGKILL grace for killed tasks (5)\n"
            "      --no-thread-env      do not set OMP_NUM_THREADS & co. from -c\n"
            "      --launch-threads N   threads per host that start tasks (default: one per\n"
-           "                           4 CPUs from 8 on; 0: the node agent's own thread)\n"
+           "                           2 CPUs from 8 on; 0: the node agent's own thread)\n"
            "      --threads N          the same as --launch-threads\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
