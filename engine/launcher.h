@@ -97,10 +97,11 @@ extern "C" {
  * launcher, 10.1k with 2, 13.4k-16.1k with 4 (median 14.4k over three
  * measurements), 15.0k-15.9k with 8 (median 15.7k), 14.2k with 12, 14.8k
  * with 16; with 64 in flight 15.8k with 4, 18.5k with 8; 16
- * single-threaded spawner processes reach 19.3k-20.0k.  Few runs each, so
- * one per 2 CPUs is the pick of a noisy plateau from 8 launchers on, where
- * a pool too small costs far more than one too large (a launcher that
- * waits costs nothing but its sleep).
+ * single-threaded spawner processes reach 19.3k-20.0k.  A later run (3
+ * rounds each, against 23.0-23.9k for 16 spawners): 18.7k with 4, 18.4k
+ * with 8.  Few runs each, so one per 2 CPUs is the pick of a noisy plateau
+ * from 4 to 16 launchers, where a pool too small costs far more than one
+ * too large (a launcher that waits costs nothing but its sleep).
  *
  * Why a pool: a thread that starts a task is held in clone until the
  * child's exec, mostly off its CPU, and spends CPU of its own on the
