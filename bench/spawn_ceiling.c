@@ -20,10 +20,14 @@
  * reap.  This is the ceiling
  * that pmc-hybrid's throughput on the same tasks is compared with (docs/design.md
  * section 8), so bench/run measures both in the same run, interleaved.
- * Exit status 1 when a spawn fails or a child does not exit 0.
+ * Exit status 1 when a spawn fails (nothing printed) or a child does not
+ * exit 0 (failed=F counts them; with -s each spawner's count is capped at
+ * 125).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,31 +78,62 @@ static long spawn_loop(long tasks, long par, char **child_argv)
     return failed;
 }
 
-/* Fork spawners processes, spawner i running its share of tasks and of par
- * (the first ones take the remainders), and wait for them.  Returns 0 when
- * every spawner and every task succeeded, 1 otherwise. */
-static int run_spawners(long spawners, long tasks, long par, char **child_argv)
+#define SPAWNER_SPAWN_ERROR 126 /* a spawner's exit status when a spawn or wait failed */
+
+/* Wait for the n spawners in pid[] and sum the failed tasks they report
+ * in their exit statuses (0..125, capped).  -1 when one could not spawn
+ * or wait, or was killed. */
+static long wait_spawners(const pid_t *pid, long n)
 {
-    for (long i = 0; i < spawners; i++) {
-        long my_tasks = tasks / spawners + (i < tasks % spawners);
-        long my_par = par / spawners + (i < par % spawners);
-        pid_t pid = fork();
-        if (pid < 0) {
+    long failed = 0;
+    bool broken = false;
+    for (long i = 0; i < n; i++) {
+        int status;
+        while (waitpid(pid[i], &status, 0) < 0)
+            if (errno != EINTR) {
+                perror("spawn_ceiling: waitpid");
+                return -1;
+            }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) == SPAWNER_SPAWN_ERROR)
+            broken = true;
+        else
+            failed += WEXITSTATUS(status);
+    }
+    return broken ? -1 : failed;
+}
+
+/* Fork spawners processes, spawner i running its share of tasks and of par
+ * (the first ones take the remainders), and wait for them.  Returns the
+ * number of tasks that did not exit 0 (each spawner's count capped at
+ * 125), or -1 (after a message) when a fork, a spawn or a wait failed;
+ * spawners already started are then killed and collected. */
+static long run_spawners(long spawners, long tasks, long par, char **child_argv)
+{
+    pid_t *pid = calloc((size_t)spawners, sizeof *pid);
+    if (!pid) {
+        perror("spawn_ceiling");
+        return -1;
+    }
+    long n = 0;
+    for (; n < spawners; n++) {
+        long my_tasks = tasks / spawners + (n < tasks % spawners);
+        long my_par = par / spawners + (n < par % spawners);
+        if ((pid[n] = fork()) < 0) {
             perror("spawn_ceiling: fork");
-            return 1;
+            for (long i = 0; i < n; i++)
+                kill(pid[i], SIGKILL);
+            wait_spawners(pid, n);
+            free(pid);
+            return -1;
         }
-        if (pid == 0)
-            _exit(my_tasks && spawn_loop(my_tasks, my_par, child_argv) != 0);
-    }
-    int bad = 0, status;
-    for (long i = 0; i < spawners; i++) {
-        if (wait(&status) < 0) {
-            perror("spawn_ceiling: wait");
-            return 1;
+        if (pid[n] == 0) {
+            long f = my_tasks ? spawn_loop(my_tasks, my_par, child_argv) : 0;
+            _exit(f < 0 ? SPAWNER_SPAWN_ERROR : f > 125 ? 125 : (int)f);
         }
-        bad |= !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     }
-    return bad;
+    long failed = wait_spawners(pid, n);
+    free(pid);
+    return failed;
 }
 
 static int usage(void)
@@ -125,14 +160,10 @@ int main(int argc, char **argv)
     char *dflt[] = {"/bin/true", NULL};
     char **child_argv = argc - optind > 2 ? argv + optind + 2 : dflt;
     double t0 = mono_s();
-    long failed;
-    if (spawners == 1) {
-        failed = spawn_loop(tasks, par, child_argv);
-        if (failed < 0)
-            return 1;
-    } else {
-        failed = run_spawners(spawners, tasks, par, child_argv); /* 0 or 1: a flag */
-    }
+    long failed = spawners == 1 ? spawn_loop(tasks, par, child_argv)
+                                : run_spawners(spawners, tasks, par, child_argv);
+    if (failed < 0)
+        return 1;
     double wall = mono_s() - t0;
     printf("tasks=%ld parallel=%ld spawners=%ld wall_s=%.6f tasks_per_s=%.1f us_per_task=%.2f "
            "failed=%ld\n",

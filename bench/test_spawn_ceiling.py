@@ -26,9 +26,14 @@ class SpawnCeiling(unittest.TestCase):
         self.tmp.cleanup()
 
     def run_exe(self, *args, program=None):
-        prog = program or ["/bin/sh", "-c", f'echo $PPID >> "{self.log}"']
-        return subprocess.run([EXE, *map(str, args), *prog], capture_output=True, text=True,
-                              timeout=60)
+        """Run spawn_ceiling ARGS PROGRAM (default: a task appending its
+        parent's pid to the log); also keeps the spawn_ceiling's own pid."""
+        prog = ["/bin/sh", "-c", f'echo $PPID >> "{self.log}"'] if program is None else program
+        p = subprocess.Popen([EXE, *map(str, args), *prog], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+        self.pid = p.pid
+        out, err = p.communicate(timeout=60)
+        return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
     def fields(self, p):
         return dict(w.split("=", 1) for w in p.stdout.split())
@@ -43,7 +48,7 @@ class SpawnCeiling(unittest.TestCase):
         f = self.fields(p)
         self.assertEqual((f["tasks"], f["parallel"], f["spawners"], f["failed"]), ("25", "3", "1", "0"))
         self.assertGreater(float(f["tasks_per_s"]), 0)
-        self.assertEqual(list(self.parents().values()), [25], "one process started all 25")
+        self.assertEqual(self.parents(), {str(self.pid): 25}, "spawn_ceiling started all 25")
 
     def test_spawners_share_the_tasks(self):
         p = self.run_exe("-s", 3, 25, 4)
@@ -52,17 +57,25 @@ class SpawnCeiling(unittest.TestCase):
         self.assertEqual((f["tasks"], f["parallel"], f["spawners"]), ("25", "4", "3"))
         by_parent = self.parents()
         self.assertEqual(sorted(by_parent.values()), [8, 8, 9], by_parent)
-        self.assertNotIn(str(os.getpid()), by_parent)
+        self.assertNotIn(str(self.pid), by_parent, "the forked spawners started them")
 
-    def test_failures_give_exit_1(self):
+    def test_failed_tasks_are_counted(self):
         for args in ((5, 2), ("-s", 2, 5, 2)):
             with self.subTest(args=args):
                 p = self.run_exe(*args, program=["/bin/false"])
                 self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
-                self.assertNotEqual(self.fields(p)["failed"], "0")
+                self.assertEqual(self.fields(p)["failed"], "5")
+
+    def test_spawn_failure_prints_no_figures(self):
+        for args in ((5, 2), ("-s", 2, 5, 2)):
+            with self.subTest(args=args):
+                p = self.run_exe(*args, program=["/nonexistent/program"])
+                self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+                self.assertEqual(p.stdout, "")
+                self.assertIn("/nonexistent/program", p.stderr)
 
     def test_bad_arguments_give_exit_2(self):
-        for args in (("-s", 0, 5, 2), ("-s", 3, 5, 2), ("-s", "x", 5, 2), (0, 2), (5,)):
+        for args in (("-s", 0, 5, 2), ("-s", 3, 5, 2), ("-s", "x", 5, 2), (0, 2), (5,), ()):
             with self.subTest(args=args):
                 p = self.run_exe(*args, program=[])
                 self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
