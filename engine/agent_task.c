@@ -365,9 +365,11 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         j->req.affinity = &j->affinity;
     }
     struct slot *s = &a->slots[i];
-    /* reaped by the pool (launcher.h): nothing to do as it starts or runs
-     * (no pipes, no time limit, no STARTED notice, no abort under way) */
-    j->pool_reaps = s->fwd.n == 0 && s->time_limit_ms == 0 && !s->notify_start && !a->aborting;
+    /* reaped by the pool (launcher.h): nothing to do while it runs (no
+     * pipes, no time limit, no abort under way); a STARTED notice goes when
+     * its completion wakes the agent (wake_on_start) */
+    j->pool_reaps = s->fwd.n == 0 && s->time_limit_ms == 0 && !a->aborting;
+    j->wake_on_start = s->notify_start;
     if (j->pool_reaps) {
         agent_output_block(a, s, &j->output);
         j->started = s->t0;

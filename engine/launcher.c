@@ -70,7 +70,7 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     struct launch_job *j = &l->jobs[i];
     j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
     /* read before the push: the job's inputs are the agent's after it */
-    bool reaps = j->pool_reaps && j->err == 0;
+    bool reaps = j->pool_reaps && j->err == 0, wake = j->wake_on_start;
     int pidfd = j->pidfd;
     if (reaps) /* before the push: launcher_signal() may come right after */
         atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_relaxed);
@@ -87,7 +87,7 @@ static void launcher_launch(struct launcher *l, uint32_t i)
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
         atomic_thread_fence(memory_order_seq_cst);
-        if (atomic_load_explicit(&l->wake_always, memory_order_relaxed))
+        if (wake || atomic_load_explicit(&l->wake_always, memory_order_relaxed))
             mailbox_notify(l->wake);
         return;
     }

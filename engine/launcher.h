@@ -17,9 +17,11 @@
  * acquire order those writes).  No lock and no allocation per task.
  *
  * Reaped launches (launch_job.pool_reaps), for tasks that need nothing from the
- * agent while they run (no forwarding pipe, no time limit, no STARTED
- * notice): the launcher completes the job without waking the agent and
- * adds the child's pidfd to the pool's own epoll set (one-shot).  When the
+ * agent while they run (no forwarding pipe, no time limit): the launcher
+ * completes the job without waking the agent (unless wake_on_start: the
+ * master wants a STARTED notice, which the agent sends when it takes the
+ * completion) and adds the child's pidfd to the pool's own epoll set
+ * (one-shot).  When the
  * task exits, a launcher reaps it as the agent would (kill what it left in
  * its process group while the zombie holds the id, clear its watchdog
  * entry, waitid, close the pidfd: spawn_end_task()) and hands the slot
@@ -135,6 +137,9 @@ struct launch_job {
      * block's strings and files must stay valid until the slot comes back
      * from launcher_take_exited()), and hands it back */
     bool pool_reaps;
+    /* in, reaped launches: wake the agent when the task has started (its
+     * completion), for a STARTED notice; otherwise only its exit does */
+    bool wake_on_start;
     struct taskio_block output;
     struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
     pid_t pid;               /* out: the child, when err == 0 */

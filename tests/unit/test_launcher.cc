@@ -54,6 +54,7 @@ class LauncherPool : public TempDirTest
         close(out_);
         TempDirTest::TearDown();
     }
+    bool wake_on_start_ = false; // the next submits' launch_job.wake_on_start
     void start(uint32_t nthreads, uint32_t nslots)
     {
         struct pmc_error err;
@@ -76,6 +77,7 @@ class LauncherPool : public TempDirTest
         j->req.stdout_fd = stdout_fd >= 0 ? stdout_fd : out_;
         j->req.stderr_fd = stderr_fd >= 0 ? stderr_fd : out_;
         j->pool_reaps = reaped;
+        j->wake_on_start = wake_on_start_;
         names_[i] = "t" + std::to_string(i);
         j->output = taskio_block{};
         j->output.record.name = names_[i].c_str();
@@ -216,6 +218,24 @@ TEST_F(LauncherPool, ReapedLaunchWakesOnlyForItsExit)
     ASSERT_EQ(submit_asleep(1, {"/bin/true"}), 1u);
     EXPECT_EQ(reap(1), CLD_EXITED << 8 | 0);
     EXPECT_GE(wakes_within_10s(), 1u) << "a loud launch must wake the agent";
+}
+
+// A reaped launch whose start the master wants to hear of (a STARTED
+// notice): its completion wakes the agent, and its exit once more; the pool
+// still reaps it.
+TEST_F(LauncherPool, ReapedLaunchWithStartNoticeWakesAtStart)
+{
+    start(1, 2);
+    wake_on_start_ = true;
+    ASSERT_EQ(submit_asleep(1, {"/bin/sleep", "30"}, true), 1u);
+    ASSERT_EQ(launcher_job(pool_, 1)->err, 0) << strerror(launcher_job(pool_, 1)->err);
+    EXPECT_GE(wakes_within_10s(), 1u) << "the start did not wake the agent";
+    EXPECT_TRUE(launcher_signal(pool_, 1, SIGKILL)) << "not watched by the pool";
+    uint32_t i = 99;
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 1u);
+    EXPECT_EQ(launcher_job(pool_, 1)->status, SIGKILL);
+    EXPECT_GE(wakes_within_10s(), 1u) << "the exit must wake the agent";
 }
 
 // After launcher_wake_always() (an abort) a reaped launch's completion
