@@ -47,15 +47,19 @@ static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
 {
     struct slot *s = &a->slots[i];
     if (!s->timed_out) {
+        /* a reaped launch: the pool marks it, unless it is being reaped */
+        if (s->pool_reaps && !launcher_time_out(a->launcher, i))
+            return;
         s->timed_out = true;
         log_debug("Task %s exceeded its time limit of %g s: SIGTERM", s->strs,
                   s->time_limit_ms / 1000.0);
-        kill(-s->pid, SIGTERM);
+        if (!s->pool_reaps)
+            kill(-s->pid, SIGTERM);
         if (deadlines_set(&a->deadlines, i, s->gen,
                           now + (uint64_t)a->cfg.kill_grace_ms * 1000000u) == 0)
             return;
     }
-    kill(-s->pid, SIGKILL);
+    agent__signal(a, i, SIGKILL);
 }
 
 int agent__limit_timeout_ms(struct agent *a)
@@ -63,7 +67,8 @@ int agent__limit_timeout_ms(struct agent *a)
     uint64_t now = pmc_mono_ns();
     uint32_t i, gen;
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
-        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen && a->slots[i].pidfd >= 0)
+        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen &&
+            (a->slots[i].pidfd >= 0 || a->slots[i].pool_reaps))
             agent_limit_expired(a, i, now);
     }
     return deadlines_timeout_ms(&a->deadlines, now);

@@ -365,11 +365,13 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         j->req.affinity = &j->affinity;
     }
     struct slot *s = &a->slots[i];
-    /* reaped by the pool (launcher.h): nothing to do while it runs (no
-     * pipes, no time limit, no abort under way); a STARTED notice goes when
-     * its completion wakes the agent (wake_on_start) */
-    j->pool_reaps = s->fwd.n == 0 && s->time_limit_ms == 0 && !a->aborting;
+    /* reaped by the pool (launcher.h) unless it has pipes to read or an
+     * abort is under way; a STARTED notice goes when its completion wakes
+     * the agent (wake_on_start), a time limit through launcher_time_out() */
+    j->pool_reaps = s->fwd.n == 0 && !a->aborting;
     j->wake_on_start = s->notify_start;
+    j->time_limit_ms = s->time_limit_ms;
+    j->timed_out = false;
     if (j->pool_reaps) {
         agent_output_block(a, s, &j->output);
         j->started = s->t0;
@@ -459,8 +461,9 @@ void agent__take_launches(struct agent *a)
         s->err_len = j->err_len;
         errno = j->output_errno;
         agent_output_written(a, s, j->output_rc);
-        agent__limit_end(a, i); /* no limit: bumps the generation */
-        agent_task_done(a, s, j->status, 0, j->duration);
+        agent__limit_end(a, i); /* disarms its limit, bumps the generation */
+        s->timed_out = j->timed_out;
+        agent_task_done(a, s, j->status, j->timed_out ? ETIMEDOUT : 0, j->duration);
     }
 }
 

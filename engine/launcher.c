@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -108,6 +109,11 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
     j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
+    if (j->timed_out) { /* as agent__limit_note() does for the agent's tasks */
+        dprintf(j->req.stderr_fd, "pmc-hybrid: task %s exceeded its time limit of %g s\n",
+                j->output.record.name, j->time_limit_ms / 1000.0);
+        j->status = TASK_TIMEOUT_STATUS;
+    }
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);
@@ -271,16 +277,30 @@ int launcher_take_exited(struct launcher *l, uint32_t *i)
     return mpmc_ring_try_pop(l->exited, i) ? 1 : 0;
 }
 
-bool launcher_signal(struct launcher *l, uint32_t i, int sig)
+/* Signal slot i's watched task, marking it timed out first when asked
+ * (the reaper reads the mark after launcher_unwatch()). */
+static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool time_out)
 {
     int s = JOB_WATCHED;
     if (i >= l->nslots ||
         !atomic_compare_exchange_strong_explicit(&l->state[i], &s, JOB_SIGNALLING,
                                                  memory_order_acq_rel, memory_order_acquire))
         return false;
+    if (time_out)
+        l->jobs[i].timed_out = true;
     kill(-l->jobs[i].pid, sig);
     atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_release);
     return true;
+}
+
+bool launcher_signal(struct launcher *l, uint32_t i, int sig)
+{
+    return launcher_signal_job(l, i, sig, false);
+}
+
+bool launcher_time_out(struct launcher *l, uint32_t i)
+{
+    return launcher_signal_job(l, i, SIGTERM, true);
 }
 
 void launcher_wake_always(struct launcher *l)

@@ -16,12 +16,13 @@
  * submit and by a launcher before the completion (the rings' release and
  * acquire order those writes).  No lock and no allocation per task.
  *
- * Reaped launches (launch_job.pool_reaps), for tasks that need nothing from the
- * agent while they run (no forwarding pipe, no time limit): the launcher
- * completes the job without waking the agent (unless wake_on_start: the
- * master wants a STARTED notice, which the agent sends when it takes the
- * completion) and adds the child's pidfd to the pool's own epoll set
- * (one-shot).  When the
+ * Reaped launches (launch_job.pool_reaps), for tasks whose output needs no
+ * reading while they run (no forwarding pipe): the launcher completes the
+ * job without waking the agent (unless wake_on_start: the master wants a
+ * STARTED notice, which the agent sends when it takes the completion) and
+ * adds the child's pidfd to the pool's own epoll set (one-shot).  The
+ * agent keeps a task's time limit and ends it with launcher_time_out(),
+ * whose mark the reaper turns into the time-out status and note.  When the
  * task exits, a launcher reaps it as the agent would (kill what it left in
  * its process group while the zombie holds the id, clear its watchdog
  * entry, waitid, close the pidfd: spawn_end_task()) and hands the slot
@@ -84,6 +85,7 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
+#define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 #define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
 #define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
 
@@ -140,6 +142,10 @@ struct launch_job {
     /* in, reaped launches: wake the agent when the task has started (its
      * completion), for a STARTED notice; otherwise only its exit does */
     bool wake_on_start;
+    /* in, reaped launches: the task's time limit (0: none), for the note
+     * that launcher_time_out() makes the reaper write to its stderr */
+    uint32_t time_limit_ms;
+    bool timed_out; /* launcher_time_out() stopped it: status TASK_TIMEOUT_STATUS */
     struct taskio_block output;
     struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
     pid_t pid;               /* out: the child, when err == 0 */
@@ -183,6 +189,14 @@ int launcher_take_unwatched(struct launcher *l, uint32_t *i);
  * output_rc and capture sizes say how; its pidfd is closed): 1, or 0 when none.  As with
  * launcher_take_unwatched(), its completion may not be poppable yet. */
 int launcher_take_exited(struct launcher *l, uint32_t *i);
+
+/* Slot i's reaped launch passed its time limit: mark it timed out and
+ * send SIGTERM to its process group, unless a launcher has begun to reap
+ * it (it ended on its own: false, nothing marked).  The reaper of a
+ * timed-out task writes "pmc-hybrid: task NAME exceeded its time limit of
+ * S s" to its stderr and reports TASK_TIMEOUT_STATUS with timed_out set,
+ * the record included.  Agent thread. */
+bool launcher_time_out(struct launcher *l, uint32_t i);
 
 /* Send sig to the process group of slot i's reaped launch, unless a
  * launcher has begun to reap it (then what the group left was killed

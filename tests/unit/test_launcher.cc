@@ -286,6 +286,40 @@ TEST_F(LauncherPool, ReapedLaunchGivesStatusTimesAndOutput)
     close(e);
 }
 
+// A reaped launch over its time limit: launcher_time_out() marks it and
+// sends SIGTERM; its reaper writes the note to its stderr and reports the
+// time-out status, in the record too.  A task that ended on its own is not
+// marked afterwards.
+TEST_F(LauncherPool, TimedOutReapedLaunchGetsTheTimeoutStatus)
+{
+    start(1, 2);
+    int o = make_capture("o"), e = make_capture("e");
+    submit(0, {"/bin/sh", "-c", "echo before >&2; exec sleep 30"}, true, o, e);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(launcher_job(pool_, 0)->err, 0);
+    launcher_job(pool_, 0)->time_limit_ms = 1500;
+    usleep(200000); // the shell wrote its line and exec'd sleep
+    EXPECT_TRUE(launcher_time_out(pool_, 0));
+    ASSERT_TRUE(take_exited(&i));
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_TRUE(j->timed_out);
+    EXPECT_EQ(j->status, TASK_TIMEOUT_STATUS);
+    EXPECT_EQ(read_file(dir_ + "/err.0"),
+              "before\npmc-hybrid: task t0 exceeded its time limit of 1.5 s\n");
+    std::string out = read_file(dir_ + "/out.0");
+    EXPECT_NE(out.find("status=31744,"), std::string::npos) << out;
+
+    submit(1, {"/bin/true"}, true);
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_FALSE(launcher_time_out(pool_, 1)) << "it was reaped: nothing to time out";
+    EXPECT_FALSE(launcher_job(pool_, 1)->timed_out);
+    EXPECT_EQ(launcher_job(pool_, 1)->status, 0);
+    close(o);
+    close(e);
+}
+
 // What a reaped task leaves running in its process group is killed when
 // it ends, as the agent does for the tasks it reaps: the background job
 // waits for a file the test makes only after the reap, then writes its
