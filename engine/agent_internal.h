@@ -28,10 +28,10 @@
 #include "sched/node_queue.h"
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 32                 /* results that make a RESULTS message go at once */
-#define RESULT_DELAY_MS 2               /* longest a result waits for companions ... */
-#define RESULT_DELAY_BUSY_MS 40         /* ... unless a full round of tasks is queued */
-#define RESULT_DELAY_LEAF_MS 100        /* ... or only results of tasks without children wait */
+#define RESULT_BATCH 32          /* results that make a RESULTS message go at once */
+#define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
+#define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
+#define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
 #define AGENT_TIMEOUT_STATUS TASK_TIMEOUT_STATUS /* launcher.h */
 
 /* A received TASKS message, kept until its last queued task has started. */

@@ -86,8 +86,8 @@ extern "C" {
 
 #define LAUNCHER_MAX_THREADS 64
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
-#define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
-#define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
+#define LAUNCHER_CPUS_PER_THREAD 2     /* CPUs per launcher thread by default */
+#define LAUNCHER_MIN_CPUS 8            /* no pool below this many CPUs */
 
 /* The pool size a node of cpus CPUs gets without --launch-threads (the
  * engine passes the smaller of its --host-cpus and the CPUs it may run on,
