@@ -366,10 +366,12 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     }
     struct slot *s = &a->slots[i];
     /* reaped by the pool (launcher.h) unless it has pipes to read or an
-     * abort is under way; a STARTED notice goes when its completion wakes
-     * the agent (wake_on_start), a time limit through launcher_time_out() */
+     * abort is under way; its start wakes the agent (wake_on_start) when
+     * the master wants a STARTED notice or it has a time limit, which the
+     * agent arms as it takes the completion (agent_spawned()) and enforces
+     * through launcher_time_out() */
     j->pool_reaps = s->fwd.n == 0 && !a->aborting;
-    j->wake_on_start = s->notify_start;
+    j->wake_on_start = s->notify_start || s->time_limit_ms != 0;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
     if (j->pool_reaps) {

@@ -14,6 +14,9 @@ time limits, the batch job's end, threaded tasks.
   * gpus_per_host: mpiexec -n 2 --ranks-are-hosts --host-gpus 1 (two
     "hosts" of one GPU each): two -g 1 tasks of 1 s overlap in time, each on
     its own rank, each seeing id 0.
+  * time_limit_alone: one `sleep 20` task with --time-limit 1 and nothing
+    else in the run ends in < 8 s with status 31744 (with a pool, its start
+    must wake the agent to arm the limit);
   * time_limit: a `sleep 60` task with --time-limit 1 ends in < 3 s with
     "Task NAME exceeded its time limit of 1 s", record status 31744 (exit
     code 124); with -t 2 it is tried twice; a task that ignores SIGTERM is
@@ -189,6 +192,27 @@ class Beyond(pmcrun.TestCase):
         quick = res.records_of("quick")
         if not quick or quick[0].status != 0:
             problems.append("quick (under its limit) did not succeed")
+        self.check(problems, res)
+
+    def test_time_limit_alone(self):
+        """One task with a limit and nothing else in the run: nothing but
+        its own start can make the node arm the limit (with a launcher
+        pool, its start must wake the agent)."""
+        dag = self.write_dag("alone.dag", "TASK slow --time-limit 1 /bin/sleep 20\n")
+        t0 = time.monotonic()
+        res = self.run_pmc(["--kill-grace", "1", dag])
+        wall = time.monotonic() - t0
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        if wall > 8:
+            problems.append("the run took %.1f s: a limit of 1 s + 1 s grace" % wall)
+        if "Task slow exceeded its time limit of 1 s" not in res.stderr:
+            problems.append("stderr lacks the time-limit message")
+        recs = res.records_of("slow")
+        if [r.status for r in recs] != [124 << 8]:
+            problems.append("records of slow: %s, expected one with status %d"
+                            % ([r.status for r in recs], 124 << 8))
         self.check(problems, res)
 
     # ------------------------------------------------------ batch job's end
