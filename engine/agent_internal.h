@@ -32,7 +32,6 @@
 #define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
 #define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
-#define AGENT_TIMEOUT_STATUS TASK_TIMEOUT_STATUS /* launcher.h */
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {
@@ -168,7 +167,8 @@ void agent__limit_end(struct agent *a, uint32_t i);
  * until the next one, -1 if none. */
 int agent__limit_timeout_ms(struct agent *a);
 /* A reaped task that was over its limit: its status becomes
- * AGENT_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why. */
+ * TASK_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why
+ * (spawn_timed_out()). */
 void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */

@@ -78,9 +78,7 @@ void agent__limit_note(struct slot *s, int *status, int *exec_errno)
 {
     if (!s->timed_out)
         return;
-    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
-            "pmc-hybrid: task %s exceeded its time limit of %g s\n", s->strs,
-            s->time_limit_ms / 1000.0);
-    *status = AGENT_TIMEOUT_STATUS;
+    *status =
+        spawn_timed_out(s->task_err >= 0 ? s->task_err : s->err_fd, s->strs, s->time_limit_ms);
     *exec_errno = ETIMEDOUT;
 }

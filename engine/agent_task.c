@@ -464,7 +464,6 @@ void agent__take_launches(struct agent *a)
         errno = j->output_errno;
         agent_output_written(a, s, j->output_rc);
         agent__limit_end(a, i); /* disarms its limit, bumps the generation */
-        s->timed_out = j->timed_out;
         agent_task_done(a, s, j->status, j->timed_out ? ETIMEDOUT : 0, j->duration);
     }
 }

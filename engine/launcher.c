@@ -7,7 +7,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -109,11 +108,8 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
     j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
-    if (j->timed_out) { /* as agent__limit_note() does for the agent's tasks */
-        dprintf(j->req.stderr_fd, "pmc-hybrid: task %s exceeded its time limit of %g s\n",
-                j->output.record.name, j->time_limit_ms / 1000.0);
-        j->status = TASK_TIMEOUT_STATUS;
-    }
+    if (j->timed_out)
+        j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);

@@ -86,9 +86,8 @@ extern "C" {
 #endif
 
 #define LAUNCHER_MAX_THREADS 64
-#define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
-#define LAUNCHER_CPUS_PER_THREAD 2     /* CPUs per launcher thread by default */
-#define LAUNCHER_MIN_CPUS 8            /* no pool below this many CPUs */
+#define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
+#define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
 
 /* The pool size a node of cpus CPUs gets without --launch-threads (the
  * engine passes the smaller of its --host-cpus and the CPUs it may run on,
@@ -197,7 +196,7 @@ int launcher_take_exited(struct launcher *l, uint32_t *i);
  * it (it ended on its own: false, nothing marked).  The reaper of a
  * timed-out task writes "pmc-hybrid: task NAME exceeded its time limit of
  * S s" to its stderr and reports TASK_TIMEOUT_STATUS with timed_out set,
- * the record included.  Agent thread. */
+ * the record included (spawn_timed_out()).  Agent thread. */
 bool launcher_time_out(struct launcher *l, uint32_t i);
 
 /* Send sig to the process group of slot i's reaped launch, unless a

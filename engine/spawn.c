@@ -27,6 +27,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -392,6 +393,13 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
     c.parent = spawn_thread_state.pid;
     spawn_plan_fds(&c);
     return spawn_clone(&c, stack, pid, pidfd);
+}
+
+int spawn_timed_out(int stderr_fd, const char *name, uint32_t limit_ms)
+{
+    dprintf(stderr_fd, "pmc-hybrid: task %s exceeded its time limit of %g s\n", name,
+            limit_ms / 1000.0);
+    return TASK_TIMEOUT_STATUS;
 }
 
 int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)

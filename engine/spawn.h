@@ -124,6 +124,16 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
  * process (waitid waits for other threads' children too). */
 int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid);
 
+#define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
+
+/* A task ended by its time limit (limit_ms, milliseconds): append
+ * "pmc-hybrid: task NAME exceeded its time limit of S s" to its stderr
+ * (stderr_fd: its capture file or --per-task-stdio file) and return
+ * TASK_TIMEOUT_STATUS, the wait status its record and result report (124,
+ * as timeout(1) exits).  Whichever thread reaped it: the agent
+ * (agent__limit_note()) or a launcher. */
+int spawn_timed_out(int stderr_fd, const char *name, uint32_t limit_ms);
+
 /* Ask the scheduler to let the calling thread, one that starts and reaps
  * tasks (the node agent, a launcher), run as soon as it is woken: its time
  * slice becomes SPAWN_THREAD_SLICE_NS (sched_setattr(2)'s sched_runtime
