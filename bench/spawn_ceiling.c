@@ -1,6 +1,6 @@
 /* spawn_ceiling.c - the raw process-spawn ceiling of this machine.
  *
- *   spawn_ceiling [-s SPAWNERS] TASKS PARALLEL [PROGRAM [ARGS...]]
+ *   spawn_ceiling [-s SPAWNERS | -t THREADS] TASKS PARALLEL [PROGRAM [ARGS...]]
  *
  * Runs PROGRAM (default /bin/true) TASKS times, keeping PARALLEL children
  * alive at once: posix_spawn() (glibc: clone(CLONE_VM|CLONE_VFORK), the same
@@ -12,9 +12,15 @@
  * PARALLEL in flight: one spawning thread is held in clone() until its
  * child's exec, so on a many-core machine one spawner is no ceiling (16
  * cores: 8.3k tasks/s with 1 spawner, 19.3k with 16; docs/performance.md
- * section 16).  Prints one line:
+ * section 16).  With -t THREADS, that many threads of this one process
+ * share the work instead, as the engine's launcher pool does: each claims
+ * the next task while fewer than PARALLEL run and reaps whichever child
+ * ends (waitpid(-1)).  Comparing -t N with -s N tells what sharing one
+ * process (its memory map, file table and signal state) costs a spawn.
+ * Prints one line:
  *
- *   tasks=N parallel=P spawners=S wall_s=W tasks_per_s=X us_per_task=U failed=F
+ *   tasks=N parallel=P spawners=S threads=T wall_s=W tasks_per_s=X
+ *   us_per_task=U failed=F
  *
  * wall_s runs from the first spawn (the first fork with -s) to the last
  * reap.  This is the ceiling
@@ -26,7 +32,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -136,37 +144,127 @@ static long run_spawners(long spawners, long tasks, long par, char **child_argv)
     return failed;
 }
 
+/* The work that -t's threads share: tasks claimed (started), children
+ * alive, tasks reaped, failures; the first spawn or wait error. */
+struct shared_loop {
+    long tasks, par;
+    char **child_argv;
+    atomic_long started, running, done, failed;
+    atomic_int error;
+};
+
+/* Reserve one of par places in flight and claim a task for it.  false
+ * when every place is taken or every task claimed (nothing reserved). */
+static bool claim_task(struct shared_loop *w)
+{
+    long r = atomic_load(&w->running);
+    do {
+        if (r >= w->par)
+            return false;
+    } while (!atomic_compare_exchange_weak(&w->running, &r, r + 1));
+    if (atomic_fetch_add(&w->started, 1) < w->tasks)
+        return true;
+    atomic_fetch_sub(&w->started, 1);
+    atomic_fetch_sub(&w->running, 1);
+    return false;
+}
+
+/* One -t thread: start tasks while places are free, then reap any child
+ * of the process, until every task is reaped or an error is seen. */
+static void *shared_loop_thread(void *arg)
+{
+    struct shared_loop *w = arg;
+    while (atomic_load(&w->done) < w->tasks && !atomic_load(&w->error)) {
+        while (claim_task(w)) {
+            pid_t pid;
+            int rc = posix_spawn(&pid, w->child_argv[0], NULL, NULL, w->child_argv, environ);
+            if (rc != 0) {
+                fprintf(stderr, "spawn_ceiling: %s: %s\n", w->child_argv[0], strerror(rc));
+                atomic_store(&w->error, 1);
+                atomic_fetch_sub(&w->running, 1);
+                break;
+            }
+        }
+        int status;
+        pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) {
+            if (errno == ECHILD) /* another thread reaped the last; or none started yet */
+                continue;
+            if (errno != EINTR) {
+                perror("spawn_ceiling: waitpid");
+                atomic_store(&w->error, 1);
+            }
+            continue;
+        }
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+            atomic_fetch_add(&w->failed, 1);
+        atomic_fetch_sub(&w->running, 1);
+        atomic_fetch_add(&w->done, 1);
+    }
+    return NULL;
+}
+
+/* Run the tasks with nthreads threads of this process sharing them.
+ * Returns the failed count, or -1 (after a message) when a thread could
+ * not start or a spawn or a wait failed; children already started are
+ * reaped first. */
+static long run_threads(long nthreads, long tasks, long par, char **child_argv)
+{
+    struct shared_loop w = {.tasks = tasks, .par = par, .child_argv = child_argv};
+    pthread_t th[nthreads];
+    long n = 0;
+    for (; n < nthreads; n++) {
+        int rc = pthread_create(&th[n], NULL, shared_loop_thread, &w);
+        if (rc != 0) {
+            fprintf(stderr, "spawn_ceiling: pthread_create: %s\n", strerror(rc));
+            atomic_store(&w.error, 1);
+            break;
+        }
+    }
+    for (long i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    if (!atomic_load(&w.error))
+        return atomic_load(&w.failed);
+    while (waitpid(-1, NULL, 0) > 0 || errno == EINTR)
+        ;
+    return -1;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: spawn_ceiling [-s SPAWNERS] TASKS PARALLEL [PROGRAM [ARGS...]]\n");
+    fprintf(stderr, "usage: spawn_ceiling [-s SPAWNERS | -t THREADS] TASKS PARALLEL "
+                    "[PROGRAM [ARGS...]]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    long spawners = 1;
+    long spawners = 1, threads = 1;
     int c;
-    while ((c = getopt(argc, argv, "+s:")) != -1) {
-        if (c != 's' || (spawners = strtol(optarg, NULL, 10)) < 1)
+    while ((c = getopt(argc, argv, "+s:t:")) != -1) {
+        long *into = c == 's' ? &spawners : c == 't' ? &threads : NULL;
+        if (!into || (*into = strtol(optarg, NULL, 10)) < 1)
             return usage();
     }
-    if (argc - optind < 2)
+    if (argc - optind < 2 || (spawners > 1 && threads > 1))
         return usage();
     long tasks = strtol(argv[optind], NULL, 10), par = strtol(argv[optind + 1], NULL, 10);
-    if (tasks < 1 || par < 1 || spawners > par) {
-        fprintf(stderr, "spawn_ceiling: TASKS and PARALLEL must be >= 1, SPAWNERS <= PARALLEL\n");
+    if (tasks < 1 || par < 1 || spawners > par || threads > par || threads > 1024) {
+        fprintf(stderr, "spawn_ceiling: TASKS and PARALLEL must be >= 1, SPAWNERS and THREADS "
+                        "<= PARALLEL, THREADS <= 1024\n");
         return 2;
     }
     char *dflt[] = {"/bin/true", NULL};
     char **child_argv = argc - optind > 2 ? argv + optind + 2 : dflt;
     double t0 = mono_s();
-    long failed = spawners == 1 ? spawn_loop(tasks, par, child_argv)
-                                : run_spawners(spawners, tasks, par, child_argv);
+    long failed = spawners > 1  ? run_spawners(spawners, tasks, par, child_argv)
+                  : threads > 1 ? run_threads(threads, tasks, par, child_argv)
+                                : spawn_loop(tasks, par, child_argv);
     if (failed < 0)
         return 1;
     double wall = mono_s() - t0;
-    printf("tasks=%ld parallel=%ld spawners=%ld wall_s=%.6f tasks_per_s=%.1f us_per_task=%.2f "
-           "failed=%ld\n",
-           tasks, par, spawners, wall, tasks / wall, wall * 1e6 / tasks, failed);
+    printf("tasks=%ld parallel=%ld spawners=%ld threads=%ld wall_s=%.6f tasks_per_s=%.1f "
+           "us_per_task=%.2f failed=%ld\n",
+           tasks, par, spawners, threads, wall, tasks / wall, wall * 1e6 / tasks, failed);
     return failed ? 1 : 0;
 }
