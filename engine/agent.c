@@ -230,10 +230,7 @@ static void agent_cancel_task(struct agent *a, const struct msg_task *t)
     agent__add_result(a, &s, 0, ECANCELED, 0.0);
 }
 
-/* A task from the local link with -f/-F: its forwards in wire form, in the
- * agent's scratch buffer (agent__launch() copies what it keeps).  -1 with
- * ENOMEM. */
-static int agent_pack_local_forwards(struct agent *a, struct msg_task *t)
+int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
 {
     if (msg_pack_forwards(local_link_dag(a->link), t->id, &a->fwd_scratch, &a->fwd_scratch_cap,
                           &t->fwd_len) < 0)
@@ -242,24 +239,29 @@ static int agent_pack_local_forwards(struct agent *a, struct msg_task *t)
     return 0;
 }
 
-/* Start queued tasks while this rank's CPUs and memory allow. */
+/* Start staged and queued tasks while this rank's CPUs and memory allow
+ * (the staged ones first: they left the queue first), then stage what
+ * still waits (agent_stage.c). */
 static void agent_pump(struct agent *a)
 {
+    agent__start_staged(a);
     struct node_task nt;
     while (!a->failed &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
-        if (!nt.batch && nt.t.nfwd && agent_pack_local_forwards(a, &nt.t) < 0) {
+        if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);
             a->failed = true;
             break;
         }
-        if (!agent__launch(a, &nt.t, nt.batch))
+        if (!agent__launch(a, &nt.t, nt.batch, false))
             agent__batch_unref(nt.batch);
     }
+    agent__stage(a);
 }
 
 static void agent_cancel_queued(struct agent *a)
 {
+    agent__unstage_all(a);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1) {
         agent_cancel_task(a, &nt.t);
@@ -656,6 +658,7 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
     out->launchers_ns = a->launchers_cpu_ns;
     out->tasks = a->results_made;
     out->launch_threads = a->launcher ? launcher_threads(a->launcher) : 0;
+    out->staged_starts = a->launcher ? launcher_staged_starts(a->launcher) : 0;
 }
 
 int agent_join(struct agent *a)

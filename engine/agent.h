@@ -96,6 +96,7 @@ int agent_join(struct agent *a);
 struct agent_cpu {
     uint64_t agent_ns, launchers_ns, tasks;
     uint32_t launch_threads;
+    uint64_t staged_starts; /* staged tasks started by a reaper (launcher_staged_starts()) */
 };
 void agent_get_cpu(const struct agent *a, struct agent_cpu *out);
 

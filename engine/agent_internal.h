@@ -59,6 +59,10 @@ struct slot {
     bool notify_start;      /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     bool releases;          /* the task has children (MSG_TASK_RELEASES) */
     uint32_t id, attempt, cpus, memory_mb;
+    /* CPUs of cpus that its release does not give back: the one its
+     * reaper handed to a staged job, or a cancelled staged job's, which it
+     * never held (agent_stage.c) */
+    uint32_t lent_cpus;
     pid_t pid;
     int pidfd;
     int out_fd, err_fd;     /* capture files, kept open and reused */
@@ -105,6 +109,7 @@ struct agent {
     size_t fwd_scratch_cap;
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
+    uint32_t nstaged;        /* jobs staged in the pool, not known to have started */
     uint32_t cpus_free;      /* local accounting of the host's resources */
     uint64_t memory_free;
     uint32_t gpus_free;
@@ -142,13 +147,40 @@ int agent__snapshot_env(struct agent *a);
  * taken).  0, or -1 with ENOMEM. */
 int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
 
+/* agent.c */
+/* A task from the local link with -f/-F: its forwards in wire form, in the
+ * agent's scratch buffer (agent__launch() copies what it keeps).  0, or -1
+ * with ENOMEM. */
+int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
+
+/* agent_stage.c: staged launches (launcher.h).  While no CPU is free and
+ * tasks wait, agent__stage() prepares queued tasks of one CPU, no memory
+ * and no GPU and stages them in the pool, at most one per CPU of the node:
+ * the launcher that reaps any task starts the oldest on the CPU that task
+ * gave up.  Each is claimed when staged, against a CPU lent ahead (cpus_free
+ * is not lowered for it); the agent settles the loan when it takes the exit
+ * whose reaper started it (agent__took_handed()), or when it starts one
+ * itself on a CPU that freed another way (agent__start_staged(), first in
+ * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
+ * an abort).  Agent thread. */
+void agent__stage(struct agent *a);
+void agent__start_staged(struct agent *a);
+void agent__took_handed(struct agent *a, struct slot *s);
+void agent__unstage_all(struct agent *a);
+
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
 int agent__open_outputs(struct agent *a, struct pmc_error *err);
 /* Start t (its strings point into batch's message).  Returns true when the
  * slot kept its reference on batch until the launch completes (a launcher
- * thread spawns it); false when the caller keeps it (done or failed here). */
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch);
+ * thread spawns it); false when the caller keeps it (done or failed here).
+ * staged: stage the job (launcher_stage()) instead of submitting it; the
+ * caller has checked that the slot it takes has a launcher job and that
+ * its forwards fit one (agent_stage.c). */
+bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged);
+/* Release slot s: its capture files reset, its descriptors closed, its
+ * CPUs (but lent_cpus), memory and GPUs back to the free pool. */
+void agent__slot_release(struct agent *a, struct slot *s);
 /* Take every completed launch and finish it (watch, or report failed). */
 void agent__take_launches(struct agent *a);
 void agent__reap(struct agent *a, uint32_t i);

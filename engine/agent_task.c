@@ -67,7 +67,7 @@ static void agent_write_output(struct agent *a, struct slot *s, int status, doub
 {
     struct taskio_block b;
     agent_output_block(a, s, &b);
-    /* out_len, err_len: what agent_slot_release() resets */
+    /* out_len, err_len: what agent__slot_release() resets */
     agent_output_written(a, s, taskio_write_block(&b, status, duration, &s->out_len, &s->err_len));
 }
 
@@ -131,7 +131,7 @@ static int agent_slot_argv(struct slot *s, const struct msg_task *t)
     return 0;
 }
 
-static void agent_slot_release(struct agent *a, struct slot *s)
+void agent__slot_release(struct agent *a, struct slot *s)
 {
     taskio_capture_reset(s->out_fd, s->out_len);
     taskio_capture_reset(s->err_fd, s->err_len);
@@ -148,8 +148,9 @@ static void agent_slot_release(struct agent *a, struct slot *s)
         a->gpu_busy[s->gpu[i]] = false;
     a->gpus_free += s->ngpu;
     s->ngpu = 0;
-    a->cpus_free += s->cpus;
+    a->cpus_free += s->cpus - s->lent_cpus;
     a->memory_free += s->memory_mb;
+    s->lent_cpus = 0;
     s->in_use = false;
 }
 
@@ -178,7 +179,7 @@ static void agent_task_unstartable(struct agent *a, struct slot *s, const struct
     agent_slot_claim(a, s, t);
     agent_write_output(a, s, 256, 0.0);
     agent__add_result(a, s, 256, 0, 0.0);
-    agent_slot_release(a, s);
+    agent__slot_release(a, s);
 }
 
 static void agent_exec_failed(struct agent *a, struct slot *s, int e)
@@ -189,7 +190,7 @@ static void agent_exec_failed(struct agent *a, struct slot *s, int e)
     int status = spawn_exec_exit_code(e) << 8;
     agent_write_output(a, s, status, 0.0);
     agent__add_result(a, s, status, e, 0.0);
-    agent_slot_release(a, s);
+    agent__slot_release(a, s);
 }
 
 /* Forwarding pipes and --per-task-stdio files of the task in slot s. */
@@ -259,7 +260,7 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     int status = SIGKILL;
     agent_write_output(a, s, status, duration);
     agent__add_result(a, s, status, 0, duration);
-    agent_slot_release(a, s);
+    agent__slot_release(a, s);
 }
 
 /* --set-affinity: take t->cpus PUs of the host's pool, near the task's GPUs
@@ -351,7 +352,7 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
  * the slot array may move while the job runs) and submit it.  false when
  * slot i has no job (launch it here). */
 static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_request *req,
-                                struct batch *batch)
+                                struct batch *batch, bool staged)
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
     if (!j || req->nforward > LAUNCHER_MAX_FORWARDS)
@@ -381,7 +382,12 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     s->launching = true;
     s->batch = batch;
     a->running++; /* the agent does not end while a launch is out */
-    launcher_submit(a->launcher, i);
+    j->chained = false;
+    j->handed = 0;
+    if (staged)
+        launcher_stage(a->launcher, i);
+    else
+        launcher_submit(a->launcher, i);
     return true;
 }
 
@@ -390,7 +396,7 @@ static void agent_task_done(struct agent *a, struct slot *s, int status, int exe
                             double duration)
 {
     agent__add_result(a, s, status, exec_errno, duration);
-    agent_slot_release(a, s);
+    agent__slot_release(a, s);
     a->running--;
 }
 
@@ -421,6 +427,10 @@ static void agent_take_completions(struct agent *a)
         struct batch *b = s->batch;
         s->launching = false;
         s->batch = NULL;
+        if (j->chained) { /* staged: its reaper-started clock (launcher_stage()) */
+            s->t0 = j->started;
+            s->start = j->output.record.start;
+        }
         s->pid = j->pid;
         s->pool_reaps = j->pool_reaps && !j->err;
         s->pidfd = j->err || s->pool_reaps ? -1 : j->pidfd; /* a reaped launch's is the pool's */
@@ -459,7 +469,9 @@ void agent__take_launches(struct agent *a)
         struct launch_job *j = launcher_job(a->launcher, i);
         struct slot *s = &a->slots[i];
         s->pool_reaps = false;
-        s->out_len = j->out_len; /* what agent_slot_release() resets */
+        if (j->handed)
+            agent__took_handed(a, s);
+        s->out_len = j->out_len; /* what agent__slot_release() resets */
         s->err_len = j->err_len;
         errno = j->output_errno;
         agent_output_written(a, s, j->output_rc);
@@ -468,7 +480,7 @@ void agent__take_launches(struct agent *a)
     }
 }
 
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch)
+bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged)
 {
     int i = agent_slot_get(a);
     const char *app = t->argv;
@@ -499,7 +511,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
                                 .memory_limit_bytes =
                                     a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
-    if (agent_submit_launch(a, (uint32_t)i, &req, batch))
+    if (agent_submit_launch(a, (uint32_t)i, &req, batch, staged))
         return true;
     agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
     return false;

@@ -34,13 +34,15 @@ struct launcher {
     _Atomic int *state;      /* nslots, JOB_* */
     uint32_t nslots, nthreads;
     struct mpmc_ring *submitted, *completed, *unwatched, *exited;
-    int epfd;     /* the two eventfds, and the pidfds of reaped launches (one-shot) */
-    int work_efd; /* written on a submit while a launcher sleeps; read to reset */
+    struct mpmc_ring *staged; /* launcher_stage(): popped by reapers and the agent */
+    int epfd;                 /* the two eventfds, and the pidfds of reaped launches (one-shot) */
+    int work_efd;             /* written on a submit while a launcher sleeps; read to reset */
     int stop_efd; /* written once by launcher_destroy(), never read: wakes every launcher */
     atomic_uint sleepers;
     atomic_bool stop;
-    atomic_bool wake_always; /* launcher_wake_always() */
-    atomic_int fail_watch;   /* launcher__fail_next_watch() */
+    atomic_bool wake_always;    /* launcher_wake_always() */
+    atomic_int fail_watch;      /* launcher__fail_next_watch() */
+    atomic_ulong staged_starts; /* launcher_staged_starts() */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -99,6 +101,18 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     mailbox_notify(l->wake);
 }
 
+/* Start staged job k on the CPU a task just gave up: its clock and its
+ * record's start are its own start's. */
+static void launcher_start_staged(struct launcher *l, uint32_t k)
+{
+    struct launch_job *j = &l->jobs[k];
+    clock_gettime(CLOCK_MONOTONIC, &j->started);
+    j->output.record.start = pmc_epoch_s();
+    j->chained = true;
+    atomic_fetch_add_explicit(&l->staged_starts, 1, memory_order_relaxed);
+    launcher_launch(l, k);
+}
+
 /* Slot i's task exited (its pidfd is readable): end it as the agent does
  * (spawn_end_task(): its group's leftovers killed, its watchdog entry
  * cleared, reaped), write its output block, and hand it back through the
@@ -118,8 +132,13 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     /* one-shot: the entry fired and is disabled; the close removes it (or
      * a spawning child's copy of the descriptor does, at its execve) */
     close(j->pidfd); /* j->pidfd keeps the number: the agent may still read it */
+    uint32_t k;
+    bool hand = mpmc_ring_try_pop(l->staged, &k); /* before the push: the agent reads handed */
+    j->handed = hand ? k + 1 : 0;
     push(l->exited, i);
     mailbox_notify(l->wake);
+    if (hand)
+        launcher_start_staged(l, k);
 }
 
 /* Wait for work or exits: spin on the submit ring, then sleep in
@@ -177,6 +196,7 @@ static void launcher_free(struct launcher *l)
     mpmc_ring_destroy(l->completed);
     mpmc_ring_destroy(l->unwatched);
     mpmc_ring_destroy(l->exited);
+    mpmc_ring_destroy(l->staged);
     free(l->state);
     free(l->jobs);
     free(l);
@@ -190,7 +210,8 @@ static int launcher_init(struct launcher *l, uint32_t nslots, struct pmc_error *
     if (!(l->jobs = calloc(nslots, sizeof *l->jobs)) ||
         !(l->state = calloc(nslots, sizeof *l->state)) ||
         !(l->submitted = mpmc_ring_create(nslots)) || !(l->completed = mpmc_ring_create(nslots)) ||
-        !(l->unwatched = mpmc_ring_create(nslots)) || !(l->exited = mpmc_ring_create(nslots))) {
+        !(l->unwatched = mpmc_ring_create(nslots)) || !(l->exited = mpmc_ring_create(nslots)) ||
+        !(l->staged = mpmc_ring_create(nslots))) {
         pmc_errorf(err, "launcher: out of memory");
         return -1;
     }
@@ -256,6 +277,21 @@ void launcher_submit(struct launcher *l, uint32_t i)
             /* EAGAIN only (the count is at its maximum): already readable */
         }
     }
+}
+
+void launcher_stage(struct launcher *l, uint32_t i)
+{
+    push(l->staged, i);
+}
+
+bool launcher_take_staged(struct launcher *l, uint32_t *i)
+{
+    return mpmc_ring_try_pop(l->staged, i);
+}
+
+uint64_t launcher_staged_starts(const struct launcher *l)
+{
+    return atomic_load_explicit(&l->staged_starts, memory_order_relaxed);
 }
 
 int launcher_take(struct launcher *l, uint32_t *i)

@@ -24,6 +24,18 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     first; R gates H (-p 10, -c 2) and M (-p 1, -c 1).  H cannot fit while L
     runs, so the lower-priority M starts first (while L is still running) and
     H starts after L ends.
+  * staged_tasks_wait_behind_no_long_task: --host-cpus 2 --launch-threads
+    2, L (-p 10, 3 s) and six tasks of 0.15 s: once both CPUs are busy the
+    agent stages the short tasks in the launcher pool, and whichever task
+    ends first starts the oldest (engine/agent_stage.c): every short task
+    ends before L (none waits behind it), at most 2 CPUs are ever busy, and
+    the Engine CPU line counts staged starts.
+  * staged_task_that_cannot_execute: the same host, L (-p 10, 3 s), s0 (-p
+    9, 0.3 s), X (-p 8, a program that does not exist), s1..s3 (0.1 s): X
+    and s1 are staged while L and s0 run; s0's end starts X, which fails;
+    the CPU it gave back starts s1, the staged one, before s2 and s3 (one
+    of them still queued); X's record has a non-zero status, the run exits 1, every other
+    task succeeded once, all before L ended, never more than 2 CPUs busy.
   * spread_ranks4: mpiexec -n 4 --ranks-are-hosts (four hosts of 8 CPUs on
     this machine), 40 tasks of 0.2 s: every rank (slot=0..3) ran at least
     one task, and each record's hostname= is "HOSTNAME:SLOT".  (Without
@@ -273,6 +285,66 @@ class Resources(pmcrun.TestCase):
             if not hs > le:
                 problems.append("H (-c 2) started %.3fs before L ended on a 2-CPU host"
                                 % (le - hs))
+        self.check(problems, res)
+
+    # ---------------------------------------------------------- staged tasks
+
+    def staged_problems(self, res, names, shorts):
+        """The stamps of names: missing ones, more than 2 CPUs busy, a short
+        task that ended after L, no staged start counted; and the stamps."""
+        got, problems = self.stamped(names)
+        t = {n: (s, e) for n, s, e in got}
+        peak, who = peak_usage([(n, s, e, 1) for n, s, e in got])
+        if peak > 2:
+            problems.append("%d tasks of 1 CPU ran at once on 2 CPUs: %s"
+                            % (peak, ", ".join(n for n, _ in who)))
+        late = [n for n in shorts if n in t and "L" in t and t[n][1] > t["L"][1]]
+        if late:
+            problems.append("%s ended after L: waited behind it" % ", ".join(late))
+        m = re.search(r"(\d+) staged starts", res.stderr)
+        if not m or int(m.group(1)) == 0:
+            problems.append("no staged start counted in the Engine CPU line")
+        return problems, t
+
+    def test_staged_tasks_wait_behind_no_long_task(self):
+        self.write("stamp.sh", STAMP, 0o755)
+        shorts = ["s%d" % i for i in range(6)]
+        dag_path = self.write_dag("staged.dag", "TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3\n"
+                                  .format(tmp=self.tmp) + "".join(
+                                      "TASK %s /bin/sh %s/stamp.sh %s %s 0.15\n"
+                                      % (n, self.tmp, self.tmp, n) for n in shorts))
+        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        problems += self.staged_problems(res, ["L"] + shorts, shorts)[0]
+        self.check(problems, res)
+
+    def test_staged_task_that_cannot_execute(self):
+        self.write("stamp.sh", STAMP, 0o755)
+        dag_path = self.write_dag("staged_x.dag", """
+            TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3
+            TASK s0 -p 9 /bin/sh {tmp}/stamp.sh {tmp} s0 0.3
+            TASK X -p 8 {tmp}/no-such-program
+            TASK s1 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s1 0.1
+            TASK s2 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s2 0.1
+            TASK s3 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s3 0.1
+            """.format(tmp=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
+        shorts = ["s0", "s1", "s2", "s3"]
+        problems, t = self.staged_problems(res, ["L"] + shorts, shorts)
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1 (X failed)" % res.returncode)
+        statuses = {}
+        for r in res.tasks:
+            statuses.setdefault(r.name, []).append(r.status)
+        for name in ["L"] + shorts:
+            if statuses.get(name) != [0]:
+                problems.append("%s: statuses %s, expected [0]" % (name, statuses.get(name)))
+        if len(statuses.get("X", [])) != 1 or statuses["X"][0] == 0:
+            problems.append("X: statuses %s, expected one failure" % statuses.get("X"))
+        after = [n for n in ("s2", "s3") if "s1" in t and n in t and t[n][0] < t["s1"][0]]
+        if after:
+            problems.append("%s started before s1 (staged first, with X): the CPU X gave back "
+                            "did not go to the oldest staged task" % ", ".join(after))
         self.check(problems, res)
 
     # ------------------------------------------------------------- spreading

@@ -55,6 +55,7 @@ class LauncherPool : public TempDirTest
         TempDirTest::TearDown();
     }
     bool wake_on_start_ = false; // the next submits' launch_job.wake_on_start
+    bool staged_ = false;        // submit() stages the job (launcher_stage()) instead
     void start(uint32_t nthreads, uint32_t nslots)
     {
         struct pmc_error err;
@@ -91,7 +92,10 @@ class LauncherPool : public TempDirTest
         j->output.out = &outf_;
         j->output.err = &errf_;
         clock_gettime(CLOCK_MONOTONIC, &j->started);
-        launcher_submit(pool_, i);
+        if (staged_)
+            launcher_stage(pool_, i);
+        else
+            launcher_submit(pool_, i);
     }
     // With the agent's mailbox marked asleep, submit argv as slot i
     // (reaped by the pool or not) and wait for its completion: the slot
@@ -284,6 +288,54 @@ TEST_F(LauncherPool, ReapedLaunchGivesStatusTimesAndOutput)
     EXPECT_EQ(read_file(dir_ + "/err.0"), "oops\n");
     close(o);
     close(e);
+}
+
+// A staged job waits until a reaped launch ends; that one's reaper starts
+// it at once (handed names it), with its own start time, and counts it.
+TEST_F(LauncherPool, StagedJobStartsWhenAReapedTaskEnds)
+{
+    start(2, 4);
+    staged_ = true;
+    submit(1, {"/bin/sh", "-c", "echo staged"}, true);
+    staged_ = false;
+    usleep(100000);
+    uint32_t i;
+    EXPECT_EQ(launcher_take(pool_, &i), 0) << "a staged job waits for a task to end";
+    submit(0, {"/bin/sh", "-c", "sleep 0.2"}, true);
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 0u);
+    ASSERT_TRUE(take_exited(&i));
+    ASSERT_EQ(i, 0u);
+    const struct launch_job *first = launcher_job(pool_, 0), *next = launcher_job(pool_, 1);
+    EXPECT_EQ(first->handed, 2u) << "slot 1 + 1";
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(i, 1u);
+    EXPECT_EQ(next->err, 0);
+    EXPECT_TRUE(next->chained);
+    auto ns = [](const struct timespec &t) { return t.tv_sec * 1000000000LL + t.tv_nsec; };
+    EXPECT_GE(ns(next->started), ns(first->started) + 200000000LL) << "started at the exit";
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 1u);
+    EXPECT_EQ(next->status, 0);
+    EXPECT_EQ(next->handed, 0u) << "nothing else was staged";
+    EXPECT_EQ(launcher_staged_starts(pool_), 1u);
+}
+
+// launcher_take_staged() gives staged jobs back oldest first, unstarted.
+TEST_F(LauncherPool, TakeStagedGivesBackTheOldestFirst)
+{
+    start(1, 4);
+    staged_ = true;
+    submit(3, {"/bin/true"}, true);
+    submit(2, {"/bin/true"}, true);
+    uint32_t i = UINT32_MAX;
+    ASSERT_TRUE(launcher_take_staged(pool_, &i));
+    EXPECT_EQ(i, 3u);
+    ASSERT_TRUE(launcher_take_staged(pool_, &i));
+    EXPECT_EQ(i, 2u);
+    EXPECT_FALSE(launcher_take_staged(pool_, &i));
+    EXPECT_EQ(launcher_take(pool_, &i), 0);
+    EXPECT_EQ(launcher_staged_starts(pool_), 0u);
 }
 
 // A reaped launch over its time limit: launcher_time_out() marks it and

@@ -1,0 +1,127 @@
+/* agent_stage.c - staged launches: queued tasks prepared ahead and staged
+ * in the launcher pool, where the thread that reaps any task starts the
+ * oldest at once on the CPU that task gave up (launcher.h; the contract
+ * in agent_internal.h).
+ *
+ * Why: without it the end of a task on a full node goes launcher -> agent
+ * (the exit) -> agent picks the next task -> launcher (the spawn), two
+ * cross-thread hand-offs on the path of every task.  The first try hung a
+ * successor behind one chosen running task; a successor behind a long
+ * task then waited for it while other CPUs went on with later tasks.  A
+ * ring shared by every reaper has no such hostage: whichever task ends
+ * first gives its CPU to the oldest staged task.
+ *
+ * What fits: a staged task needs one CPU, no memory and no GPU, so that
+ * whatever task ends frees enough for it (every task holds one CPU at
+ * least: dag.c refuses -c 0), and it is never bound (no staging with
+ * --set-affinity).  Others wait in the queue for the agent as before.
+ *
+ * Accounting: a staged task is claimed at once (its slot, its CPU in
+ * slot.cpus) against a CPU lent ahead: cpus_free is raised by one before
+ * the claim lowers it, and nstaged counts the loans.  A loan is settled
+ * when the agent takes the exit of the task whose reaper started it (that
+ * task's release keeps the CPU back: lent_cpus), when the agent starts the
+ * task itself on a CPU that freed another way, or when it cancels it (its
+ * release gives back nothing).
+ */
+#include "engine/agent_internal.h"
+
+#include <errno.h>
+#include <time.h>
+
+#include "io/clock.h"
+#include "io/log.h"
+
+/* Does the slot agent__launch() takes next have a launcher job? */
+static bool agent_next_slot_has_job(struct agent *a)
+{
+    uint32_t i = 0;
+    while (i < a->nslots && a->slots[i].in_use)
+        i++;
+    return launcher_job(a->launcher, i) != NULL;
+}
+
+/* Stage the first queued task of one CPU, no memory and no GPU.  false
+ * when there is none, or it cannot be staged (then nothing more is tried
+ * in this round). */
+static bool agent_stage_one(struct agent *a)
+{
+    struct node_task nt;
+    if (nq_take_fit(&a->queue, 1, 0, 0, &nt) != 1)
+        return false;
+    if (nt.t.nfwd > LAUNCHER_MAX_FORWARDS) { /* agent__launch() would spawn it now */
+        if (nq_push(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) < 0)
+            a->failed = true;
+        return false;
+    }
+    if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
+        log_fatal("Out of memory for the forwards of task %s", nt.t.name);
+        a->failed = true;
+        return false;
+    }
+    a->cpus_free++; /* the loan: agent__launch() claims it */
+    if (agent__launch(a, &nt.t, nt.batch, true)) {
+        a->nstaged++;
+        return true;
+    }
+    /* it could not start: reported failed, its slot (if any) released */
+    agent__batch_unref(nt.batch);
+    a->cpus_free--;
+    return false;
+}
+
+void agent__stage(struct agent *a)
+{
+    if (!a->launcher || a->cfg.set_affinity || a->aborting || a->draining || a->failed)
+        return;
+    uint32_t most = a->cfg.cpus ? a->cfg.cpus : 1; /* one per CPU of the node */
+    while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&
+           agent_next_slot_has_job(a) && agent_stage_one(a))
+        ;
+}
+
+void agent__start_staged(struct agent *a)
+{
+    uint32_t i;
+    while (a->nstaged && a->cpus_free && launcher_take_staged(a->launcher, &i)) {
+        a->cpus_free--; /* the loan, settled with a free CPU */
+        a->nstaged--;
+        struct slot *s = &a->slots[i]; /* its clock starts now, not when staged */
+        struct launch_job *j = launcher_job(a->launcher, i);
+        clock_gettime(CLOCK_MONOTONIC, &s->t0);
+        s->start = pmc_epoch_s();
+        j->started = s->t0;
+        j->output.record.start = s->start;
+        launcher_submit(a->launcher, i);
+    }
+}
+
+void agent__took_handed(struct agent *a, struct slot *s)
+{
+    s->lent_cpus = 1; /* the CPU its reaper gave a staged task settles the loan */
+    a->nstaged--;
+}
+
+/* Give slot i's staged task back to the master unstarted (ECANCELED), as
+ * a queued task at a drain or an abort. */
+static void agent_cancel_staged(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
+    a->nstaged--;
+    s->start = pmc_epoch_s();
+    agent__add_result(a, s, 0, ECANCELED, 0.0);
+    s->launching = false;
+    agent__batch_unref(s->batch);
+    s->batch = NULL;
+    a->running--;
+    fwd_close_write_ends(&s->fwd);
+    agent__slot_release(a, s);
+}
+
+void agent__unstage_all(struct agent *a)
+{
+    uint32_t i;
+    while (a->launcher && launcher_take_staged(a->launcher, &i))
+        agent_cancel_staged(a, i);
+}
