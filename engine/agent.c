@@ -135,6 +135,13 @@ static bool agent_at_low_water(const struct agent *a)
     return a->running + nq_len(&a->queue) <= placement_refill_mark(a->cfg.cpus);
 }
 
+/* Tasks waiting to start here: queued, or staged in the launcher pool
+ * (agent_stage.c), which holds them as the queue did. */
+static size_t agent_waiting(const struct agent *a)
+{
+    return nq_len(&a->queue) + a->nstaged;
+}
+
 /* Adaptive batching (docs/design.md section 2): send at once when this node has
  * nothing left to start (the master must refill it, or is waiting for these
  * results to release children), when ending, or when RESULT_BATCH results
@@ -152,16 +159,16 @@ static long agent_result_wait_ms(const struct agent *a)
     if (agent_pending(a) == 0)
         return -1;
     uint32_t results = agent_results_waiting(a);
-    if (results >= RESULT_BATCH || nq_len(&a->queue) == 0 || a->shutting || a->draining)
+    if (results >= RESULT_BATCH || agent_waiting(a) == 0 || a->shutting || a->draining)
         return 0;
     if (results > 0 && !a->low_water_sent && agent_at_low_water(a))
         return 0; /* the master reopens this node on these results */
     /* a node with a full round of work queued does not need the master
      * soon: let its results gather longer (fewer, bigger messages), and
      * longest when none of them can make a task ready (no children) */
-    long delay = nq_len(&a->queue) < a->cfg.cpus ? RESULT_DELAY_MS
-                 : a->results_release            ? RESULT_DELAY_BUSY_MS
-                                                 : RESULT_DELAY_LEAF_MS;
+    long delay = agent_waiting(a) < a->cfg.cpus ? RESULT_DELAY_MS
+                 : a->results_release           ? RESULT_DELAY_BUSY_MS
+                                                : RESULT_DELAY_LEAF_MS;
     long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
     return waited >= delay ? 0 : delay - waited;
 }

@@ -57,6 +57,9 @@ struct agent_config {
     bool thread_env;            /* OMP_NUM_THREADS & co. from the task's CPUs */
     uint32_t kill_grace_ms;     /* SIGTERM -> SIGKILL, time limits and aborts */
     uint32_t launch_threads;    /* launcher threads (launcher.h); 0: spawn on the agent thread */
+    /* stage launches in the pool (engine/agent_stage.c): worth it while the
+     * node runs no more tasks than it has CPUs to run them on */
+    bool stage_launches;
 };
 
 struct agent;

@@ -5,11 +5,19 @@
  *
  * Why: without it the end of a task on a full node goes launcher -> agent
  * (the exit) -> agent picks the next task -> launcher (the spawn), two
- * cross-thread hand-offs on the path of every task.  The first try hung a
+ * cross-thread hand-offs on the path of every task.  Measured on a 16-core
+ * Intel VM, 16,000 /bin/true, 16 at once, 8 launchers, 5 alternating
+ * rounds: 16.6-18.5k tasks/s against 15.4-17.5k without (docs/performance.md
+ * section 17).  The first try hung a
  * successor behind one chosen running task; a successor behind a long
  * task then waited for it while other CPUs went on with later tasks.  A
  * ring shared by every reaper has no such hostage: whichever task ends
  * first gives its CPU to the oldest staged task.
+ *
+ * When: only while the node runs no more tasks than the CPUs it may use
+ * (agent_config.stage_launches): with more in flight, each CPU's next
+ * task is already there when one ends, and staging only costs the agent
+ * more (16 CPUs, 64 in flight: 16.0-17.6k tasks/s against 16.8-19.0k).
  *
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
@@ -72,7 +80,8 @@ static bool agent_stage_one(struct agent *a)
 
 void agent__stage(struct agent *a)
 {
-    if (!a->launcher || a->cfg.set_affinity || a->aborting || a->draining || a->failed)
+    if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->aborting ||
+        a->draining || a->failed)
         return;
     uint32_t most = a->cfg.cpus ? a->cfg.cpus : 1; /* one per CPU of the node */
     while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&

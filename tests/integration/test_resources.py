@@ -36,6 +36,9 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     the CPU it gave back starts s1, the staged one, before s2 and s3 (one
     of them still queued); X's record has a non-zero status, the run exits 1, every other
     task succeeded once, all before L ended, never more than 2 CPUs busy.
+  * no_staging_beyond_the_cpus: --host-cpus twice the CPUs this process may
+    use, 60 /bin/true: more tasks in flight than CPUs, so nothing is staged
+    (0 staged starts), and the run succeeds.
   * spread_ranks4: mpiexec -n 4 --ranks-are-hosts (four hosts of 8 CPUs on
     this machine), 40 tasks of 0.2 s: every rank (slot=0..3) ran at least
     one task, and each record's hostname= is "HOSTNAME:SLOT".  (Without
@@ -307,6 +310,7 @@ class Resources(pmcrun.TestCase):
         return problems, t
 
     def test_staged_tasks_wait_behind_no_long_task(self):
+        self.need_two_cpus()  # staging needs as many CPUs as --host-cpus
         self.write("stamp.sh", STAMP, 0o755)
         shorts = ["s%d" % i for i in range(6)]
         dag_path = self.write_dag("staged.dag", "TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3\n"
@@ -319,6 +323,7 @@ class Resources(pmcrun.TestCase):
         self.check(problems, res)
 
     def test_staged_task_that_cannot_execute(self):
+        self.need_two_cpus()
         self.write("stamp.sh", STAMP, 0o755)
         dag_path = self.write_dag("staged_x.dag", """
             TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3
@@ -345,6 +350,18 @@ class Resources(pmcrun.TestCase):
         if after:
             problems.append("%s started before s1 (staged first, with X): the CPU X gave back "
                             "did not go to the oldest staged task" % ", ".join(after))
+        self.check(problems, res)
+
+    def test_no_staging_beyond_the_cpus(self):
+        # twice the CPUs this process may use: nothing is staged
+        host = 2 * len(os.sched_getaffinity(0))
+        dag_path = self.write("over.dag", "".join("TASK t%d /bin/true\n" % i for i in range(60)))
+        res = self.run_pmc(["--host-cpus", str(host), "--launch-threads", "2", dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        m = re.search(r"(\d+) staged starts", res.stderr)
+        if not m or m.group(1) != "0":
+            problems.append("staged starts: %s, expected 0 with --host-cpus %d"
+                            % (m.group(1) if m else "no Engine CPU line", host))
         self.check(problems, res)
 
     # ------------------------------------------------------------- spreading
