@@ -220,6 +220,7 @@ static long run_threads(long nthreads, long tasks, long par, char **child_argv)
             atomic_store(&w.error, 1);
             break;
         }
+        pthread_setname_np(th[n], "spawner"); /* what the tests count */
     }
     for (long i = 0; i < n; i++)
         pthread_join(th[i], NULL);

@@ -54,9 +54,11 @@
  * tells it); the agent starts staged jobs itself when CPUs free up another
  * way (launcher_take_staged()).  A task's end then costs no round trip
  * through the agent: on a 16-core VM, 16 /bin/true at once, 8 launchers
- * ran 17.9-20.8k tasks/s with it against 16.6-19.0k without
- * (docs/performance.md section 16).  Staged jobs are first in, first out,
- * and every one fits in what any ended task frees (engine/agent_stage.c).
+ * ran 19.8-22.2k tasks/s with it against 18.1-19.4k without
+ * (docs/performance.md section 17).  Staged jobs are first in, first out,
+ * and every one fits in what any ended task frees; the agent stages only
+ * while the node runs no more tasks than its usable CPUs
+ * (engine/agent_stage.c).
  * Sleeping: an idle launcher spins on the submit ring for a moment, then
  * sleeps in epoll_wait on the pool's set, where exits and a work eventfd
  * wake it; launcher_submit() writes the eventfd only while a launcher
