@@ -500,7 +500,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
         return false;
     }
     agent_slot_claim(a, s, t);
-    log_debug("Running task %s", t->name);
+    log_debug(staged ? "Staging task %s" : "Running task %s", t->name);
     struct spawn_request req = {.argv = s->argv,
                                 .envp = s->envp,
                                 .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
