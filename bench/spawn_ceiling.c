@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -188,8 +189,10 @@ static void *shared_loop_thread(void *arg)
         int status;
         pid_t pid = waitpid(-1, &status, 0);
         if (pid < 0) {
-            if (errno == ECHILD) /* another thread reaped the last; or none started yet */
+            if (errno == ECHILD) { /* another thread reaped the last; or none started yet */
+                sched_yield();
                 continue;
+            }
             if (errno != EINTR) {
                 perror("spawn_ceiling: waitpid");
                 atomic_store(&w->error, 1);

@@ -74,9 +74,16 @@ class SpawnCeiling(unittest.TestCase):
         while not os.path.exists(self.log) and time.monotonic() < deadline:
             time.sleep(0.01)
         threads = 0  # named "spawner" (a sanitizer's runtime adds threads of its own)
-        for t in os.listdir(f"/proc/{p.pid}/task"):
-            with open(f"/proc/{p.pid}/task/{t}/comm") as comm:
-                threads += comm.read().strip() == "spawner"
+        while threads < 3 and time.monotonic() < deadline and p.poll() is None:
+            threads = 0
+            for t in os.listdir(f"/proc/{p.pid}/task"):
+                try:
+                    with open(f"/proc/{p.pid}/task/{t}/comm") as comm:
+                        threads += comm.read().strip() == "spawner"
+                except OSError:  # a thread that just ended
+                    pass
+            if threads < 3:
+                time.sleep(0.01)
 
         out, err = p.communicate(timeout=60)
         self.assertEqual(p.returncode, 0, err)

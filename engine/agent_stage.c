@@ -22,7 +22,13 @@
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
  * least: dag.c refuses -c 0), and it is never bound (no staging with
- * --set-affinity).  Others wait in the queue for the agent as before.
+ * --set-affinity).  Only the task the pump would start next is staged,
+ * so staging keeps the queue's priority order and PMC's deferral rule;
+ * when that task needs more, staging stops and it waits for the pump.
+ * Up to one task per CPU is committed ahead, so a task of higher priority
+ * that arrives meanwhile starts after those.  Not with --per-task-stdio:
+ * a staged task has its files made, and one cancelled at a drain or an
+ * abort would leave them empty behind.
  *
  * Accounting: a staged task is claimed at once (its slot, its CPU in
  * slot.cpus) against a CPU lent ahead: cpus_free is raised by one before
@@ -49,19 +55,21 @@ static bool agent_next_slot_has_job(struct agent *a)
     return launcher_job(a->launcher, i) != NULL;
 }
 
-/* Stage the first queued task of one CPU, no memory and no GPU.  false
- * when there is none, or it cannot be staged (then nothing more is tried
- * in this round). */
+/* Stage the task the pump would start on the next CPU that frees (the
+ * queue's order and PMC's deferral rule: nq_take_fit() with one CPU and
+ * the free memory and GPUs), if it needs one CPU, no memory and no GPU.
+ * false when there is none, or it is another (it waits in the queue for
+ * the pump, and nothing more is staged in this round). */
 static bool agent_stage_one(struct agent *a)
 {
+    uint32_t cpus, gpus;
+    uint64_t memory_mb;
+    const struct node_task *next =
+        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus);
+    if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
+        return false; /* (too many forwards: agent__launch() would spawn it now) */
     struct node_task nt;
-    if (nq_take_fit(&a->queue, 1, 0, 0, &nt) != 1)
-        return false;
-    if (nt.t.nfwd > LAUNCHER_MAX_FORWARDS) { /* agent__launch() would spawn it now */
-        if (nq_push(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) < 0)
-            a->failed = true;
-        return false;
-    }
+    nq_take_fit(&a->queue, 1, a->memory_free, a->gpus_free, &nt); /* that one */
     if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
         log_fatal("Out of memory for the forwards of task %s", nt.t.name);
         a->failed = true;
@@ -80,8 +88,8 @@ static bool agent_stage_one(struct agent *a)
 
 void agent__stage(struct agent *a)
 {
-    if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->aborting ||
-        a->draining || a->failed)
+    if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
+        a->aborting || a->draining || a->failed)
         return;
     uint32_t most = a->cfg.cpus ? a->cfg.cpus : 1; /* one per CPU of the node */
     while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&

@@ -85,17 +85,41 @@ static void nq_remove(struct node_queue *q, size_t k, void *out)
     q->len--;
 }
 
+/* The position of the first task that fits within NQ_DEFER_SCAN entries,
+ * or -1. */
+static long nq_find_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
+                        uint32_t gpus_free)
+{
+    size_t depth = q->len < NQ_DEFER_SCAN ? q->len : NQ_DEFER_SCAN;
+    for (size_t k = 0; k < depth; k++)
+        if (nq_fits(nq_at(q, k), cpus_free, memory_free, gpus_free))
+            return (long)k;
+    return -1;
+}
+
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
                 void *out)
 {
-    size_t depth = q->len < NQ_DEFER_SCAN ? q->len : NQ_DEFER_SCAN;
-    size_t k = 0;
-    while (k < depth && !nq_fits(nq_at(q, k), cpus_free, memory_free, gpus_free))
-        k++;
-    if (k == depth)
+    long k = nq_find_fit(q, cpus_free, memory_free, gpus_free);
+    if (k < 0)
         return 0;
-    nq_remove(q, k, out);
+    nq_remove(q, (size_t)k, out);
     return 1;
+}
+
+const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
+                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus)
+{
+    long k = nq_find_fit(q, cpus_free, memory_free, gpus_free);
+    if (k < 0)
+        return NULL;
+    const unsigned char *e = nq_at(q, (size_t)k);
+    struct nq_need n;
+    memcpy(&n, e, sizeof n);
+    *cpus = n.cpus;
+    *memory_mb = n.memory_mb;
+    *gpus = n.gpus;
+    return e + sizeof n;
 }
 
 int nq_pop(struct node_queue *q, void *out)

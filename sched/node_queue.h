@@ -54,6 +54,12 @@ int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gp
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
                 void *out);
 
+/* The task nq_take_fit() with the same arguments would take, left in
+ * place: a pointer to its item (valid until the queue changes) and its
+ * needs in *cpus, *memory_mb (MB) and *gpus.  NULL when none fits. */
+const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
+                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus);
+
 /* Remove the first task regardless of fit, its item into out.  1, or 0
  * when empty. */
 int nq_pop(struct node_queue *q, void *out);

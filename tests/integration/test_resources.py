@@ -36,6 +36,17 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     the CPU it gave back starts s1, the staged one, before s2 and s3 (one
     of them still queued); X's record has a non-zero status, the run exits 1, every other
     task succeeded once, all before L ended, never more than 2 CPUs busy.
+  * staging_keeps_priority_order: the same host with --host-memory 1000;
+    r1 (0.3 s) and r2 (1.5 s; -p 20) run first; A (-p 10, -m 100) fits
+    the CPU r1 frees, so no task of -p 1 (no memory: stageable) starts
+    before it.
+  * staged_tasks_cancelled_at_an_abort: the same host, 20 tasks of 0.4 s
+    that log each start; SIGTERM once 4 are DONE: the run fails within
+    20 s, it had started tasks staged, at most 3 records of killed tasks
+    (the 2 running, and one a reaper may start as the abort begins: the
+    staged ones are cancelled, not started and killed; fails without
+    that), every DONE task had started, some had not; the restart runs
+    the rest, each task once in all or twice when the abort killed it.
   * no_staging_beyond_the_cpus: --host-cpus twice the CPUs this process may
     use, 60 /bin/true: more tasks in flight than CPUs, so nothing is staged
     (0 staged starts), and the run succeeds.
@@ -71,8 +82,10 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
 import os
 import re
 import resource
+import signal
 import socket
 import sys
+import time
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -352,10 +365,85 @@ class Resources(pmcrun.TestCase):
                             "did not go to the oldest staged task" % ", ".join(after))
         self.check(problems, res)
 
+    def test_staging_keeps_priority_order(self):
+        self.need_two_cpus()
+        self.write("stamp.sh", STAMP, 0o755)
+        bs = ["b%d" % i for i in range(4)]
+        dag_path = self.write_dag("prio_stage.dag", """
+            TASK r1 -p 20 /bin/sh {tmp}/stamp.sh {tmp} r1 0.3
+            TASK r2 -p 20 /bin/sh {tmp}/stamp.sh {tmp} r2 1.5
+            TASK A -p 10 -m 100 /bin/sh {tmp}/stamp.sh {tmp} A 0.2
+            """.format(tmp=self.tmp) + "".join(
+                "TASK %s -p 1 /bin/sh %s/stamp.sh %s %s 0.2\n" % (n, self.tmp, self.tmp, n)
+                for n in bs))
+        res = self.run_pmc(["--host-cpus", "2", "--host-memory", "1000", "--launch-threads", "2",
+                            dag_path])
+        problems = self.ok_run_problems(res, dag_path)
+        got, more = self.stamped(["r1", "r2", "A"] + bs)
+        problems += more
+        t = {n: (s, e) for n, s, e in got}
+        early = [n for n in bs if n in t and "A" in t and t[n][0] < t["A"][0]]
+        if early:
+            problems.append("%s (-p 1) started before A (-p 10, -m 100, which fits the first "
+                            "CPU that frees): staged past it" % ", ".join(early))
+        self.check(problems, res)
+
+    def test_staged_tasks_cancelled_at_an_abort(self):
+        self.need_two_cpus()
+        tasks = ["t%02d" % i for i in range(20)]
+        dag_path = self.write("abort.dag", "".join(
+            "TASK %s /bin/sh -c 'echo run >> %s/%s.ran; sleep 0.4'\n" % (n, self.tmp, n)
+            for n in tasks))
+        dag = pmcrun.parse_dag(dag_path)
+        rescue = dag_path + ".rescue"
+        args = ["--host-cpus", "2", "--launch-threads", "2", dag_path]
+        proc = self.start_pmc(args)
+        deadline = time.monotonic() + 60
+        while (time.monotonic() < deadline and proc.poll() is None and
+               len(pmcrun.parse_rescue(rescue, complete_only=True).done_set) < 4):
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGTERM)
+        first = pmcrun.finish(proc, timeout=30)
+        problems = []
+        if first.timed_out or first.returncode == 0 or first.elapsed > 20:
+            problems.append("the aborted run: exit %s after %.1f s%s, expected a failure "
+                            "within 20 s" % (first.returncode, first.elapsed,
+                                             " (timed out)" if first.timed_out else ""))
+        m = re.search(r"(\d+) staged starts", first.stderr)
+        if not m or int(m.group(1)) == 0:
+            problems.append("the aborted run started nothing staged")
+        done = pmcrun.parse_rescue(rescue, complete_only=True).done_set
+
+        def runs(name):
+            return len((pmcrun.read_text(self.path(name + ".ran")) or "").split())
+
+        ran = {n for n in tasks if runs(n)}
+        # the 2 running tasks are killed (records with a signal status); a
+        # staged task started by a reaper instead of cancelled would be a
+        # third and a fourth (one may be popped as the abort begins)
+        killed = [r.name for r in first.tasks if r.status != 0]
+        if len(killed) > 3:
+            problems.append("%d records of killed tasks (%s): staged tasks were started at the "
+                            "abort, not cancelled" % (len(killed), ", ".join(killed)))
+        if not done <= ran:
+            problems.append("DONE in the rescue file but never started: %s"
+                            % sorted(done - ran))
+        if len(ran) == len(tasks):
+            problems.append("every task had started before the abort: nothing was cancelled")
+        res = self.run_pmc(args)
+        problems += pmcrun.success_problems(res, dag, skipped=done, since=res.started)
+        for n in tasks:  # once in all, or twice when the abort killed it
+            want = 1 if n in done or n not in ran else 2
+            if runs(n) != want:
+                problems.append("%s ran %d times, expected %d" % (n, runs(n), want))
+        self.check(problems, res)
+
     def test_no_staging_beyond_the_cpus(self):
-        # twice the CPUs this process may use: nothing is staged
+        # twice the CPUs this process may use, three tasks per CPU (so the
+        # node is full and tasks wait): nothing is staged
         host = 2 * len(os.sched_getaffinity(0))
-        dag_path = self.write("over.dag", "".join("TASK t%d /bin/true\n" % i for i in range(60)))
+        dag_path = self.write("over.dag", "".join("TASK t%d /bin/true\n" % i
+                                                  for i in range(max(60, 3 * host))))
         res = self.run_pmc(["--host-cpus", str(host), "--launch-threads", "2", dag_path])
         problems = self.ok_run_problems(res, dag_path)
         m = re.search(r"(\d+) staged starts", res.stderr)

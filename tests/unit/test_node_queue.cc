@@ -171,6 +171,34 @@ TEST(NodeQueue, TaskThatDoesNotFitNowIsDeferred)
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 1, 2})) << "deferred tasks keep their order";
 }
 
+// nq_peek_fit names the task nq_take_fit would take, with its needs, and
+// leaves the queue as it was; NULL when nothing fits.
+TEST(NodeQueue, PeekFitNamesWhatTakeFitTakes)
+{
+    Queue q;
+    push(q, task(0, 8));           // does not fit 2 CPUs
+    push(q, task(1, 1, 300, 1));   // fits 2 CPUs, 500 MB, 1 GPU
+    push(q, task(2, 1, 0, 0, -1)); // lower priority, fits too
+    uint32_t cpus = 0, gpus = 0;
+    uint64_t mem = 0;
+    auto *p =
+        static_cast<const struct node_task *>(nq_peek_fit(&q.q, 2, 500, 1, &cpus, &mem, &gpus));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->t.id, 1u);
+    EXPECT_EQ(cpus, 1u);
+    EXPECT_EQ(mem, 300u);
+    EXPECT_EQ(gpus, 1u);
+    EXPECT_EQ(nq_len(&q.q), 3u) << "a peek takes nothing";
+    p = static_cast<const struct node_task *>(nq_peek_fit(&q.q, 2, 0, 0, &cpus, &mem, &gpus));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->t.id, 2u) << "without memory and GPUs, the deferral pick";
+    EXPECT_EQ(nq_peek_fit(&q.q, 0, 0, 0, &cpus, &mem, &gpus), nullptr);
+    struct node_task nt;
+    ASSERT_EQ(nq_take_fit(&q.q, 2, 500, 1, &nt), 1);
+    EXPECT_EQ(nt.t.id, 1u);
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 2}));
+}
+
 TEST(NodeQueue, DeferredTaskStartsFirstOnceResourcesReturn)
 {
     Queue q;
