@@ -333,6 +333,7 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
     fwd_close_write_ends(&s->fwd);
     if (e) {
         watchdog_clear(a->watchdog, i);
+        agent__limit_end(a, i); /* a pool launch's limit was armed when handed over */
         agent_exec_failed(a, s, e);
         return;
     }
@@ -368,11 +369,12 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     struct slot *s = &a->slots[i];
     /* reaped by the pool (launcher.h) unless it has pipes to read or an
      * abort is under way; its start wakes the agent (wake_on_start) when
-     * the master wants a STARTED notice or it has a time limit, which the
-     * agent arms as it takes the completion (agent_spawned()) and enforces
+     * the master wants a STARTED notice; a time limit is armed now, early,
+     * and looked at again when it passes (agent_limits.c), and enforced
      * through launcher_time_out() */
     j->pool_reaps = s->fwd.n == 0 && !a->aborting;
-    j->wake_on_start = s->notify_start || s->time_limit_ms != 0;
+    j->wake_on_start = s->notify_start;
+    (void)agent__limit_start(a, i); /* its entry is reserved (agent_slot_get()) */
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
     if (j->pool_reaps) {

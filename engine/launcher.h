@@ -19,10 +19,11 @@
  * Reaped launches (launch_job.pool_reaps), for tasks whose output needs no
  * reading while they run (no forwarding pipe): the launcher completes the
  * job without waking the agent (unless wake_on_start: the master wants a
- * STARTED notice, or the task has a time limit to arm, both done when the
- * agent takes the completion) and adds the child's pidfd to the pool's own
- * epoll set (one-shot).  The agent keeps a task's time limit and ends it
- * with launcher_time_out(), whose mark the reaper turns into the time-out
+ * STARTED notice, which the agent sends as it takes the completion) and
+ * adds the child's pidfd to the pool's own epoll set (one-shot).  The
+ * agent keeps a task's time limit (armed as it hands the launch over and
+ * looked at again when it passes: engine/agent_limits.c) and ends it with
+ * launcher_time_out(), whose mark the reaper turns into the time-out
  * status and note.  When the
  * task exits, a launcher reaps it as the agent would (kill what it left in
  * its process group while the zombie holds the id, clear its watchdog
@@ -153,8 +154,7 @@ struct launch_job {
      * from launcher_take_exited()), and hands it back */
     bool pool_reaps;
     /* in, reaped launches: wake the agent when the task has started (its
-     * completion), for a STARTED notice or to arm a time limit; otherwise
-     * only its exit does */
+     * completion), for a STARTED notice; otherwise only its exit does */
     bool wake_on_start;
     /* in, reaped launches: the task's time limit (0: none), for the note
      * that launcher_time_out() makes the reaper write to its stderr */

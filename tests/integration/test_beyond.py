@@ -17,6 +17,10 @@ time limits, the batch job's end, threaded tasks.
   * time_limit_alone: one `sleep 20` task with --time-limit 1 and nothing
     else in the run ends in < 8 s with status 31744 (with a pool, its start
     must wake the agent to arm the limit);
+  * time_limit_of_a_failed_launch_ends_with_it: --host-cpus 1, a pool: a
+    task with --time-limit 1 that cannot execute, then one of 2.5 s with no
+    limit in the same slot: the second succeeds (the limit, armed as the
+    first was handed to the pool, went with it).
   * time_limit: a `sleep 60` task with --time-limit 1 ends in < 3 s with
     "Task NAME exceeded its time limit of 1 s", record status 31744 (exit
     code 124); with -t 2 it is tried twice; a task that ignores SIGTERM is
@@ -200,6 +204,26 @@ class Beyond(pmcrun.TestCase):
         quick = res.records_of("quick")
         if not quick or quick[0].status != 0:
             problems.append("quick (under its limit) did not succeed")
+        self.check(problems, res)
+
+    def test_time_limit_of_a_failed_launch_ends_with_it(self):
+        """With a pool a limit is armed as the launch is handed over: a
+        launch that cannot execute must take it along, or the slot's next
+        task (no limit, 2.5 s; -m 10, so not staged into another slot) is
+        ended by it."""
+        dag = self.write_dag("reuse.dag", """
+            TASK bad -p 10 --time-limit 1 /no/such/program
+            TASK next -p 1 -m 10 /bin/sleep 2.5
+            """)
+        res = self.run_pmc(["--host-cpus", "1", "--launch-threads", "2", "--kill-grace", "1", dag])
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1 (bad fails)" % res.returncode)
+        if [r.status for r in res.records_of("next")] != [0]:
+            problems.append("next: statuses %s, expected [0]"
+                            % [r.status for r in res.records_of("next")])
+        if "Task next exceeded its time limit" in res.stderr:
+            problems.append("next was ended by a time limit it does not have")
         self.check(problems, res)
 
     def test_time_limit_alone(self):

@@ -40,6 +40,9 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     r1 (0.3 s) and r2 (1.5 s; -p 20) run first; A (-p 10, -m 100) fits
     the CPU r1 frees, so no task of -p 1 (no memory: stageable) starts
     before it.
+  * staged_task_time_limit_counts_from_its_start: the same host, l1 and
+    l2 (1.2 s) run; T (0.5 s, --time-limit 1) is staged meanwhile and runs
+    after them, within its limit from its own start: it succeeds.
   * staged_tasks_cancelled_at_an_abort: the same host, 20 tasks of 0.4 s
     that log each start; SIGTERM once 4 are DONE: the run fails within
     20 s, it had started tasks staged, at most 3 records of killed tasks
@@ -173,9 +176,8 @@ class Resources(pmcrun.TestCase):
         return got, problems
 
     def ok_run_problems(self, res, dag_path, rescue=True):
-        dag = pmcrun.parse_dag(dag_path)
         if rescue:
-            return pmcrun.success_problems(res, dag)
+            return pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         problems = []
         if res.timed_out or res.returncode != 0:
             problems.append("exit status %s, expected 0" % res.returncode)
@@ -386,6 +388,25 @@ class Resources(pmcrun.TestCase):
         if early:
             problems.append("%s (-p 1) started before A (-p 10, -m 100, which fits the first "
                             "CPU that frees): staged past it" % ", ".join(early))
+        self.check(problems, res)
+
+    def test_staged_task_time_limit_counts_from_its_start(self):
+        self.need_two_cpus()
+        self.write("stamp.sh", STAMP, 0o755)
+        dag_path = self.write_dag("limit_stage.dag", """
+            TASK l1 -p 10 /bin/sh {tmp}/stamp.sh {tmp} l1 1.2
+            TASK l2 -p 10 /bin/sh {tmp}/stamp.sh {tmp} l2 1.2
+            TASK T -p 1 --time-limit 1 /bin/sh {tmp}/stamp.sh {tmp} T 0.5
+            """.format(tmp=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
+        problems = self.staged_problems(res, ["l1", "l2", "T"], [])[0]
+        problems += self.ok_run_problems(res, dag_path, rescue=False)  # pmcrun: no --time-limit
+        statuses = sorted((r.name, r.status) for r in res.tasks)
+        if statuses != [("T", 0), ("l1", 0), ("l2", 0)]:
+            problems.append("records (name, status): %s, expected each once with 0" % statuses)
+        if "exceeded its time limit" in res.stderr:
+            problems.append("T (0.5 s, staged for ~1.2 s, limit 1 s) was ended by its limit: "
+                            "it counted from its staging, not its start")
         self.check(problems, res)
 
     def test_staged_tasks_cancelled_at_an_abort(self):
