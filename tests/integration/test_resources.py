@@ -307,6 +307,24 @@ class Resources(pmcrun.TestCase):
 
     # ---------------------------------------------------------- staged tasks
 
+    def staged_run(self, name, tasks, extra=()):
+        """Write DAG `name` of tasks [(NAME, OPTIONS, SECONDS)] that stamp
+        their start and end around a sleep (SECONDS None: OPTIONS is the
+        rest of the line) and run it with --host-cpus 2 and two launchers
+        (and extra options): (dag_path, Result).  Staging needs as many
+        usable CPUs as --host-cpus."""
+        self.need_two_cpus()
+        self.write("stamp.sh", STAMP, 0o755)
+        lines = []
+        for n, opts, secs in tasks:
+            cmd = opts if secs is None else " ".join(
+                w for w in (opts, "/bin/sh %s/stamp.sh %s %s %s" % (self.tmp, self.tmp, n, secs))
+                if w)
+            lines.append("TASK %s %s\n" % (n, cmd))
+        dag_path = self.write(name, "".join(lines))
+        return dag_path, self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", *extra,
+                                       dag_path])
+
     def staged_problems(self, res, names, shorts):
         """The stamps of names: missing ones, more than 2 CPUs busy, a short
         task that ended after L, no staged start counted; and the stamps."""
@@ -325,31 +343,19 @@ class Resources(pmcrun.TestCase):
         return problems, t
 
     def test_staged_tasks_wait_behind_no_long_task(self):
-        self.need_two_cpus()  # staging needs as many CPUs as --host-cpus
-        self.write("stamp.sh", STAMP, 0o755)
         shorts = ["s%d" % i for i in range(6)]
-        dag_path = self.write_dag("staged.dag", "TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3\n"
-                                  .format(tmp=self.tmp) + "".join(
-                                      "TASK %s /bin/sh %s/stamp.sh %s %s 0.15\n"
-                                      % (n, self.tmp, self.tmp, n) for n in shorts))
-        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
+        dag_path, res = self.staged_run("staged.dag", [("L", "-p 10", 3)] +
+                                        [(n, "", 0.15) for n in shorts])
         problems = self.ok_run_problems(res, dag_path)
         problems += self.staged_problems(res, ["L"] + shorts, shorts)[0]
         self.check(problems, res)
 
     def test_staged_task_that_cannot_execute(self):
-        self.need_two_cpus()
-        self.write("stamp.sh", STAMP, 0o755)
-        dag_path = self.write_dag("staged_x.dag", """
-            TASK L -p 10 /bin/sh {tmp}/stamp.sh {tmp} L 3
-            TASK s0 -p 9 /bin/sh {tmp}/stamp.sh {tmp} s0 0.3
-            TASK X -p 8 {tmp}/no-such-program
-            TASK s1 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s1 0.1
-            TASK s2 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s2 0.1
-            TASK s3 -p 7 /bin/sh {tmp}/stamp.sh {tmp} s3 0.1
-            """.format(tmp=self.tmp))
-        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
         shorts = ["s0", "s1", "s2", "s3"]
+        dag_path, res = self.staged_run("staged_x.dag", [
+            ("L", "-p 10", 3), ("s0", "-p 9", 0.3),
+            ("X", "-p 8 %s/no-such-program" % self.tmp, None)] +
+            [(n, "-p 7", 0.1) for n in shorts[1:]])
         problems, t = self.staged_problems(res, ["L"] + shorts, shorts)
         if res.timed_out or res.returncode != 1:
             problems.append("exit status %s, expected 1 (X failed)" % res.returncode)
@@ -368,18 +374,10 @@ class Resources(pmcrun.TestCase):
         self.check(problems, res)
 
     def test_staging_keeps_priority_order(self):
-        self.need_two_cpus()
-        self.write("stamp.sh", STAMP, 0o755)
         bs = ["b%d" % i for i in range(4)]
-        dag_path = self.write_dag("prio_stage.dag", """
-            TASK r1 -p 20 /bin/sh {tmp}/stamp.sh {tmp} r1 0.3
-            TASK r2 -p 20 /bin/sh {tmp}/stamp.sh {tmp} r2 1.5
-            TASK A -p 10 -m 100 /bin/sh {tmp}/stamp.sh {tmp} A 0.2
-            """.format(tmp=self.tmp) + "".join(
-                "TASK %s -p 1 /bin/sh %s/stamp.sh %s %s 0.2\n" % (n, self.tmp, self.tmp, n)
-                for n in bs))
-        res = self.run_pmc(["--host-cpus", "2", "--host-memory", "1000", "--launch-threads", "2",
-                            dag_path])
+        dag_path, res = self.staged_run("prio_stage.dag", [
+            ("r1", "-p 20", 0.3), ("r2", "-p 20", 1.5), ("A", "-p 10 -m 100", 0.2)] +
+            [(n, "-p 1", 0.2) for n in bs], extra=["--host-memory", "1000"])
         problems = self.ok_run_problems(res, dag_path)
         got, more = self.stamped(["r1", "r2", "A"] + bs)
         problems += more
@@ -391,14 +389,8 @@ class Resources(pmcrun.TestCase):
         self.check(problems, res)
 
     def test_staged_task_time_limit_counts_from_its_start(self):
-        self.need_two_cpus()
-        self.write("stamp.sh", STAMP, 0o755)
-        dag_path = self.write_dag("limit_stage.dag", """
-            TASK l1 -p 10 /bin/sh {tmp}/stamp.sh {tmp} l1 1.2
-            TASK l2 -p 10 /bin/sh {tmp}/stamp.sh {tmp} l2 1.2
-            TASK T -p 1 --time-limit 1 /bin/sh {tmp}/stamp.sh {tmp} T 0.5
-            """.format(tmp=self.tmp))
-        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "2", dag_path])
+        dag_path, res = self.staged_run("limit_stage.dag", [
+            ("l1", "-p 10", 1.2), ("l2", "-p 10", 1.2), ("T", "-p 1 --time-limit 1", 0.5)])
         problems = self.staged_problems(res, ["l1", "l2", "T"], [])[0]
         problems += self.ok_run_problems(res, dag_path, rescue=False)  # pmcrun: no --time-limit
         statuses = sorted((r.name, r.status) for r in res.tasks)
