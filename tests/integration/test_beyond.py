@@ -15,8 +15,8 @@ time limits, the batch job's end, threaded tasks.
     "hosts" of one GPU each): two -g 1 tasks of 1 s overlap in time, each on
     its own rank, each seeing id 0.
   * time_limit_alone: one `sleep 20` task with --time-limit 1 and nothing
-    else in the run ends in < 8 s with status 31744 (with a pool, its start
-    must wake the agent to arm the limit);
+    else in the run ends in < 8 s with status 31744 (with a pool the agent
+    arms the limit as it hands the launch over: nothing else wakes it);
   * time_limit_of_a_failed_launch_ends_with_it: --host-cpus 1, a pool: a
     task with --time-limit 1 that cannot execute, then one of 2.5 s with no
     limit in the same slot: the second succeeds (the limit, armed as the
@@ -228,8 +228,8 @@ class Beyond(pmcrun.TestCase):
 
     def test_time_limit_alone(self):
         """One task with a limit and nothing else in the run: nothing but
-        its own start can make the node arm the limit (with a launcher
-        pool, its start must wake the agent)."""
+        the agent's own deadline wakes it (with a launcher pool it arms
+        the limit as it hands the launch over, and no start wakes it)."""
         dag = self.write_dag("alone.dag", "TASK slow --time-limit 1 /bin/sleep 20\n")
         t0 = time.monotonic()
         res = self.run_pmc(["--kill-grace", "1", dag])
