@@ -127,18 +127,22 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);
+    /* the CPU is free: the oldest staged job starts on it before this
+     * task's output is written and the agent is woken, so that neither
+     * delays it (the agent may take k's completion, even its exit, before
+     * this exit: the loan is settled by handed whenever it comes) */
+    uint32_t k;
+    bool hand = mpmc_ring_try_pop(l->staged, &k);
+    if (hand)
+        launcher_start_staged(l, k);
     j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
     /* one-shot: the entry fired and is disabled; the close removes it (or
      * a spawning child's copy of the descriptor does, at its execve) */
-    close(j->pidfd); /* j->pidfd keeps the number: the agent may still read it */
-    uint32_t k;
-    bool hand = mpmc_ring_try_pop(l->staged, &k); /* before the push: the agent reads handed */
-    j->handed = hand ? k + 1 : 0;
+    close(j->pidfd);              /* j->pidfd keeps the number: the agent may still read it */
+    j->handed = hand ? k + 1 : 0; /* before the push: the agent reads it */
     push(l->exited, i);
     mailbox_notify(l->wake);
-    if (hand)
-        launcher_start_staged(l, k);
 }
 
 /* Wait for work or exits: spin on the submit ring, then sleep in

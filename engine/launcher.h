@@ -51,8 +51,12 @@
  * and tasks wait, the agent prepares the next one and stages it in a
  * third ring instead of submitting it.  The launcher that reaps any task
  * then pops a staged job and starts it at once, on the CPU the ended task
- * gave up, before the agent has even seen that exit (launch_job.handed
- * tells it); the agent starts staged jobs itself when CPUs free up another
+ * gave up, before it writes the ended task's output and hands its exit
+ * back (launch_job.handed tells the agent), so the agent may take the
+ * staged job's completion, even its exit, before that exit (2-core AMD
+ * VM, --host-cpus 2, 10,000 /bin/true: --threads 1 ran 2,585-2,761
+ * tasks/s against 2,163-2,501 with the start after the hand-back); the
+ * agent starts staged jobs itself when CPUs free up another
  * way (launcher_take_staged()).  A task's end then costs no round trip
  * through the agent: on a 16-core VM, 16 /bin/true at once, 8 launchers
  * ran 19.8-22.2k tasks/s with it against 18.1-19.4k without

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -319,6 +320,37 @@ TEST_F(LauncherPool, StagedJobStartsWhenAReapedTaskEnds)
     EXPECT_EQ(next->status, 0);
     EXPECT_EQ(next->handed, 0u) << "nothing else was staged";
     EXPECT_EQ(launcher_staged_starts(pool_), 1u);
+}
+
+// The reaper starts the staged job before it hands the exit back (and
+// before it writes that task's output): when the exit can be taken, the
+// staged job's start is already there.  The exit is taken the moment it
+// appears (a tight poll), so a reaper that started the staged job after
+// the hand-back is seen.
+TEST_F(LauncherPool, StagedJobStartsBeforeTheExitIsHandedBack)
+{
+    start(1, 4);
+    staged_ = true;
+    submit(1, {"/bin/true"}, true);
+    staged_ = false;
+    submit(0, {"/bin/sh", "-c", "sleep 0.2"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(i, 0u);
+    bool exited = false;
+    for (int k = 0; k < 10000000 && !exited; k++) {
+        exited = launcher_take_exited(pool_, &i) == 1;
+        if (!exited)
+            sched_yield();
+    }
+    ASSERT_TRUE(exited);
+    ASSERT_EQ(i, 0u);
+    EXPECT_EQ(launcher_job(pool_, 0)->handed, 2u);
+    ASSERT_EQ(launcher_take(pool_, &i), 1) << "the staged job's start comes first";
+    EXPECT_EQ(i, 1u);
+    EXPECT_TRUE(launcher_job(pool_, 1)->chained);
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 1u);
 }
 
 // launcher_take_staged() gives staged jobs back oldest first, unstarted.
