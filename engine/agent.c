@@ -688,6 +688,7 @@ void agent_destroy(struct agent *a)
         agent__slot_free(&a->slots[i]);
     cpuset_pool_destroy(a->pool);
     free(a->slots);
+    free(a->free_slots);
     free(a->base_env);
     free(a->gpu_busy);
     deadlines_free(&a->deadlines);

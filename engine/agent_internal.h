@@ -97,6 +97,10 @@ struct agent {
     int epfd;
     struct slot *slots;
     uint32_t nslots, running;
+    /* bit i of word i / 64 set: slot i is free (nslots bits, a multiple of
+     * 8; the last word's bits past nslots are 0), so the lowest free slot
+     * is found a word at a time, not by walking the slots */
+    uint64_t *free_slots;
     char **base_env; /* environ without the PMC_* variables we set */
     size_t base_env_n;
     struct msgbuf results;
@@ -178,6 +182,9 @@ int agent__open_outputs(struct agent *a, struct pmc_error *err);
  * caller has checked that the slot it takes has a launcher job and that
  * its forwards fit one (agent_stage.c). */
 bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged);
+/* The slot agent__launch() takes next: the lowest free one, or nslots when
+ * every slot is busy (the table then grows).  O(nslots / 64). */
+uint32_t agent__next_free_slot(const struct agent *a);
 /* Release slot s: its capture files reset, its descriptors closed, its
  * CPUs (but lent_cpus), memory and GPUs back to the free pool. */
 void agent__slot_release(struct agent *a, struct slot *s);

@@ -49,10 +49,7 @@
 /* Does the slot agent__launch() takes next have a launcher job? */
 static bool agent_next_slot_has_job(struct agent *a)
 {
-    uint32_t i = 0;
-    while (i < a->nslots && a->slots[i].in_use)
-        i++;
-    return launcher_job(a->launcher, i) != NULL;
+    return launcher_job(a->launcher, agent__next_free_slot(a)) != NULL;
 }
 
 /* Stage the task the pump would start on the next CPU that frees (the

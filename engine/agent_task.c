@@ -81,27 +81,55 @@ static int agent_slot_init(struct slot *s)
     return s->out_fd < 0 || s->err_fd < 0 ? -1 : 0;
 }
 
-/* Find a free slot (growing the table when all are busy).  -1 on error. */
-static int agent_slot_get(struct agent *a)
+uint32_t agent__next_free_slot(const struct agent *a)
 {
-    for (uint32_t i = 0; i < a->nslots; i++)
-        if (!a->slots[i].in_use)
-            return (int)i;
+    for (uint32_t w = 0; w < (a->nslots + 63) / 64; w++)
+        if (a->free_slots[w])
+            return w * 64 + (uint32_t)__builtin_ctzll(a->free_slots[w]);
+    return a->nslots;
+}
+
+static void agent_slot_mark(struct agent *a, uint32_t i, bool free)
+{
+    if (free)
+        a->free_slots[i / 64] |= 1ull << (i % 64);
+    else
+        a->free_slots[i / 64] &= ~(1ull << (i % 64));
+}
+
+/* Twice the slots (8 at first), the new ones free.  0, or -1 (ENOMEM, or
+ * EMFILE/ENFILE for their capture files); the table keeps the slots made. */
+static int agent_slots_grow(struct agent *a)
+{
     uint32_t n = a->nslots ? a->nslots * 2 : 8;
     if (deadlines_reserve(&a->deadlines, n) < 0) /* no allocation when a limit is armed */
         return -1;
+    uint64_t *map = realloc(a->free_slots, (n + 63) / 64 * sizeof *map);
+    if (!map)
+        return -1;
+    a->free_slots = map;
+    for (uint32_t w = (a->nslots + 63) / 64; w < (n + 63) / 64; w++)
+        map[w] = 0;
     struct slot *t = realloc(a->slots, n * sizeof *t);
     if (!t)
         return -1;
     a->slots = t;
-    for (uint32_t i = a->nslots; i < n; i++)
-        if (agent_slot_init(&t[i]) < 0) {
-            a->nslots = i;
+    for (; a->nslots < n; a->nslots++) {
+        if (agent_slot_init(&t[a->nslots]) < 0)
             return -1;
-        }
-    uint32_t first = a->nslots;
-    a->nslots = n;
-    return (int)first;
+        agent_slot_mark(a, a->nslots, true);
+    }
+    return 0;
+}
+
+/* The lowest free slot (growing the table when all are busy).  -1 on
+ * error. */
+static int agent_slot_get(struct agent *a)
+{
+    uint32_t i = agent__next_free_slot(a);
+    if (i == a->nslots && agent_slots_grow(a) < 0)
+        return -1;
+    return (int)i;
 }
 
 /* Copy name, pegasus id and app into the slot's string buffer. */
@@ -152,12 +180,14 @@ void agent__slot_release(struct agent *a, struct slot *s)
     a->memory_free += s->memory_mb;
     s->lent_cpus = 0;
     s->in_use = false;
+    agent_slot_mark(a, (uint32_t)(s - a->slots), true);
 }
 
 /* Take slot s for task t: account its CPUs and memory, start its clock. */
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     s->in_use = true;
+    agent_slot_mark(a, (uint32_t)(s - a->slots), false);
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
     s->time_limit_ms = t->time_limit_ms;
