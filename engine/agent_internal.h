@@ -97,9 +97,9 @@ struct agent {
     int epfd;
     struct slot *slots;
     uint32_t nslots, running;
-    /* bit i of word i / 64 set: slot i is free (nslots bits, a multiple of
-     * 8; the last word's bits past nslots are 0), so the lowest free slot
-     * is found a word at a time, not by walking the slots */
+    /* bit i of word i / 64 set: slot i is free (nslots bits; the bits
+     * past nslots are 0), so the lowest free slot is found a word at a
+     * time, not by walking the slots */
     uint64_t *free_slots;
     char **base_env; /* environ without the PMC_* variables we set */
     size_t base_env_n;
