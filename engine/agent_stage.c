@@ -61,12 +61,13 @@ static bool agent_stage_one(struct agent *a)
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
+    size_t pos;
     const struct node_task *next =
-        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus);
+        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, &pos);
     if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
         return false; /* (too many forwards: agent__launch() would spawn it now) */
     struct node_task nt;
-    nq_take_fit(&a->queue, 1, a->memory_free, a->gpus_free, &nt); /* that one */
+    nq_take_at(&a->queue, pos, &nt);
     if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
         log_fatal("Out of memory for the forwards of task %s", nt.t.name);
         a->failed = true;

@@ -108,11 +108,13 @@ int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, 
 }
 
 const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
-                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus)
+                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus,
+                        size_t *pos)
 {
     long k = nq_find_fit(q, cpus_free, memory_free, gpus_free);
     if (k < 0)
         return NULL;
+    *pos = (size_t)k;
     const unsigned char *e = nq_at(q, (size_t)k);
     struct nq_need n;
     memcpy(&n, e, sizeof n);
@@ -120,6 +122,11 @@ const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t
     *memory_mb = n.memory_mb;
     *gpus = n.gpus;
     return e + sizeof n;
+}
+
+void nq_take_at(struct node_queue *q, size_t pos, void *out)
+{
+    nq_remove(q, pos, out);
 }
 
 int nq_pop(struct node_queue *q, void *out)

@@ -55,10 +55,16 @@ int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, 
                 void *out);
 
 /* The task nq_take_fit() with the same arguments would take, left in
- * place: a pointer to its item (valid until the queue changes) and its
- * needs in *cpus, *memory_mb (MB) and *gpus.  NULL when none fits. */
+ * place: a pointer to its item (valid until the queue changes), its needs
+ * in *cpus, *memory_mb (MB) and *gpus, and its position in *pos (for
+ * nq_take_at()).  NULL when none fits. */
 const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
-                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus);
+                        uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus,
+                        size_t *pos);
+
+/* Remove the task at position pos (from nq_peek_fit(), the queue unchanged
+ * since) and copy its item to out; the others keep their order. */
+void nq_take_at(struct node_queue *q, size_t pos, void *out);
 
 /* Remove the first task regardless of fit, its item into out.  1, or 0
  * when empty. */

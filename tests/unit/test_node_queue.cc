@@ -181,20 +181,40 @@ TEST(NodeQueue, PeekFitNamesWhatTakeFitTakes)
     push(q, task(2, 1, 0, 0, -1)); // lower priority, fits too
     uint32_t cpus = 0, gpus = 0;
     uint64_t mem = 0;
-    auto *p =
-        static_cast<const struct node_task *>(nq_peek_fit(&q.q, 2, 500, 1, &cpus, &mem, &gpus));
+    size_t pos = 99;
+    auto *p = static_cast<const struct node_task *>(
+        nq_peek_fit(&q.q, 2, 500, 1, &cpus, &mem, &gpus, &pos));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->t.id, 1u);
     EXPECT_EQ(cpus, 1u);
     EXPECT_EQ(mem, 300u);
     EXPECT_EQ(gpus, 1u);
+    EXPECT_EQ(pos, 1u);
     EXPECT_EQ(nq_len(&q.q), 3u) << "a peek takes nothing";
-    p = static_cast<const struct node_task *>(nq_peek_fit(&q.q, 2, 0, 0, &cpus, &mem, &gpus));
+    p = static_cast<const struct node_task *>(nq_peek_fit(&q.q, 2, 0, 0, &cpus, &mem, &gpus, &pos));
     ASSERT_NE(p, nullptr);
     EXPECT_EQ(p->t.id, 2u) << "without memory and GPUs, the deferral pick";
-    EXPECT_EQ(nq_peek_fit(&q.q, 0, 0, 0, &cpus, &mem, &gpus), nullptr);
+    EXPECT_EQ(pos, 2u);
+    EXPECT_EQ(nq_peek_fit(&q.q, 0, 0, 0, &cpus, &mem, &gpus, &pos), nullptr);
     struct node_task nt;
     ASSERT_EQ(nq_take_fit(&q.q, 2, 500, 1, &nt), 1);
+    EXPECT_EQ(nt.t.id, 1u);
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 2}));
+}
+
+// nq_take_at() takes the task a peek named, and only it.
+TEST(NodeQueue, TakeAtTakesThePeekedTask)
+{
+    Queue q;
+    push(q, task(0, 8));
+    push(q, task(1, 1));
+    push(q, task(2, 1));
+    uint32_t cpus = 0, gpus = 0;
+    uint64_t mem = 0;
+    size_t pos = 99;
+    ASSERT_NE(nq_peek_fit(&q.q, 2, 0, 0, &cpus, &mem, &gpus, &pos), nullptr);
+    struct node_task nt;
+    nq_take_at(&q.q, pos, &nt);
     EXPECT_EQ(nt.t.id, 1u);
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 2}));
 }
