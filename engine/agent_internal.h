@@ -198,9 +198,11 @@ void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
 
 /* agent_limits.c */
-/* Arm slot i's time limit at its start (slot.t0) + limit: when the
- * agent hands the launch to the pool (early: it starts later), and again
- * when it takes the completion.  0, or -1 with ENOMEM. */
+/* Arm slot i's time limit at its start (slot.t0) + limit, once, as the
+ * task is launched (spawned by the agent, or handed to the pool: early,
+ * since it starts later; a staged task's t0 moves to its own start, which
+ * the deadline's second look reads).  0, or -1 with ENOMEM (not when the
+ * slot's entry is reserved, as agent_slots_grow() does). */
 int agent__limit_start(struct agent *a, uint32_t i);
 /* Slot i's task ended (reaped or abandoned): disarm, bump the generation. */
 void agent__limit_end(struct agent *a, uint32_t i);

@@ -5,10 +5,10 @@
  *
  * A task with a limit (its own --time-limit, else the run's
  * --task-time-limit; the master sends the one that applies) gets a deadline
- * at start + limit.  A launch handed to the pool gets one when it is
- * handed over, from then: its start comes later and wakes no one (the
- * agent takes a reaped launch's completion at its next wake-up), so that
- * deadline is early, never late.  When it passes, the agent looks again:
+ * at start + limit, armed once, as the agent launches it (the slot's
+ * claim time).  A launch handed to the pool starts later and wakes no one
+ * (the agent takes a reaped launch's completion at its next wake-up), so
+ * that deadline is early, never late.  When it passes, the agent looks again:
  * a launch not seen started yet (still launching: staged, or its
  * completion not taken) is looked at again after min(limit, 50 ms); a
  * started one is due at its own start + limit.  This spares the agent a

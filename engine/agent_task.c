@@ -363,13 +363,13 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
     fwd_close_write_ends(&s->fwd);
     if (e) {
         watchdog_clear(a->watchdog, i);
-        agent__limit_end(a, i); /* a pool launch's limit was armed when handed over */
+        agent__limit_end(a, i); /* armed at the launch (agent__launch()) */
         agent_exec_failed(a, s, e);
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
     if ((!s->pool_reaps && epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) ||
-        agent_watch_pipes(a, i) < 0 || agent__limit_start(a, i) < 0) {
+        agent_watch_pipes(a, i) < 0) {
         agent_abandon_task(a, i, errno);
         return;
     }
@@ -399,12 +399,11 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     struct slot *s = &a->slots[i];
     /* reaped by the pool (launcher.h) unless it has pipes to read or an
      * abort is under way; its start wakes the agent (wake_on_start) when
-     * the master wants a STARTED notice; a time limit is armed now, early,
-     * and looked at again when it passes (agent_limits.c), and enforced
-     * through launcher_time_out() */
+     * the master wants a STARTED notice; its time limit, armed at the
+     * launch (early: the task starts later) and looked at again when it
+     * passes (agent_limits.c), is enforced through launcher_time_out() */
     j->pool_reaps = s->fwd.n == 0 && !a->aborting;
     j->wake_on_start = s->notify_start;
-    (void)agent__limit_start(a, i); /* its entry is reserved (agent_slot_get()) */
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
     if (j->pool_reaps) {
@@ -532,6 +531,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
         return false;
     }
     agent_slot_claim(a, s, t);
+    (void)agent__limit_start(a, (uint32_t)i); /* its entry is reserved (agent_slots_grow()) */
     log_debug(staged ? "Staging task %s" : "Running task %s", t->name);
     struct spawn_request req = {.argv = s->argv,
                                 .envp = s->envp,
