@@ -337,7 +337,7 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
-        if (a->slots[i].in_use && !a->slots[i].launching)
+        if (agent__slot_busy(a, i) && !a->slots[i].launching)
             agent__signal(a, i, sig);
 }
 

@@ -49,7 +49,6 @@ struct node_task {
 };
 
 struct slot {
-    bool in_use;
     bool launching;         /* submitted to a launcher thread, outcome not taken yet */
     bool pool_reaps;        /* started by the pool, which watches and reaps it (launcher.h) */
     struct batch *batch;    /* while launching: the TASKS message its argv points into */
@@ -98,7 +97,8 @@ struct agent {
     struct slot *slots;
     uint32_t nslots, running;
     /* bit i of word i / 64 set: slot i is free (nslots bits; the bits
-     * past nslots are 0), so the lowest free slot is found a word at a
+     * past nslots are 0), the one record of which slots hold a task
+     * (agent__slot_busy()); the lowest free slot is found a word at a
      * time, not by walking the slots */
     uint64_t *free_slots;
     char **base_env; /* environ without the PMC_* variables we set */
@@ -185,6 +185,11 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
 /* The slot agent__launch() takes next: the lowest free one, or nslots when
  * every slot is busy (the table then grows).  O(nslots / 64). */
 uint32_t agent__next_free_slot(const struct agent *a);
+/* Does slot i (< nslots) hold a task (claimed, not yet released)? */
+static inline bool agent__slot_busy(const struct agent *a, uint32_t i)
+{
+    return !((a->free_slots[i / 64] >> (i % 64)) & 1);
+}
 /* Release slot s: its capture files reset, its descriptors closed, its
  * CPUs (but lent_cpus), memory and GPUs back to the free pool. */
 void agent__slot_release(struct agent *a, struct slot *s);

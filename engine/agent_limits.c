@@ -103,7 +103,7 @@ int agent__limit_timeout_ms(struct agent *a)
     uint64_t now = pmc_mono_ns();
     uint32_t i, gen;
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
-        if (i < a->nslots && a->slots[i].in_use && a->slots[i].gen == gen &&
+        if (i < a->nslots && agent__slot_busy(a, i) && a->slots[i].gen == gen &&
             a->slots[i].time_limit_ms &&
             (a->slots[i].pidfd >= 0 || a->slots[i].pool_reaps || a->slots[i].launching))
             agent_limit_expired(a, i, now);

@@ -179,14 +179,12 @@ void agent__slot_release(struct agent *a, struct slot *s)
     a->cpus_free += s->cpus - s->lent_cpus;
     a->memory_free += s->memory_mb;
     s->lent_cpus = 0;
-    s->in_use = false;
     agent_slot_mark(a, (uint32_t)(s - a->slots), true);
 }
 
 /* Take slot s for task t: account its CPUs and memory, start its clock. */
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    s->in_use = true;
     agent_slot_mark(a, (uint32_t)(s - a->slots), false);
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
@@ -569,7 +567,7 @@ void agent__reap(struct agent *a, uint32_t i)
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
 {
     struct slot *s = &a->slots[i];
-    if (!s->in_use || k >= s->fwd.n || s->fwd.e[k].rfd < 0)
+    if (!agent__slot_busy(a, i) || k >= s->fwd.n || s->fwd.e[k].rfd < 0)
         return; /* stale event for a pipe already closed */
     int fd = s->fwd.e[k].rfd;
     if (fwd_read_pipe(&s->fwd, k) != 0) { /* out of the set, then closed: forward.h */
