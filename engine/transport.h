@@ -7,9 +7,10 @@
  *
  * Collectives (transport_allgather_int, transport_bcast_int,
  * transport_max_int) must be called by every rank in the same order, as MPI
- * collectives are; they block until every rank has called them.  MPI errors
- * are fatal (MPI_ERRORS_ARE_FATAL, MPI's default): none of these functions
- * returns one.
+ * collectives are; they block until every rank has called them, sleeping
+ * between polls rather than spinning (a waiting rank costs ~1 % of a core).
+ * MPI errors are fatal (MPI_ERRORS_ARE_FATAL, MPI's default): none of these
+ * functions returns one.
  *
  * Thread-safety: call everything from the main thread, before comm_create()
  * or after comm_close() (the collectives) - except transport_abort(), which

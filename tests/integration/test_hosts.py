@@ -32,6 +32,10 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
   * host_cpus_whole_host: `mpiexec -n 3 --host-cpus 4`, eight 0.4 s -c 1
     tasks: at most 4 and at some moment exactly 4 run at once, all on rank
     1, summary cpus=4 slots=4, the resource log shows one host of 4 CPUs.
+  * start_up_wait_is_quiet: `mpiexec -n 3 --host-script S`, S sleeping
+    3.5 s: while rank 0 runs it, ranks 1 and 2 wait in a start-up
+    collective and each uses < 10 % of a core (utime+stime over 2 s; a
+    blocking MPICH collective spins a whole core); then the run succeeds.
   * master_only: one rank with --master-only: exit 1, stderr has "no rank is
     left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
     --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
@@ -60,6 +64,7 @@ HOST = socket.gethostname()
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 IDLE_WINDOW = 2.0  # seconds over which the idle ranks' CPU time is measured
 IDLE_MAX = 0.01  # of one core
+START_WAIT_MAX = 0.1  # of one core, for a rank waiting in a start-up collective
 
 TASK = """#!/bin/sh
 # task.sh DIR NAME SECONDS: record PMC_* and this task's start and end around a sleep.
@@ -277,6 +282,45 @@ class Hosts(pmcrun.TestCase):
         problems += self.summary_cpus_problems(res, 4)
         problems += self.resource_log_problems(dag_path, {HOST: 4})
         problems += self.advice_problems(res, ppn=True, idle=True)
+        self.check(problems, res)
+
+    def test_start_up_wait_is_quiet(self):
+        """The ranks that wait in a start-up collective while another rank
+        works (here rank 0 runs a host script) sleep rather than spin."""
+        script = self.write("host.sh", "#!/bin/sh\ntouch %s\nsleep %.1f\n"
+                            % (self.path("script.start"), IDLE_WINDOW + 1.5), 0o755)
+        dag_path = self.write("quiet.dag", "TASK a /bin/true\n")
+        proc = self.start_pmc(["--host-script", script, dag_path], ranks=3)
+        problems = []
+        deadline = time.monotonic() + 30
+        while not os.path.exists(self.path("script.start")):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                problems.append("the host script never started; waiting ranks not measured")
+                break
+            time.sleep(0.02)
+        else:
+            time.sleep(0.2)  # the others reach the collective after their set-up
+            procs = pmcrun.rank_processes(proc.pid)
+            waiting = {r: pid for r, pid in procs.items() if r >= 1}
+            if sorted(waiting) != [1, 2]:
+                problems.append("ranks %s alive while the host script runs, expected 0-2"
+                                % sorted(procs))
+            before = {r: cpu_seconds(pid) for r, pid in waiting.items()}
+            t0 = time.monotonic()
+            time.sleep(IDLE_WINDOW)
+            after = {r: cpu_seconds(pid) for r, pid in waiting.items()}
+            window = time.monotonic() - t0
+            for r in sorted(waiting):
+                if before[r] is None or after[r] is None:
+                    problems.append("rank %d exited while the host script ran" % r)
+                    continue
+                share = (after[r] - before[r]) / window
+                if share >= START_WAIT_MAX:
+                    problems.append("rank %d used %.1f %% of a core waiting for rank 0's host "
+                                    "script (%.3f s CPU in %.2f s)"
+                                    % (r, share * 100, after[r] - before[r], window))
+        res = pmcrun.finish(proc, timeout=60)
+        problems += pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         self.check(problems, res)
 
     # -------------------------------------------------------- master-only
