@@ -34,6 +34,7 @@ struct rank_info {
     int rank, size;
     int host_rank, host_ranks; /* among the ranks really on this machine */
     int leader;                /* lowest rank on this machine */
+    int *leaders;              /* size entries, until the plan is made: transport_place() */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
     struct host_plan plan;
     struct gpu_ids gpus; /* this host's GPUs, found by its agent rank */
@@ -77,33 +78,36 @@ static void print_version(void)
     printf("MPI library: %s\n", transport_library_version());
 }
 
-/* Where this rank runs: its host (the transport's shared-memory split), and
- * the lowest rank of every rank's host, which the role plan needs. */
-static void rank_info_init(struct rank_info *ri)
+/* Where this rank runs: its host name, its place among the ranks of its
+ * host, and the lowest rank of every rank's host, which the role plan
+ * needs (a collective).  -1 when this rank is out of memory (the caller
+ * aborts the job). */
+static int rank_info_init(struct rank_info *ri)
 {
     memset(ri, 0, sizeof *ri);
+    if (gethostname(ri->hostname, sizeof ri->hostname) < 0)
+        strcpy(ri->hostname, "localhost");
+    ri->hostname[sizeof ri->hostname - 1] = '\0';
     struct transport_place p;
-    transport_place(&p);
+    if (transport_place(ri->hostname, &p) < 0)
+        return -1;
     ri->rank = p.rank;
     ri->size = p.size;
     ri->host_rank = p.host_rank;
     ri->host_ranks = p.host_ranks;
     ri->leader = p.leader;
-    if (gethostname(ri->hostname, sizeof ri->hostname) < 0)
-        strcpy(ri->hostname, "localhost");
-    ri->hostname[sizeof ri->hostname - 1] = '\0';
+    ri->leaders = p.leaders;
+    return 0;
 }
 
-/* Every rank learns every rank's role (a collective).  -1 when this rank is
- * out of memory (the caller aborts the job). */
+/* Every rank's role, from the leaders rank_info_init() found (every rank
+ * computes the same plan).  -1 when this rank is out of memory (the caller
+ * aborts the job). */
 static int rank_plan_roles(struct rank_info *ri, const struct options *o)
 {
-    int *leaders = malloc(sizeof *leaders * (size_t)ri->size);
-    if (!leaders)
-        return -1;
-    transport_allgather_int(ri->leader, leaders);
-    int rc = host_plan_make(leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
-    free(leaders);
+    int rc = host_plan_make(ri->leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
+    free(ri->leaders);
+    ri->leaders = NULL;
     if (rc < 0)
         return -1;
     ri->role = ri->plan.role[ri->rank];
@@ -436,16 +440,21 @@ int main(int argc, char **argv)
         return 1;
     }
     struct rank_info ri;
-    rank_info_init(&ri);
+    if (rank_info_init(&ri) < 0) {
+        fprintf(stderr, "pmc-hybrid: rank %d: out of memory\n", ri.rank);
+        transport_abort(1);
+    }
     if (started > 0) {
         if (ri.rank == 0)
             fprintf(stderr, "pmc-hybrid: %s\n", terr.text);
+        free(ri.leaders);
         transport_finalize();
         return 1;
     }
     struct options o;
     int rc = setup_options(&o, argc, argv, ri.rank);
     if (rc != 0) {
+        free(ri.leaders);
         transport_finalize();
         return rc < 0 ? 1 : 0;
     }

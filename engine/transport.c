@@ -1,13 +1,14 @@
 /* transport.c - MPI start-up, placement, collectives and shut-down; see
  * transport.h.  Every call is a thin wrapper: MPI_COMM_WORLD is the only
- * communicator the job uses, besides the short-lived shared-memory split in
- * transport_place(). */
+ * communicator the job uses. */
 #include "engine/transport.h"
 
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include "sched/hosts.h"
 
 #define QUIET_WAIT_MIN_NS 20000L   /* the first sleep between tests: 20 us ... */
 #define QUIET_WAIT_MAX_NS 2000000L /* ... doubling to at most 2 ms */
@@ -49,20 +50,46 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err)
     return 0;
 }
 
-void transport_place(struct transport_place *p)
+/* Every rank's host name, TRANSPORT_HOST_NAME bytes each (truncated,
+ * NUL-padded), gathered quietly.  Returns the malloc'd table of size
+ * names, or NULL when out of memory (before the collective: the caller
+ * aborts the job, so no rank waits for this one). */
+static char *transport_gather_names(const char *hostname, int size)
+{
+    char *all = malloc((size_t)size * TRANSPORT_HOST_NAME);
+    if (!all)
+        return NULL;
+    char mine[TRANSPORT_HOST_NAME] = {0};
+    strncpy(mine, hostname, sizeof mine - 1);
+    MPI_Request req;
+    MPI_Iallgather(mine, TRANSPORT_HOST_NAME, MPI_CHAR, all, TRANSPORT_HOST_NAME, MPI_CHAR,
+                   MPI_COMM_WORLD, &req);
+    transport_wait_quietly(&req);
+    return all;
+}
+
+int transport_place(const char *hostname, struct transport_place *p)
 {
     memset(p, 0, sizeof *p);
     MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &p->size);
-    MPI_Comm host;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, p->rank, MPI_INFO_NULL, &host);
-    MPI_Comm_rank(host, &p->host_rank);
-    MPI_Comm_size(host, &p->host_ranks);
-    p->leader = p->rank;
-    MPI_Request req;
-    MPI_Iallreduce(MPI_IN_PLACE, &p->leader, 1, MPI_INT, MPI_MIN, host, &req);
-    transport_wait_quietly(&req);
-    MPI_Comm_free(&host);
+    p->leaders = malloc(sizeof *p->leaders * (size_t)p->size);
+    char *names = p->leaders ? transport_gather_names(hostname, p->size) : NULL;
+    if (!names || hosts_leaders_by_name(names, TRANSPORT_HOST_NAME, p->size, p->leaders) < 0) {
+        free(names);
+        free(p->leaders);
+        p->leaders = NULL;
+        return -1;
+    }
+    free(names);
+    p->leader = p->leaders[p->rank];
+    for (int r = 0; r < p->size; r++) {
+        if (p->leaders[r] != p->leader)
+            continue;
+        p->host_ranks++;
+        p->host_rank += r < p->rank;
+    }
+    return 0;
 }
 
 const char *transport_library_version(void)
@@ -74,13 +101,6 @@ const char *transport_library_version(void)
     if (nl)
         *nl = '\0';
     return lib;
-}
-
-void transport_allgather_int(int value, int *out)
-{
-    MPI_Request req;
-    MPI_Iallgather(&value, 1, MPI_INT, out, 1, MPI_INT, MPI_COMM_WORLD, &req);
-    transport_wait_quietly(&req);
 }
 
 int transport_bcast_int(int value)

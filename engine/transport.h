@@ -1,14 +1,14 @@
 /* transport.h - the MPI side of start-up and shut-down: initialise and end
  * MPI, find this rank's place in the job (its host among the ranks), the
- * three small collectives main needs to agree on a plan, and the name of the
+ * two small collectives main needs to agree on a plan, and the name of the
  * MPI library.  With comm.h (the message transport) this is the only part of
  * pmc-hybrid that calls MPI (docs/design.md section 7; tools/check-layers.py
  * enforces it), so main.c only wires.
  *
- * Collectives (transport_allgather_int, transport_bcast_int,
- * transport_max_int) must be called by every rank in the same order, as MPI
- * collectives are; they block until every rank has called them, sleeping
- * between polls rather than spinning (a waiting rank costs ~1 % of a core).
+ * Collectives (transport_place, transport_bcast_int, transport_max_int)
+ * must be called by every rank in the same order, as MPI collectives are;
+ * they block until every rank has called them, sleeping between polls
+ * rather than spinning (a waiting rank costs ~1 % of a core).
  * MPI errors are fatal (MPI_ERRORS_ARE_FATAL, MPI's default): none of these
  * functions returns one.
  *
@@ -25,12 +25,15 @@
 extern "C" {
 #endif
 
-/* Where this rank runs.  host_* count the ranks that share this machine
- * (MPI's shared-memory split), whatever --ranks-are-hosts says. */
+#define TRANSPORT_HOST_NAME 65 /* bytes of a host name compared: Linux's HOST_NAME_MAX + 1 */
+
+/* Where this rank runs.  host_* count the ranks of this host (the same
+ * host name), whatever --ranks-are-hosts says. */
 struct transport_place {
     int rank, size;            /* in the whole job, 0 <= rank < size */
-    int host_rank, host_ranks; /* among the ranks on this machine */
-    int leader;                /* lowest rank on this machine */
+    int host_rank, host_ranks; /* among the ranks on this host */
+    int leader;                /* lowest rank on this host */
+    int *leaders;              /* size entries: the lowest rank on rank r's host; malloc'd */
 };
 
 /* Initialise MPI with full thread support (argc/argv as main got them; MPI
@@ -40,18 +43,22 @@ struct transport_place {
  * threads, which the engine needs (call transport_finalize(), then exit). */
 int transport_init(int *argc, char ***argv, struct pmc_error *err);
 
-/* Fill *p with this rank's place (a collective: the host split).  After
- * transport_init() returned 0 or 1. */
-void transport_place(struct transport_place *p);
+/* Fill *p with this rank's place, hostname being this rank's host name (a
+ * collective: every rank's name is gathered, quietly; ranks are grouped
+ * into hosts by name, the first TRANSPORT_HOST_NAME - 1 bytes, as PMC does,
+ * with sched/hosts.h's hosts_leaders_by_name()).  MPICH's
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) would find the same groups
+ * under hydra, at ~30 ms of CPU a rank (it builds a shared-memory
+ * communicator) where the gather takes well under 1 ms.  The caller frees
+ * p->leaders.  After transport_init() returned 0 or 1.  Returns 0, or -1
+ * when out of memory (p->leaders NULL; abort the job: the other ranks may
+ * be waiting in the gather). */
+int transport_place(const char *hostname, struct transport_place *p);
 
 /* The first line of the MPI library's version string, in static storage
  * (valid for the life of the process; "" when MPI does not say).  Any time,
  * even before transport_init(). */
 const char *transport_library_version(void);
-
-/* Gather one int from every rank into out[0, size) (out[r] is rank r's
- * value; out must have room for the job's size).  A collective. */
-void transport_allgather_int(int value, int *out);
 
 /* Rank 0's value, returned on every rank (value is ignored elsewhere).  A
  * collective. */

@@ -5,6 +5,41 @@
 #include <stdlib.h>
 #include <string.h>
 
+struct name_table {
+    const char *names;
+    size_t stride;
+};
+
+/* Rank indices by (name, rank). */
+static int name_rank_cmp(const void *a, const void *b, void *arg)
+{
+    const struct name_table *t = arg;
+    int ra = *(const int *)a, rb = *(const int *)b;
+    int c =
+        strncmp(t->names + (size_t)ra * t->stride, t->names + (size_t)rb * t->stride, t->stride);
+    return c ? c : (ra > rb) - (ra < rb);
+}
+
+int hosts_leaders_by_name(const char *names, size_t stride, int nranks, int *leader)
+{
+    int *order = malloc(sizeof *order * (size_t)(nranks > 0 ? nranks : 1));
+    if (!order)
+        return -1;
+    for (int r = 0; r < nranks; r++)
+        order[r] = r;
+    struct name_table t = {names, stride};
+    qsort_r(order, (size_t)nranks, sizeof *order, name_rank_cmp, &t);
+    int first = 0; /* the lowest rank of the current name: the first of its run */
+    for (int i = 0; i < nranks; i++) {
+        if (i == 0 || strncmp(names + (size_t)order[i] * stride,
+                              names + (size_t)order[i - 1] * stride, stride) != 0)
+            first = order[i];
+        leader[order[i]] = first;
+    }
+    free(order);
+    return 0;
+}
+
 static int leaders_valid(const int *leader, int nranks)
 {
     for (int r = 0; r < nranks; r++)

@@ -1,7 +1,7 @@
 /* hosts.h - which MPI rank does what: PMC's rank roles over the host rule.
  *
  * The host is the unit of resource accounting (docs/design.md section 1): ranks
- * that share a host (the transport's shared-memory split) do not split it.
+ * that share a host (the same host name, as PMC groups them) do not split it.
  * One node agent per host holds all of its CPUs and memory:
  *   - rank 0 is always the master;
  *   - when rank 0 shares its host with other ranks, it is the master only and
@@ -15,13 +15,15 @@
  * several hosts on one machine) every rank counts as a host of its own: every
  * rank is an agent, rank 0 too unless --master-only.
  *
- * Pure policy: no MPI, no allocation but the role table, O(nranks).
+ * Pure policy: no MPI; host_plan_make() allocates only the role table and
+ * is O(nranks), hosts_leaders_by_name() sorts an index, O(nranks log nranks).
  * Thread-safety: reentrant.
  */
 #ifndef PMC_HOSTS_H
 #define PMC_HOSTS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -43,6 +45,14 @@ struct host_plan {
     int max_ranks_per_host; /* 1 with ranks_are_hosts */
     int idle_ranks;         /* ranks with no role */
 };
+
+/* The leader table host_plan_make() takes, from the ranks' host names:
+ * leader[r] = the lowest rank whose name equals rank r's.  names holds
+ * nranks names of stride bytes each, rank r's at names + r * stride, each
+ * compared up to its first NUL or its stride bytes.  leader must have room
+ * for nranks entries.  Returns 0, or -1 with errno ENOMEM (leader
+ * untouched).  PMC too counts ranks with the same host name as one host. */
+int hosts_leaders_by_name(const char *names, size_t stride, int nranks, int *leader);
 
 /* Plan the roles of nranks ranks (nranks >= 1).  leader[r] is the lowest
  * rank on rank r's host (so leader[r] <= r and leader[leader[r]] ==

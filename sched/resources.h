@@ -2,9 +2,9 @@
  *
  * The host's CPUs and memory are discovered by the runtime
  * (engine/topology.h) or given with --host-cpus/--host-memory (or
- * PMC_HOST_CPUS / PMC_HOST_MEMORY); several ranks on one host (found by the
- * transport's shared-memory split) split them between them, the remainder going to the
- * lowest host ranks.
+ * PMC_HOST_CPUS / PMC_HOST_MEMORY); several ranks on one host (the same
+ * host name, engine/transport.h) split them between them, the remainder
+ * going to the lowest host ranks.
  *
  * Pure policy: no probing, no allocation.  Thread-safety: reentrant.
  */

@@ -1,7 +1,8 @@
 // test_hosts.cc - PMC's rank roles over the host rule (sched/hosts.h):
 // which rank is the master, which rank is each host's agent, which ranks
 // wait idle, for the launch shapes users have (one rank, one rank per node,
-// PMC's one rank per core, mixed hosts) and for --ranks-are-hosts.
+// PMC's one rank per core, mixed hosts) and for --ranks-are-hosts; and the
+// leader table built from the ranks' host names.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -109,6 +110,53 @@ TEST(HostPlan, RejectsBadLeaderTables)
     }
     host_plan p;
     EXPECT_EQ(host_plan_make(nullptr, 0, false, false, &p), -1);
+}
+
+// names: one host name per rank, packed at stride bytes (NUL-padded, a
+// name of exactly stride bytes unterminated) as transport_place() gathers them
+std::vector<int> leaders_of(const std::vector<std::string> &names, size_t stride)
+{
+    std::vector<char> table(names.size() * stride, '\0');
+    for (size_t r = 0; r < names.size(); r++)
+        names[r].copy(&table[r * stride], stride);
+    std::vector<int> leader(names.size(), -7);
+    EXPECT_EQ(hosts_leaders_by_name(table.data(), stride, (int)names.size(), leader.data()), 0);
+    return leader;
+}
+
+TEST(HostLeaders, LowestRankOfEachNameLeadsIt)
+{
+    // hosts interleaved, as a round-robin launch places ranks
+    EXPECT_EQ(leaders_of({"n2", "n1", "n2", "n1", "n3", "n1"}, 8),
+              (std::vector<int>{0, 1, 0, 1, 4, 1}));
+    EXPECT_EQ(leaders_of({"a"}, 8), (std::vector<int>{0}));
+    EXPECT_EQ(leaders_of({"a", "a", "a", "a"}, 8), (std::vector<int>{0, 0, 0, 0}));
+    EXPECT_EQ(leaders_of({"c", "b", "a"}, 8), (std::vector<int>{0, 1, 2}));
+    EXPECT_EQ(leaders_of({}, 8), (std::vector<int>{}));
+}
+
+TEST(HostLeaders, NamesCompareWholeNotByPrefix)
+{
+    EXPECT_EQ(leaders_of({"node1", "node10", "node1", "node", "node10"}, 16),
+              (std::vector<int>{0, 1, 0, 3, 1}));
+    // a name that fills its stride has no NUL: compared up to the stride only
+    EXPECT_EQ(leaders_of({"abcd", "abcd", "abce"}, 4), (std::vector<int>{0, 0, 2}));
+}
+
+TEST(HostLeaders, TheTableIsWhatHostPlanTakes)
+{
+    auto leader = leaders_of({"x", "y", "x", "y", "x"}, 8);
+    host_plan p;
+    ASSERT_EQ(host_plan_make(leader.data(), (int)leader.size(), false, false, &p), 0);
+    EXPECT_EQ(p.nhosts, 2);
+    EXPECT_EQ(p.crowded_hosts, 2);
+    EXPECT_EQ(p.max_ranks_per_host, 3);
+    // rank 0 shares host x: master only, rank 2 is x's agent, rank 1 y's
+    std::string roles;
+    for (int r = 0; r < p.nranks; r++)
+        roles += role_char(p.role[r]);
+    EXPECT_EQ(roles, "MAA..");
+    host_plan_free(&p);
 }
 
 } // namespace
