@@ -230,11 +230,16 @@ static void agent_null_task(struct agent *a, const struct msg_task *t)
     agent__add_result(a, &s, 0, 0, 0.0);
 }
 
+void agent__add_cancelled(struct agent *a, struct slot *s)
+{
+    s->start = pmc_epoch_s();
+    agent__add_result(a, s, 0, ECANCELED, 0.0);
+}
+
 /* Give a task back to the master unstarted (after DRAIN or ABORT). */
 static void agent_cancel_task(struct agent *a, const struct msg_task *t)
 {
-    struct slot s = {.id = t->id, .attempt = t->attempt, .start = pmc_epoch_s()};
-    agent__add_result(a, &s, 0, ECANCELED, 0.0);
+    agent__add_cancelled(a, &(struct slot){.id = t->id, .attempt = t->attempt});
 }
 
 int agent__pack_local_forwards(struct agent *a, struct msg_task *t)

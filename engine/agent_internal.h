@@ -223,6 +223,9 @@ void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 void agent__batch_unref(struct batch *b);
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
+/* The task in s goes back to the master unstarted (ECANCELED, at a drain
+ * or an abort): its start becomes now, the result is queued. */
+void agent__add_cancelled(struct agent *a, struct slot *s);
 /* The task in s started: queue its STARTED notice if the master asked. */
 void agent__started(struct agent *a, const struct slot *s);
 

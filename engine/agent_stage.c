@@ -125,8 +125,7 @@ static void agent_cancel_staged(struct agent *a, uint32_t i)
     s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
     a->nstaged--;
     agent__limit_end(a, i); /* its limit was armed when it was staged */
-    s->start = pmc_epoch_s();
-    agent__add_result(a, s, 0, ECANCELED, 0.0);
+    agent__add_cancelled(a, s);
     s->launching = false;
     agent__batch_unref(s->batch);
     s->batch = NULL;

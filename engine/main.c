@@ -32,8 +32,8 @@
 
 struct rank_info {
     int rank, size;
-    int host_rank, host_ranks; /* among the ranks really on this machine */
-    int leader;                /* lowest rank on this machine */
+    int host_rank, host_ranks; /* among the ranks of this host (same host name) */
+    int leader;                /* lowest rank of this host */
     int *leaders;              /* size entries, until the plan is made: transport_place() */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
     struct host_plan plan;
@@ -89,9 +89,10 @@ static int rank_info_init(struct rank_info *ri)
         strcpy(ri->hostname, "localhost");
     ri->hostname[sizeof ri->hostname - 1] = '\0';
     struct transport_place p;
-    if (transport_place(ri->hostname, &p) < 0)
-        return -1;
+    int rc = transport_place(ri->hostname, &p);
     ri->rank = p.rank;
+    if (rc < 0)
+        return -1;
     ri->size = p.size;
     ri->host_rank = p.host_rank;
     ri->host_ranks = p.host_ranks;

@@ -22,8 +22,9 @@
  * 2-core VM of docs/performance.md, 4 ranks on one host, 1M-task DAG: the
  * first task started 0.60-0.82 s after launch against 1.13-1.59 s; a rank
  * waiting here uses ~1 % of a core.  Costs up to 2 ms per step of the
- * collective's tree once the wait grew long (tests/integration/test_hosts.py
- * start_up_wait_is_quiet checks the CPU). */
+ * collective's algorithm once the wait grew long: for the barrier and the
+ * one-int broadcast and reduction, MPICH's take log2(size) steps.
+ * tests/integration/test_hosts.py start_up_wait_is_quiet checks the CPU. */
 static void transport_wait_quietly(MPI_Request *req)
 {
     long sleep_ns = QUIET_WAIT_MIN_NS;
@@ -51,8 +52,12 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err)
 }
 
 /* Every rank's host name, TRANSPORT_HOST_NAME bytes each (truncated,
- * NUL-padded), gathered quietly.  Returns the malloc'd table of size
- * names, or NULL when out of memory (before the collective: the caller
+ * NUL-padded).  A quiet barrier first takes up the ranks' skew out of
+ * MPI_Init; the gather itself is MPI's blocking one, which spins, but only
+ * once every rank is there: a nonblocking gather of size x 65 bytes may be
+ * a ring of size - 1 steps in MPICH (from ~80 KB), each of them waiting for
+ * a sleeping neighbour's next test.  Returns the malloc'd table of size
+ * names, or NULL when out of memory (before any collective: the caller
  * aborts the job, so no rank waits for this one). */
 static char *transport_gather_names(const char *hostname, int size)
 {
@@ -62,9 +67,10 @@ static char *transport_gather_names(const char *hostname, int size)
     char mine[TRANSPORT_HOST_NAME] = {0};
     strncpy(mine, hostname, sizeof mine - 1);
     MPI_Request req;
-    MPI_Iallgather(mine, TRANSPORT_HOST_NAME, MPI_CHAR, all, TRANSPORT_HOST_NAME, MPI_CHAR,
-                   MPI_COMM_WORLD, &req);
+    MPI_Ibarrier(MPI_COMM_WORLD, &req);
     transport_wait_quietly(&req);
+    MPI_Allgather(mine, TRANSPORT_HOST_NAME, MPI_CHAR, all, TRANSPORT_HOST_NAME, MPI_CHAR,
+                  MPI_COMM_WORLD);
     return all;
 }
 

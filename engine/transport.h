@@ -10,7 +10,7 @@
  * they block until every rank has called them, sleeping between polls
  * rather than spinning (a waiting rank costs ~1 % of a core).
  * MPI errors are fatal (MPI_ERRORS_ARE_FATAL, MPI's default): none of these
- * functions returns one.
+ * functions returns one (transport_place() fails only for want of memory).
  *
  * Thread-safety: call everything from the main thread, before comm_create()
  * or after comm_close() (the collectives) - except transport_abort(), which
@@ -44,15 +44,15 @@ struct transport_place {
 int transport_init(int *argc, char ***argv, struct pmc_error *err);
 
 /* Fill *p with this rank's place, hostname being this rank's host name (a
- * collective: every rank's name is gathered, quietly; ranks are grouped
- * into hosts by name, the first TRANSPORT_HOST_NAME - 1 bytes, as PMC does,
- * with sched/hosts.h's hosts_leaders_by_name()).  MPICH's
- * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) would find the same groups
- * under hydra, at ~30 ms of CPU a rank (it builds a shared-memory
- * communicator) where the gather takes well under 1 ms.  The caller frees
- * p->leaders.  After transport_init() returned 0 or 1.  Returns 0, or -1
- * when out of memory (p->leaders NULL; abort the job: the other ranks may
- * be waiting in the gather). */
+ * collective: every rank's name is gathered; ranks are grouped into hosts
+ * by name, the first TRANSPORT_HOST_NAME - 1 bytes, as PMC does, with
+ * sched/hosts.h's hosts_leaders_by_name()).  MPICH's
+ * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds the same groups under
+ * hydra but builds a shared-memory communicator: ~30 ms of CPU a rank with
+ * 4 ranks on the 2-core VM of docs/performance.md, where the gather takes
+ * ~2 ms.  The caller frees p->leaders.  After transport_init() returned 0
+ * or 1.  Returns 0, or -1 when out of memory (p->leaders NULL, p->rank
+ * set; abort the job: the other ranks may be waiting for this one). */
 int transport_place(const char *hostname, struct transport_place *p);
 
 /* The first line of the MPI library's version string, in static storage

@@ -22,6 +22,10 @@ static int name_rank_cmp(const void *a, const void *b, void *arg)
 
 int hosts_leaders_by_name(const char *names, size_t stride, int nranks, int *leader)
 {
+    if (nranks < 0) {
+        errno = EINVAL;
+        return -1;
+    }
     int *order = malloc(sizeof *order * (size_t)(nranks > 0 ? nranks : 1));
     if (!order)
         return -1;

@@ -133,6 +133,11 @@ TEST(HostLeaders, LowestRankOfEachNameLeadsIt)
     EXPECT_EQ(leaders_of({"a", "a", "a", "a"}, 8), (std::vector<int>{0, 0, 0, 0}));
     EXPECT_EQ(leaders_of({"c", "b", "a"}, 8), (std::vector<int>{0, 1, 2}));
     EXPECT_EQ(leaders_of({}, 8), (std::vector<int>{}));
+    int leader = -7;
+    errno = 0;
+    EXPECT_EQ(hosts_leaders_by_name("a", 8, -1, &leader), -1);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_EQ(leader, -7);
 }
 
 TEST(HostLeaders, NamesCompareWholeNotByPrefix)
