@@ -106,6 +106,19 @@ def cpu_seconds(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def cpu_shares(pids, seconds):
+    """{rank: (share of a core, CPU seconds, window seconds)} of the
+    processes pids ({rank: pid}) over the next `seconds`; None for a
+    process that is gone."""
+    before = {r: cpu_seconds(pid) for r, pid in pids.items()}
+    t0 = time.monotonic()
+    time.sleep(seconds)
+    after = {r: cpu_seconds(pid) for r, pid in pids.items()}
+    window = time.monotonic() - t0
+    return {r: None if before[r] is None or after[r] is None
+            else ((after[r] - before[r]) / window, after[r] - before[r], window) for r in pids}
+
+
 class Hosts(pmcrun.TestCase):
     def stamped(self, amounts):
         """[(name, start, end, amount)] from the stamp files of the tasks in
@@ -244,22 +257,15 @@ class Hosts(pmcrun.TestCase):
         if sorted(procs) != list(range(ranks)):
             problems.append("pmc-hybrid processes of ranks %s alive while tasks run, "
                             "expected %s" % (sorted(procs), list(range(ranks))))
-        idle = {r: pid for r, pid in procs.items() if r >= 2}
-        before = {r: cpu_seconds(pid) for r, pid in idle.items()}
-        t0 = time.monotonic()
-        time.sleep(IDLE_WINDOW)
-        after = {r: cpu_seconds(pid) for r, pid in idle.items()}
-        window = time.monotonic() - t0
+        shares = cpu_shares({r: pid for r, pid in procs.items() if r >= 2}, IDLE_WINDOW)
         if os.path.exists(self.path("hold.end")):
             problems.append("the hold task ended during the measurement")
-        for r in sorted(idle):
-            if before[r] is None or after[r] is None:
+        for r, got in sorted(shares.items()):
+            if got is None:
                 problems.append("idle rank %d exited while tasks were running" % r)
-                continue
-            share = (after[r] - before[r]) / window
-            if share >= IDLE_MAX:
+            elif got[0] >= IDLE_MAX:
                 problems.append("idle rank %d used %.1f %% of a core (%.3f s CPU in %.2f s)"
-                                % (r, share * 100, after[r] - before[r], window))
+                                % (r, got[0] * 100, got[1], got[2]))
         return problems
 
     def test_host_cpus_whole_host(self):
@@ -305,20 +311,13 @@ class Hosts(pmcrun.TestCase):
             if sorted(waiting) != [1, 2]:
                 problems.append("ranks %s alive while the host script runs, expected 0-2"
                                 % sorted(procs))
-            before = {r: cpu_seconds(pid) for r, pid in waiting.items()}
-            t0 = time.monotonic()
-            time.sleep(IDLE_WINDOW)
-            after = {r: cpu_seconds(pid) for r, pid in waiting.items()}
-            window = time.monotonic() - t0
-            for r in sorted(waiting):
-                if before[r] is None or after[r] is None:
+            for r, got in sorted(cpu_shares(waiting, IDLE_WINDOW).items()):
+                if got is None:
                     problems.append("rank %d exited while the host script ran" % r)
-                    continue
-                share = (after[r] - before[r]) / window
-                if share >= START_WAIT_MAX:
+                elif got[0] >= START_WAIT_MAX:
                     problems.append("rank %d used %.1f %% of a core waiting for rank 0's host "
                                     "script (%.3f s CPU in %.2f s)"
-                                    % (r, share * 100, after[r] - before[r], window))
+                                    % (r, got[0] * 100, got[1], got[2]))
         res = pmcrun.finish(proc, timeout=60)
         problems += pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         self.check(problems, res)
