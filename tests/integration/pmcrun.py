@@ -222,7 +222,7 @@ def pool_args(args):
     return ["--launch-threads", n]
 
 
-def command(args, ranks=1, ranks_are_hosts=False):
+def command(args, ranks=1, ranks_are_hosts=False, wrap=()):
     """The argv that runs pmc-hybrid with args on `ranks` MPI ranks.
 
     By default the ranks of `mpiexec -n N` share this machine, which is one
@@ -230,11 +230,12 @@ def command(args, ranks=1, ranks_are_hosts=False):
     node agent, ranks 2.. wait idle.  ranks_are_hosts=True passes
     --ranks-are-hosts, so that every rank is a host of its own (several node
     agents, remote agents, TASKS/RESULTS over MPI, per-rank stdio files of
-    several agents)."""
+    several agents).  wrap: a command each rank runs pmc-hybrid through
+    (under mpiexec: it sees PMI_RANK), e.g. one that sets its host name."""
     args = (["--ranks-are-hosts"] if ranks_are_hosts else []) + pool_args(args) + list(args)
     if ranks == 1:
-        return [CONFIG.bin] + args
-    return [CONFIG.mpiexec, "-n", str(ranks), CONFIG.bin] + args
+        return list(wrap) + [CONFIG.bin] + args
+    return [CONFIG.mpiexec, "-n", str(ranks)] + list(wrap) + [CONFIG.bin] + args
 
 
 def run_env(extra=None):
@@ -284,12 +285,12 @@ class Result:
                 % (" ".join(self.argv), status, self.elapsed, tail(self.stderr), tail(self.stdout)))
 
 
-def start(args, ranks=1, cwd=None, env=None, preexec=None, ranks_are_hosts=False):
+def start(args, ranks=1, cwd=None, env=None, preexec=None, ranks_are_hosts=False, wrap=()):
     """Launch pmc-hybrid without waiting, in a new session (preexec, if
     given, runs in the child before exec, e.g. to set a resource limit).
     Returns the Popen with .argv and .started attributes; finish it with
-    finish().  ranks_are_hosts: see command()."""
-    argv = command(args, ranks, ranks_are_hosts)
+    finish().  ranks_are_hosts, wrap: see command()."""
+    argv = command(args, ranks, ranks_are_hosts, wrap)
     started = time.time()
     proc = subprocess.Popen(argv, cwd=cwd, env=run_env(env), stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -317,9 +318,9 @@ def finish(proc, timeout=RUN_TIMEOUT):
 
 
 def run(args, ranks=1, cwd=None, timeout=RUN_TIMEOUT, env=None, preexec=None,
-        ranks_are_hosts=False):
+        ranks_are_hosts=False, wrap=()):
     """Run pmc-hybrid to the end and return its Result."""
-    return finish(start(args, ranks, cwd, env, preexec, ranks_are_hosts), timeout)
+    return finish(start(args, ranks, cwd, env, preexec, ranks_are_hosts, wrap), timeout)
 
 
 def gendag(args, output, timeout=60):
@@ -880,9 +881,10 @@ class TestCase(unittest.TestCase):
         os.chmod(dst, 0o644)
         return dst
 
-    def run_pmc(self, args, ranks=1, timeout=RUN_TIMEOUT, env=None, ranks_are_hosts=False):
+    def run_pmc(self, args, ranks=1, timeout=RUN_TIMEOUT, env=None, ranks_are_hosts=False,
+                wrap=()):
         return run(args, ranks=ranks, cwd=self.tmp, timeout=timeout, env=env,
-                   ranks_are_hosts=ranks_are_hosts)
+                   ranks_are_hosts=ranks_are_hosts, wrap=wrap)
 
     def start_pmc(self, args, ranks=1, env=None, ranks_are_hosts=False):
         proc = start(args, ranks=ranks, cwd=self.tmp, env=env, ranks_are_hosts=ranks_are_hosts)

@@ -36,6 +36,12 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     3.5 s: while rank 0 runs it, ranks 1 and 2 wait in a start-up
     collective and each uses < 10 % of a core (utime+stime over 2 s; a
     blocking MPICH collective spins a whole core); then the run succeeds.
+  * hosts_by_name: `mpiexec -n 4`, each rank in a UTS namespace named
+    pmc-host-a (ranks 0, 2) or pmc-host-b (1, 3) (unshare --uts: root):
+    two hosts; tasks run on rank 2 (pmc-host-a's agent: rank 0 is the
+    master only) and rank 1 (pmc-host-b's), with those host names in their
+    records, never on 0 or 3; summary cpus = 2 x NCPU; the resource log
+    names both hosts; "2 of 2 hosts have more than one MPI rank".
   * master_only: one rank with --master-only: exit 1, stderr has "no rank is
     left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
     --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
@@ -73,6 +79,16 @@ printf '%s|%s|%s|%s\\n' "${PMC_RANK-UNSET}" "${PMC_HOST_RANK-UNSET}" "${PMC_CPUS
 date +%s.%N > "$1/$2.start"
 sleep "$3"
 date +%s.%N > "$1/$2.end"
+"""
+
+AS_HOST = """#!/bin/sh
+# as-host.sh CMD...: run CMD in a UTS namespace of its own whose host name is
+# pmc-host-a for even PMI_RANK, pmc-host-b for odd.
+case "${PMI_RANK:-0}" in
+*[02468]) name=pmc-host-a ;;
+*) name=pmc-host-b ;;
+esac
+exec unshare --uts sh -c 'hostname "$0" && exec "$@"' "$name" "$@"
 """
 
 
@@ -320,6 +336,41 @@ class Hosts(pmcrun.TestCase):
                                     % (r, got[0] * 100, got[1], got[2]))
         res = pmcrun.finish(proc, timeout=60)
         problems += pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        self.check(problems, res)
+
+    def test_hosts_by_name(self):
+        """Ranks are grouped into hosts by host name: 4 ranks on this
+        machine, each in a UTS namespace of its own named pmc-host-a (ranks
+        0 and 2) or pmc-host-b (ranks 1 and 3), are two hosts."""
+        if os.geteuid() != 0:
+            self.fail("this test gives each rank its own host name with unshare --uts and "
+                      "must run as root (CI does)")
+        wrap = self.write("as-host.sh", AS_HOST, 0o755)
+        self.write("task.sh", TASK, 0o755)
+        names = ["n%d" % i for i in range(8)]
+        dag_path = self.write("byname.dag", "".join(
+            "TASK %s /bin/sh %s/task.sh %s %s 0.3\n" % (n, self.tmp, self.tmp, n)
+            for n in names))
+        res = self.run_pmc([dag_path], ranks=4, timeout=60, wrap=[wrap])
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        # host a: rank 0 the master only, rank 2 its agent; host b: rank 1
+        # its agent, rank 3 idle
+        want = {"1": "pmc-host-b", "2": "pmc-host-a"}
+        for r in res.tasks:
+            slot, host = r.fields.get("slot"), r.fields.get("hostname")
+            if want.get(slot) != host:
+                problems.append("%s ran on slot=%s hostname=%s, expected slot 1 on pmc-host-b "
+                                "or slot 2 on pmc-host-a" % (r.name, slot, host))
+        slots = pmcrun.slot_counts(res.tasks)
+        if set(slots) != {1, 2}:
+            problems.append("tasks per slot %s, expected tasks on ranks 1 and 2 (the agents of "
+                            "the two hosts)" % slots)
+        problems += self.summary_cpus_problems(res, 2 * NCPU)
+        problems += self.resource_log_problems(dag_path, {"pmc-host-a": NCPU,
+                                                          "pmc-host-b": NCPU})
+        if "2 of 2 hosts have more than one MPI rank" not in res.stderr:
+            problems.append("the log does not say '2 of 2 hosts have more than one MPI rank'")
+        problems += self.advice_problems(res, ppn=True, idle=True)
         self.check(problems, res)
 
     # -------------------------------------------------------- master-only
