@@ -51,7 +51,8 @@ struct host_plan {
  * nranks names of stride bytes each, rank r's at names + r * stride, each
  * compared up to its first NUL or its stride bytes.  leader must have room
  * for nranks entries.  Returns 0, or -1 with errno EINVAL (nranks < 0) or
- * ENOMEM (leader untouched).  PMC too counts ranks with the same host name as one host. */
+ * ENOMEM (leader untouched).  PMC too counts ranks with the same host name
+ * as one host. */
 int hosts_leaders_by_name(const char *names, size_t stride, int nranks, int *leader);
 
 /* Plan the roles of nranks ranks (nranks >= 1).  leader[r] is the lowest
