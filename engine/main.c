@@ -33,7 +33,6 @@
 struct rank_info {
     int rank, size;
     int host_rank, host_ranks; /* among the ranks of this host (same host name) */
-    int leader;                /* lowest rank of this host */
     int *leaders;              /* size entries, until the plan is made: transport_place() */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
     struct host_plan plan;
@@ -96,7 +95,6 @@ static int rank_info_init(struct rank_info *ri)
     ri->size = p.size;
     ri->host_rank = p.host_rank;
     ri->host_ranks = p.host_ranks;
-    ri->leader = p.leader;
     ri->leaders = p.leaders;
     return 0;
 }

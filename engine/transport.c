@@ -18,13 +18,14 @@
  * poll their progress engine without pause, and every rank but rank 0 waits
  * in one while rank 0 reads the DAG (0.4 s for 1M tasks, seconds for 10M)
  * or runs the host script: a whole core each, taken from the parser where
- * ranks outnumber CPUs or share a core's hardware threads.  Measured on the
- * 2-core VM of docs/performance.md, 4 ranks on one host, 1M-task DAG: the
- * first task started 0.60-0.82 s after launch against 1.13-1.59 s; a rank
- * waiting here uses ~1 % of a core.  Costs up to 2 ms per step of the
- * collective's algorithm once the wait grew long: for the barrier and the
- * one-int broadcast and reduction, MPICH's take log2(size) steps.
- * tests/integration/test_hosts.py start_up_wait_is_quiet checks the CPU. */
+ * ranks outnumber CPUs or share a core's hardware threads.  Measured by
+ * hand on the 2-core VM of docs/performance.md (section 19), 4 ranks on
+ * one host, 1M-task DAG: the first task started 0.60-0.82 s after launch
+ * against 1.13-1.59 s; a rank waiting here used ~1 % of a core
+ * (tests/integration/test_hosts.py start_up_wait_is_quiet checks < 10 %).
+ * Costs up to 2 ms per step of the collective's algorithm once the wait
+ * grew long: for the barrier and the one-int broadcast and reduction,
+ * MPICH's take log2(size) steps. */
 static void transport_wait_quietly(MPI_Request *req)
 {
     long sleep_ns = QUIET_WAIT_MIN_NS;
@@ -54,9 +55,11 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err)
 /* Every rank's host name, TRANSPORT_HOST_NAME bytes each (truncated,
  * NUL-padded).  A quiet barrier first takes up the ranks' skew out of
  * MPI_Init; the gather itself is MPI's blocking one, which spins, but only
- * once every rank is there: a nonblocking gather of size x 65 bytes may be
- * a ring of size - 1 steps in MPICH (from ~80 KB), each of them waiting for
- * a sleeping neighbour's next test.  Returns the malloc'd table of size
+ * once every rank is there: MPICH's nonblocking gather is a ring of
+ * size - 1 steps once size x 65 bytes reaches MPIR_CVAR_ALLGATHER_SHORT_MSG_SIZE
+ * (80 KB; its long-message size, 512 KB, for a power-of-two size), each
+ * step waiting for a sleeping neighbour's next test (MPICH's
+ * MPIR_Iallgather_intra_sched_auto, read, not measured).  Returns the malloc'd table of size
  * names, or NULL when out of memory (before any collective: the caller
  * aborts the job, so no rank waits for this one). */
 static char *transport_gather_names(const char *hostname, int size)
@@ -88,9 +91,9 @@ int transport_place(const char *hostname, struct transport_place *p)
         return -1;
     }
     free(names);
-    p->leader = p->leaders[p->rank];
+    int leader = p->leaders[p->rank];
     for (int r = 0; r < p->size; r++) {
-        if (p->leaders[r] != p->leader)
+        if (p->leaders[r] != leader)
             continue;
         p->host_ranks++;
         p->host_rank += r < p->rank;

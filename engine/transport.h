@@ -32,7 +32,6 @@ extern "C" {
 struct transport_place {
     int rank, size;            /* in the whole job, 0 <= rank < size */
     int host_rank, host_ranks; /* among the ranks on this host */
-    int leader;                /* lowest rank on this host */
     int *leaders;              /* size entries: the lowest rank on rank r's host; malloc'd */
 };
 
@@ -50,8 +49,9 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err);
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds the same groups under
  * hydra but builds a shared-memory communicator: ~30 ms of CPU a rank with
  * 4 ranks on the 2-core VM of docs/performance.md, where the gather takes
- * ~2 ms.  The caller frees p->leaders.  After transport_init() returned 0
- * or 1.  Returns 0, or -1 when out of memory (p->leaders NULL, p->rank
+ * ~2 ms (bare MPI programs run by hand, section 19 there; bench/run's
+ * "idle 4 ranks: CPU over the whole run" row shows the sum).  The caller frees p->leaders.  After
+ * transport_init() returned 0 or 1.  Returns 0, or -1 when out of memory (p->leaders NULL, p->rank
  * set; abort the job: the other ranks may be waiting for this one). */
 int transport_place(const char *hostname, struct transport_place *p);
 
