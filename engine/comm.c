@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "io/clock.h"
 #include "io/log.h"
@@ -43,8 +44,13 @@ struct comm {
     atomic_bool stop;
     atomic_uint_fast64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     atomic_uint_fast64_t recv_deferred; /* receives put off for want of memory */
-    struct timespec oom_since;          /* first receive put off since the last one received */
-    bool oom;                           /* progress thread only */
+    atomic_uint_fast64_t wakeups, rings_sent, rings_heard;
+    struct doorbell bell;      /* fd -1: none */
+    unsigned char *ring;       /* size entries, or NULL: ring rank r after each message to it */
+    bool bell_only;            /* every sender rings: sleep until rung when nothing is owed */
+    long owed;                 /* rings heard - messages received (progress thread only) */
+    struct timespec oom_since; /* first receive put off since the last one received */
+    bool oom;                  /* progress thread only */
 };
 
 static void comm_deliver(struct comm *c, struct mail *m)
@@ -79,6 +85,21 @@ static int pending_grow(struct pending *p)
     return 0;
 }
 
+/* Ring the doorbell of peer after a message to it, when it is on this
+ * host.  A peer with no doorbell to ring (ECONNREFUSED: its own failed to
+ * bind, or it runs in another network namespace) is not rung again: it
+ * finds its messages by polling, as every rank did before doorbells.  A
+ * full queue (EAGAIN) means the peer has rings unread and wakes anyway. */
+static void comm_ring(struct comm *c, int peer)
+{
+    if (!c->ring || !c->ring[peer])
+        return;
+    if (doorbell_ring(&c->bell, peer) == 0)
+        atomic_fetch_add_explicit(&c->rings_sent, 1, memory_order_relaxed);
+    else if (errno == ECONNREFUSED)
+        c->ring[peer] = 0;
+}
+
 /* Start MPI_Isend for every mail in the outbox.  Returns how many. */
 static int comm_post_sends(struct comm *c)
 {
@@ -88,10 +109,12 @@ static int comm_post_sends(struct comm *c)
         struct pending *p = &c->pending;
         if (p->n == p->cap && pending_grow(p) < 0) {
             MPI_Send(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD);
+            comm_ring(c, m->peer);
             mail_free(m); /* out of memory for the table: send synchronously */
             continue;
         }
         MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD, &p->reqs[p->n]);
+        comm_ring(c, m->peer);
         p->mails[p->n++] = m;
         atomic_fetch_add_explicit(&c->msgs_sent, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_sent, m->len, memory_order_relaxed);
@@ -177,6 +200,7 @@ static int comm_receive(struct comm *c)
         MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         comm_deliver(c, m);
+        c->owed--;
         atomic_fetch_add_explicit(&c->msgs_recv, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_recv, (uint64_t)count, memory_order_relaxed);
         got++;
@@ -196,9 +220,9 @@ static int comm_receive(struct comm *c)
  * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
  * VM of docs/performance.md section 6, timer and context switch
  * included).  Pure. */
-long comm__idle_cap_us(uint64_t since_moved_ns)
+long comm__idle_cap_us(uint64_t since_moved_ns, bool rung)
 {
-    if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
+    if (!rung && since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
         return IDLE_HOT_US;
     uint64_t share_us = since_moved_ns / 1000u / IDLE_QUIET_SHARE;
     if (share_us < IDLE_MAX_US)
@@ -210,8 +234,35 @@ long comm__idle_cap_us(uint64_t since_moved_ns)
  * comm__idle_cap_us(). */
 static long comm_next_idle_us(long idle_us, uint64_t since_moved_ns)
 {
-    long cap = comm__idle_cap_us(since_moved_ns);
+    long cap = comm__idle_cap_us(since_moved_ns, false);
     return idle_us * 2 > cap ? cap : idle_us * 2;
+}
+
+/* True when the progress thread may sleep until rung: every rank that
+ * sends to this one rings its doorbell, every ring heard was for a message
+ * received and every message received was rung for (owed == 0: a lost or
+ * undeliverable ring leaves it below 0 for good, and this rank then polls
+ * as without doorbells), and no send of ours waits for MPI's progress. */
+static bool comm_sleep_until_rung(const struct comm *c)
+{
+    return c->bell_only && c->owed == 0 && c->pending.n == 0;
+}
+
+/* Sleep for up to idle_us (the whole quiet cap when comm_sleep_until_rung())
+ * or until the outbox or the doorbell wakes us.  Returns true when rings
+ * were heard: a message is on its way. */
+static bool comm_sleep(struct comm *c, long idle_us, uint64_t since_moved_ns)
+{
+    bool rung = comm_sleep_until_rung(c);
+    long us = rung ? comm__idle_cap_us(since_moved_ns, true) : idle_us;
+    /* the flag only: mailbox_wait_fd() drains the eventfd when it was written */
+    mailbox_awake_unsignaled(&c->outbox);
+    int bell = mailbox_wait_fd(&c->outbox, us, c->bell.fd);
+    atomic_fetch_add_explicit(&c->wakeups, 1, memory_order_relaxed);
+    long heard = bell ? doorbell_drain(&c->bell) : 0;
+    c->owed += heard;
+    atomic_fetch_add_explicit(&c->rings_heard, (uint64_t)heard, memory_order_relaxed);
+    return heard > 0;
 }
 
 static void *comm_progress_main(void *arg)
@@ -229,20 +280,55 @@ static void *comm_progress_main(void *arg)
         if (atomic_load_explicit(&c->stop, memory_order_acquire) && c->pending.n == 0 &&
             !mailbox_prepare_sleep(&c->outbox))
             break;
-        /* the flag only: mailbox_wait() drains the eventfd when it was written */
-        mailbox_awake_unsignaled(&c->outbox);
-        mailbox_wait(&c->outbox, idle_us);
+        if (comm_sleep(c, idle_us, pmc_mono_ns() - last_moved)) {
+            idle_us = IDLE_MIN_US; /* poll hot until the message rung for is in */
+            last_moved = pmc_mono_ns();
+            continue;
+        }
         idle_us = comm_next_idle_us(idle_us, pmc_mono_ns() - last_moved);
     }
     mailbox_awake(&c->outbox);
     return NULL;
 }
 
+/* Take bells (may be NULL) into c: the doorbell and a copy of the local
+ * table.  -1 when out of memory (the doorbell is then closed). */
+static int comm_take_doorbells(struct comm *c, struct comm_doorbells *bells)
+{
+    c->bell.fd = -1;
+    if (!bells)
+        return 0;
+    c->bell = bells->bell;
+    bells->bell.fd = -1;
+    c->ring = malloc((size_t)c->size);
+    if (!c->ring) {
+        doorbell_close(&c->bell);
+        return -1;
+    }
+    memcpy(c->ring, bells->local, (size_t)c->size);
+    c->ring[c->rank] = 0;
+    c->bell_only = bells->all_local;
+    return 0;
+}
+
+static void comm_free(struct comm *c)
+{
+    doorbell_close(&c->bell);
+    free(c->ring);
+    free(c->pending.reqs);
+    free(c->pending.mails);
+    free(c->pending.done_idx);
+    free(c->pending.statuses);
+    free(c);
+}
+
 struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct mailbox *agent_box,
-                         struct pmc_error *err)
+                         struct comm_doorbells *bells, struct pmc_error *err)
 {
     struct comm *c = calloc(1, sizeof *c);
     if (!c) {
+        if (bells)
+            doorbell_close(&bells->bell);
         pmc_errorf(err, "out of memory");
         return NULL;
     }
@@ -250,9 +336,14 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
     c->size = size;
     c->master_box = master_box;
     c->agent_box = agent_box;
+    if (comm_take_doorbells(c, bells) < 0) {
+        free(c);
+        pmc_errorf(err, "out of memory");
+        return NULL;
+    }
     if (mailbox_init(&c->outbox) < 0) {
         pmc_errorf(err, "eventfd: %m");
-        free(c);
+        comm_free(c);
         return NULL;
     }
     if (size > 1) {
@@ -261,7 +352,7 @@ struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct 
             errno = rc;
             pmc_errorf(err, "cannot start the MPI progress thread: %m");
             mailbox_destroy(&c->outbox);
-            free(c);
+            comm_free(c);
             return NULL;
         }
         pthread_setname_np(c->thread, "pmc-progress"); /* top -H, perf, gdb */
@@ -294,6 +385,9 @@ void comm_get_stats(const struct comm *c, struct comm_stats *out)
     out->bytes_sent = atomic_load(&c->bytes_sent);
     out->msgs_recv = atomic_load(&c->msgs_recv);
     out->bytes_recv = atomic_load(&c->bytes_recv);
+    out->wakeups = atomic_load(&c->wakeups);
+    out->rings_sent = atomic_load(&c->rings_sent);
+    out->rings_heard = atomic_load(&c->rings_heard);
 }
 
 void comm_close(struct comm *c)
@@ -306,9 +400,5 @@ void comm_close(struct comm *c)
         pthread_join(c->thread, NULL);
     }
     mailbox_destroy(&c->outbox);
-    free(c->pending.reqs);
-    free(c->pending.mails);
-    free(c->pending.done_idx);
-    free(c->pending.statuses);
-    free(c);
+    comm_free(c);
 }

@@ -16,7 +16,11 @@
  * as hydra does for a lost rank: the rescue log keeps what finished).  When nothing moves it sleeps
  * on the outbox eventfd with a timeout that backs off from 20 us to 10 ms, and past that to 1/50 of
  * the time since the last message moved (at most 100 ms): it never spins a core (a local send wakes
- * it at once; a remote message that ends a quiet spell of T waits at most max(10 ms, T/50)). MPI
+ * it at once; a remote message that ends a quiet spell of T waits at most max(10 ms, T/50)).
+ * Between ranks of one host each message is followed by a ring of the receiver's doorbell
+ * (engine/doorbell.h), and a rank whose every peer rings sleeps until rung instead of polling every
+ * 20-100 us while messages flow (PMC's one rank per core: ~15 us of CPU per task on each side, and
+ * up to a poll interval late per message, docs/performance.md sections 19 and 20). MPI
  * delivers messages between one pair of ranks with one tag in order, and all messages of a rank to
  * one destination go through this one thread, so per-destination order is kept (a task's forwarded
  * data travels inside its result, so no cross-message ordering is needed).
@@ -26,6 +30,7 @@
 
 #include <stdint.h>
 
+#include "engine/doorbell.h"
 #include "engine/mailbox.h"
 #include "io/error.h"
 #include "io/msg.h"
@@ -41,13 +46,26 @@ enum comm_box {
 
 struct comm;
 
+/* This rank's doorbell and its peers on its own host (engine/doorbell.h),
+ * for comm_create(). */
+struct comm_doorbells {
+    struct doorbell bell;       /* this rank's, bound; the comm takes it (closes it) */
+    const unsigned char *local; /* size entries: 1 for a peer on this host, rung after each
+                                   message sent to it; copied */
+    bool all_local;             /* every rank that sends to this one rings: sleep until rung */
+};
+
 /* Create the transport of this rank.  master_box is rank 0's master inbox
  * (NULL on other ranks); agent_box the local node agent's inbox (NULL when
- * this rank runs no agent, e.g. rank 0 with --master-only).  Starts the
- * progress thread when size > 1.  MPI must be initialised with
+ * this rank runs no agent, e.g. rank 0 with --master-only).  bells, when
+ * not NULL, are this rank's doorbell and its peers on its host: the comm
+ * rings a local peer after each message to it and, when bells->all_local,
+ * sleeps between messages until rung instead of polling every 20-100 us
+ * while messages flow (the comm takes bells->bell even on failure).
+ * Starts the progress thread when size > 1.  MPI must be initialised with
  * MPI_THREAD_MULTIPLE.  NULL with err on failure. */
 struct comm *comm_create(int rank, int size, struct mailbox *master_box, struct mailbox *agent_box,
-                         struct pmc_error *err);
+                         struct comm_doorbells *bells, struct pmc_error *err);
 
 /* Send the message built in b (msg_end() done) to (dst, box).  Takes b's
  * storage (b is left empty, ready for msg_begin()).  Any thread.  Returns 0,
@@ -64,6 +82,9 @@ void comm_send_mail(struct comm *c, struct mail *m);
 struct comm_stats {
     uint64_t msgs_sent, bytes_sent;
     uint64_t msgs_recv, bytes_recv;
+    uint64_t wakeups;     /* times the progress thread slept and woke */
+    uint64_t rings_sent;  /* doorbells rung (one per message to a peer on this host) */
+    uint64_t rings_heard; /* rings read from this rank's doorbell */
 };
 void comm_get_stats(const struct comm *c, struct comm_stats *out);
 
@@ -73,10 +94,11 @@ void comm_get_stats(const struct comm *c, struct comm_stats *out);
 void comm_close(struct comm *c);
 
 /* The progress thread's longest poll interval, in microseconds, when the
- * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms, then
+ * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms
+ * (unless rung: the peers ring, so no answer need be polled for), then
  * max(10,000, since/50 in us), at most 100,000 (comm.c has the reasons).
  * Pure; internal, exposed for the tests. */
-long comm__idle_cap_us(uint64_t since_moved_ns);
+long comm__idle_cap_us(uint64_t since_moved_ns, bool rung);
 
 #ifdef __cplusplus
 }

@@ -229,15 +229,22 @@ void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_
 
 void mailbox_wait(struct mailbox *mb, long timeout_us)
 {
+    (void)mailbox_wait_fd(mb, timeout_us, -1);
+}
+
+int mailbox_wait_fd(struct mailbox *mb, long timeout_us, int fd)
+{
     if (mailbox_prepare_sleep(mb))
-        return;
-    struct pollfd p = {.fd = mb->efd, .events = POLLIN};
+        return 0;
+    struct pollfd p[2] = {{.fd = mb->efd, .events = POLLIN}, {.fd = fd, .events = POLLIN}};
     struct timespec ts = {.tv_sec = timeout_us / 1000000, .tv_nsec = (timeout_us % 1000000) * 1000};
     /* EINTR: a spurious return.  No event (a timeout): the eventfd is
      * left alone, see mailbox_awake_unsignaled(); saves a read() per idle
      * wake-up of a polling thread. */
-    if (ppoll(&p, 1, timeout_us < 0 ? NULL : &ts, NULL) > 0)
+    int n = ppoll(p, fd >= 0 ? 2 : 1, timeout_us < 0 ? NULL : &ts, NULL);
+    if (n > 0 && (p[0].revents & POLLIN))
         mailbox_awake(mb);
     else
         mailbox_awake_unsignaled(mb);
+    return n > 0 && fd >= 0 && (p[1].revents & POLLIN);
 }

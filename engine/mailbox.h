@@ -89,6 +89,11 @@ struct mail *mailbox_pop(struct mailbox *mb);
  * Consumer only.  Spurious returns are allowed. */
 void mailbox_wait(struct mailbox *mb, long timeout_us);
 
+/* mailbox_wait() that also wakes when descriptor fd (>= 0; -1 for none)
+ * becomes readable, e.g. a doorbell (engine/doorbell.h).  Returns 1 when
+ * fd was seen readable, else 0.  Consumer only. */
+int mailbox_wait_fd(struct mailbox *mb, long timeout_us, int fd);
+
 /* Spin-then-park (issue 10): a consumer whose peer answers within
  * microseconds (the master and the agent of one rank under a null or
  * very short workload) loses most of a round trip to the eventfd wake-up

@@ -19,6 +19,7 @@
 #include "engine/agent.h"
 #include "engine/batchend.h"
 #include "engine/comm.h"
+#include "engine/doorbell.h"
 #include "engine/gpus.h"
 #include "engine/hostscript.h"
 #include "engine/launcher.h"
@@ -34,7 +35,11 @@ struct rank_info {
     int rank, size;
     int host_rank, host_ranks; /* among the ranks of this host (same host name) */
     int *leaders;              /* size entries, until the plan is made: transport_place() */
+    uint64_t job_key;          /* names the job's doorbells: transport_place() */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
+    unsigned char *local;      /* size entries, or NULL: this rank's MPI peers on its host */
+    bool all_local;            /* every peer of this rank is on its host */
+    struct doorbell bell;      /* this rank's doorbell (fd -1: none), until the comm takes it */
     struct host_plan plan;
     struct gpu_ids gpus; /* this host's GPUs, found by its agent rank */
     char hostname[256];
@@ -96,7 +101,43 @@ static int rank_info_init(struct rank_info *ri)
     ri->host_rank = p.host_rank;
     ri->host_ranks = p.host_ranks;
     ri->leaders = p.leaders;
+    ri->job_key = p.job_key;
+    ri->bell.fd = -1;
     return 0;
+}
+
+/* This rank's doorbell, when it has MPI peers on its own host (PMC's one
+ * rank per core, --ranks-are-hosts on one machine): bound now, before the
+ * collectives that precede the first message, so a peer's first ring finds
+ * it.  Without one (out of memory, a name taken) the rank polls for its
+ * messages, as with peers on other hosts.  Needs ri->leaders. */
+static void rank_open_doorbell(struct rank_info *ri)
+{
+    if (ri->role == RANK_IDLE || ri->size < 2)
+        return;
+    ri->local = malloc((size_t)ri->size);
+    if (!ri->local)
+        return;
+    if (host_local_peers(&ri->plan, ri->leaders, ri->rank, ri->local, &ri->all_local) == 0) {
+        free(ri->local);
+        ri->local = NULL;
+        return;
+    }
+    struct pmc_error err;
+    if (doorbell_open(&ri->bell, ri->job_key, ri->rank, &err) < 0) {
+        log_warn("%s: polling for MPI messages instead", err.text);
+        free(ri->local);
+        ri->local = NULL;
+    }
+}
+
+/* Free what rank_info_init() and rank_plan_roles() made. */
+static void rank_info_free(struct rank_info *ri)
+{
+    host_plan_free(&ri->plan);
+    free(ri->local);
+    ri->local = NULL;
+    doorbell_close(&ri->bell);
 }
 
 /* Every rank's role, from the leaders rank_info_init() found (every rank
@@ -105,11 +146,14 @@ static int rank_info_init(struct rank_info *ri)
 static int rank_plan_roles(struct rank_info *ri, const struct options *o)
 {
     int rc = host_plan_make(ri->leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
+    if (rc == 0) {
+        ri->role = ri->plan.role[ri->rank];
+        rank_open_doorbell(ri);
+    }
     free(ri->leaders);
     ri->leaders = NULL;
     if (rc < 0)
         return -1;
-    ri->role = ri->plan.role[ri->rank];
     if (o->ranks_are_hosts && ri->size > 1) {
         size_t n = strlen(ri->hostname);
         snprintf(ri->hostname + n, sizeof ri->hostname - n, ":%d", ri->rank);
@@ -383,7 +427,7 @@ static void report_engine_cpu(const struct master *m, const struct agent *a, int
  * neither and go straight to transport_finalize(), which waits in MPICH's
  * process manager barrier (a blocking socket read: no CPU).  Returns the
  * exit status of this rank. */
-static int run(const struct rank_info *ri, struct master *m, struct agent *a)
+static int run(struct rank_info *ri, struct master *m, struct agent *a)
 {
     if (!m && !a)
         return 0;
@@ -399,8 +443,11 @@ static int run(const struct rank_info *ri, struct master *m, struct agent *a)
         master_set_local_link(m, link);
         agent_set_local_link(a, link);
     }
+    struct comm_doorbells bells = {
+        .bell = ri->bell, .local = ri->local, .all_local = ri->all_local};
+    ri->bell.fd = -1; /* the comm's now */
     struct comm *c = comm_create(ri->rank, ri->size, m ? master_mailbox(m) : NULL,
-                                 a ? agent_mailbox(a) : NULL, &err);
+                                 a ? agent_mailbox(a) : NULL, ri->local ? &bells : NULL, &err);
     if (!c || (a && agent_start(a, c, &err) < 0)) {
         log_fatal("%s", err.text);
         transport_abort(1);
@@ -462,7 +509,7 @@ int main(int argc, char **argv)
         transport_abort(1);
     }
     if (check_plan(&ri) < 0) {
-        host_plan_free(&ri.plan);
+        rank_info_free(&ri);
         transport_finalize();
         return 1;
     }
@@ -475,7 +522,7 @@ int main(int argc, char **argv)
     program_path(program, sizeof program, argv[0]);
     struct master *m = NULL;
     if (setup_master(&o, &ri, program, &m) < 0) {
-        host_plan_free(&ri.plan);
+        rank_info_free(&ri);
         transport_finalize();
         return 1;
     }
@@ -491,7 +538,7 @@ int main(int argc, char **argv)
     hostscript_stop(script_pgid);
     signal_master = NULL;
     master_destroy(m);
-    host_plan_free(&ri.plan);
+    rank_info_free(&ri);
     gpus_free(&ri.gpus);
     transport_finalize();
     return rc;

@@ -257,13 +257,15 @@ static json_t *messages_json(const struct master *m)
     if (m->comm)
         comm_get_stats(m->comm, &cs);
     return json_pack(
-        "{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I}}", "to_nodes",
-        "tasks_messages", (json_int_t)m->st.task_msgs, "tasks", (json_int_t)m->st.tasks_sent,
-        "from_nodes", "results_messages", (json_int_t)m->st.result_msgs, "results",
-        (json_int_t)m->st.results_recv, "local_node", "tasks", (json_int_t)m->st.tasks_local,
-        "results", (json_int_t)m->st.results_local, "mpi", "messages_sent",
-        (json_int_t)cs.msgs_sent, "bytes_sent", (json_int_t)cs.bytes_sent, "messages_received",
-        (json_int_t)cs.msgs_recv, "bytes_received", (json_int_t)cs.bytes_recv);
+        "{s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I}, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+        "to_nodes", "tasks_messages", (json_int_t)m->st.task_msgs, "tasks",
+        (json_int_t)m->st.tasks_sent, "from_nodes", "results_messages",
+        (json_int_t)m->st.result_msgs, "results", (json_int_t)m->st.results_recv, "local_node",
+        "tasks", (json_int_t)m->st.tasks_local, "results", (json_int_t)m->st.results_local, "mpi",
+        "messages_sent", (json_int_t)cs.msgs_sent, "bytes_sent", (json_int_t)cs.bytes_sent,
+        "messages_received", (json_int_t)cs.msgs_recv, "bytes_received", (json_int_t)cs.bytes_recv,
+        "progress_wakeups", (json_int_t)cs.wakeups, "doorbells_rung", (json_int_t)cs.rings_sent,
+        "doorbells_heard", (json_int_t)cs.rings_heard);
 }
 
 static json_t *machine_json(const struct master *m)

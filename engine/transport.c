@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/random.h>
 
 #include "sched/hosts.h"
 
@@ -77,6 +79,21 @@ static char *transport_gather_names(const char *hostname, int size)
     return all;
 }
 
+/* Rank 0's random job key, on every rank (transport_place.job_key).  Called
+ * right after the gather of names, when the ranks are together, so MPI's
+ * blocking broadcast spins only for its own steps. */
+static uint64_t transport_job_key(int rank)
+{
+    uint64_t key = 0;
+    if (rank == 0 && getrandom(&key, sizeof key, GRND_NONBLOCK) != (ssize_t)sizeof key) {
+        struct timespec ts; /* no entropy yet (early boot): unique enough per host */
+        clock_gettime(CLOCK_REALTIME, &ts);
+        key = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+    }
+    MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    return key;
+}
+
 int transport_place(const char *hostname, struct transport_place *p)
 {
     memset(p, 0, sizeof *p);
@@ -91,6 +108,7 @@ int transport_place(const char *hostname, struct transport_place *p)
         return -1;
     }
     free(names);
+    p->job_key = transport_job_key(p->rank);
     int leader = p->leaders[p->rank];
     for (int r = 0; r < p->size; r++) {
         if (p->leaders[r] != leader)

@@ -19,6 +19,8 @@
 #ifndef PMC_TRANSPORT_H
 #define PMC_TRANSPORT_H
 
+#include <stdint.h>
+
 #include "io/error.h"
 
 #ifdef __cplusplus
@@ -33,6 +35,8 @@ struct transport_place {
     int rank, size;            /* in the whole job, 0 <= rank < size */
     int host_rank, host_ranks; /* among the ranks on this host */
     int *leaders;              /* size entries: the lowest rank on rank r's host; malloc'd */
+    uint64_t job_key;          /* rank 0's random number, the same on every rank: names the
+                                  job's doorbells (engine/doorbell.h) */
 };
 
 /* Initialise MPI with full thread support (argc/argv as main got them; MPI
@@ -50,7 +54,8 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err);
  * hydra but builds a shared-memory communicator: ~30 ms of CPU a rank with
  * 4 ranks on the 2-core VM of docs/performance.md, where the gather takes
  * ~2 ms (bare MPI programs run by hand, section 19 there; bench/run's
- * "idle 4 ranks: CPU over the whole run" row shows the sum).  The caller frees p->leaders.  After
+ * "idle 4 ranks: CPU over the whole run" row shows the sum).  Then rank 0 draws the job key
+ * (getrandom) and broadcasts it: p->job_key.  The caller frees p->leaders.  After
  * transport_init() returned 0 or 1.  Returns 0, or -1 when out of memory (p->leaders NULL, p->rank
  * set; abort the job: the other ranks may be waiting for this one). */
 int transport_place(const char *hostname, struct transport_place *p);

@@ -127,3 +127,25 @@ void host_plan_free(struct host_plan *p)
     free(p->role);
     memset(p, 0, sizeof *p);
 }
+
+/* Ranks a and b exchange messages under plan p: the master and an agent
+ * (the protocol has no other pairs). */
+static bool plan_peers(const struct host_plan *p, int a, int b)
+{
+    return a != b && (((p->role[a] & RANK_MASTER) && (p->role[b] & RANK_AGENT)) ||
+                      ((p->role[b] & RANK_MASTER) && (p->role[a] & RANK_AGENT)));
+}
+
+int host_local_peers(const struct host_plan *p, const int *leader, int rank, unsigned char *local,
+                     bool *all_local)
+{
+    int n = 0, remote = 0;
+    for (int r = 0; r < p->nranks; r++) {
+        bool peer = plan_peers(p, rank, r);
+        local[r] = peer && leader[r] == leader[rank];
+        n += local[r];
+        remote += peer && !local[r];
+    }
+    *all_local = n > 0 && remote == 0;
+    return n;
+}

@@ -66,6 +66,17 @@ int host_plan_make(const int *leader, int nranks, bool ranks_are_hosts, bool mas
 
 void host_plan_free(struct host_plan *p); /* frees p->role; p may be zeroed */
 
+/* Which of rank's MPI peers under plan p share its host, for the
+ * transport's doorbells (engine/doorbell.h): local[r] = 1 when rank r and
+ * rank exchange messages (the master and an agent: the protocol has no
+ * other pairs) and leader[r] == leader[rank] (the same host name, whatever
+ * ranks_are_hosts said: a doorbell needs the same machine, not the same
+ * resource host), else 0.  local must have room for p->nranks entries.
+ * *all_local is true when rank has peers and all of them are local.
+ * Returns how many peers are local. */
+int host_local_peers(const struct host_plan *p, const int *leader, int rank, unsigned char *local,
+                     bool *all_local);
+
 #ifdef __cplusplus
 }
 #endif

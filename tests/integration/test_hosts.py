@@ -42,6 +42,15 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     master only) and rank 1 (pmc-host-b's), with those host names in their
     records, never on 0 or 3; summary cpus = 2 x NCPU; the resource log
     names both hosts; "2 of 2 hosts have more than one MPI rank".
+  * doorbells: `mpiexec -n 2 --host-cpus 1`, 100 tasks of 0.02 s one at a
+    time, --summary-json: rank 0 rang rank 1's doorbell once per MPI
+    message it sent, heard a ring for every message it received (the last
+    two may be unread), and its progress thread woke at most 3 x the
+    messages + 100 a second of makespan + 100 times (polling wakes every
+    20-100 us for 5 ms after each message: ~50 times a task).
+  * doorbells_unreachable: the same with rank 1 in a network namespace of
+    its own (unshare --net: root): no ring rung or heard, the run succeeds,
+    and rank 0 polled for the messages (more wake-ups than that bound).
   * master_only: one rank with --master-only: exit 1, stderr has "no rank is
     left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
     --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
@@ -56,6 +65,7 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     idle" advice in the log.
 """
 
+import json
 import os
 import socket
 import sys
@@ -133,6 +143,15 @@ def cpu_shares(pids, seconds):
     window = time.monotonic() - t0
     return {r: None if before[r] is None or after[r] is None
             else ((after[r] - before[r]) / window, after[r] - before[r], window) for r in pids}
+
+OWN_NET = """#!/bin/sh
+# own-net.sh CMD...: run CMD in a network namespace of its own when PMI_RANK
+# is 1, else as it is.
+[ "${PMI_RANK:-0}" = 1 ] && exec unshare --net "$@"
+exec "$@"
+"""
+DOORBELL_TASKS = 100
+DOORBELL_SLEEP = 0.02  # seconds: a message every ~20 ms, each alone
 
 
 class Hosts(pmcrun.TestCase):
@@ -371,6 +390,75 @@ class Hosts(pmcrun.TestCase):
         if "2 of 2 hosts have more than one MPI rank" not in res.stderr:
             problems.append("the log does not say '2 of 2 hosts have more than one MPI rank'")
         problems += self.advice_problems(res, ppn=True, idle=True)
+        self.check(problems, res)
+
+    # ------------------------------------------------------------ doorbells
+
+    def doorbell_run(self, name, wrap=()):
+        """`mpiexec -n 2 --host-cpus 1` (PMC's shape: rank 0 the master
+        only, rank 1 the agent, one host) of DOORBELL_TASKS tasks of
+        DOORBELL_SLEEP s, one at a time, with --summary-json: (problems,
+        result, the summary's messages.mpi, the most progress-thread
+        wake-ups that sleeping until rung allows)."""
+        dag_path = self.write(name + ".dag", "".join(
+            "TASK t%d /bin/sleep %s\n" % (i, DOORBELL_SLEEP) for i in range(DOORBELL_TASKS)))
+        summary = self.path(name + ".json")
+        res = self.run_pmc(["--host-cpus", "1", "--summary-json", summary, dag_path], ranks=2,
+                           timeout=120, wrap=wrap)
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        try:
+            with open(summary) as f:
+                s = json.load(f)
+            mpi = s["messages"]["mpi"]
+            # a wake-up per message or two, and the 10 ms polls MPI keeps;
+            # polling instead wakes every 20-100 us for 5 ms after each
+            # message: ~50 times a task here
+            most = 3 * (mpi["messages_sent"] + mpi["messages_received"]) \
+                + s["makespan_s"] / 0.010 + 100
+            return problems, res, mpi, most
+        except (OSError, ValueError, KeyError) as e:
+            return problems + ["no messages.mpi in the summary: %s" % e], res, None, None
+
+    def test_doorbells(self):
+        """Ranks of one host ring each other's doorbell after each MPI
+        message, and their progress threads sleep until rung."""
+        problems, res, mpi, most = self.doorbell_run("bells")
+        if mpi:
+            sent, recv = mpi["messages_sent"], mpi["messages_received"]
+            if sent == 0 or mpi["doorbells_rung"] != sent:
+                problems.append("rank 0 rang rank 1's doorbell %d times for %d messages"
+                                % (mpi["doorbells_rung"], sent))
+            # the rings of the last messages may still be unread when the
+            # summary is written
+            if not recv - 2 <= mpi["doorbells_heard"] <= recv:
+                problems.append("rank 0 heard %d rings for %d messages received"
+                                % (mpi["doorbells_heard"], recv))
+            if mpi["progress_wakeups"] > most:
+                problems.append("rank 0's progress thread woke %d times for %d messages, "
+                                "expected at most %d (asleep until rung)"
+                                % (mpi["progress_wakeups"], sent + recv, most))
+        self.check(problems, res)
+
+    def test_doorbells_unreachable(self):
+        """Rank 1 in a network namespace of its own (unshare --net: root)
+        cannot be rung, nor ring rank 0: both find their messages by polling
+        and the run completes."""
+        if os.geteuid() != 0:
+            self.fail("this test gives rank 1 its own network namespace with unshare --net "
+                      "and must run as root (CI does)")
+        wrap = self.write("own-net.sh", OWN_NET, 0o755)
+        problems, res, mpi, most = self.doorbell_run("nobells", wrap=[wrap])
+        if mpi:
+            if mpi["doorbells_rung"] != 0 or mpi["doorbells_heard"] != 0:
+                problems.append("doorbells rung %d, heard %d across network namespaces, "
+                                "expected none" % (mpi["doorbells_rung"],
+                                                   mpi["doorbells_heard"]))
+            # messages that came without a ring: rank 0 must poll for them
+            if mpi["progress_wakeups"] <= most:
+                problems.append("rank 0's progress thread woke only %d times for %d messages "
+                                "that no ring announced: it slept instead of polling"
+                                % (mpi["progress_wakeups"],
+                                   mpi["messages_sent"] + mpi["messages_received"]))
         self.check(problems, res)
 
     # -------------------------------------------------------- master-only

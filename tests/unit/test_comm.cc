@@ -2,7 +2,8 @@
 //
 // comm__idle_cap_us() bounds how late the progress thread sees a message
 // that ends a quiet spell: 100 us while traffic is recent, then 10 ms, then
-// 1/50 of the quiet time up to 100 ms.  The MPI side of comm.c runs in the
+// 1/50 of the quiet time up to 100 ms; without the first 100 us when the
+// peers ring a doorbell (rung).  The MPI side of comm.c runs in the
 // integration tests (several ranks under mpiexec).
 #include <gtest/gtest.h>
 
@@ -17,39 +18,48 @@ constexpr uint64_t kMs = 1000000; // ns
 
 TEST(CommIdleCap, ShortWhileTrafficIsRecent)
 {
-    EXPECT_EQ(comm__idle_cap_us(0), 100);
-    EXPECT_EQ(comm__idle_cap_us(5 * kMs - 1), 100);
+    EXPECT_EQ(comm__idle_cap_us(0, false), 100);
+    EXPECT_EQ(comm__idle_cap_us(5 * kMs - 1, false), 100);
 }
 
 TEST(CommIdleCap, TenMillisecondsForTheFirstHalfSecond)
 {
-    EXPECT_EQ(comm__idle_cap_us(5 * kMs), 10000);
-    EXPECT_EQ(comm__idle_cap_us(100 * kMs), 10000);
-    EXPECT_EQ(comm__idle_cap_us(500 * kMs), 10000);
+    EXPECT_EQ(comm__idle_cap_us(5 * kMs, false), 10000);
+    EXPECT_EQ(comm__idle_cap_us(100 * kMs, false), 10000);
+    EXPECT_EQ(comm__idle_cap_us(500 * kMs, false), 10000);
 }
 
 TEST(CommIdleCap, AFiftiethOfTheQuietTimeAfterThat)
 {
-    EXPECT_EQ(comm__idle_cap_us(1000 * kMs), 20000);
-    EXPECT_EQ(comm__idle_cap_us(2500 * kMs), 50000);
-    EXPECT_EQ(comm__idle_cap_us(5000 * kMs), 100000);
+    EXPECT_EQ(comm__idle_cap_us(1000 * kMs, false), 20000);
+    EXPECT_EQ(comm__idle_cap_us(2500 * kMs, false), 50000);
+    EXPECT_EQ(comm__idle_cap_us(5000 * kMs, false), 100000);
 }
 
 TEST(CommIdleCap, AtMostATenthOfASecond)
 {
-    EXPECT_EQ(comm__idle_cap_us(60000 * kMs), 100000);
-    EXPECT_EQ(comm__idle_cap_us(UINT64_MAX), 100000);
+    EXPECT_EQ(comm__idle_cap_us(60000 * kMs, false), 100000);
+    EXPECT_EQ(comm__idle_cap_us(UINT64_MAX, false), 100000);
 }
 
 TEST(CommIdleCap, NeverShrinksAndStaysWithinTwoPercentOfTheQuiet)
 {
     long prev = 0;
     for (uint64_t ns = 0; ns < 20000 * kMs; ns += kMs / 4) {
-        long cap = comm__idle_cap_us(ns);
+        long cap = comm__idle_cap_us(ns, false);
         ASSERT_GE(cap, prev) << "at " << ns << " ns";
         ASSERT_LE((uint64_t)cap * 1000, std::max<uint64_t>(10 * kMs, ns / 50))
             << "at " << ns << " ns";
         prev = cap;
     }
+}
+TEST(CommIdleCap, RungSkipsOnlyTheHotWindow)
+{
+    // peers that ring need no 100 us polls for their answers ...
+    EXPECT_EQ(comm__idle_cap_us(0, true), 10000);
+    EXPECT_EQ(comm__idle_cap_us(5 * kMs - 1, true), 10000);
+    // ... and after the hot window the caps are the same
+    for (uint64_t ns = 5 * kMs; ns < 20000 * kMs; ns += 7 * kMs)
+        ASSERT_EQ(comm__idle_cap_us(ns, true), comm__idle_cap_us(ns, false)) << "at " << ns;
 }
 } // namespace

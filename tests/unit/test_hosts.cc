@@ -164,4 +164,70 @@ TEST(HostLeaders, TheTableIsWhatHostPlanTakes)
     host_plan_free(&p);
 }
 
+// host_local_peers(): which peers of a rank share its host, as a string
+// (1 local peer, . not), and whether all of its peers do.
+struct LocalPeers {
+    std::string local;
+    bool all_local;
+    int n;
+};
+
+LocalPeers local_peers(const std::vector<int> &leader, bool ranks_are_hosts, int rank)
+{
+    host_plan p;
+    EXPECT_EQ(host_plan_make(leader.data(), (int)leader.size(), ranks_are_hosts, false, &p), 0);
+    std::vector<unsigned char> local(leader.size(), 7);
+    bool all = false;
+    int n = host_local_peers(&p, leader.data(), rank, local.data(), &all);
+    host_plan_free(&p);
+    std::string s;
+    for (unsigned char c : local)
+        s += c ? '1' : '.';
+    return {s, all, n};
+}
+
+TEST(HostLocalPeers, PmcShapeOneHost)
+{
+    // 4 ranks on one host: master 0, agent 1, ranks 2 and 3 idle
+    std::vector<int> one_host{0, 0, 0, 0};
+    LocalPeers m = local_peers(one_host, false, 0), a = local_peers(one_host, false, 1);
+    EXPECT_EQ(m.local, ".1..");
+    EXPECT_TRUE(m.all_local);
+    EXPECT_EQ(m.n, 1);
+    EXPECT_EQ(a.local, "1...");
+    EXPECT_TRUE(a.all_local);
+    // an idle rank has no peers
+    LocalPeers idle = local_peers(one_host, false, 2);
+    EXPECT_EQ(idle.local, "....");
+    EXPECT_FALSE(idle.all_local);
+    EXPECT_EQ(idle.n, 0);
+}
+
+TEST(HostLocalPeers, RanksAreHostsOnOneMachine)
+{
+    // every rank an agent, rank 0 the master too: the master's peers are
+    // all the others, each agent's is the master
+    std::vector<int> one_host{0, 0, 0};
+    LocalPeers m = local_peers(one_host, true, 0);
+    EXPECT_EQ(m.local, ".11");
+    EXPECT_TRUE(m.all_local);
+    EXPECT_EQ(local_peers(one_host, true, 2).local, "1..");
+}
+
+TEST(HostLocalPeers, MixedHostsRingOnlyTheLocalOnes)
+{
+    // hosts x = {0, 2}, y = {1, 3}: master 0, agents 2 (x) and 1 (y)
+    std::vector<int> leader{0, 1, 0, 1};
+    LocalPeers m = local_peers(leader, false, 0);
+    EXPECT_EQ(m.local, "..1.");
+    EXPECT_FALSE(m.all_local) << "rank 1 on host y sends to the master without a ring";
+    LocalPeers x = local_peers(leader, false, 2);
+    EXPECT_EQ(x.local, "1...");
+    EXPECT_TRUE(x.all_local) << "the master, its only peer, shares its host";
+    LocalPeers y = local_peers(leader, false, 1);
+    EXPECT_EQ(y.local, "....");
+    EXPECT_FALSE(y.all_local);
+    EXPECT_EQ(y.n, 0);
+}
+
 } // namespace
