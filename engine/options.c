@@ -8,6 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine/launcher.h"
+
+/* A macro's value as a string literal, for messages (LAUNCHER_MAX_THREADS) */
+#define OPTIONS_STR_(x) #x
+#define OPTIONS_STR(x) OPTIONS_STR_(x)
+
 enum {
     OPT_HOST_SCRIPT = 256,
     OPT_HOST_MEMORY,
@@ -338,9 +344,9 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
     case OPT_LAUNCH_THREADS:
     case OPT_THREADS:
         o->launch_threads_set = true;
-        return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > 64
+        return parse_u32(v, 0, &o->launch_threads) < 0 || o->launch_threads > LAUNCHER_MAX_THREADS
                    ? bad_value(err, c == OPT_THREADS ? "--threads" : "--launch-threads", v,
-                               "must be a whole number in 0..64")
+                               "must be a whole number in 0.." OPTIONS_STR(LAUNCHER_MAX_THREADS))
                    : 0;
     case OPT_MAXFDS:
         return parse_u32(v, 1, &o->maxfds) < 0

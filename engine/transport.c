@@ -109,13 +109,7 @@ int transport_place(const char *hostname, struct transport_place *p)
     }
     free(names);
     p->job_key = transport_job_key(p->rank);
-    int leader = p->leaders[p->rank];
-    for (int r = 0; r < p->size; r++) {
-        if (p->leaders[r] != leader)
-            continue;
-        p->host_ranks++;
-        p->host_rank += r < p->rank;
-    }
+    hosts_rank_on_host(p->leaders, p->size, p->rank, &p->host_rank, &p->host_ranks);
     return 0;
 }
 

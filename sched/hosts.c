@@ -96,6 +96,17 @@ static int plan_by_host(struct host_plan *p, const int *leader, bool master_only
     return 0;
 }
 
+void hosts_rank_on_host(const int *leader, int nranks, int rank, int *host_rank, int *host_ranks)
+{
+    *host_rank = *host_ranks = 0;
+    for (int r = 0; r < nranks; r++) {
+        if (leader[r] != leader[rank])
+            continue;
+        ++*host_ranks;
+        *host_rank += r < rank;
+    }
+}
+
 int host_plan_make(const int *leader, int nranks, bool ranks_are_hosts, bool master_only,
                    struct host_plan *p)
 {

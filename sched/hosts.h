@@ -55,6 +55,11 @@ struct host_plan {
  * as one host. */
 int hosts_leaders_by_name(const char *names, size_t stride, int nranks, int *leader);
 
+/* Rank's place on its host, from a leader table as hosts_leaders_by_name()
+ * makes (nranks entries): *host_ranks = how many ranks share rank's leader,
+ * *host_rank = how many of them are lower than rank (0 for the leader). */
+void hosts_rank_on_host(const int *leader, int nranks, int rank, int *host_rank, int *host_ranks);
+
 /* Plan the roles of nranks ranks (nranks >= 1).  leader[r] is the lowest
  * rank on rank r's host (so leader[r] <= r and leader[leader[r]] ==
  * leader[r]).  Fills p (p->role is malloc'd: free with host_plan_free()).

@@ -886,8 +886,9 @@ class TestCase(unittest.TestCase):
         return run(args, ranks=ranks, cwd=self.tmp, timeout=timeout, env=env,
                    ranks_are_hosts=ranks_are_hosts, wrap=wrap)
 
-    def start_pmc(self, args, ranks=1, env=None, ranks_are_hosts=False):
-        proc = start(args, ranks=ranks, cwd=self.tmp, env=env, ranks_are_hosts=ranks_are_hosts)
+    def start_pmc(self, args, ranks=1, env=None, ranks_are_hosts=False, wrap=()):
+        proc = start(args, ranks=ranks, cwd=self.tmp, env=env, ranks_are_hosts=ranks_are_hosts,
+                     wrap=wrap)
         self.addCleanup(kill_session, proc)
         return proc
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sched/hosts.h"
@@ -162,6 +163,18 @@ TEST(HostLeaders, TheTableIsWhatHostPlanTakes)
         roles += role_char(p.role[r]);
     EXPECT_EQ(roles, "MAA..");
     host_plan_free(&p);
+}
+
+TEST(HostLeaders, RankOnHostCountsTheRanksOfItsLeader)
+{
+    // hosts x = {0, 2, 4}, y = {1, 3}
+    std::vector<int> leader{0, 1, 0, 1, 0};
+    std::vector<std::pair<int, int>> want{{0, 3}, {0, 2}, {1, 3}, {1, 2}, {2, 3}};
+    for (int r = 0; r < (int)leader.size(); r++) {
+        int host_rank = -1, host_ranks = -1;
+        hosts_rank_on_host(leader.data(), (int)leader.size(), r, &host_rank, &host_ranks);
+        EXPECT_EQ(std::make_pair(host_rank, host_ranks), want[r]) << "rank " << r;
+    }
 }
 
 // host_local_peers(): which peers of a rank share its host, as a string
