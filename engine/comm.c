@@ -45,12 +45,11 @@ struct comm {
     atomic_uint_fast64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     atomic_uint_fast64_t recv_deferred; /* receives put off for want of memory */
     atomic_uint_fast64_t wakeups, rings_sent, rings_heard;
-    struct doorbell bell;      /* fd -1: none */
-    unsigned char *ring;       /* size entries, or NULL: ring rank r after each message to it */
-    bool bell_only;            /* every sender rings: sleep until rung when nothing is owed */
-    long owed;                 /* rings heard - messages received (progress thread only) */
-    struct timespec oom_since; /* first receive put off since the last one received */
-    bool oom;                  /* progress thread only */
+    struct doorbell bell;          /* fd -1: none */
+    struct doorbell_ledger ledger; /* with bell: the counts of the peers on this host */
+    bool bell_only;                /* every peer is on this host: sleep until rung when even */
+    struct timespec oom_since;     /* first receive put off since the last one received */
+    bool oom;                      /* progress thread only */
 };
 
 static void comm_deliver(struct comm *c, struct mail *m)
@@ -85,19 +84,14 @@ static int pending_grow(struct pending *p)
     return 0;
 }
 
-/* Ring the doorbell of peer after a message to it, when it is on this
- * host.  A peer with no doorbell to ring (ECONNREFUSED: its own failed to
- * bind, or it runs in another network namespace) is not rung again: it
- * finds its messages by polling, as every rank did before doorbells.  A
- * full queue (EAGAIN) means the peer has rings unread and wakes anyway. */
+/* A message went to peer: count it, and ring peer when it is on this host
+ * (engine/doorbell.h). */
 static void comm_ring(struct comm *c, int peer)
 {
-    if (!c->ring || !c->ring[peer])
+    if (c->bell.fd < 0)
         return;
-    if (doorbell_ring(&c->bell, peer) == 0)
-        atomic_fetch_add_explicit(&c->rings_sent, 1, memory_order_relaxed);
-    else if (errno == ECONNREFUSED)
-        c->ring[peer] = 0;
+    doorbell_ledger_sent(&c->ledger, &c->bell, peer);
+    atomic_store_explicit(&c->rings_sent, c->ledger.rings_sent, memory_order_relaxed);
 }
 
 /* Start MPI_Isend for every mail in the outbox.  Returns how many. */
@@ -108,9 +102,12 @@ static int comm_post_sends(struct comm *c)
     while ((m = mailbox_pop(&c->outbox)) != NULL) {
         struct pending *p = &c->pending;
         if (p->n == p->cap && pending_grow(p) < 0) {
-            MPI_Send(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD);
+            /* out of memory for the table: send synchronously, ringing
+             * first (the peer may sleep until rung, and a large message
+             * needs its receive before MPI_Send returns) */
             comm_ring(c, m->peer);
-            mail_free(m); /* out of memory for the table: send synchronously */
+            MPI_Send(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD);
+            mail_free(m);
             continue;
         }
         MPI_Isend(m->data, (int)m->len, MPI_BYTE, m->peer, m->tag, MPI_COMM_WORLD, &p->reqs[p->n]);
@@ -200,7 +197,8 @@ static int comm_receive(struct comm *c)
         MPI_Recv(buf, count, MPI_BYTE, st.MPI_SOURCE, st.MPI_TAG, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         comm_deliver(c, m);
-        c->owed--;
+        if (c->bell.fd >= 0)
+            doorbell_ledger_received(&c->ledger, st.MPI_SOURCE);
         atomic_fetch_add_explicit(&c->msgs_recv, 1, memory_order_relaxed);
         atomic_fetch_add_explicit(&c->bytes_recv, (uint64_t)count, memory_order_relaxed);
         got++;
@@ -238,14 +236,14 @@ static long comm_next_idle_us(long idle_us, uint64_t since_moved_ns)
     return idle_us * 2 > cap ? cap : idle_us * 2;
 }
 
-/* True when the progress thread may sleep until rung: every rank that
- * sends to this one rings its doorbell, every ring heard was for a message
- * received and every message received was rung for (owed == 0: a lost or
- * undeliverable ring leaves it below 0 for good, and this rank then polls
- * as without doorbells), and no send of ours waits for MPI's progress. */
+/* True when the progress thread may sleep until rung: every peer is on
+ * this host, the ledger is even (every message announced was received,
+ * every message received was announced: a peer that cannot ring keeps it
+ * uneven, and this rank then polls as without doorbells; no ring of ours
+ * waits to be sent again), and no send of ours waits for MPI's progress. */
 static bool comm_sleep_until_rung(const struct comm *c)
 {
-    return c->bell_only && c->owed == 0 && c->pending.n == 0;
+    return c->bell_only && c->pending.n == 0 && doorbell_ledger_even(&c->ledger);
 }
 
 /* Sleep for up to idle_us (the whole quiet cap when comm_sleep_until_rung())
@@ -259,9 +257,10 @@ static bool comm_sleep(struct comm *c, long idle_us, uint64_t since_moved_ns)
     mailbox_awake_unsignaled(&c->outbox);
     int bell = mailbox_wait_fd(&c->outbox, us, c->bell.fd);
     atomic_fetch_add_explicit(&c->wakeups, 1, memory_order_relaxed);
-    long heard = bell ? doorbell_drain(&c->bell) : 0;
-    c->owed += heard;
-    atomic_fetch_add_explicit(&c->rings_heard, (uint64_t)heard, memory_order_relaxed);
+    if (!bell)
+        return false;
+    long heard = doorbell_ledger_hear(&c->ledger, &c->bell);
+    atomic_store_explicit(&c->rings_heard, c->ledger.rings_heard, memory_order_relaxed);
     return heard > 0;
 }
 
@@ -271,6 +270,8 @@ static void *comm_progress_main(void *arg)
     long idle_us = IDLE_MIN_US;
     uint64_t last_moved = pmc_mono_ns();
     for (;;) {
+        if (c->ledger.nowed > 0) /* rings that found a full queue */
+            doorbell_ledger_retry(&c->ledger, &c->bell);
         int moved = comm_post_sends(c) + comm_complete_sends(c) + comm_receive(c);
         if (moved) {
             idle_us = IDLE_MIN_US;
@@ -300,13 +301,10 @@ static int comm_take_doorbells(struct comm *c, struct comm_doorbells *bells)
         return 0;
     c->bell = bells->bell;
     bells->bell.fd = -1;
-    c->ring = malloc((size_t)c->size);
-    if (!c->ring) {
+    if (doorbell_ledger_init(&c->ledger, c->rank, c->size, bells->local) < 0) {
         doorbell_close(&c->bell);
         return -1;
     }
-    memcpy(c->ring, bells->local, (size_t)c->size);
-    c->ring[c->rank] = 0;
     c->bell_only = bells->all_local;
     return 0;
 }
@@ -314,7 +312,7 @@ static int comm_take_doorbells(struct comm *c, struct comm_doorbells *bells)
 static void comm_free(struct comm *c)
 {
     doorbell_close(&c->bell);
-    free(c->ring);
+    doorbell_ledger_free(&c->ledger);
     free(c->pending.reqs);
     free(c->pending.mails);
     free(c->pending.done_idx);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -39,21 +40,27 @@ int doorbell_open(struct doorbell *d, uint64_t key, int rank, struct pmc_error *
     return 0;
 }
 
-int doorbell_ring(const struct doorbell *d, int rank)
+int doorbell_send(const struct doorbell *d, int rank, const struct doorbell_ring *r)
 {
     struct sockaddr_un a;
     socklen_t len = doorbell_address(d->key, rank, &a);
-    return sendto(d->fd, "", 0, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len) < 0 ? -1
-                                                                                             : 0;
+    ssize_t n =
+        sendto(d->fd, r, sizeof *r, MSG_DONTWAIT | MSG_NOSIGNAL, (struct sockaddr *)&a, len);
+    return n < 0 ? -1 : 0;
 }
 
-long doorbell_drain(const struct doorbell *d)
+int doorbell_recv(const struct doorbell *d, int nranks, struct doorbell_ring *r)
 {
-    long n = 0;
-    char b;
-    while (recv(d->fd, &b, sizeof b, MSG_DONTWAIT) >= 0)
-        n++;
-    return n;
+    struct sockaddr_un from;
+    socklen_t flen = sizeof from;
+    ssize_t n = recvfrom(d->fd, r, sizeof *r, MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+    if (n < 0)
+        return -1;
+    if (n != (ssize_t)sizeof *r || r->from >= (uint32_t)nranks)
+        return 0;
+    struct sockaddr_un want;
+    socklen_t wlen = doorbell_address(d->key, (int)r->from, &want);
+    return flen == wlen && memcmp(&from, &want, wlen) == 0;
 }
 
 void doorbell_close(struct doorbell *d)
@@ -61,4 +68,125 @@ void doorbell_close(struct doorbell *d)
     if (d->fd >= 0)
         close(d->fd);
     d->fd = -1;
+}
+
+int doorbell_ledger_init(struct doorbell_ledger *l, int self, int nranks,
+                         const unsigned char *local)
+{
+    memset(l, 0, sizeof *l);
+    l->self = self;
+    l->nranks = nranks;
+    l->index = malloc(sizeof *l->index * (size_t)nranks);
+    if (!l->index)
+        return -1;
+    int n = 0;
+    for (int r = 0; r < nranks; r++)
+        l->index[r] = local[r] && r != self ? n++ : -1;
+    l->npeers = n;
+    l->peer = malloc(sizeof *l->peer * (size_t)(n ? n : 1));
+    l->sent = calloc((size_t)(n ? n : 1), sizeof *l->sent);
+    l->received = calloc((size_t)(n ? n : 1), sizeof *l->received);
+    l->announced = calloc((size_t)(n ? n : 1), sizeof *l->announced);
+    l->ringing = malloc((size_t)(n ? n : 1));
+    l->owed = calloc((size_t)(n ? n : 1), 1);
+    if (!l->peer || !l->sent || !l->received || !l->announced || !l->ringing || !l->owed) {
+        doorbell_ledger_free(l);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (int r = 0; r < nranks; r++)
+        if (l->index[r] >= 0)
+            l->peer[l->index[r]] = r;
+    memset(l->ringing, 1, (size_t)n);
+    return 0;
+}
+
+void doorbell_ledger_free(struct doorbell_ledger *l)
+{
+    free(l->index);
+    free(l->peer);
+    free(l->sent);
+    free(l->received);
+    free(l->announced);
+    free(l->ringing);
+    free(l->owed);
+    memset(l, 0, sizeof *l);
+}
+
+/* Peer i's received or announced count is about to change by set(): keep
+ * nuneven right. */
+static void ledger_set(struct doorbell_ledger *l, int i, uint64_t *field, uint64_t value)
+{
+    bool was = l->received[i] == l->announced[i];
+    *field = value;
+    bool is = l->received[i] == l->announced[i];
+    l->nuneven += was && !is ? 1 : !was && is ? -1 : 0;
+}
+
+static void ledger_owe(struct doorbell_ledger *l, int i, bool owed)
+{
+    l->nowed += owed && !l->owed[i] ? 1 : !owed && l->owed[i] ? -1 : 0;
+    l->owed[i] = owed;
+}
+
+/* Ring peer i with its current count.  EAGAIN leaves the ring owed
+ * (doorbell_ledger_retry()); ECONNREFUSED stops ringing the peer. */
+static void ledger_ring(struct doorbell_ledger *l, const struct doorbell *d, int i)
+{
+    if (!l->ringing[i])
+        return;
+    struct doorbell_ring r = {.from = (uint32_t)l->self, .count = l->sent[i]};
+    if (doorbell_send(d, l->peer[i], &r) == 0) {
+        l->rings_sent++;
+        ledger_owe(l, i, false);
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+        ledger_owe(l, i, true);
+    } else {
+        l->ringing[i] = 0; /* ECONNREFUSED and the like: it polls for them */
+        ledger_owe(l, i, false);
+    }
+}
+
+void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, int peer)
+{
+    int i = peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
+    if (i < 0)
+        return;
+    l->sent[i]++;
+    ledger_ring(l, d, i);
+}
+
+void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d)
+{
+    for (int i = 0; l->nowed > 0 && i < l->npeers; i++)
+        if (l->owed[i])
+            ledger_ring(l, d, i);
+}
+
+void doorbell_ledger_received(struct doorbell_ledger *l, int peer)
+{
+    int i = peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
+    if (i >= 0)
+        ledger_set(l, i, &l->received[i], l->received[i] + 1);
+}
+
+long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d)
+{
+    long news = 0;
+    struct doorbell_ring r;
+    int got;
+    while ((got = doorbell_recv(d, l->nranks, &r)) >= 0) {
+        int i = got ? l->index[r.from] : -1;
+        if (i < 0 || r.count <= l->announced[i])
+            continue; /* not a peer's, or old news (a ring sent again) */
+        ledger_set(l, i, &l->announced[i], r.count);
+        l->rings_heard++;
+        news++;
+    }
+    return news;
+}
+
+bool doorbell_ledger_even(const struct doorbell_ledger *l)
+{
+    return l->nuneven == 0 && l->nowed == 0;
 }

@@ -12,23 +12,36 @@
  *
  * A doorbell is a UNIX datagram socket bound in Linux's abstract namespace
  * (unix(7): no file, gone when the process is) under the name
- * "pmc-hybrid.<job key in hex>.<rank>"; a ring is one empty datagram, so
- * the receiver can count rings against the messages it received.  The job
- * key is a random number rank 0 draws and every rank learns at start-up
- * (transport_place()): two jobs on one host never share a name, and a
- * name cannot be taken ahead of the job.  Rings that cannot be delivered
- * (no such doorbell: another network namespace, or the peer's doorbell
- * could not be bound; a full queue, net.unix.max_dgram_qlen rings unread)
- * are lost, and the receiver must then find its messages by polling: the
- * caller's rule (comm.c) is to sleep long only while every message it was
- * rung for has arrived and every message it received was rung for.
+ * "pmc-hybrid.<job key in hex>.<rank>".  The job key is a random number
+ * rank 0 draws and every rank learns at start-up (transport_place()): two
+ * jobs on one host never share a name, and a name cannot be taken ahead
+ * of the job.  A ring is a datagram carrying the sender's rank and how
+ * many messages it has sent to the receiver so far; the receiver checks
+ * the sender's bound name against the rank it claims, so only the job's
+ * own ranks can ring it (the names are visible to every local user in
+ * /proc/net/unix, but only the job holds them).
  *
- * Thread-safety: doorbell_ring() may be called from any thread; one
- * thread drains a doorbell.  Nothing here allocates.
+ * The ledger (struct doorbell_ledger) keeps, per peer on this host, the
+ * messages sent, received and announced (the highest count rung), and
+ * says when the progress thread may sleep until rung: every message
+ * announced has been received, every message received was announced, and
+ * no ring of ours waits to be sent again.  Counts rather than one ring
+ * per message, so a ring that could not be sent (EAGAIN: the receiver's
+ * queue, net.unix.max_dgram_qlen datagrams, or our socket's send buffer,
+ * shared by all the rings we have out, is full) is made good by the next
+ * one, which the sender tries on each pass of its loop until it goes
+ * through.  A peer that can never ring (another network namespace: the
+ * name is not found there, ECONNREFUSED) leaves its messages unannounced,
+ * and the receiver then polls for them as it would without doorbells;
+ * only its first message waits for the receiver's poll interval.
+ *
+ * Thread-safety: a doorbell and its ledger belong to one thread (the
+ * progress thread).  Nothing here allocates but doorbell_ledger_init().
  */
 #ifndef PMC_DOORBELL_H
 #define PMC_DOORBELL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "io/error.h"
@@ -42,21 +55,75 @@ struct doorbell {
     uint64_t key; /* the job key of the names it rings */
 };
 
+/* What a ring says: the sender, and the messages it sent to the receiver
+ * so far (1 after the first). */
+struct doorbell_ring {
+    uint32_t from;
+    uint32_t zero;
+    uint64_t count;
+};
+
 /* Bind rank's doorbell of job key (nonblocking, close-on-exec).  Returns 0,
  * or -1 with err (d->fd = -1) when the socket cannot be made or the name is
  * taken (EADDRINUSE: another process holds it). */
 int doorbell_open(struct doorbell *d, uint64_t key, int rank, struct pmc_error *err);
 
-/* Ring rank's doorbell of d's job (one datagram).  Returns 0, or -1 with
- * errno: ECONNREFUSED when no process of this host's network namespace has
- * that doorbell open, EAGAIN when its queue is full (it has rings unread). */
-int doorbell_ring(const struct doorbell *d, int rank);
+/* Ring rank's doorbell of d's job with r (one datagram).  Returns 0, or -1
+ * with errno: ECONNREFUSED when no process of this network namespace has
+ * that doorbell open, EAGAIN when the receiver's queue or d's send buffer
+ * is full (try again once the receiver read some). */
+int doorbell_send(const struct doorbell *d, int rank, const struct doorbell_ring *r);
 
-/* Read every ring queued at d; returns how many (0 when none). */
-long doorbell_drain(const struct doorbell *d);
+/* Read the next ring queued at d into *r, checking that it came from the
+ * doorbell of rank r->from of d's job and that r->from < nranks.  Returns
+ * 1 for such a ring, 0 for a datagram that is not one (dropped), -1 when
+ * none is left (EAGAIN). */
+int doorbell_recv(const struct doorbell *d, int nranks, struct doorbell_ring *r);
 
-/* Close d (d->fd = -1).  A closed or zeroed-then-fd=-1 doorbell is a no-op. */
+/* Close d (d->fd = -1).  A closed doorbell is a no-op. */
 void doorbell_close(struct doorbell *d);
+
+/* Per-peer counts of one rank's messages with its peers on its host. */
+struct doorbell_ledger {
+    int self, nranks;
+    int npeers;             /* peers on this host */
+    int *peer;              /* npeers ranks */
+    int *index;             /* nranks entries: the peer's index, -1 when not one */
+    uint64_t *sent;         /* per peer: messages sent to it */
+    uint64_t *received;     /* per peer: messages received from it */
+    uint64_t *announced;    /* per peer: the highest count it rang */
+    unsigned char *ringing; /* per peer: 0 once it proved unreachable */
+    unsigned char *owed;    /* per peer: the last ring failed, send again */
+    int nowed;              /* peers with owed set */
+    int nuneven;            /* peers with received != announced */
+    uint64_t rings_sent, rings_heard;
+};
+
+/* A ledger for rank self among nranks ranks, whose peers on this host are
+ * the ranks r with local[r] != 0 (r != self).  Returns 0, or -1 with
+ * ENOMEM (l then empty: doorbell_ledger_free() is a no-op on it). */
+int doorbell_ledger_init(struct doorbell_ledger *l, int self, int nranks,
+                         const unsigned char *local);
+void doorbell_ledger_free(struct doorbell_ledger *l);
+
+/* A message was sent to rank peer (after MPI took it): count it and ring
+ * peer's doorbell when peer is on this host. */
+void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, int peer);
+
+/* Send again the rings that failed with EAGAIN (cheap when none did). */
+void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d);
+
+/* A message from rank peer was received: count it. */
+void doorbell_ledger_received(struct doorbell_ledger *l, int peer);
+
+/* Read every ring queued at d into the ledger.  Returns how many rings
+ * announced new messages. */
+long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d);
+
+/* True when every message announced was received, every message received
+ * was announced, and no ring of ours waits to be sent again: nothing is
+ * on its way that a ring would not wake us for. */
+bool doorbell_ledger_even(const struct doorbell_ledger *l);
 
 #ifdef __cplusplus
 }

@@ -47,7 +47,9 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     message it sent, heard a ring for every message it received (the last
     two may be unread), and its progress thread woke at most 3 x the
     messages + 100 a second of makespan + 100 times (polling wakes every
-    20-100 us for 5 ms after each message: ~50 times a task).
+    20-100 us for 5 ms after each message: ~50 times a task).  The same
+    with 4 ranks and --ranks-are-hosts (3 peers of the master): rings
+    sent and heard at most one per message and some, the same wake-ups.
   * doorbells_unreachable: the same with rank 1 in a network namespace of
     its own (unshare --net: root): no ring rung or heard, the run succeeds,
     and rank 0 polled for the messages (more wake-ups than that bound).
@@ -394,17 +396,18 @@ class Hosts(pmcrun.TestCase):
 
     # ------------------------------------------------------------ doorbells
 
-    def doorbell_run(self, name, wrap=()):
+    def doorbell_run(self, name, wrap=(), ranks=2, ranks_are_hosts=False):
         """`mpiexec -n 2 --host-cpus 1` (PMC's shape: rank 0 the master
-        only, rank 1 the agent, one host) of DOORBELL_TASKS tasks of
-        DOORBELL_SLEEP s, one at a time, with --summary-json: (problems,
-        result, the summary's messages.mpi, the most progress-thread
-        wake-ups that sleeping until rung allows)."""
+        only, rank 1 the agent, one host; or `ranks` ranks, each a host of
+        1 CPU with ranks_are_hosts) of DOORBELL_TASKS tasks of
+        DOORBELL_SLEEP s, one at a time per host, with --summary-json:
+        (problems, result, the summary's messages.mpi, the most
+        progress-thread wake-ups that sleeping until rung allows)."""
         dag_path = self.write(name + ".dag", "".join(
             "TASK t%d /bin/sleep %s\n" % (i, DOORBELL_SLEEP) for i in range(DOORBELL_TASKS)))
         summary = self.path(name + ".json")
-        res = self.run_pmc(["--host-cpus", "1", "--summary-json", summary, dag_path], ranks=2,
-                           timeout=120, wrap=wrap)
+        res = self.run_pmc(["--host-cpus", "1", "--summary-json", summary, dag_path],
+                           ranks=ranks, timeout=120, wrap=wrap, ranks_are_hosts=ranks_are_hosts)
         problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         try:
             with open(summary) as f:
@@ -420,24 +423,36 @@ class Hosts(pmcrun.TestCase):
             return problems + ["no messages.mpi in the summary: %s" % e], res, None, None
 
     def test_doorbells(self):
-        """Ranks of one host ring each other's doorbell after each MPI
-        message, and their progress threads sleep until rung."""
-        problems, res, mpi, most = self.doorbell_run("bells")
-        if mpi:
-            sent, recv = mpi["messages_sent"], mpi["messages_received"]
-            if sent == 0 or mpi["doorbells_rung"] != sent:
-                problems.append("rank 0 rang rank 1's doorbell %d times for %d messages"
-                                % (mpi["doorbells_rung"], sent))
-            # the rings of the last messages may still be unread when the
-            # summary is written
-            if not recv - 2 <= mpi["doorbells_heard"] <= recv:
-                problems.append("rank 0 heard %d rings for %d messages received"
-                                % (mpi["doorbells_heard"], recv))
-            if mpi["progress_wakeups"] > most:
-                problems.append("rank 0's progress thread woke %d times for %d messages, "
-                                "expected at most %d (asleep until rung)"
-                                % (mpi["progress_wakeups"], sent + recv, most))
-        self.check(problems, res)
+        """Ranks of one host ring each other's doorbell after their MPI
+        messages, and their progress threads sleep until rung: PMC's shape
+        (2 ranks, one peer each), and 4 ranks that are hosts of their own
+        on this machine (the master has 3 peers)."""
+        for ranks, rah in ((2, False), (4, True)):
+            with self.subTest(ranks=ranks, ranks_are_hosts=rah):
+                problems, res, mpi, most = self.doorbell_run("bells%d" % ranks, ranks=ranks,
+                                                             ranks_are_hosts=rah)
+                if mpi:
+                    problems += self.doorbell_problems(mpi, most, one_peer=not rah)
+                self.check(problems, res, case="ranks=%d" % ranks)
+
+    def doorbell_problems(self, mpi, most, one_peer):
+        sent, recv = mpi["messages_sent"], mpi["messages_received"]
+        rung, heard = mpi["doorbells_rung"], mpi["doorbells_heard"]
+        problems = []
+        # one ring per message; with several peers a ring that found a
+        # full queue is sent again with the count of the next message, so
+        # one ring may announce two
+        if sent == 0 or rung > sent or (one_peer and rung != sent) or rung == 0:
+            problems.append("rank 0 rang %d times for %d messages sent" % (rung, sent))
+        # the rings of the last messages may still be unread when the
+        # summary is written
+        if heard > recv or heard < (recv - 2 if one_peer else 1):
+            problems.append("rank 0 heard %d rings for %d messages received" % (heard, recv))
+        if mpi["progress_wakeups"] > most:
+            problems.append("rank 0's progress thread woke %d times for %d messages, expected "
+                            "at most %d (asleep until rung)"
+                            % (mpi["progress_wakeups"], sent + recv, most))
+        return problems
 
     def test_doorbells_unreachable(self):
         """Rank 1 in a network namespace of its own (unshare --net: root)

@@ -1,13 +1,23 @@
 // test_doorbell.cc - wake-ups between the ranks of one host
-// (engine/doorbell.h): a ring reaches the doorbell of that job and rank
-// only, wakes a thread asleep in mailbox_wait_fd(), and is counted once;
-// the failures the transport relies on (a name taken, no such doorbell, a
-// full queue) come back as the errno doorbell.h names.
+// (engine/doorbell.h).  The socket: a ring reaches the doorbell of that job
+// and rank only, says who sent it (a forged sender is dropped), wakes a
+// thread asleep in mailbox_wait_fd(), and the failures the ledger relies on
+// (a name taken, no such doorbell, a full queue) come back as doorbell.h
+// says.  The ledger: even (sleep until rung) only while every message
+// announced was received and every message received was announced; a ring
+// that found a full queue is sent again; a peer that cannot be rung is not
+// tried again.
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstdint>
 #include <random>
+#include <string>
+#include <vector>
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "engine/doorbell.h"
 #include "engine/mailbox.h"
@@ -35,24 +45,36 @@ struct Bell {
     }
 };
 
-TEST(Doorbell, ARingIsHeardOnceByThatRankOnly)
+doorbell_ring ring_of(uint32_t from, uint64_t count)
+{
+    doorbell_ring r{};
+    r.from = from;
+    r.count = count;
+    return r;
+}
+
+TEST(Doorbell, ARingReachesThatRankOnlyAndSaysWhoSentIt)
 {
     uint64_t key = fresh_key();
     Bell r0(key, 0), r1(key, 1);
-    ASSERT_EQ(doorbell_ring(&r0.d, 1), 0);
-    ASSERT_EQ(doorbell_ring(&r0.d, 1), 0);
-    EXPECT_EQ(doorbell_drain(&r0.d), 0);
-    EXPECT_EQ(doorbell_drain(&r1.d), 2);
-    EXPECT_EQ(doorbell_drain(&r1.d), 0) << "a ring is read once";
+    doorbell_ring r = ring_of(0, 7);
+    ASSERT_EQ(doorbell_send(&r0.d, 1, &r), 0);
+    doorbell_ring got{};
+    EXPECT_EQ(doorbell_recv(&r0.d, 4, &got), -1) << "rank 0 was not rung";
+    ASSERT_EQ(doorbell_recv(&r1.d, 4, &got), 1);
+    EXPECT_EQ(got.from, 0u);
+    EXPECT_EQ(got.count, 7u);
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), -1) << "a ring is read once";
 }
 
 TEST(Doorbell, JobsDoNotShareNames)
 {
     uint64_t key = fresh_key();
-    Bell a(key, 1), b(key + 1, 1);
-    ASSERT_EQ(doorbell_ring(&a.d, 1), 0);
-    EXPECT_EQ(doorbell_drain(&b.d), 0);
-    EXPECT_EQ(doorbell_drain(&a.d), 1);
+    Bell a(key, 1), b(key + 1, 1), from(key, 0);
+    doorbell_ring r = ring_of(0, 1), got{};
+    ASSERT_EQ(doorbell_send(&from.d, 1, &r), 0);
+    EXPECT_EQ(doorbell_recv(&b.d, 4, &got), -1);
+    EXPECT_EQ(doorbell_recv(&a.d, 4, &got), 1);
 }
 
 TEST(Doorbell, ATakenNameIsRefused)
@@ -72,14 +94,41 @@ TEST(Doorbell, RingingNoDoorbellFailsWithConnectionRefused)
 {
     uint64_t key = fresh_key();
     Bell r0(key, 0);
+    doorbell_ring r = ring_of(0, 1);
     errno = 0;
-    EXPECT_EQ(doorbell_ring(&r0.d, 5), -1);
+    EXPECT_EQ(doorbell_send(&r0.d, 5, &r), -1);
     EXPECT_EQ(errno, ECONNREFUSED);
     {
         Bell gone(key, 6);
     }
-    EXPECT_EQ(doorbell_ring(&r0.d, 6), -1) << "a closed doorbell's name is free again";
+    EXPECT_EQ(doorbell_send(&r0.d, 6, &r), -1) << "a closed doorbell's name is free again";
     EXPECT_EQ(errno, ECONNREFUSED);
+}
+
+TEST(Doorbell, AForgedOrMalformedRingIsDropped)
+{
+    uint64_t key = fresh_key();
+    Bell r1(key, 1), r2(key, 2);
+    // an unbound socket claiming to be rank 0, and rank 2 claiming the same
+    int anon = socket(AF_UNIX, SOCK_DGRAM, 0);
+    ASSERT_GE(anon, 0);
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.1",
+                     (unsigned long long)key);
+    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    doorbell_ring claim = ring_of(0, 1);
+    ASSERT_EQ(sendto(anon, &claim, sizeof claim, 0, (sockaddr *)&to, len), (ssize_t)sizeof claim);
+    ASSERT_EQ(doorbell_send(&r2.d, 1, &claim), 0);
+    // a short datagram from a true rank, and a rank out of range
+    ASSERT_EQ(sendto(r2.d.fd, "x", 1, 0, (sockaddr *)&to, len), 1);
+    doorbell_ring far = ring_of(9, 1);
+    ASSERT_EQ(doorbell_send(&r2.d, 1, &far), 0);
+    doorbell_ring got{};
+    for (int i = 0; i < 4; i++)
+        EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 0) << "datagram " << i;
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), -1);
+    close(anon);
 }
 
 TEST(Doorbell, AFullQueueSaysEagainAndKeepsWhatItHolds)
@@ -88,13 +137,18 @@ TEST(Doorbell, AFullQueueSaysEagainAndKeepsWhatItHolds)
     Bell r0(key, 0), r1(key, 1);
     long rung = 0;
     int rc = 0;
-    while (rung < 1000000 && (rc = doorbell_ring(&r0.d, 1)) == 0)
+    doorbell_ring r = ring_of(0, 1);
+    while (rung < 1000000 && (rc = doorbell_send(&r0.d, 1, &r)) == 0)
         rung++;
     ASSERT_EQ(rc, -1) << "the queue never filled";
     EXPECT_EQ(errno, EAGAIN);
     EXPECT_GT(rung, 0);
-    EXPECT_EQ(doorbell_drain(&r1.d), rung);
-    EXPECT_EQ(doorbell_ring(&r0.d, 1), 0) << "drained, it takes rings again";
+    doorbell_ring got{};
+    long read = 0;
+    while (doorbell_recv(&r1.d, 4, &got) == 1)
+        read++;
+    EXPECT_EQ(read, rung);
+    EXPECT_EQ(doorbell_send(&r0.d, 1, &r), 0) << "drained, it takes rings again";
 }
 
 TEST(Doorbell, ARingWakesMailboxWaitFd)
@@ -105,15 +159,111 @@ TEST(Doorbell, ARingWakesMailboxWaitFd)
     ASSERT_EQ(mailbox_init(&mb), 0);
     // nothing rung: the wait times out and says so
     EXPECT_EQ(mailbox_wait_fd(&mb, 1000, r1.d.fd), 0);
-    ASSERT_EQ(doorbell_ring(&r0.d, 1), 0);
+    doorbell_ring r = ring_of(0, 1), got{};
+    ASSERT_EQ(doorbell_send(&r0.d, 1, &r), 0);
     // rung: it returns at once (a 60 s timeout would hang the test), saying
-    // the doorbell is readable; the ring stays for doorbell_drain()
+    // the doorbell is readable; the ring stays for doorbell_recv()
     EXPECT_EQ(mailbox_wait_fd(&mb, 60 * 1000000L, r1.d.fd), 1);
-    EXPECT_EQ(doorbell_drain(&r1.d), 1);
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 1);
     // a wake of the mailbox itself is not a ring
     mailbox_wake(&mb);
     EXPECT_EQ(mailbox_wait_fd(&mb, 60 * 1000000L, r1.d.fd), 0);
     mailbox_destroy(&mb);
+}
+
+// Ranks 0 (the master) and 1 (an agent) on this host, rank 2 elsewhere.
+struct Pair {
+    uint64_t key = fresh_key();
+    Bell b0{key, 0}, b1{key, 1};
+    doorbell_ledger l0{}, l1{};
+    Pair()
+    {
+        const unsigned char local0[3] = {0, 1, 0}, local1[3] = {1, 0, 0};
+        EXPECT_EQ(doorbell_ledger_init(&l0, 0, 3, local0), 0);
+        EXPECT_EQ(doorbell_ledger_init(&l1, 1, 3, local1), 0);
+    }
+    ~Pair()
+    {
+        doorbell_ledger_free(&l0);
+        doorbell_ledger_free(&l1);
+    }
+};
+
+TEST(DoorbellLedger, EvenUntilAMessageIsAnnouncedAndAgainWhenItIsIn)
+{
+    Pair p;
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+    doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+    EXPECT_EQ(p.l0.rings_sent, 1u);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l0)) << "the sender owes nothing";
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1);
+    EXPECT_FALSE(doorbell_ledger_even(&p.l1)) << "announced, not received: poll for it";
+    doorbell_ledger_received(&p.l1, 0);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+    EXPECT_EQ(p.l1.rings_heard, 1u);
+}
+
+TEST(DoorbellLedger, AMessageBeforeItsRingIsUnevenUntilTheRing)
+{
+    Pair p;
+    doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+    doorbell_ledger_received(&p.l1, 0); // MPI was faster than the ring
+    EXPECT_FALSE(doorbell_ledger_even(&p.l1));
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+}
+
+TEST(DoorbellLedger, AFullQueueIsMadeGoodByTheRingSentAgain)
+{
+    Pair p;
+    uint64_t sent = 0;
+    while (p.l0.nowed == 0 && sent < 1000000) {
+        doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+        sent++;
+    }
+    ASSERT_EQ(p.l0.nowed, 1) << "the queue never filled";
+    EXPECT_FALSE(doorbell_ledger_even(&p.l0)) << "a ring is owed: do not sleep until rung";
+    // the receiver reads what got through: the last message is unannounced
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), (long)sent - 1);
+    for (uint64_t i = 0; i < sent; i++)
+        doorbell_ledger_received(&p.l1, 0);
+    EXPECT_FALSE(doorbell_ledger_even(&p.l1)) << "the last message came unannounced";
+    doorbell_ledger_retry(&p.l0, &p.b0.d);
+    EXPECT_EQ(p.l0.nowed, 0);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l0));
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+}
+
+TEST(DoorbellLedger, OldNewsAndStrangersDoNotCount)
+{
+    Pair p;
+    doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+    doorbell_ring again = ring_of(0, 1);
+    ASSERT_EQ(doorbell_send(&p.b0.d, 1, &again), 0);
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1) << "the same count twice is one ring";
+    doorbell_ledger_received(&p.l1, 0);
+    // rank 2 is no peer on this host: its messages are not counted, and
+    // nothing is rung for a message to it
+    doorbell_ledger_received(&p.l1, 2);
+    doorbell_ledger_sent(&p.l1, &p.b1.d, 2);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+    EXPECT_EQ(p.l1.rings_sent, 0u);
+}
+
+TEST(DoorbellLedger, APeerThatCannotBeRungIsNotTriedAgain)
+{
+    uint64_t key = fresh_key();
+    Bell b0(key, 0); // rank 1 has no doorbell (another network namespace)
+    doorbell_ledger l{};
+    const unsigned char local[2] = {0, 1};
+    ASSERT_EQ(doorbell_ledger_init(&l, 0, 2, local), 0);
+    doorbell_ledger_sent(&l, &b0.d, 1);
+    EXPECT_EQ(l.rings_sent, 0u);
+    EXPECT_EQ(l.nowed, 0) << "refused is not owed: retrying would never end";
+    EXPECT_EQ(l.ringing[0], 0);
+    EXPECT_TRUE(doorbell_ledger_even(&l));
+    doorbell_ledger_free(&l);
 }
 
 } // namespace
