@@ -82,9 +82,10 @@ void comm_send_mail(struct comm *c, struct mail *m);
 struct comm_stats {
     uint64_t msgs_sent, bytes_sent;
     uint64_t msgs_recv, bytes_recv;
-    uint64_t wakeups;     /* times the progress thread slept and woke */
-    uint64_t rings_sent;  /* doorbells rung (one per message to a peer on this host) */
-    uint64_t rings_heard; /* rings read from this rank's doorbell */
+    uint64_t wakeups;     /* times the progress thread went to sleep (or found work just then) */
+    uint64_t rings_sent;  /* doorbells rung: one per message to a peer on this host, fewer when
+                             a ring sent again announces several */
+    uint64_t rings_heard; /* rings read from this rank's doorbell that announced new messages */
 };
 void comm_get_stats(const struct comm *c, struct comm_stats *out);
 

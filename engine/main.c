@@ -116,8 +116,11 @@ static void rank_open_doorbell(struct rank_info *ri)
     if (ri->role == RANK_IDLE || ri->size < 2)
         return;
     ri->local = malloc((size_t)ri->size);
-    if (!ri->local)
+    if (!ri->local) {
+        log_warn("rank %d: out of memory for its doorbell: polling for MPI messages instead",
+                 ri->rank);
         return;
+    }
     if (host_local_peers(&ri->plan, ri->leaders, ri->rank, ri->local, &ri->all_local) == 0) {
         free(ri->local);
         ri->local = NULL;
