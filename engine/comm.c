@@ -305,6 +305,9 @@ static int comm_take_doorbells(struct comm *c, struct comm_doorbells *bells)
         doorbell_close(&c->bell);
         return -1;
     }
+    /* every peer bound its doorbell before the start-up collectives that
+     * came since (engine/main.c) */
+    doorbell_ledger_probe(&c->ledger, &c->bell);
     c->bell_only = bells->all_local;
     return 0;
 }

@@ -156,6 +156,18 @@ void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, i
     ledger_ring(l, d, i);
 }
 
+void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d)
+{
+    for (int i = 0; i < l->npeers; i++) {
+        struct doorbell_ring r = {.from = (uint32_t)l->self, .count = 0};
+        if (doorbell_send(d, l->peer[i], &r) < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+            errno != ENOBUFS) {
+            l->ringing[i] = 0;
+            l->nsilent++;
+        }
+    }
+}
+
 void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d)
 {
     for (int i = 0; l->nowed > 0 && i < l->npeers; i++)
@@ -188,5 +200,5 @@ long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d)
 
 bool doorbell_ledger_even(const struct doorbell_ledger *l)
 {
-    return l->nuneven == 0 && l->nowed == 0;
+    return l->nuneven == 0 && l->nowed == 0 && l->nsilent == 0;
 }

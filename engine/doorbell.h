@@ -31,9 +31,10 @@
  * shared by all the rings we have out, is full) is made good by the next
  * one, which the sender tries on each pass of its loop until it goes
  * through.  A peer that can never ring (another network namespace: the
- * name is not found there, ECONNREFUSED) leaves its messages unannounced,
- * and the receiver then polls for them as it would without doorbells;
- * only its first message waits for the receiver's poll interval.
+ * name is not found there, ECONNREFUSED; or its doorbell could not be
+ * bound) is found by a probe at start (doorbell_ledger_probe(): a ring
+ * announcing nothing, refused both ways alike), and the receiver then
+ * polls for its messages as it would without doorbells.
  *
  * Thread-safety: a doorbell and its ledger belong to one thread (the
  * progress thread).  Nothing here allocates but doorbell_ledger_init().
@@ -95,6 +96,7 @@ struct doorbell_ledger {
     unsigned char *ringing; /* per peer: 0 once it proved unreachable */
     unsigned char *owed;    /* per peer: the last ring failed, send again */
     int nowed;              /* peers with owed set */
+    int nsilent;            /* peers found unreachable by doorbell_ledger_probe() */
     int nuneven;            /* peers with received != announced */
     uint64_t rings_sent, rings_heard;
 };
@@ -110,6 +112,13 @@ void doorbell_ledger_free(struct doorbell_ledger *l);
  * peer's doorbell when peer is on this host. */
 void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, int peer);
 
+/* Ring every peer once, announcing nothing (count 0: old news to it), to
+ * find those that cannot be rung: ECONNREFUSED means another network
+ * namespace or no doorbell, and such a peer cannot ring us either, so the
+ * ledger is never even (its messages are polled for, from the first).
+ * Call once, after every peer bound its doorbell (a collective later). */
+void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d);
+
 /* Send again the rings that failed with EAGAIN (cheap when none did). */
 void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d);
 
@@ -121,8 +130,8 @@ void doorbell_ledger_received(struct doorbell_ledger *l, int peer);
 long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d);
 
 /* True when every message announced was received, every message received
- * was announced, and no ring of ours waits to be sent again: nothing is
- * on its way that a ring would not wake us for. */
+ * was announced, no ring of ours waits to be sent again and every peer can
+ * ring: nothing is on its way that a ring would not wake us for. */
 bool doorbell_ledger_even(const struct doorbell_ledger *l);
 
 #ifdef __cplusplus

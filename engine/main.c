@@ -128,7 +128,9 @@ static void rank_open_doorbell(struct rank_info *ri)
     }
     struct pmc_error err;
     if (doorbell_open(&ri->bell, ri->job_key, ri->rank, &err) < 0) {
-        log_warn("%s: polling for MPI messages instead", err.text);
+        /* info, not a warning: messages still arrive, polled for (a
+         * container may forbid UNIX sockets) */
+        log_info("%s: polling for MPI messages instead", err.text);
         free(ri->local);
         ri->local = NULL;
     }

@@ -6,7 +6,7 @@
 // says.  The ledger: even (sleep until rung) only while every message
 // announced was received and every message received was announced; a ring
 // that found a full queue is sent again; a peer that cannot be rung is not
-// tried again.
+// tried again, and one found by the probe at start keeps the ledger uneven.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -264,6 +264,27 @@ TEST(DoorbellLedger, APeerThatCannotBeRungIsNotTriedAgain)
     EXPECT_EQ(l.ringing[0], 0);
     EXPECT_TRUE(doorbell_ledger_even(&l));
     doorbell_ledger_free(&l);
+}
+
+TEST(DoorbellLedger, TheProbeFindsAPeerThatCannotRing)
+{
+    uint64_t key = fresh_key();
+    Bell b0(key, 0), b1(key, 1); // rank 2 has no doorbell
+    doorbell_ledger l0{}, l1{};
+    const unsigned char local0[3] = {0, 1, 1}, local1[3] = {1, 0, 0};
+    ASSERT_EQ(doorbell_ledger_init(&l0, 0, 3, local0), 0);
+    ASSERT_EQ(doorbell_ledger_init(&l1, 1, 3, local1), 0);
+    doorbell_ledger_probe(&l0, &b0.d);
+    EXPECT_EQ(l0.nsilent, 1);
+    EXPECT_FALSE(doorbell_ledger_even(&l0)) << "rank 2's messages come unannounced: poll";
+    // the probe announces nothing to the peer that has a doorbell
+    EXPECT_EQ(doorbell_ledger_hear(&l1, &b1.d), 0);
+    EXPECT_TRUE(doorbell_ledger_even(&l1));
+    doorbell_ledger_probe(&l1, &b1.d);
+    EXPECT_EQ(l1.nsilent, 0);
+    EXPECT_TRUE(doorbell_ledger_even(&l1));
+    doorbell_ledger_free(&l0);
+    doorbell_ledger_free(&l1);
 }
 
 } // namespace
