@@ -217,10 +217,17 @@ static int comm_receive(struct comm *c)
  * and a rank whose tasks run for minutes wakes 10 times a second instead
  * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
  * VM of docs/performance.md section 6, timer and context switch
- * included).  Pure. */
+ * included).  When rung (every peer rings and the ledger is even: a
+ * message on its way wakes the thread), a poll is only a safety net for a
+ * peer whose rings stopped mid-run (its next message is then seen at most
+ * IDLE_QUIET_MAX_US late, once: the ledger is uneven after it, and the
+ * rank polls) and MPI's own housekeeping, so it is IDLE_QUIET_MAX_US from
+ * the start.  Pure. */
 long comm__idle_cap_us(uint64_t since_moved_ns, bool rung)
 {
-    if (!rung && since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
+    if (rung)
+        return IDLE_QUIET_MAX_US;
+    if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
         return IDLE_HOT_US;
     uint64_t share_us = since_moved_ns / 1000u / IDLE_QUIET_SHARE;
     if (share_us < IDLE_MAX_US)

@@ -18,12 +18,12 @@
  * the time since the last message moved (at most 100 ms): it never spins a core (a local send wakes
  * it at once; a remote message that ends a quiet spell of T waits at most max(10 ms, T/50)).
  * Between ranks of one host each message is followed by a ring of the receiver's doorbell
- * (engine/doorbell.h), and a rank whose every peer rings sleeps until rung instead of polling every
- * 20-100 us while messages flow (PMC's one rank per core: ~15 us of CPU per task on each side, and
- * up to a poll interval late per message, docs/performance.md sections 19 and 20). MPI
- * delivers messages between one pair of ranks with one tag in order, and all messages of a rank to
- * one destination go through this one thread, so per-destination order is kept (a task's forwarded
- * data travels inside its result, so no cross-message ordering is needed).
+ * (engine/doorbell.h), and a rank whose every peer rings sleeps until rung (with a 100 ms safety
+ * net) instead of polling every 20-100 us while messages flow (PMC's one rank per core: ~15 us of
+ * CPU per task on each side, and up to a poll interval late per message, docs/performance.md
+ * sections 19 and 20). MPI delivers messages between one pair of ranks with one tag in order, and
+ * all messages of a rank to one destination go through this one thread, so per-destination order is
+ * kept (a task's forwarded data travels inside its result, so no cross-message ordering is needed).
  */
 #ifndef PMC_COMM_H
 #define PMC_COMM_H
@@ -95,10 +95,10 @@ void comm_get_stats(const struct comm *c, struct comm_stats *out);
 void comm_close(struct comm *c);
 
 /* The progress thread's longest poll interval, in microseconds, when the
- * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms
- * (unless rung: the peers ring, so no answer need be polled for), then
- * max(10,000, since/50 in us), at most 100,000 (comm.c has the reasons).
- * Pure; internal, exposed for the tests. */
+ * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms,
+ * then max(10,000, since/50 in us), at most 100,000; 100,000 throughout
+ * when rung (the peers ring: a poll is only a safety net).  comm.c has the
+ * reasons.  Pure; internal, exposed for the tests. */
 long comm__idle_cap_us(uint64_t since_moved_ns, bool rung);
 
 #ifdef __cplusplus
