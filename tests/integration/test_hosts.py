@@ -44,8 +44,8 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     names both hosts; "2 of 2 hosts have more than one MPI rank".
   * doorbells: `mpiexec -n 2 --host-cpus 1`, 100 tasks of 0.02 s one at a
     time, --summary-json: rank 0 rang rank 1's doorbell once per MPI
-    message it sent, heard a ring for every message it received (the last
-    two may be unread), and its progress thread woke at most 3 x the
+    message it sent, heard a ring for every message it received (give or
+    take the last two, which may be on their way), and its progress thread woke at most 3 x the
     messages + 10 a second of makespan + 100 times (polling wakes every
     20-100 us for 5 ms after each message: ~50 times a task).  The same
     with 4 ranks and --ranks-are-hosts (3 peers of the master): rings
@@ -444,9 +444,10 @@ class Hosts(pmcrun.TestCase):
         # one ring may announce two
         if sent == 0 or rung > sent or (one_peer and rung != sent) or rung == 0:
             problems.append("rank 0 rang %d times for %d messages sent" % (rung, sent))
-        # the rings of the last messages may still be unread when the
-        # summary is written
-        if heard > recv or heard < (recv - 2 if one_peer else 1):
+        # the last messages may still be on their way when the summary is
+        # written: a ring read before its message (CI saw 25 rings for 24
+        # messages), or a message received before its ring
+        if heard > recv + 2 or heard < (recv - 2 if one_peer else 1):
             problems.append("rank 0 heard %d rings for %d messages received" % (heard, recv))
         if mpi["progress_wakeups"] > most:
             problems.append("rank 0's progress thread woke %d times for %d messages, expected "

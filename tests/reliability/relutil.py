@@ -25,6 +25,25 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pmcrun import process_tree, processes, session_pids  # noqa: E402,F401  (one /proc reader)
 
 
+def threads_exiting(pid):
+    """True while a thread of pid other than a zombie leader is still on
+    its way out (e.g. finishing an fdatasync): the process's files, and
+    the locks on them, are released only when its last thread is gone."""
+    try:
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
+        return False
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        if stat[stat.rfind(")") + 2:][:1] not in ("Z", "X"):
+            return True
+    return False
+
+
 def kill_tree(root, timeout=10.0):
     """SIGKILL the process tree of root as if at one instant: root, its
     descendants, and every process in a session one of them leads or
@@ -56,7 +75,7 @@ def kill_tree(root, timeout=10.0):
     while time.monotonic() < deadline:
         procs = processes()
         alive = [pid for pid, (state, _, sid) in procs.items()
-                 if state != "Z" and (pid in members or sid in sessions)]
+                 if (state != "Z" or threads_exiting(pid)) and (pid in members or sid in sessions)]
         if not alive:
             return True
         for pid in alive:
