@@ -217,16 +217,9 @@ static int comm_receive(struct comm *c)
  * and a rank whose tasks run for minutes wakes 10 times a second instead
  * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
  * VM of docs/performance.md section 6, timer and context switch
- * included).  When rung (every peer rings and the ledger is even: a
- * message on its way wakes the thread), a poll is only a safety net for a
- * peer whose rings stopped mid-run (its next message is then seen at most
- * IDLE_QUIET_MAX_US late, once: the ledger is uneven after it, and the
- * rank polls) and MPI's own housekeeping, so it is IDLE_QUIET_MAX_US from
- * the start.  Pure. */
-long comm__idle_cap_us(uint64_t since_moved_ns, bool rung)
+ * included).  Pure. */
+long comm__idle_cap_us(uint64_t since_moved_ns)
 {
-    if (rung)
-        return IDLE_QUIET_MAX_US;
     if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)
         return IDLE_HOT_US;
     uint64_t share_us = since_moved_ns / 1000u / IDLE_QUIET_SHARE;
@@ -239,7 +232,7 @@ long comm__idle_cap_us(uint64_t since_moved_ns, bool rung)
  * comm__idle_cap_us(). */
 static long comm_next_idle_us(long idle_us, uint64_t since_moved_ns)
 {
-    long cap = comm__idle_cap_us(since_moved_ns, false);
+    long cap = comm__idle_cap_us(since_moved_ns);
     return idle_us * 2 > cap ? cap : idle_us * 2;
 }
 
@@ -253,13 +246,22 @@ static bool comm_sleep_until_rung(const struct comm *c)
     return c->bell_only && c->pending.n == 0 && doorbell_ledger_even(&c->ledger);
 }
 
-/* Sleep for up to idle_us (the whole quiet cap when comm_sleep_until_rung())
- * or until the outbox or the doorbell wakes us.  Returns true when rings
- * were heard: a message is on its way. */
-static bool comm_sleep(struct comm *c, long idle_us, uint64_t since_moved_ns)
+/* When rung (every peer rings and the ledger is even: a message on its
+ * way wakes the thread), a poll is only a safety net for a peer whose
+ * rings stopped mid-run (its next message is then seen at most
+ * IDLE_QUIET_MAX_US late, once: the ledger is uneven after it, and the
+ * rank polls) and MPI's own housekeeping, so the sleep is
+ * IDLE_QUIET_MAX_US; else the poll interval idle_us.  Pure. */
+long comm__sleep_us(bool rung, long idle_us)
 {
-    bool rung = comm_sleep_until_rung(c);
-    long us = rung ? comm__idle_cap_us(since_moved_ns, true) : idle_us;
+    return rung ? IDLE_QUIET_MAX_US : idle_us;
+}
+
+/* Sleep for comm__sleep_us() or until the outbox or the doorbell wakes us.
+ * Returns true when rings were heard: a message is on its way. */
+static bool comm_sleep(struct comm *c, long idle_us)
+{
+    long us = comm__sleep_us(comm_sleep_until_rung(c), idle_us);
     /* the flag only: mailbox_wait_fd() drains the eventfd when it was written */
     mailbox_awake_unsignaled(&c->outbox);
     int bell = mailbox_wait_fd(&c->outbox, us, c->bell.fd);
@@ -288,7 +290,7 @@ static void *comm_progress_main(void *arg)
         if (atomic_load_explicit(&c->stop, memory_order_acquire) && c->pending.n == 0 &&
             !mailbox_prepare_sleep(&c->outbox))
             break;
-        if (comm_sleep(c, idle_us, pmc_mono_ns() - last_moved)) {
+        if (comm_sleep(c, idle_us)) {
             idle_us = IDLE_MIN_US; /* poll hot until the message rung for is in */
             last_moved = pmc_mono_ns();
             continue;

@@ -96,10 +96,14 @@ void comm_close(struct comm *c);
 
 /* The progress thread's longest poll interval, in microseconds, when the
  * last message moved since_moved_ns nanoseconds ago: 100 within 5 ms,
- * then max(10,000, since/50 in us), at most 100,000; 100,000 throughout
- * when rung (the peers ring: a poll is only a safety net).  comm.c has the
- * reasons.  Pure; internal, exposed for the tests. */
-long comm__idle_cap_us(uint64_t since_moved_ns, bool rung);
+ * then max(10,000, since/50 in us), at most 100,000 (comm.c has the
+ * reasons).  Pure; internal, exposed for the tests. */
+long comm__idle_cap_us(uint64_t since_moved_ns);
+
+/* How long the progress thread sleeps, in microseconds: 100,000 when rung
+ * (asleep until rung, the peers ring: a poll is only a safety net), else
+ * idle_us, its poll interval.  Pure; internal, exposed for the tests. */
+long comm__sleep_us(bool rung, long idle_us);
 
 #ifdef __cplusplus
 }

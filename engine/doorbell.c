@@ -113,6 +113,12 @@ void doorbell_ledger_free(struct doorbell_ledger *l)
     memset(l, 0, sizeof *l);
 }
 
+/* Rank peer's index among l's peers, -1 when it is none (or out of range). */
+static int ledger_index(const struct doorbell_ledger *l, int peer)
+{
+    return peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
+}
+
 /* Peer i's received or announced count is about to change by set(): keep
  * nuneven right. */
 static void ledger_set(struct doorbell_ledger *l, int i, uint64_t *field, uint64_t value)
@@ -149,7 +155,7 @@ static void ledger_ring(struct doorbell_ledger *l, const struct doorbell *d, int
 
 void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, int peer)
 {
-    int i = peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
+    int i = ledger_index(l, peer);
     if (i < 0)
         return;
     l->sent[i]++;
@@ -177,7 +183,7 @@ void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d)
 
 void doorbell_ledger_received(struct doorbell_ledger *l, int peer)
 {
-    int i = peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
+    int i = ledger_index(l, peer);
     if (i >= 0)
         ledger_set(l, i, &l->received[i], l->received[i] + 1);
 }

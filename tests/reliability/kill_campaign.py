@@ -36,9 +36,9 @@ checks:
      writer had not written yet, plus what the run finished (at its rate up
      to the kill) during one group commit of the writer: RESCUE_COMMIT_USEC
      (io/rescue.h) and a write + fdatasync of up to SYNC_BUDGET_S (the
-     writer's backlog is bounded by time, not by count: on a disk slowed by
-     other load one kill of the pool campaign in CI reran 118 tasks against
-     a count-only bound of 100).  Only --host-cpus of them run at once; the
+     writer's backlog is bounded by time, not by count: with other tests
+     running, one kill of the pool campaign in CI reran 118 tasks against a
+     count-only bound of 100, most likely a slow commit; not reproduced).  Only --host-cpus of them run at once; the
      rest are queued at the agent or finished with their results batched
      (up to RESULT_BATCH, RESULT_DELAY_BUSY_MS), so the report also counts
      the kills whose reruns stayed within the slots (docs/reliability.md);
@@ -223,10 +223,11 @@ class Campaign:
 
     def wait_dag_unlocked(self, where, seconds=5.0):
         """Wait until the killed run's lock on the DAG (an OFD lock, which
-        the kernel drops when the last thread of its holder has exited: a
-        process's leader can be a zombie while another of its threads still
-        finishes an fdatasync) is gone, so that the restart does not meet
-        it; a problem when it outlives the session by `seconds`."""
+        the kernel drops when the last thread of its holder has exited) is
+        gone, so that the restart does not meet it; a problem when it
+        outlives the session by `seconds`.  A CI run saw a restart refused
+        90 ms after a kill; the likely cause, not reproduced, is a zombie
+        leader whose other thread was still exiting (docs/reliability.md)."""
         deadline = time.monotonic() + seconds
         with open(self.dag, "rb+") as f:
             while True:

@@ -28,7 +28,9 @@ from pmcrun import process_tree, processes, session_pids  # noqa: E402,F401  (on
 def threads_exiting(pid):
     """True while a thread of pid other than a zombie leader is still on
     its way out (e.g. finishing an fdatasync): the process's files, and
-    the locks on them, are released only when its last thread is gone."""
+    the locks on them, are released only when its last thread is gone
+    (the likely cause of a DAG lock met 90 ms after a kill in CI; not
+    reproduced, docs/reliability.md)."""
     try:
         tids = os.listdir("/proc/%d/task" % pid)
     except OSError:
