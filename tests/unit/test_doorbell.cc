@@ -7,6 +7,8 @@
 // announced was received and every message received was announced; a ring
 // that found a full queue is sent again; a peer that cannot be rung is not
 // tried again, and one found by the probe at start keeps the ledger uneven.
+// Several tests here were added by mutation testing of engine/doorbell.c:
+// each fails with one small fault (a bound off by one, a check dropped).
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -51,6 +53,23 @@ doorbell_ring ring_of(uint32_t from, uint64_t count)
     r.from = from;
     r.count = count;
     return r;
+}
+
+// Send r to rank's doorbell of job key from an unbound socket (a process
+// that is no rank of the job).  Returns whether the datagram went out.
+bool send_anonymously(uint64_t key, int rank, const doorbell_ring &r)
+{
+    int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+    if (fd < 0)
+        return false;
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.%d",
+                     (unsigned long long)key, rank);
+    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    bool ok = sendto(fd, &r, sizeof r, 0, (sockaddr *)&to, len) == (ssize_t)sizeof r;
+    close(fd);
+    return ok;
 }
 
 TEST(Doorbell, ARingReachesThatRankOnlyAndSaysWhoSentIt)
@@ -129,6 +148,30 @@ TEST(Doorbell, AForgedOrMalformedRingIsDropped)
         EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 0) << "datagram " << i;
     EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), -1);
     close(anon);
+}
+
+TEST(Doorbell, ARingFromTheRankJustPastTheLastIsDropped)
+{
+    uint64_t key = fresh_key();
+    Bell r1(key, 1), r4(key, 4); // a true doorbell of the job, but 4 ranks
+    doorbell_ring r = ring_of(4, 1), got{};
+    ASSERT_EQ(doorbell_send(&r4.d, 1, &r), 0);
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 0) << "rank 4 of ranks 0-3";
+    ASSERT_EQ(doorbell_send(&r4.d, 1, &r), 0);
+    EXPECT_EQ(doorbell_recv(&r1.d, 5, &got), 1) << "rank 4 of ranks 0-4";
+}
+
+TEST(Doorbell, ARankWhoseNameStartsWithTheClaimedNameCannotClaimIt)
+{
+    uint64_t key = fresh_key();
+    // "pmc-hybrid.<key>.12" starts with "pmc-hybrid.<key>.1"
+    Bell r0(key, 0), r12(key, 12);
+    doorbell_ring claim = ring_of(1, 1), own = ring_of(12, 1), got{};
+    ASSERT_EQ(doorbell_send(&r12.d, 0, &claim), 0);
+    EXPECT_EQ(doorbell_recv(&r0.d, 16, &got), 0) << "rank 12 claiming rank 1";
+    ASSERT_EQ(doorbell_send(&r12.d, 0, &own), 0);
+    EXPECT_EQ(doorbell_recv(&r0.d, 16, &got), 1);
+    EXPECT_EQ(got.from, 12u);
 }
 
 TEST(Doorbell, AFullQueueSaysEagainAndKeepsWhatItHolds)
@@ -285,6 +328,96 @@ TEST(DoorbellLedger, TheProbeFindsAPeerThatCannotRing)
     EXPECT_TRUE(doorbell_ledger_even(&l1));
     doorbell_ledger_free(&l0);
     doorbell_ledger_free(&l1);
+}
+
+TEST(DoorbellLedger, AForgedRingAnnouncesNothing)
+{
+    Pair p;
+    // not a rank of the job, claiming to be rank 0 with a message for rank 1
+    ASSERT_TRUE(send_anonymously(p.key, 1, ring_of(0, 1)));
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 0);
+    EXPECT_EQ(p.l1.announced[0], 0u);
+    EXPECT_EQ(p.l1.rings_heard, 0u);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1)) << "no message is on its way";
+}
+
+TEST(DoorbellLedger, ADroppedDatagramDoesNotHideTheRingsBehindIt)
+{
+    Pair p;
+    ASSERT_TRUE(send_anonymously(p.key, 1, ring_of(0, 5)));
+    doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1) << "one call reads every ring queued";
+    EXPECT_EQ(p.l1.announced[0], 1u);
+    doorbell_ring got{};
+    EXPECT_EQ(doorbell_recv(&p.b1.d, 3, &got), -1);
+    doorbell_ledger_received(&p.l1, 0);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+}
+
+TEST(DoorbellLedger, ARankOutOfRangeIsNoPeer)
+{
+    Pair p; // 3 ranks
+    doorbell_ledger_received(&p.l1, 3);
+    doorbell_ledger_received(&p.l1, -1);
+    doorbell_ledger_sent(&p.l1, &p.b1.d, 3);
+    doorbell_ledger_sent(&p.l1, &p.b1.d, -1);
+    EXPECT_EQ(p.l1.received[0], 0u);
+    EXPECT_EQ(p.l1.sent[0], 0u);
+    EXPECT_EQ(p.l1.rings_sent, 0u);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+}
+
+TEST(DoorbellLedger, ARankIsNotItsOwnPeer)
+{
+    uint64_t key = fresh_key();
+    Bell b0(key, 0), b1(key, 1);
+    doorbell_ledger l{};
+    const unsigned char local[3] = {1, 1, 0}; // local[self] set
+    ASSERT_EQ(doorbell_ledger_init(&l, 0, 3, local), 0);
+    EXPECT_EQ(l.npeers, 1);
+    EXPECT_EQ(l.index[0], -1);
+    doorbell_ledger_probe(&l, &b0.d);
+    doorbell_ring got{};
+    EXPECT_EQ(doorbell_recv(&b0.d, 3, &got), -1) << "the probe rang rank 0 itself";
+    EXPECT_EQ(doorbell_recv(&b1.d, 3, &got), 1);
+    EXPECT_TRUE(doorbell_ledger_even(&l));
+    doorbell_ledger_free(&l);
+}
+
+TEST(DoorbellLedger, ARefusedPeerIsNotRungAgainEvenOnceItHasADoorbell)
+{
+    uint64_t key = fresh_key();
+    Bell b0(key, 0);
+    doorbell_ledger l{};
+    const unsigned char local[2] = {0, 1};
+    ASSERT_EQ(doorbell_ledger_init(&l, 0, 2, local), 0);
+    doorbell_ledger_sent(&l, &b0.d, 1); // refused: rank 1 polls for our messages
+    ASSERT_EQ(l.ringing[0], 0);
+    Bell b1(key, 1);
+    doorbell_ledger_sent(&l, &b0.d, 1);
+    doorbell_ledger_retry(&l, &b0.d);
+    EXPECT_EQ(l.rings_sent, 0u);
+    doorbell_ring got{};
+    EXPECT_EQ(doorbell_recv(&b1.d, 2, &got), -1) << "the refused peer was rung again";
+    doorbell_ledger_free(&l);
+}
+
+TEST(DoorbellLedger, TheProbeCountsAPeerWithAFullQueueAsReachable)
+{
+    Pair p;
+    doorbell_ring old = ring_of(0, 0); // announces nothing
+    long rung = 0;
+    while (rung < 1000000 && doorbell_send(&p.b0.d, 1, &old) == 0)
+        rung++;
+    ASSERT_EQ(errno, EAGAIN) << "the queue never filled";
+    doorbell_ledger_probe(&p.l0, &p.b0.d); // EAGAIN: rank 1 is there, only busy
+    EXPECT_EQ(p.l0.nsilent, 0);
+    EXPECT_EQ(p.l0.ringing[0], 1);
+    EXPECT_TRUE(doorbell_ledger_even(&p.l0)) << "rank 1 rings us for its messages";
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 0);
+    doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+    EXPECT_EQ(p.l0.rings_sent, 1u) << "rank 1 is still rung";
+    EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1);
 }
 
 } // namespace
