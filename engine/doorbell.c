@@ -53,10 +53,12 @@ int doorbell_recv(const struct doorbell *d, int nranks, struct doorbell_ring *r)
 {
     struct sockaddr_un from;
     socklen_t flen = sizeof from;
-    ssize_t n = recvfrom(d->fd, r, sizeof *r, MSG_DONTWAIT, (struct sockaddr *)&from, &flen);
+    /* MSG_TRUNC: n is the datagram's true length, so a longer one is seen */
+    ssize_t n =
+        recvfrom(d->fd, r, sizeof *r, MSG_DONTWAIT | MSG_TRUNC, (struct sockaddr *)&from, &flen);
     if (n < 0)
         return -1;
-    if (n != (ssize_t)sizeof *r || r->from >= (uint32_t)nranks)
+    if (n != (ssize_t)sizeof *r || r->zero != 0 || r->from >= (uint32_t)nranks)
         return 0;
     struct sockaddr_un want;
     socklen_t wlen = doorbell_address(d->key, (int)r->from, &want);
@@ -169,6 +171,7 @@ void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d)
         if (doorbell_send(d, l->peer[i], &r) < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
             errno != ENOBUFS) {
             l->ringing[i] = 0;
+            ledger_owe(l, i, false); /* nothing is owed to a peer never rung again */
             l->nsilent++;
         }
     }

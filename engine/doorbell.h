@@ -57,10 +57,10 @@ struct doorbell {
 };
 
 /* What a ring says: the sender, and the messages it sent to the receiver
- * so far (1 after the first). */
+ * so far (1 after the first).  One datagram of exactly this size. */
 struct doorbell_ring {
     uint32_t from;
-    uint32_t zero;
+    uint32_t zero; /* 0: a ring with anything else here is dropped */
     uint64_t count;
 };
 
@@ -75,10 +75,10 @@ int doorbell_open(struct doorbell *d, uint64_t key, int rank, struct pmc_error *
  * is full (try again once the receiver read some). */
 int doorbell_send(const struct doorbell *d, int rank, const struct doorbell_ring *r);
 
-/* Read the next ring queued at d into *r, checking that it came from the
- * doorbell of rank r->from of d's job and that r->from < nranks.  Returns
- * 1 for such a ring, 0 for a datagram that is not one (dropped), -1 when
- * none is left (EAGAIN). */
+/* Read the next ring queued at d into *r, checking that it is one (its
+ * size exactly, zero 0), that it came from the doorbell of rank r->from of
+ * d's job and that r->from < nranks.  Returns 1 for such a ring, 0 for a
+ * datagram that is not one (dropped), -1 when none is left (EAGAIN). */
 int doorbell_recv(const struct doorbell *d, int nranks, struct doorbell_ring *r);
 
 /* Close d (d->fd = -1).  A closed doorbell is a no-op. */

@@ -13,6 +13,7 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -150,6 +151,32 @@ TEST(Doorbell, AForgedOrMalformedRingIsDropped)
     close(anon);
 }
 
+TEST(Doorbell, ARingTooLongOrWithPaddingSetIsDropped)
+{
+    uint64_t key = fresh_key();
+    Bell r1(key, 1), r2(key, 2); // true doorbells of the job
+    sockaddr_un to{};
+    to.sun_family = AF_UNIX;
+    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.1",
+                     (unsigned long long)key);
+    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    unsigned char longer[sizeof(doorbell_ring) + 1] = {};
+    doorbell_ring ring = ring_of(2, 1);
+    memcpy(longer, &ring, sizeof ring); // a true ring with one byte more
+    ASSERT_EQ(sendto(r2.d.fd, longer, sizeof longer, 0, (sockaddr *)&to, len),
+              (ssize_t)sizeof longer);
+    doorbell_ring padded = ring_of(2, 1);
+    padded.zero = 7;
+    ASSERT_EQ(doorbell_send(&r2.d, 1, &padded), 0);
+    ASSERT_EQ(doorbell_send(&r2.d, 1, &ring), 0);
+    doorbell_ring got{};
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 0) << "one byte too long";
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 0) << "padding set";
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), 1) << "the true ring";
+    EXPECT_EQ(got.from, 2u);
+    EXPECT_EQ(doorbell_recv(&r1.d, 4, &got), -1);
+}
+
 TEST(Doorbell, ARingFromTheRankJustPastTheLastIsDropped)
 {
     uint64_t key = fresh_key();
@@ -276,6 +303,25 @@ TEST(DoorbellLedger, AFullQueueIsMadeGoodByTheRingSentAgain)
     EXPECT_TRUE(doorbell_ledger_even(&p.l0));
     EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1);
     EXPECT_TRUE(doorbell_ledger_even(&p.l1));
+}
+
+TEST(DoorbellLedger, APeerRefusedByTheProbeIsOwedNothing)
+{
+    Pair p;
+    uint64_t sent = 0;
+    while (p.l0.nowed == 0 && sent < 1000000) {
+        doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+        sent++;
+    }
+    ASSERT_EQ(p.l0.nowed, 1) << "the queue never filled";
+    doorbell_close(&p.b1.d); // rank 1's doorbell is gone: refused from now on
+    doorbell_ledger_probe(&p.l0, &p.b0.d);
+    EXPECT_EQ(p.l0.nsilent, 1);
+    EXPECT_EQ(p.l0.nowed, 0) << "a peer never rung again is owed no ring";
+    uint64_t rung = p.l0.rings_sent;
+    doorbell_ledger_retry(&p.l0, &p.b0.d);
+    EXPECT_EQ(p.l0.rings_sent, rung);
+    EXPECT_FALSE(doorbell_ledger_even(&p.l0)) << "a silent peer: poll";
 }
 
 TEST(DoorbellLedger, OldNewsAndStrangersDoNotCount)
