@@ -12,25 +12,41 @@
 
 #include "sched/hosts.h"
 
-#define QUIET_WAIT_MIN_NS 20000L   /* the first sleep between tests: 20 us ... */
-#define QUIET_WAIT_MAX_NS 2000000L /* ... doubling to at most 2 ms */
+#define QUIET_WAIT_MIN_NS 20000L    /* the first sleep between tests: 20 us ... */
+#define QUIET_WAIT_MAX_NS 2000000L  /* ... doubling to 2 ms ... */
+#define QUIET_WAIT_SHARE 20         /* ... then 1/20 of the time waited so far ... */
+#define QUIET_WAIT_LONG_NS 10000000 /* ... up to 10 ms */
+
+/* The sleep after one of sleep_ns, waited_ns into the wait (both ns). */
+static long transport_next_sleep(long sleep_ns, long waited_ns)
+{
+    long next = sleep_ns * 2 > QUIET_WAIT_MAX_NS ? QUIET_WAIT_MAX_NS : sleep_ns * 2;
+    long share = waited_ns / QUIET_WAIT_SHARE;
+    if (share > next)
+        next = share > QUIET_WAIT_LONG_NS ? QUIET_WAIT_LONG_NS : share;
+    return next;
+}
 
 /* Wait for the nonblocking collective *req without spinning: MPI_Test, then
- * sleep 20 us doubling to 2 ms between tests.  MPICH's blocking collectives
- * poll their progress engine without pause, and every rank but rank 0 waits
- * in one while rank 0 reads the DAG (0.4 s for 1M tasks, seconds for 10M)
- * or runs the host script: a whole core each, taken from the parser where
- * ranks outnumber CPUs or share a core's hardware threads.  Measured by
- * hand on the 2-core VM of docs/performance.md (section 19), 4 ranks on
- * one host, 1M-task DAG: the first task started 0.60-0.82 s after launch
- * against 1.13-1.59 s; a rank waiting here used ~1 % of a core
+ * sleep 20 us doubling to 2 ms between tests, and once the wait is longer
+ * than 40 ms, 1/20 of the time waited, up to 10 ms.  MPICH's blocking
+ * collectives poll their progress engine without pause, and every rank but
+ * rank 0 waits in one while rank 0 reads the DAG (0.4 s for 1M tasks,
+ * seconds for 10M) or runs the host script: a whole core each, taken from
+ * the parser where ranks outnumber CPUs or share a core's hardware threads.
+ * Measured by hand on the 2-core VM of docs/performance.md (section 19), 4
+ * ranks on one host, 1M-task DAG: the first task started 0.60-0.82 s after
+ * launch against 1.13-1.59 s.  A wake-up costs that VM 29-44 us of CPU
+ * when quiet and up to 300 us with its disk busy (a bare nanosleep loop,
+ * 2026-11-27), so 500 a second (2 ms) charged a waiting rank up to 13 % of a
+ * core under load; 100 a second (10 ms) keeps it to a few per cent
  * (tests/integration/test_hosts.py start_up_wait_is_quiet checks < 10 %).
- * Costs up to 2 ms per step of the collective's algorithm once the wait
- * grew long: for the barrier and the one-int broadcast and reduction,
- * MPICH's take log2(size) steps. */
+ * Costs up to one sleep per step of the collective's algorithm (MPICH's
+ * barrier and one-int broadcast and reduction take log2(size) steps): at
+ * most 1/20 of the wait per step, and nothing more for waits under 40 ms. */
 static void transport_wait_quietly(MPI_Request *req)
 {
-    long sleep_ns = QUIET_WAIT_MIN_NS;
+    long sleep_ns = QUIET_WAIT_MIN_NS, waited_ns = 0;
     for (;;) {
         int done = 0;
         MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -38,7 +54,8 @@ static void transport_wait_quietly(MPI_Request *req)
             return;
         struct timespec ts = {0, sleep_ns};
         nanosleep(&ts, NULL);
-        sleep_ns = sleep_ns * 2 > QUIET_WAIT_MAX_NS ? QUIET_WAIT_MAX_NS : sleep_ns * 2;
+        waited_ns += sleep_ns; /* asked for, not slept: never more than the wait */
+        sleep_ns = transport_next_sleep(sleep_ns, waited_ns);
     }
 }
 
