@@ -259,6 +259,18 @@ struct Pair {
     }
 };
 
+// Rank 0 sends to rank 1, which reads no ring, until rank 1's queue is full
+// and a ring is owed (at most a million messages).  The messages sent.
+static uint64_t send_until_owed(Pair &p)
+{
+    uint64_t sent = 0;
+    while (p.l0.nowed == 0 && sent < 1000000) {
+        doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
+        sent++;
+    }
+    return sent;
+}
+
 TEST(DoorbellLedger, EvenUntilAMessageIsAnnouncedAndAgainWhenItIsIn)
 {
     Pair p;
@@ -286,11 +298,7 @@ TEST(DoorbellLedger, AMessageBeforeItsRingIsUnevenUntilTheRing)
 TEST(DoorbellLedger, AFullQueueIsMadeGoodByTheRingSentAgain)
 {
     Pair p;
-    uint64_t sent = 0;
-    while (p.l0.nowed == 0 && sent < 1000000) {
-        doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
-        sent++;
-    }
+    uint64_t sent = send_until_owed(p);
     ASSERT_EQ(p.l0.nowed, 1) << "the queue never filled";
     EXPECT_FALSE(doorbell_ledger_even(&p.l0)) << "a ring is owed: do not sleep until rung";
     // the receiver reads what got through: the last message is unannounced
@@ -308,11 +316,7 @@ TEST(DoorbellLedger, AFullQueueIsMadeGoodByTheRingSentAgain)
 TEST(DoorbellLedger, APeerRefusedByTheProbeIsOwedNothing)
 {
     Pair p;
-    uint64_t sent = 0;
-    while (p.l0.nowed == 0 && sent < 1000000) {
-        doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
-        sent++;
-    }
+    send_until_owed(p);
     ASSERT_EQ(p.l0.nowed, 1) << "the queue never filled";
     doorbell_close(&p.b1.d); // rank 1's doorbell is gone: refused from now on
     doorbell_ledger_probe(&p.l0, &p.b0.d);
