@@ -253,7 +253,8 @@ class Campaign:
             written = os.stat(self.rescue).st_mtime_ns / 1e9
         except FileNotFoundError:
             written = 0.0
-        unwritten_s = max(0.0, wall_kill - written) if written else wall_kill - self.ledger_timeline[0][0]
+        since = written if written else self.ledger_timeline[0][0]  # no log: since the launch
+        unwritten_s = max(0.0, wall_kill - since)
         size_then = ledger_start
         for t, size in self.ledger_timeline:
             if t > written:
