@@ -396,11 +396,14 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     }
     struct slot *s = &a->slots[i];
     /* reaped by the pool (launcher.h) unless it has pipes to read or an
-     * abort is under way; its start wakes the agent (wake_on_start) when
-     * the master wants a STARTED notice; its time limit, armed at the
-     * launch (early: the task starts later) and looked at again when it
-     * passes (agent_limits.c), is enforced through launcher_time_out() */
-    j->pool_reaps = s->fwd.n == 0 && !a->aborting;
+     * abort is under way, its -F files read by its reaper; its start wakes
+     * the agent (wake_on_start) when the master wants a STARTED notice;
+     * its time limit, armed at the launch (early: the task starts later)
+     * and looked at again when it passes (agent_limits.c), is enforced
+     * through launcher_time_out() */
+    j->pool_reaps = s->fwd.npipes == 0 && !a->aborting;
+    j->forwards = s->fwd;
+    j->fwd_failed = false;
     j->wake_on_start = s->notify_start;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
@@ -445,6 +448,20 @@ static void agent_task_ended(struct agent *a, uint32_t i, int status, double dur
     }
     agent_write_output(a, s, status, duration);
     agent_task_done(a, s, status, exec_errno, duration);
+}
+
+/* The -F data that j's reaper read (launcher_forward()) becomes the next
+ * result's: the two packs trade storage, so neither is copied. */
+static void agent_take_forwards(struct agent *a, struct launch_job *j)
+{
+    if (j->forwards.n == 0)
+        return;
+    if (j->fwd_failed)
+        log_error("%s", j->fwd_err.text);
+    struct msgbuf mine = a->fwd_pack;
+    a->fwd_pack = j->fwd_pack;
+    j->fwd_pack = mine;
+    j->fwd_pack.len = j->fwd_pack.count = 0;
 }
 
 static void agent_take_completions(struct agent *a)
@@ -502,6 +519,7 @@ void agent__take_launches(struct agent *a)
             agent__took_handed(a, s);
         s->out_len = j->out_len; /* what agent__slot_release() resets */
         s->err_len = j->err_len;
+        agent_take_forwards(a, j);
         errno = j->output_errno;
         agent_output_written(a, s, j->output_rc);
         agent__limit_end(a, i); /* disarms its limit, bumps the generation */

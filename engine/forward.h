@@ -16,8 +16,10 @@
  * spawn contract (SPAWN_FIRST_FORWARD_FD), files read and deleted; so it
  * lives in engine/ beside spawn.h.  The wire form of the data is io/msg.h's.
  *
- * Thread-safety: a struct fwd_task belongs to the agent thread.  No memory
- * is allocated for a task without forwards.
+ * Thread-safety: a struct fwd_task belongs to the agent thread, which lends
+ * a task's -F entries to the launcher that reaps it (launcher.h,
+ * launch_job.forwards) until the slot comes back.  No memory is allocated
+ * for a task without forwards.
  */
 #ifndef PMC_FORWARD_H
 #define PMC_FORWARD_H

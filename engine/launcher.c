@@ -113,6 +113,22 @@ static void launcher_start_staged(struct launcher *l, uint32_t k)
     launcher_launch(l, k);
 }
 
+/* Read and delete job j's -F files after its task's 0 exit, into its
+ * fwd_pack; one that cannot be forwarded fails the task (status 256, the
+ * agent's own path: agent_task.c). */
+static void launcher_forward(struct launch_job *j)
+{
+    if (j->forwards.n == 0)
+        return;
+    j->fwd_pack.len = j->fwd_pack.count = 0;
+    j->fwd_failed =
+        fwd_finish(&j->forwards, j->output.record.name, j->status, &j->fwd_pack, &j->fwd_err) < 0;
+    if (j->fwd_failed) {
+        j->fwd_pack.len = j->fwd_pack.count = 0;
+        j->status = 256;
+    }
+}
+
 /* Slot i's task exited (its pidfd is readable): end it as the agent does
  * (spawn_end_task(): its group's leftovers killed, its watchdog entry
  * cleared, reaped), write its output block, and hand it back through the
@@ -135,6 +151,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     bool hand = mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);
+    launcher_forward(j);
     j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
     /* one-shot: the entry fired and is disabled; the close removes it (or
@@ -201,6 +218,8 @@ static void launcher_free(struct launcher *l)
     mpmc_ring_destroy(l->unwatched);
     mpmc_ring_destroy(l->exited);
     mpmc_ring_destroy(l->staged);
+    for (uint32_t i = 0; l->jobs && i < l->nslots; i++)
+        msg_free(&l->jobs[i].fwd_pack);
     free(l->state);
     free(l->jobs);
     free(l);

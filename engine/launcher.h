@@ -17,7 +17,8 @@
  * acquire order those writes).  No lock and no allocation per task.
  *
  * Reaped launches (launch_job.pool_reaps), for tasks whose output needs no
- * reading while they run (no forwarding pipe): the launcher completes the
+ * reading while they run (no forwarding pipe; -F files are read by the
+ * reaper after the exit, launch_job.forwards): the launcher completes the
  * job without waking the agent (unless wake_on_start: the master wants a
  * STARTED notice, which the agent sends as it takes the completion) and
  * adds the child's pidfd to the pool's own epoll set (one-shot).  The
@@ -94,6 +95,7 @@
 #include <time.h>
 #include <sys/types.h>
 
+#include "engine/forward.h"
 #include "engine/mailbox.h"
 #include "engine/spawn.h"
 #include "io/error.h"
@@ -164,6 +166,17 @@ struct launch_job {
      * that launcher_time_out() makes the reaper write to its stderr */
     uint32_t time_limit_ms;
     bool timed_out; /* launcher_time_out() stopped it: status TASK_TIMEOUT_STATUS */
+    /* in, reaped launches: the task's -F files (engine/forward.h; no pipes:
+     * a task with -f is never a reaped launch), or n 0.  A copy of the
+     * agent's struct: its entries (forwards.e) are the agent's, lent until
+     * the slot comes back from launcher_take_exited().  After a 0 exit the
+     * reaper reads and deletes the files (fwd_finish()) before it writes
+     * the output block, whose status is then 256 when one cannot be
+     * forwarded, as on the agent's own path */
+    struct fwd_task forwards;
+    struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
+    bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
+    struct pmc_error fwd_err;
     struct taskio_block output;
     struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
     pid_t pid;               /* out: the child, when err == 0 */

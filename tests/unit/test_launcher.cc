@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,7 +65,8 @@ class LauncherPool : public TempDirTest
         pool_ = launcher_create(nthreads, nslots, &box_, &err);
         ASSERT_NE(pool_, nullptr) << err.text;
     }
-    // Submit argv as slot i's job (argv and env kept alive by the fixture);
+    // Submit argv as slot i's job (argv and env kept alive by the fixture;
+    // the job's forwards, -F files the caller set, kept);
     // reaped: the pool watches and reaps it, and writes its output block
     // (task "t<i>", its stdout and stderr captured in out_ unless the
     // caller sets the job's descriptors after) to outf_ and errf_.
@@ -74,7 +76,11 @@ class LauncherPool : public TempDirTest
         argvs_[i] = std::make_unique<Argv>(std::move(argv));
         struct launch_job *j = launcher_job(pool_, i);
         ASSERT_NE(j, nullptr);
+        struct fwd_task forwards = j->forwards; // the caller's, set before
+        struct msgbuf pack = j->fwd_pack;       // the pool's storage
         *j = launch_job{};
+        j->forwards = forwards;
+        j->fwd_pack = pack;
         j->req.argv = argvs_[i]->get();
         j->req.envp = env_.get();
         j->req.stdout_fd = stdout_fd >= 0 ? stdout_fd : out_;
@@ -288,6 +294,72 @@ TEST_F(LauncherPool, ReapedLaunchGivesStatusTimesAndOutput)
     EXPECT_NE(out.find("name=t0,"), std::string::npos) << out;
     EXPECT_NE(out.find("status=1792,"), std::string::npos) << out;
     EXPECT_EQ(read_file(dir_ + "/err.0"), "oops\n");
+    close(o);
+    close(e);
+}
+
+// A reaped launch with -F files (no pipes): after a 0 exit its reaper reads
+// and deletes them into the job's fwd_pack before it writes the output
+// block; one that cannot be forwarded (a directory) fails the task, status
+// 256 in its record, as on the agent's own path.
+struct FileForwards {
+    struct fwd_task f = {};
+    explicit FileForwards(std::vector<std::string> srcs)
+    {
+        f.e = static_cast<fwd_entry *>(calloc(srcs.size(), sizeof *f.e));
+        for (size_t k = 0; k < srcs.size(); k++)
+            f.e[k] = fwd_entry{DAG_FORWARD_FILE, strdup(srcs[k].c_str()), -1, -1, nullptr, 0, 0};
+        f.n = f.cap = (uint32_t)srcs.size();
+    }
+    ~FileForwards()
+    {
+        fwd_free(&f);
+    }
+};
+
+TEST_F(LauncherPool, ReapedLaunchReadsItsForwardedFilesBeforeItsRecord)
+{
+    start(1, 2);
+    std::string src = dir_ + "/src.t0";
+    FileForwards fw({src});
+    int o = make_capture("o"), e = make_capture("e");
+    launcher_job(pool_, 0)->forwards = fw.f; // submit() keeps it
+    submit(0, {"/bin/sh", "-c", "printf 'x=1' > " + src}, true, o, e);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 0);
+    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    ASSERT_EQ(j->fwd_pack.count, 1u);
+    ASSERT_EQ(j->fwd_pack.len, 8u + 3u); // u32 index, u32 length, the bytes
+    EXPECT_EQ(std::string((const char *)j->fwd_pack.data + 8, 3), "x=1");
+    EXPECT_NE(access(src.c_str(), F_OK), 0) << "the file is deleted";
+    EXPECT_NE(read_file(dir_ + "/out.0").find("status=0,"), std::string::npos);
+    close(o);
+    close(e);
+}
+
+TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
+{
+    start(1, 2);
+    std::string src = dir_ + "/adir";
+    ASSERT_EQ(mkdir(src.c_str(), 0700), 0);
+    FileForwards fw({src});
+    int o = make_capture("o"), e = make_capture("e");
+    launcher_job(pool_, 0)->forwards = fw.f;
+    submit(0, {"/bin/true"}, true, o, e);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 256);
+    EXPECT_TRUE(j->fwd_failed);
+    EXPECT_NE(std::string(j->fwd_err.text).find("is not a file"), std::string::npos)
+        << j->fwd_err.text;
+    EXPECT_EQ(j->fwd_pack.len, 0u);
+    EXPECT_NE(read_file(dir_ + "/out.0").find("status=256,"), std::string::npos)
+        << read_file(dir_ + "/out.0");
     close(o);
     close(e);
 }
