@@ -166,17 +166,6 @@ struct launch_job {
      * that launcher_time_out() makes the reaper write to its stderr */
     uint32_t time_limit_ms;
     bool timed_out; /* launcher_time_out() stopped it: status TASK_TIMEOUT_STATUS */
-    /* in, reaped launches: the task's -F files (engine/forward.h; no pipes:
-     * a task with -f is never a reaped launch), or n 0.  A copy of the
-     * agent's struct: its entries (forwards.e) are the agent's, lent until
-     * the slot comes back from launcher_take_exited().  After a 0 exit the
-     * reaper reads and deletes the files (fwd_finish()) before it writes
-     * the output block, whose status is then 256 when one cannot be
-     * forwarded, as on the agent's own path */
-    struct fwd_task forwards;
-    struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
-    bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
-    struct pmc_error fwd_err;
     struct taskio_block output;
     struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
     pid_t pid;               /* out: the child, when err == 0 */
@@ -195,6 +184,18 @@ struct launch_job {
     /* out: started by the reaper of another task, which then set started
      * and output.record.start (a staged job's own start, not its staging) */
     bool chained;
+    /* in, reaped launches (last: the coldest fields; fwd_err is the
+     * largest): the task's -F files (engine/forward.h; no pipes: a task
+     * with -f is never a reaped launch), or n 0.  A copy of the
+     * agent's struct: its entries (forwards.e) are the agent's, lent until
+     * the slot comes back from launcher_take_exited().  After a 0 exit the
+     * reaper reads and deletes the files (fwd_finish()) before it writes
+     * the output block, whose status is then 256 when one cannot be
+     * forwarded, as on the agent's own path */
+    struct fwd_task forwards;
+    struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
+    bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
+    struct pmc_error fwd_err;
 };
 
 struct launcher;
