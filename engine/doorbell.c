@@ -85,12 +85,13 @@ int doorbell_ledger_init(struct doorbell_ledger *l, int self, int nranks,
     for (int r = 0; r < nranks; r++)
         l->index[r] = local[r] && r != self ? n++ : -1;
     l->npeers = n;
-    l->peer = malloc(sizeof *l->peer * (size_t)(n ? n : 1));
-    l->sent = calloc((size_t)(n ? n : 1), sizeof *l->sent);
-    l->received = calloc((size_t)(n ? n : 1), sizeof *l->received);
-    l->announced = calloc((size_t)(n ? n : 1), sizeof *l->announced);
-    l->ringing = malloc((size_t)(n ? n : 1));
-    l->owed = calloc((size_t)(n ? n : 1), 1);
+    size_t cap = n ? (size_t)n : 1; /* never a 0-byte allocation */
+    l->peer = malloc(sizeof *l->peer * cap);
+    l->sent = calloc(cap, sizeof *l->sent);
+    l->received = calloc(cap, sizeof *l->received);
+    l->announced = calloc(cap, sizeof *l->announced);
+    l->ringing = malloc(cap);
+    l->owed = calloc(cap, 1);
     if (!l->peer || !l->sent || !l->received || !l->announced || !l->ringing || !l->owed) {
         doorbell_ledger_free(l);
         errno = ENOMEM;
@@ -137,22 +138,30 @@ static void ledger_owe(struct doorbell_ledger *l, int i, bool owed)
     l->owed[i] = owed;
 }
 
-/* Ring peer i with its current count.  EAGAIN leaves the ring owed
- * (doorbell_ledger_retry()); ECONNREFUSED stops ringing the peer. */
+/* Send peer i a ring announcing count: 0 when it went, 1 when a queue or
+ * buffer was full (EAGAIN, ENOBUFS: try again later), -1 when the peer
+ * cannot be rung (ECONNREFUSED and the like). */
+static int ledger_send(const struct doorbell_ledger *l, const struct doorbell *d, int i,
+                       uint64_t count)
+{
+    struct doorbell_ring r = {.from = (uint32_t)l->self, .count = count};
+    if (doorbell_send(d, l->peer[i], &r) == 0)
+        return 0;
+    return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? 1 : -1;
+}
+
+/* Ring peer i with its current count.  A full queue leaves the ring owed
+ * (doorbell_ledger_retry()); a refusal stops ringing the peer. */
 static void ledger_ring(struct doorbell_ledger *l, const struct doorbell *d, int i)
 {
     if (!l->ringing[i])
         return;
-    struct doorbell_ring r = {.from = (uint32_t)l->self, .count = l->sent[i]};
-    if (doorbell_send(d, l->peer[i], &r) == 0) {
+    int rc = ledger_send(l, d, i, l->sent[i]);
+    if (rc == 0)
         l->rings_sent++;
-        ledger_owe(l, i, false);
-    } else if (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
-        ledger_owe(l, i, true);
-    } else {
-        l->ringing[i] = 0; /* ECONNREFUSED and the like: it polls for them */
-        ledger_owe(l, i, false);
-    }
+    else if (rc < 0)
+        l->ringing[i] = 0; /* it polls for our messages */
+    ledger_owe(l, i, rc > 0);
 }
 
 void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, int peer)
@@ -167,9 +176,7 @@ void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, i
 void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d)
 {
     for (int i = 0; i < l->npeers; i++) {
-        struct doorbell_ring r = {.from = (uint32_t)l->self, .count = 0};
-        if (doorbell_send(d, l->peer[i], &r) < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
-            errno != ENOBUFS) {
+        if (ledger_send(l, d, i, 0) < 0) {
             l->ringing[i] = 0;
             ledger_owe(l, i, false); /* nothing is owed to a peer never rung again */
             l->nsilent++;
