@@ -56,6 +56,17 @@ doorbell_ring ring_of(uint32_t from, uint64_t count)
     return r;
 }
 
+// The abstract address of rank's doorbell of job key (doorbell.h's naming,
+// written out here so that a change to it shows): its length.
+socklen_t bell_address(uint64_t key, int rank, sockaddr_un *to)
+{
+    *to = sockaddr_un{};
+    to->sun_family = AF_UNIX;
+    int n = snprintf(to->sun_path + 1, sizeof to->sun_path - 1, "pmc-hybrid.%016llx.%d",
+                     (unsigned long long)key, rank);
+    return (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+}
+
 // Send r to rank's doorbell of job key from an unbound socket (a process
 // that is no rank of the job).  Returns whether the datagram went out.
 bool send_anonymously(uint64_t key, int rank, const doorbell_ring &r)
@@ -63,11 +74,8 @@ bool send_anonymously(uint64_t key, int rank, const doorbell_ring &r)
     int fd = socket(AF_UNIX, SOCK_DGRAM, 0);
     if (fd < 0)
         return false;
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.%d",
-                     (unsigned long long)key, rank);
-    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    sockaddr_un to;
+    socklen_t len = bell_address(key, rank, &to);
     bool ok = sendto(fd, &r, sizeof r, 0, (sockaddr *)&to, len) == (ssize_t)sizeof r;
     close(fd);
     return ok;
@@ -132,11 +140,8 @@ TEST(Doorbell, AForgedOrMalformedRingIsDropped)
     // an unbound socket claiming to be rank 0, and rank 2 claiming the same
     int anon = socket(AF_UNIX, SOCK_DGRAM, 0);
     ASSERT_GE(anon, 0);
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.1",
-                     (unsigned long long)key);
-    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    sockaddr_un to;
+    socklen_t len = bell_address(key, 1, &to);
     doorbell_ring claim = ring_of(0, 1);
     ASSERT_EQ(sendto(anon, &claim, sizeof claim, 0, (sockaddr *)&to, len), (ssize_t)sizeof claim);
     ASSERT_EQ(doorbell_send(&r2.d, 1, &claim), 0);
@@ -155,11 +160,8 @@ TEST(Doorbell, ARingTooLongOrWithPaddingSetIsDropped)
 {
     uint64_t key = fresh_key();
     Bell r1(key, 1), r2(key, 2); // true doorbells of the job
-    sockaddr_un to{};
-    to.sun_family = AF_UNIX;
-    int n = snprintf(to.sun_path + 1, sizeof to.sun_path - 1, "pmc-hybrid.%016llx.1",
-                     (unsigned long long)key);
-    socklen_t len = (socklen_t)(offsetof(sockaddr_un, sun_path) + 1 + n);
+    sockaddr_un to;
+    socklen_t len = bell_address(key, 1, &to);
     unsigned char longer[sizeof(doorbell_ring) + 1] = {};
     doorbell_ring ring = ring_of(2, 1);
     memcpy(longer, &ring, sizeof ring); // a true ring with one byte more
