@@ -210,6 +210,7 @@ class Campaign:
         proc.wait()
         self.wait_dag_unlocked("kill %d (%s)" % (len(self.kills) + 1, kind))
         snap = relutil.Rescue(self.rescue)
+        ledger_start = self.ledger_pos  # where this run's entries begin
         started, self.ledger_pos = relutil.read_ledger(self.ledger, self.ledger_pos)
         self.check_snapshot(snap, started, "kill %d (%s)" % (len(self.kills) + 1, kind))
         done = snap.done_set
@@ -217,7 +218,6 @@ class Campaign:
         elapsed = t_kill - t0
         if elapsed > 0.2 and started:
             self.rate = 0.7 * self.rate + 0.3 * (len(started) / elapsed)
-        ledger_start = self.ledger_pos - sum(len(t.encode()) + 1 for t in started)
         unwritten_s, after_write = self.writer_backlog(started, ledger_start, wall_kill)
         rec = {"kind": kind, "at_s": round(elapsed, 4), "started": len(started),
                "done": len(done), "reruns": len(lost), "torn": snap.torn != b"",
