@@ -99,19 +99,24 @@ def main():
 # ------------------------------------------------------------- processes
 
 
+def stat_fields(path):
+    """The fields of a /proc stat file after the command name (state ppid
+    pgrp session ...), or [] when it cannot be read (the process is gone)."""
+    try:
+        with open(path) as f:
+            stat = f.read()
+    except OSError:
+        return []
+    return stat[stat.rfind(")") + 2:].split()
+
+
 def processes():
     """{pid: (state, ppid, sid)} of every process, from /proc/PID/stat."""
     procs = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2:].split()
-        # fields: state ppid pgrp session ...
+        fields = stat_fields("/proc/%s/stat" % entry)
         if len(fields) > 3:
             procs[int(entry)] = (fields[0], int(fields[1]), int(fields[3]))
     return procs

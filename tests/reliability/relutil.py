@@ -22,7 +22,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
-from pmcrun import process_tree, processes, session_pids  # noqa: E402,F401  (one /proc reader)
+# one /proc reader
+from pmcrun import process_tree, processes, session_pids, stat_fields  # noqa: E402,F401
 
 
 def threads_exiting(pid):
@@ -36,12 +37,8 @@ def threads_exiting(pid):
     except OSError:
         return False
     for tid in tids:
-        try:
-            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
-                stat = f.read()
-        except OSError:
-            continue
-        if stat[stat.rfind(")") + 2:][:1] not in ("Z", "X"):
+        fields = stat_fields("/proc/%d/task/%s/stat" % (pid, tid))
+        if fields and fields[0] not in ("Z", "X"):
             return True
     return False
 
