@@ -85,22 +85,15 @@ int doorbell_ledger_init(struct doorbell_ledger *l, int self, int nranks,
     for (int r = 0; r < nranks; r++)
         l->index[r] = local[r] && r != self ? n++ : -1;
     l->npeers = n;
-    size_t cap = n ? (size_t)n : 1; /* never a 0-byte allocation */
-    l->peer = malloc(sizeof *l->peer * cap);
-    l->sent = calloc(cap, sizeof *l->sent);
-    l->received = calloc(cap, sizeof *l->received);
-    l->announced = calloc(cap, sizeof *l->announced);
-    l->ringing = malloc(cap);
-    l->owed = calloc(cap, 1);
-    if (!l->peer || !l->sent || !l->received || !l->announced || !l->ringing || !l->owed) {
+    l->peer = calloc(n ? (size_t)n : 1, sizeof *l->peer); /* never a 0-byte allocation */
+    if (!l->peer) {
         doorbell_ledger_free(l);
         errno = ENOMEM;
         return -1;
     }
     for (int r = 0; r < nranks; r++)
         if (l->index[r] >= 0)
-            l->peer[l->index[r]] = r;
-    memset(l->ringing, 1, (size_t)n);
+            l->peer[l->index[r]] = (struct doorbell_peer){.rank = r, .ringing = true};
     return 0;
 }
 
@@ -108,11 +101,6 @@ void doorbell_ledger_free(struct doorbell_ledger *l)
 {
     free(l->index);
     free(l->peer);
-    free(l->sent);
-    free(l->received);
-    free(l->announced);
-    free(l->ringing);
-    free(l->owed);
     memset(l, 0, sizeof *l);
 }
 
@@ -122,20 +110,21 @@ static int ledger_index(const struct doorbell_ledger *l, int peer)
     return peer >= 0 && peer < l->nranks && l->index ? l->index[peer] : -1;
 }
 
-/* Peer i's received or announced count is about to change by set(): keep
+/* Peer i's received or announced count is about to change to value: keep
  * nuneven right. */
 static void ledger_set(struct doorbell_ledger *l, int i, uint64_t *field, uint64_t value)
 {
-    bool was = l->received[i] == l->announced[i];
+    struct doorbell_peer *p = &l->peer[i];
+    bool was = p->received == p->announced;
     *field = value;
-    bool is = l->received[i] == l->announced[i];
+    bool is = p->received == p->announced;
     l->nuneven += was && !is ? 1 : !was && is ? -1 : 0;
 }
 
 static void ledger_owe(struct doorbell_ledger *l, int i, bool owed)
 {
-    l->nowed += owed && !l->owed[i] ? 1 : !owed && l->owed[i] ? -1 : 0;
-    l->owed[i] = owed;
+    l->nowed += owed && !l->peer[i].owed ? 1 : !owed && l->peer[i].owed ? -1 : 0;
+    l->peer[i].owed = owed;
 }
 
 /* Send peer i a ring announcing count: 0 when it went, 1 when a queue or
@@ -145,7 +134,7 @@ static int ledger_send(const struct doorbell_ledger *l, const struct doorbell *d
                        uint64_t count)
 {
     struct doorbell_ring r = {.from = (uint32_t)l->self, .count = count};
-    if (doorbell_send(d, l->peer[i], &r) == 0)
+    if (doorbell_send(d, l->peer[i].rank, &r) == 0)
         return 0;
     return errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS ? 1 : -1;
 }
@@ -154,13 +143,13 @@ static int ledger_send(const struct doorbell_ledger *l, const struct doorbell *d
  * (doorbell_ledger_retry()); a refusal stops ringing the peer. */
 static void ledger_ring(struct doorbell_ledger *l, const struct doorbell *d, int i)
 {
-    if (!l->ringing[i])
+    if (!l->peer[i].ringing)
         return;
-    int rc = ledger_send(l, d, i, l->sent[i]);
+    int rc = ledger_send(l, d, i, l->peer[i].sent);
     if (rc == 0)
         l->rings_sent++;
     else if (rc < 0)
-        l->ringing[i] = 0; /* it polls for our messages */
+        l->peer[i].ringing = false; /* it polls for our messages */
     ledger_owe(l, i, rc > 0);
 }
 
@@ -169,7 +158,7 @@ void doorbell_ledger_sent(struct doorbell_ledger *l, const struct doorbell *d, i
     int i = ledger_index(l, peer);
     if (i < 0)
         return;
-    l->sent[i]++;
+    l->peer[i].sent++;
     ledger_ring(l, d, i);
 }
 
@@ -177,7 +166,7 @@ void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d)
 {
     for (int i = 0; i < l->npeers; i++) {
         if (ledger_send(l, d, i, 0) < 0) {
-            l->ringing[i] = 0;
+            l->peer[i].ringing = false;
             ledger_owe(l, i, false); /* nothing is owed to a peer never rung again */
             l->nsilent++;
         }
@@ -187,7 +176,7 @@ void doorbell_ledger_probe(struct doorbell_ledger *l, const struct doorbell *d)
 void doorbell_ledger_retry(struct doorbell_ledger *l, const struct doorbell *d)
 {
     for (int i = 0; l->nowed > 0 && i < l->npeers; i++)
-        if (l->owed[i])
+        if (l->peer[i].owed)
             ledger_ring(l, d, i);
 }
 
@@ -195,7 +184,7 @@ void doorbell_ledger_received(struct doorbell_ledger *l, int peer)
 {
     int i = ledger_index(l, peer);
     if (i >= 0)
-        ledger_set(l, i, &l->received[i], l->received[i] + 1);
+        ledger_set(l, i, &l->peer[i].received, l->peer[i].received + 1);
 }
 
 long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d)
@@ -205,9 +194,9 @@ long doorbell_ledger_hear(struct doorbell_ledger *l, const struct doorbell *d)
     int got;
     while ((got = doorbell_recv(d, l->nranks, &r)) >= 0) {
         int i = got ? l->index[r.from] : -1;
-        if (i < 0 || r.count <= l->announced[i])
+        if (i < 0 || r.count <= l->peer[i].announced)
             continue; /* not a peer's, or old news (a ring sent again) */
-        ledger_set(l, i, &l->announced[i], r.count);
+        ledger_set(l, i, &l->peer[i].announced, r.count);
         l->rings_heard++;
         news++;
     }

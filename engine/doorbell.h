@@ -84,20 +84,25 @@ int doorbell_recv(const struct doorbell *d, int nranks, struct doorbell_ring *r)
 /* Close d (d->fd = -1).  A closed doorbell is a no-op. */
 void doorbell_close(struct doorbell *d);
 
+/* One peer's counts in a ledger. */
+struct doorbell_peer {
+    int rank;           /* the peer */
+    bool ringing;       /* false once it proved unreachable */
+    bool owed;          /* the last ring failed: send again */
+    uint64_t sent;      /* messages sent to it */
+    uint64_t received;  /* messages received from it */
+    uint64_t announced; /* the highest count it rang */
+};
+
 /* Per-peer counts of one rank's messages with its peers on its host. */
 struct doorbell_ledger {
     int self, nranks;
-    int npeers;             /* peers on this host */
-    int *peer;              /* npeers ranks */
-    int *index;             /* nranks entries: the peer's index, -1 when not one */
-    uint64_t *sent;         /* per peer: messages sent to it */
-    uint64_t *received;     /* per peer: messages received from it */
-    uint64_t *announced;    /* per peer: the highest count it rang */
-    unsigned char *ringing; /* per peer: 0 once it proved unreachable */
-    unsigned char *owed;    /* per peer: the last ring failed, send again */
-    int nowed;              /* peers with owed set */
-    int nsilent;            /* peers found unreachable by doorbell_ledger_probe() */
-    int nuneven;            /* peers with received != announced */
+    int npeers;                 /* peers on this host */
+    struct doorbell_peer *peer; /* npeers of them, in rank order */
+    int *index;                 /* nranks entries: the peer's index, -1 when not one */
+    int nowed;                  /* peers with owed set */
+    int nsilent;                /* peers found unreachable by doorbell_ledger_probe() */
+    int nuneven;                /* peers with received != announced */
     uint64_t rings_sent, rings_heard;
 };
 

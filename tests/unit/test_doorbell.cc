@@ -356,7 +356,7 @@ TEST(DoorbellLedger, APeerThatCannotBeRungIsNotTriedAgain)
     doorbell_ledger_sent(&l, &b0.d, 1);
     EXPECT_EQ(l.rings_sent, 0u);
     EXPECT_EQ(l.nowed, 0) << "refused is not owed: retrying would never end";
-    EXPECT_EQ(l.ringing[0], 0);
+    EXPECT_FALSE(l.peer[0].ringing);
     EXPECT_TRUE(doorbell_ledger_even(&l));
     doorbell_ledger_free(&l);
 }
@@ -388,7 +388,7 @@ TEST(DoorbellLedger, AForgedRingAnnouncesNothing)
     // not a rank of the job, claiming to be rank 0 with a message for rank 1
     ASSERT_TRUE(send_anonymously(p.key, 1, ring_of(0, 1)));
     EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 0);
-    EXPECT_EQ(p.l1.announced[0], 0u);
+    EXPECT_EQ(p.l1.peer[0].announced, 0u);
     EXPECT_EQ(p.l1.rings_heard, 0u);
     EXPECT_TRUE(doorbell_ledger_even(&p.l1)) << "no message is on its way";
 }
@@ -399,7 +399,7 @@ TEST(DoorbellLedger, ADroppedDatagramDoesNotHideTheRingsBehindIt)
     ASSERT_TRUE(send_anonymously(p.key, 1, ring_of(0, 5)));
     doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
     EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 1) << "one call reads every ring queued";
-    EXPECT_EQ(p.l1.announced[0], 1u);
+    EXPECT_EQ(p.l1.peer[0].announced, 1u);
     doorbell_ring got{};
     EXPECT_EQ(doorbell_recv(&p.b1.d, 3, &got), -1);
     doorbell_ledger_received(&p.l1, 0);
@@ -413,8 +413,8 @@ TEST(DoorbellLedger, ARankOutOfRangeIsNoPeer)
     doorbell_ledger_received(&p.l1, -1);
     doorbell_ledger_sent(&p.l1, &p.b1.d, 3);
     doorbell_ledger_sent(&p.l1, &p.b1.d, -1);
-    EXPECT_EQ(p.l1.received[0], 0u);
-    EXPECT_EQ(p.l1.sent[0], 0u);
+    EXPECT_EQ(p.l1.peer[0].received, 0u);
+    EXPECT_EQ(p.l1.peer[0].sent, 0u);
     EXPECT_EQ(p.l1.rings_sent, 0u);
     EXPECT_TRUE(doorbell_ledger_even(&p.l1));
 }
@@ -444,7 +444,7 @@ TEST(DoorbellLedger, ARefusedPeerIsNotRungAgainEvenOnceItHasADoorbell)
     const unsigned char local[2] = {0, 1};
     ASSERT_EQ(doorbell_ledger_init(&l, 0, 2, local), 0);
     doorbell_ledger_sent(&l, &b0.d, 1); // refused: rank 1 polls for our messages
-    ASSERT_EQ(l.ringing[0], 0);
+    ASSERT_FALSE(l.peer[0].ringing);
     Bell b1(key, 1);
     doorbell_ledger_sent(&l, &b0.d, 1);
     doorbell_ledger_retry(&l, &b0.d);
@@ -464,7 +464,7 @@ TEST(DoorbellLedger, TheProbeCountsAPeerWithAFullQueueAsReachable)
     ASSERT_EQ(errno, EAGAIN) << "the queue never filled";
     doorbell_ledger_probe(&p.l0, &p.b0.d); // EAGAIN: rank 1 is there, only busy
     EXPECT_EQ(p.l0.nsilent, 0);
-    EXPECT_EQ(p.l0.ringing[0], 1);
+    EXPECT_TRUE(p.l0.peer[0].ringing);
     EXPECT_TRUE(doorbell_ledger_even(&p.l0)) << "rank 1 rings us for its messages";
     EXPECT_EQ(doorbell_ledger_hear(&p.l1, &p.b1.d), 0);
     doorbell_ledger_sent(&p.l0, &p.b0.d, 1);
