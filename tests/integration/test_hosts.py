@@ -125,12 +125,9 @@ def peak_usage(intervals):
 
 def cpu_seconds(pid):
     """utime + stime of pid in seconds, None if it is gone."""
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
-    except OSError:
+    fields = pmcrun.stat_fields("/proc/%d/stat" % pid)
+    if len(fields) < 13:
         return None
-    fields = stat[stat.rfind(")") + 2:].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 

@@ -95,11 +95,9 @@ def sleep_pids(duration):
         try:
             with open("/proc/%s/cmdline" % entry, "rb") as f:
                 cmd = f.read().split(b"\0")
-            with open("/proc/%s/stat" % entry) as f:
-                stat = f.read()
         except OSError:
             continue
-        if stat[stat.rfind(")") + 2:].split()[:1] == ["Z"]:
+        if pmcrun.stat_fields("/proc/%s/stat" % entry)[:1] in ([], ["Z"]):
             continue
         if cmd and cmd[-1] == b"":
             cmd.pop()
@@ -127,14 +125,13 @@ def wait_sleeps_gone(duration, timeout):
 
 
 def pid_alive(pid, duration):
+    state = pmcrun.stat_fields("/proc/%d/stat" % pid)[:1]
     try:
-        with open("/proc/%d/stat" % pid) as f:
-            stat = f.read()
         with open("/proc/%d/cmdline" % pid, "rb") as f:
             cmd = f.read()
     except OSError:
         return False
-    return stat[stat.rfind(")") + 2:].split()[:1] != ["Z"] and duration.encode() in cmd
+    return state not in ([], ["Z"]) and duration.encode() in cmd
 
 
 class Lifecycle(pmcrun.TestCase):
