@@ -353,8 +353,8 @@ void agent__signal(struct agent *a, uint32_t i, int sig)
 /* The spawn of slot i's task ended with error e (0: started).  From the
  * agent thread, after spawn_task() returned here or on a launcher.  A
  * reaped launch (s->pool_reaps, launcher.h) is watched by the pool, which
- * adds its pidfd to its own epoll set after this completion (a failure
- * comes back through launcher_take_unwatched()). */
+ * adds its -f pipes and its pidfd to its own epoll set as it hands this
+ * completion back (a failure comes back through launcher_take_unwatched()). */
 static void agent_spawned(struct agent *a, uint32_t i, int e)
 {
     struct slot *s = &a->slots[i];
@@ -366,8 +366,8 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
         return;
     }
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if ((!s->pool_reaps && epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0) ||
-        agent_watch_pipes(a, i) < 0) {
+    if (!s->pool_reaps &&
+        (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 || agent_watch_pipes(a, i) < 0)) {
         agent_abandon_task(a, i, errno);
         return;
     }
@@ -395,13 +395,14 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         j->req.affinity = &j->affinity;
     }
     struct slot *s = &a->slots[i];
-    /* reaped by the pool (launcher.h) unless it has pipes to read or an
-     * abort is under way, its -F files read by its reaper; its start wakes
+    /* reaped by the pool (launcher.h) unless an abort is under way, its
+     * -f pipes read by the pool while it runs and its -F files by its
+     * reaper; its start wakes
      * the agent (wake_on_start) when the master wants a STARTED notice;
      * its time limit, armed at the launch (early: the task starts later)
      * and looked at again when it passes (agent_limits.c), is enforced
      * through launcher_time_out() */
-    j->pool_reaps = s->fwd.npipes == 0 && !a->aborting;
+    j->pool_reaps = !a->aborting;
     j->forwards = s->fwd;
     j->fwd_failed = false;
     j->wake_on_start = s->notify_start;

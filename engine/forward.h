@@ -17,8 +17,9 @@
  * lives in engine/ beside spawn.h.  The wire form of the data is io/msg.h's.
  *
  * Thread-safety: a struct fwd_task belongs to the agent thread, which lends
- * a task's -F entries to the launcher that reaps it (launcher.h,
- * launch_job.forwards) until the slot comes back.  No memory is allocated
+ * a task's entries to its launcher pool (launcher.h, launch_job.forwards:
+ * one launcher at a time reads a pipe or, after the exit, drains the pipes
+ * and reads the files) until the slot comes back.  No memory is allocated
  * for a task without forwards.
  */
 #ifndef PMC_FORWARD_H

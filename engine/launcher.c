@@ -20,18 +20,30 @@
 #define LAUNCHER_STOP_EVENT (UINT64_MAX - 1) /* and of the stop eventfd */
 #define LAUNCHER_EVENTS 16                   /* exits one epoll_wait takes */
 
-/* A slot's state: the reaper and launcher_signal() meet here, so that no
- * signal goes to a process group after the reaper let its id go (a reaped
- * task's group id may be reused at once). */
+/* A slot's state: the reaper, launcher_signal() and the pipe readers meet
+ * here, so that no signal goes to a process group after the reaper let its
+ * id go (a reaped task's group id may be reused at once) and no pipe is
+ * read once the reaper has it.  The state word holds JOB_* in its low
+ * JOB_STATE_BITS and the launch's generation above them (JOB_GEN_BITS,
+ * bumped at each watched launch), which a pipe's epoll data carries too:
+ * an event of an earlier launch of the slot never claims a later one. */
+#define JOB_STATE_BITS 2
+#define JOB_GEN_BITS 24
+#define JOB_GEN_MASK ((1u << JOB_GEN_BITS) - 1)
+#define JOB_STATE(w) ((w) & ((1u << JOB_STATE_BITS) - 1))
+#define JOB_GEN(w) (((w) >> JOB_STATE_BITS) & JOB_GEN_MASK)
+#define JOB_ANY_GEN UINT32_MAX
+_Static_assert(LAUNCHER_MAX_FORWARDS < 0xff, "pipe_event() keeps k + 1 in 8 bits");
 enum {
     JOB_IDLE,       /* the pool does not watch it (the agent's, loud, reaped, unwatched) */
-    JOB_WATCHED,    /* running, its pidfd in the pool's epoll set */
+    JOB_WATCHED,    /* running, its pidfd (and pipes) in the pool's epoll set */
     JOB_SIGNALLING, /* launcher_signal() is sending a signal: the reaper waits */
+    JOB_READING,    /* a launcher is reading one of its -f pipes: the reaper waits */
 };
 
 struct launcher {
     struct launch_job *jobs; /* nslots */
-    _Atomic int *state;      /* nslots, JOB_* */
+    _Atomic uint32_t *state; /* nslots: JOB_* and the generation (above) */
     uint32_t nslots, nthreads;
     struct mpmc_ring *submitted, *completed, *unwatched, *exited;
     struct mpmc_ring *staged; /* launcher_stage(): popped by reapers and the agent */
@@ -47,17 +59,81 @@ struct launcher {
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
 
-/* Take watched slot i back to JOB_IDLE (no more signals), waiting out a
- * signal being sent (one kill(2)). */
+/* Move watched slot i, of launch generation gen (JOB_ANY_GEN: whichever),
+ * to state `to`, waiting out a signal being sent (one kill(2)) or a pipe
+ * being read (one non-blocking drain).  The state word it held (JOB_WATCHED
+ * and the generation: never 0), to store back when done; 0 when the slot
+ * is not watched (JOB_IDLE: its reaper or the agent has it) or watched for
+ * another launch. */
+static uint32_t launcher_claim(struct launcher *l, uint32_t i, int to, uint32_t gen)
+{
+    uint32_t w = atomic_load_explicit(&l->state[i], memory_order_acquire);
+    for (;;) {
+        if (JOB_STATE(w) == JOB_IDLE || (gen != JOB_ANY_GEN && JOB_GEN(w) != gen))
+            return 0;
+        if (JOB_STATE(w) != JOB_WATCHED) {
+            sched_yield();
+            w = atomic_load_explicit(&l->state[i], memory_order_acquire);
+            continue;
+        }
+        uint32_t next = (w & ~((1u << JOB_STATE_BITS) - 1)) | (uint32_t)to;
+        if (atomic_compare_exchange_weak_explicit(&l->state[i], &w, next, memory_order_acq_rel,
+                                                  memory_order_acquire))
+            return w;
+    }
+}
+
+/* Take watched slot i back to JOB_IDLE: no more signals or pipe reads. */
 static void launcher_unwatch(struct launcher *l, uint32_t i)
 {
-    int s = JOB_WATCHED;
-    while (!atomic_compare_exchange_weak_explicit(&l->state[i], &s, JOB_IDLE, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
-        if (s == JOB_SIGNALLING)
-            sched_yield();
-        s = JOB_WATCHED;
+    (void)launcher_claim(l, i, JOB_IDLE, JOB_ANY_GEN);
+}
+
+/* The epoll data of slot i's pipe k (forwards.e[k]) for launch generation
+ * gen: k + 1 in bits 32-39 (k < LAUNCHER_MAX_FORWARDS), so never a
+ * pidfd's (nothing above the low 32 bits) nor an eventfd's (slot and gen
+ * never all ones); gen above. */
+static uint64_t pipe_event(uint32_t i, uint32_t k, uint32_t gen)
+{
+    return i | ((uint64_t)(k + 1) << 32) | ((uint64_t)gen << 40);
+}
+
+/* Take slot i's open pipes out of the pool's epoll set (after
+ * launcher_unwatch(): no reader holds them), before they are closed. */
+static void launcher_unwatch_pipes(struct launcher *l, uint32_t i)
+{
+    const struct fwd_task *f = &l->jobs[i].forwards;
+    for (uint32_t k = 0; k < f->n; k++)
+        if (f->e[k].rfd >= 0)
+            epoll_ctl(l->epfd, EPOLL_CTL_DEL, f->e[k].rfd, NULL);
+}
+
+/* Watch slot i's task: its open -f pipes (one-shot, re-armed after each
+ * read), then its pidfd (one-shot), so that no reaper runs before every
+ * pipe is in the set.  0, or the errno of the epoll_ctl that failed (its
+ * pipes then out of the set again). */
+static int launcher_watch(struct launcher *l, uint32_t i)
+{
+    struct launch_job *j = &l->jobs[i];
+    uint32_t gen = JOB_GEN(atomic_load_explicit(&l->state[i], memory_order_relaxed));
+    int e = 0;
+    for (uint32_t k = 0; e == 0 && k < j->forwards.n; k++) {
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+                                 .data.u64 = pipe_event(i, k, gen)};
+        if (j->forwards.e[k].rfd >= 0 &&
+            epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->forwards.e[k].rfd, &ev) < 0)
+            e = errno;
     }
+    if (e == 0 && atomic_load_explicit(&l->fail_watch, memory_order_relaxed)) /* a test's */
+        e = atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed);
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
+    if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0)
+        e = errno;
+    if (e) {
+        launcher_unwatch(l, i); /* a pipe read may be under way */
+        launcher_unwatch_pipes(l, i);
+    }
+    return e;
 }
 
 static void push(struct mpmc_ring *r, uint32_t i)
@@ -73,19 +149,19 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
     /* read before the push: the job's inputs are the agent's after it */
     bool reaps = j->pool_reaps && j->err == 0, wake = j->wake_on_start;
-    int pidfd = j->pidfd;
-    if (reaps) /* before the push: launcher_signal() may come right after */
-        atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_relaxed);
+    if (reaps) { /* before the push: launcher_signal() may come right after */
+        uint32_t gen = (JOB_GEN(atomic_load_explicit(&l->state[i], memory_order_relaxed)) + 1) &
+                       JOB_GEN_MASK; /* a new launch: earlier pipe events are stale */
+        atomic_store_explicit(&l->state[i], JOB_WATCHED | gen << JOB_STATE_BITS,
+                              memory_order_relaxed);
+    }
     push(l->completed, i);
     if (!reaps) {
         mailbox_notify(l->wake);
         return;
     }
-    struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
-    int e = atomic_load_explicit(&l->fail_watch, memory_order_relaxed) /* a test's */
-                ? atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed)
-                : 0;
-    if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, pidfd, &ev) == 0) {
+    int e = launcher_watch(l, i);
+    if (e == 0) {
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
         atomic_thread_fence(memory_order_seq_cst);
@@ -95,10 +171,32 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     }
     /* no exit event can come, so the slot is not reused meanwhile; the
      * agent kills and reaps it through its pidfd */
-    j->watch_err = e ? e : errno; /* before launcher_unwatch() may yield */
-    launcher_unwatch(l, i);
+    j->watch_err = e;
     push(l->unwatched, i);
     mailbox_notify(l->wake);
+}
+
+/* Slot i's pipe k is readable (or at its end): read what it holds while
+ * the task runs, so that a writer never blocks on a full pipe, then arm
+ * it again; at its end or on an error it leaves the set and is closed
+ * (forward.h).  A stale event (the slot was reaped, perhaps reused) finds
+ * the slot unwatched or the pipe closed and does nothing. */
+static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint32_t gen)
+{
+    uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_READING, gen) : 0;
+    if (w == 0)
+        return;
+    struct fwd_task *f = &l->jobs[i].forwards;
+    if (k < f->n && f->e[k].rfd >= 0) {
+        int fd = f->e[k].rfd;
+        struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
+                                 .data.u64 = pipe_event(i, k, gen)};
+        if (fwd_read_pipe(f, k) != 0 || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
+            epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+            fwd_close_pipe(f, k);
+        }
+    }
+    atomic_store_explicit(&l->state[i], w, memory_order_release);
 }
 
 /* Start staged job k on the CPU a task just gave up: its clock and its
@@ -137,6 +235,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
 {
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
+    launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
     j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
     if (j->timed_out)
         j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
@@ -198,7 +297,12 @@ static void *launcher_main(void *arg)
             if (d == LAUNCHER_WORK_EVENT) { /* reset it; another launcher may have */
                 if (read(l->work_efd, &v, sizeof v) < 0 && errno != EAGAIN)
                     continue;
-            } else if (d != LAUNCHER_STOP_EVENT) {
+            } else if (d == LAUNCHER_STOP_EVENT) {
+                continue;
+            } else if (d >> 32) {
+                launcher_read_pipe(l, (uint32_t)d, (uint32_t)(d >> 32 & 0xff) - 1,
+                                   (uint32_t)(d >> 40));
+            } else {
                 launcher_reap(l, (uint32_t)d);
             }
         }
@@ -336,15 +440,13 @@ int launcher_take_exited(struct launcher *l, uint32_t *i)
  * (the reaper reads the mark after launcher_unwatch()). */
 static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool time_out)
 {
-    int s = JOB_WATCHED;
-    if (i >= l->nslots ||
-        !atomic_compare_exchange_strong_explicit(&l->state[i], &s, JOB_SIGNALLING,
-                                                 memory_order_acq_rel, memory_order_acquire))
+    uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_SIGNALLING, JOB_ANY_GEN) : 0;
+    if (w == 0)
         return false;
     if (time_out)
         l->jobs[i].timed_out = true;
     kill(-l->jobs[i].pid, sig);
-    atomic_store_explicit(&l->state[i], JOB_WATCHED, memory_order_release);
+    atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;
 }
 

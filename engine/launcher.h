@@ -16,12 +16,15 @@
  * submit and by a launcher before the completion (the rings' release and
  * acquire order those writes).  No lock and no allocation per task.
  *
- * Reaped launches (launch_job.pool_reaps), for tasks whose output needs no
- * reading while they run (no forwarding pipe; -F files are read by the
- * reaper after the exit, launch_job.forwards): the launcher completes the
- * job without waking the agent (unless wake_on_start: the master wants a
- * STARTED notice, which the agent sends as it takes the completion) and
- * adds the child's pidfd to the pool's own epoll set (one-shot).  The
+ * Reaped launches (launch_job.pool_reaps; every launch but those of an
+ * abort): the launcher completes the job without waking the agent (unless
+ * wake_on_start: the master wants a STARTED notice, which the agent sends
+ * as it takes the completion) and adds the task's -f pipes, then its
+ * pidfd, to the pool's own epoll set (one-shot each; launch_job.forwards).
+ * A pipe is read by whichever launcher is free while the task runs (so a
+ * task never blocks on a full pipe), then armed again; a per-slot state
+ * (JOB_READING) keeps the reaper and signals out meanwhile; -F files are
+ * read by the reaper after a 0 exit.  The
  * agent keeps a task's time limit (armed as it hands the launch over and
  * looked at again when it passes: engine/agent_limits.c) and ends it with
  * launcher_time_out(), whose mark the reaper turns into the time-out
@@ -185,13 +188,15 @@ struct launch_job {
      * and output.record.start (a staged job's own start, not its staging) */
     bool chained;
     /* in, reaped launches (last: the coldest fields; fwd_err is the
-     * largest): the task's -F files (engine/forward.h; no pipes: a task
-     * with -f is never a reaped launch), or n 0.  A copy of the
-     * agent's struct: its entries (forwards.e) are the agent's, lent until
-     * the slot comes back from launcher_take_exited().  After a 0 exit the
-     * reaper reads and deletes the files (fwd_finish()) before it writes
-     * the output block, whose status is then 256 when one cannot be
-     * forwarded, as on the agent's own path */
+     * largest): the task's -f pipes and -F files (engine/forward.h), or n
+     * 0.  A copy of the agent's struct: its entries (forwards.e) are the
+     * agent's, lent until the slot comes back from launcher_take_exited()
+     * (the agent closes its write ends meanwhile, a field the pool never
+     * touches).  The pool reads the pipes while the task runs; after the
+     * exit the reaper drains and closes them and, after a 0 exit, reads
+     * and deletes the files (fwd_finish()) before it writes the output
+     * block, whose status is then 256 when one cannot be forwarded, as on
+     * the agent's own path */
     struct fwd_task forwards;
     struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
     bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
@@ -261,7 +266,9 @@ bool launcher_signal(struct launcher *l, uint32_t i, int sig);
  * period runs from the abort).  Idempotent. */
 void launcher_wake_always(struct launcher *l);
 
-/* Tests: the next reaped launch fails to be watched with errno err. */
+/* Tests: the next reaped launch fails to be watched with errno err, as if
+ * its pidfd could not be added (its -f pipes, added before, are taken out
+ * of the set again). */
 void launcher__fail_next_watch(struct launcher *l, int err);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */

@@ -449,11 +449,12 @@ class TaskIO(pmcrun.TestCase):
         self.check(problems, res)
 
     def test_piped_and_quiet_tasks_with_launchers(self):
-        """Tasks with a forwarding pipe and quiet tasks (engine/launcher.h:
-        their launcher adds the pidfd to the agent's epoll set) on one node
-        with launcher threads: the agent takes pipes out of its set before
-        closing them, so a pidfd that a launcher gets with a freed number
-        stays watched; every task ends and every pipe's data arrives."""
+        """Tasks with a forwarding pipe and quiet tasks on one node with
+        launcher threads (engine/launcher.h: the pool watches the pidfds of
+        both and reads the pipes while their tasks run, and its reaper
+        takes a task's pipes out of the set before closing them, so a
+        descriptor number freed and taken again stays watched): every task
+        ends and every pipe's data arrives."""
         names = ["pq%03d" % i for i in range(120)]
         lines = []
         for i, n in enumerate(names):

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/epoll.h>
@@ -57,8 +58,9 @@ class LauncherPool : public TempDirTest
         close(out_);
         TempDirTest::TearDown();
     }
-    bool wake_on_start_ = false; // the next submits' launch_job.wake_on_start
-    bool staged_ = false;        // submit() stages the job (launcher_stage()) instead
+    bool wake_on_start_ = false;   // the next submits' launch_job.wake_on_start
+    bool staged_ = false;          // submit() stages the job (launcher_stage()) instead
+    std::vector<int> forward_fds_; // the next submits' descriptors 3, 4, ... (-f pipes)
     void start(uint32_t nthreads, uint32_t nslots)
     {
         struct pmc_error err;
@@ -85,6 +87,10 @@ class LauncherPool : public TempDirTest
         j->req.envp = env_.get();
         j->req.stdout_fd = stdout_fd >= 0 ? stdout_fd : out_;
         j->req.stderr_fd = stderr_fd >= 0 ? stderr_fd : out_;
+        for (size_t k = 0; k < forward_fds_.size(); k++)
+            j->forward_fds[k] = forward_fds_[k];
+        j->req.forward_fds = j->forward_fds;
+        j->req.nforward = (int)forward_fds_.size();
         j->pool_reaps = reaped;
         j->wake_on_start = wake_on_start_;
         names_[i] = "t" + std::to_string(i);
@@ -362,6 +368,155 @@ TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
         << read_file(dir_ + "/out.0");
     close(o);
     close(e);
+}
+
+// A reaped launch's -f pipes (engine/forward.h): the task gets the write
+// ends as descriptors 3, 4, ...; the pool reads the read ends while it
+// runs, so that a task writing more than a pipe holds (64 KiB) does not
+// block, and after a 0 exit its reaper packs what each pipe gave into the
+// job's fwd_pack, as the agent does for the tasks it reaps.
+struct PipeForwards {
+    struct fwd_task f = {};
+    std::vector<int> write_ends;
+    explicit PipeForwards(size_t n)
+    {
+        f.e = static_cast<fwd_entry *>(calloc(n, sizeof *f.e));
+        for (size_t k = 0; k < n; k++) {
+            int p[2] = {-1, -1};
+            EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+            fcntl(p[0], F_SETFL, O_NONBLOCK);
+            f.e[k] = fwd_entry{DAG_FORWARD_PIPE, strdup("V"), p[0], p[1], nullptr, 0, 0};
+            write_ends.push_back(p[1]);
+        }
+        f.n = f.cap = f.npipes = (uint32_t)n;
+    }
+    // The agent closes its write ends once the task started.
+    void close_write_ends()
+    {
+        fwd_close_write_ends(&f);
+    }
+    ~PipeForwards()
+    {
+        fwd_free(&f);
+    }
+};
+
+// The blocks of a fwd_pack: forward index -> data.
+static std::map<uint32_t, std::string> pack_blocks(const struct msgbuf *b)
+{
+    std::map<uint32_t, std::string> blocks;
+    for (size_t pos = 0; pos + 8 <= b->len;) {
+        uint32_t idx, len;
+        memcpy(&idx, b->data + pos, 4);
+        memcpy(&len, b->data + pos + 4, 4);
+        blocks[idx] = std::string((const char *)b->data + pos + 8, len);
+        pos += 8 + len;
+    }
+    return blocks;
+}
+
+TEST_F(LauncherPool, ReapedLaunchReadsItsPipesWhileItRuns)
+{
+    const uint32_t jobs = 4;
+    start(2, jobs);
+    std::vector<std::unique_ptr<PipeForwards>> fw;
+    for (uint32_t s = 0; s < jobs; s++) {
+        fw.push_back(std::make_unique<PipeForwards>(2));
+        launcher_job(pool_, s)->forwards = fw[s]->f;
+        forward_fds_ = fw[s]->write_ends;
+        // 300,000 + 200,000 bytes, far more than the two pipes hold
+        submit(s,
+               {"/bin/sh", "-c",
+                "head -c 300000 /dev/zero >&3; head -c 200000 /dev/zero >&4; "
+                "echo end" +
+                    std::to_string(s) + " >&3"},
+               true);
+    }
+    forward_fds_.clear();
+    uint32_t i;
+    for (uint32_t n = 0; n < jobs; n++) {
+        ASSERT_TRUE(take(&i));
+        fw[i]->close_write_ends();
+    }
+    for (uint32_t n = 0; n < jobs; n++) {
+        ASSERT_TRUE(take_exited(&i)) << "a task blocked on a full pipe";
+        const struct launch_job *j = launcher_job(pool_, i);
+        EXPECT_EQ(j->status, 0);
+        EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+        ASSERT_EQ(j->fwd_pack.count, 2u);
+        auto blocks = pack_blocks(&j->fwd_pack);
+        EXPECT_EQ(blocks[0], std::string(300000, '\0') + "end" + std::to_string(i) + "\n");
+        EXPECT_EQ(blocks[1], std::string(200000, '\0'));
+        EXPECT_LT(fw[i]->f.e[0].rfd, 0) << "the reaper closes the read ends";
+        EXPECT_LT(fw[i]->f.e[1].rfd, 0);
+    }
+}
+
+// What a failed task wrote to its pipes is read while it runs (it would
+// block otherwise) and dropped (PMC manual, I/O forwarding).
+TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
+{
+    start(1, 2);
+    PipeForwards fw(1);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    submit(0, {"/bin/sh", "-c", "head -c 200000 /dev/zero >&3; exit 3"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    ASSERT_TRUE(take_exited(&i)) << "the task blocked on a full pipe";
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 3 << 8);
+    EXPECT_EQ(j->fwd_pack.len, 0u);
+    EXPECT_LT(fw.f.e[0].rfd, 0);
+}
+
+// Does any epoll set of this process watch descriptor fd?  (Its
+// /proc/self/fdinfo lists a "tfd:" line per watched descriptor.)
+static bool epoll_watches(int fd)
+{
+    for (int e = 0; e < 1024; e++) {
+        char link[64], target[64] = {};
+        snprintf(link, sizeof link, "/proc/self/fd/%d", e);
+        if (readlink(link, target, sizeof target - 1) < 0 ||
+            strcmp(target, "anon_inode:[eventpoll]") != 0)
+            continue;
+        std::string info = read_file("/proc/self/fdinfo/" + std::to_string(e));
+        for (size_t at = info.find("tfd:"); at != std::string::npos;
+             at = info.find("tfd:", at + 4)) {
+            int watched = -1;
+            if (sscanf(info.c_str() + at, "tfd: %d", &watched) == 1 && watched == fd)
+                return true;
+        }
+    }
+    return false;
+}
+
+// A reaped launch whose pidfd cannot be watched takes its pipes out of the
+// pool's set again: what the task writes later stays in the pipe for the
+// caller, who kills and reaps it.
+TEST_F(LauncherPool, UnwatchedLaunchLeavesItsPipesToTheCaller)
+{
+    start(2, 2);
+    PipeForwards fw(1);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    launcher__fail_next_watch(pool_, ENOSPC);
+    submit(0, {"/bin/sh", "-c", "sleep 0.3; printf late >&3"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    ASSERT_TRUE(take_unwatched(&i));
+    EXPECT_EQ(launcher_job(pool_, 0)->watch_err, ENOSPC);
+    EXPECT_FALSE(epoll_watches(fw.f.e[0].rfd)) << "the pipe is still in the pool's set";
+    EXPECT_EQ(reap(0), CLD_EXITED << 8 | 0);
+    usleep(100000); // a launcher that still watched the pipe would read it now
+    EXPECT_EQ(fw.f.e[0].len, 0u) << "the pool read a pipe it no longer watches";
+    char buf[16] = {};
+    EXPECT_EQ(read(fw.f.e[0].rfd, buf, sizeof buf), 4);
+    EXPECT_STREQ(buf, "late");
 }
 
 // A staged job waits until a reaped launch ends; that one's reaper starts
