@@ -102,13 +102,19 @@ void fwd_close_write_ends(struct fwd_task *f)
 
 int fwd_read_pipe(struct fwd_task *f, uint32_t k)
 {
+    return fwd_read_pipe_some(f, k, SIZE_MAX);
+}
+
+int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
+{
     struct fwd_entry *e = &f->e[k];
-    for (;;) {
+    for (size_t got = 0; got < most;) {
         if (pmc_grow((void **)&e->data, &e->cap, e->len + 65536, 1) < 0)
             return -1;
         ssize_t r = read(e->rfd, e->data + e->len, e->cap - e->len);
         if (r > 0) {
             e->len += (size_t)r;
+            got += (size_t)r;
             continue;
         }
         if (r < 0 && errno == EINTR)
@@ -117,6 +123,7 @@ int fwd_read_pipe(struct fwd_task *f, uint32_t k)
             return 0;
         return r == 0 ? 1 : -1;
     }
+    return 0;
 }
 
 void fwd_close_pipe(struct fwd_task *f, uint32_t k)

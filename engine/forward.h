@@ -3,7 +3,8 @@
  * For one running task:
  *   -f VAR=FILE  a pipe; the task gets the write end as descriptor 3, 4, ...
  *                (in the order of its -f options) and VAR holds that number;
- *                the agent reads the read end while the task runs.
+ *                the agent, or its launcher pool, reads the read end while
+ *                the task runs.
  *   -F SRC=DEST  after the task exits 0, SRC (a regular file, opened without
  *                following symlinks, at most FWD_FILE_MAX bytes) is read and
  *                deleted.
@@ -77,6 +78,11 @@ void fwd_close_write_ends(struct fwd_task *f);
  * descriptor, a launcher's pidfd for one, take the number before the
  * epoll_ctl DEL). */
 int fwd_read_pipe(struct fwd_task *f, uint32_t k);
+
+/* fwd_read_pipe() that stops after at least `most` bytes (> 0), returning 0
+ * then too: more may be there (a level-triggered event fires again), and
+ * a writer that never pauses does not hold the reader for ever. */
+int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most);
 
 /* Close pipe k's read end (no-op when closed). */
 void fwd_close_pipe(struct fwd_task *f, uint32_t k);

@@ -18,7 +18,8 @@
 #define LAUNCHER_SPIN 200                    /* looks at the submit ring before a launcher sleeps */
 #define LAUNCHER_WORK_EVENT UINT64_MAX       /* epoll data of the work eventfd */
 #define LAUNCHER_STOP_EVENT (UINT64_MAX - 1) /* and of the stop eventfd */
-#define LAUNCHER_EVENTS 16                   /* exits one epoll_wait takes */
+#define LAUNCHER_EVENTS 16                   /* exits and pipe events one epoll_wait takes */
+#define LAUNCHER_PIPE_READ_MAX (1u << 20)    /* bytes one pipe event reads at most */
 
 /* A slot's state: the reaper, launcher_signal() and the pipe readers meet
  * here, so that no signal goes to a process group after the reaper let its
@@ -47,8 +48,8 @@ struct launcher {
     uint32_t nslots, nthreads;
     struct mpmc_ring *submitted, *completed, *unwatched, *exited;
     struct mpmc_ring *staged; /* launcher_stage(): popped by reapers and the agent */
-    int epfd;                 /* the two eventfds, and the pidfds of reaped launches (one-shot) */
-    int work_efd;             /* written on a submit while a launcher sleeps; read to reset */
+    int epfd;     /* the two eventfds, and the pidfds and -f pipes of reaped launches (one-shot) */
+    int work_efd; /* written on a submit while a launcher sleeps; read to reset */
     int stop_efd; /* written once by launcher_destroy(), never read: wakes every launcher */
     atomic_uint sleepers;
     atomic_bool stop;
@@ -176,11 +177,14 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     mailbox_notify(l->wake);
 }
 
-/* Slot i's pipe k is readable (or at its end): read what it holds while
- * the task runs, so that a writer never blocks on a full pipe, then arm
- * it again; at its end or on an error it leaves the set and is closed
- * (forward.h).  A stale event (the slot was reaped, perhaps reused) finds
- * the slot unwatched or the pipe closed and does nothing. */
+/* Slot i's pipe k, of launch generation gen, is readable (or at its end):
+ * read what it holds while the task runs (at most LAUNCHER_PIPE_READ_MAX
+ * bytes, so that a writer that never pauses does not keep the reaper and
+ * signals waiting: the event fires again), so that the writer does not
+ * wait for its task's end, then arm it again; at its end or on an error
+ * it leaves the set and is closed (forward.h).  A stale event (the slot was
+ * reaped, perhaps launched again: another generation) finds the slot
+ * unwatched, or watched for another launch, and does nothing. */
 static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint32_t gen)
 {
     uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_READING, gen) : 0;
@@ -191,7 +195,8 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         int fd = f->e[k].rfd;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
                                  .data.u64 = pipe_event(i, k, gen)};
-        if (fwd_read_pipe(f, k) != 0 || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
+        if (fwd_read_pipe_some(f, k, LAUNCHER_PIPE_READ_MAX) != 0 ||
+            epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
             epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
             fwd_close_pipe(f, k);
         }

@@ -22,7 +22,8 @@
  * as it takes the completion) and adds the task's -f pipes, then its
  * pidfd, to the pool's own epoll set (one-shot each; launch_job.forwards).
  * A pipe is read by whichever launcher is free while the task runs (so a
- * task never blocks on a full pipe), then armed again; a per-slot state
+ * task writing more than a pipe holds does not wait for its end), then
+ * armed again; a per-slot state
  * (JOB_READING) keeps the reaper and signals out meanwhile; -F files are
  * read by the reaper after a 0 exit.  The
  * agent keeps a task's time limit (armed as it hands the launch over and
@@ -43,8 +44,8 @@
  * measurements).  Signals to such a task (an abort) go through
  * launcher_signal(), which a per-slot
  * state orders against the reaper, so that no signal reaches a process
- * group whose id the reaper let go.  When the pidfd cannot be added
- * (ENOMEM, ENOSPC) the slot comes back through launcher_take_unwatched()
+ * group whose id the reaper let go.  When the pidfd or a pipe cannot be
+ * added (ENOMEM, ENOSPC) the slot comes back through launcher_take_unwatched()
  * and the agent kills and reaps it through the pidfd.  The completion is
  * pushed before the pidfd is watched, but with several launchers the ring
  * can hold a pushed completion back for a moment (another launcher is
@@ -191,12 +192,13 @@ struct launch_job {
      * largest): the task's -f pipes and -F files (engine/forward.h), or n
      * 0.  A copy of the agent's struct: its entries (forwards.e) are the
      * agent's, lent until the slot comes back from launcher_take_exited()
-     * (the agent closes its write ends meanwhile, a field the pool never
-     * touches).  The pool reads the pipes while the task runs; after the
-     * exit the reaper drains and closes them and, after a 0 exit, reads
-     * and deletes the files (fwd_finish()) before it writes the output
-     * block, whose status is then 256 when one cannot be forwarded, as on
-     * the agent's own path */
+     * (the agent closes its write ends when it takes the completion, a
+     * field the pool never touches; nothing waits for their end of file).
+     * The pool reads the pipes while the task runs; after the exit the
+     * reaper drains and closes them and, after a 0 exit, reads and deletes
+     * the files (fwd_finish()) before it writes the output block, whose
+     * status is then 256 when one cannot be forwarded, as on the agent's
+     * own path */
     struct fwd_task forwards;
     struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
     bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
@@ -236,7 +238,7 @@ uint64_t launcher_staged_starts(const struct launcher *l);
 /* A completed slot into *i: 1, or 0 when none is ready. */
 int launcher_take(struct launcher *l, uint32_t *i);
 
-/* A reaped launch whose pidfd could not be watched into *i (its job's
+/* A reaped launch whose pidfd or pipes could not be watched into *i (its job's
  * watch_err says why; the caller kills and reaps it through the pidfd): 1,
  * or 0 when none.  Its completion was pushed before, but may not be
  * poppable yet (see above): the caller takes it first. */

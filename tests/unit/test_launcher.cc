@@ -452,6 +452,24 @@ TEST_F(LauncherPool, ReapedLaunchReadsItsPipesWhileItRuns)
     }
 }
 
+// fwd_read_pipe_some() stops after the bytes asked for (more is there: 0),
+// the next call goes on from there, and the end of file says 1.
+TEST(Forward, ReadPipeSomeStopsAfterWhatWasAskedFor)
+{
+    PipeForwards fw(1);
+    ASSERT_GE(fcntl(fw.write_ends[0], F_SETPIPE_SZ, 1 << 20), 300000);
+    std::string data(300000, 'x');
+    data += "end";
+    ASSERT_EQ(write(fw.write_ends[0], data.data(), data.size()), (ssize_t)data.size());
+    EXPECT_EQ(fwd_read_pipe_some(&fw.f, 0, 65536), 0);
+    EXPECT_GE(fw.f.e[0].len, 65536u);
+    EXPECT_LT(fw.f.e[0].len, data.size()) << "read past what was asked for";
+    EXPECT_EQ(fwd_read_pipe_some(&fw.f, 0, SIZE_MAX), 0) << "all read, the writer still open";
+    fw.close_write_ends();
+    EXPECT_EQ(fwd_read_pipe(&fw.f, 0), 1);
+    EXPECT_EQ(std::string((const char *)fw.f.e[0].data, fw.f.e[0].len), data);
+}
+
 // What a failed task wrote to its pipes is read while it runs (it would
 // block otherwise) and dropped (PMC manual, I/O forwarding).
 TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
