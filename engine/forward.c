@@ -109,8 +109,10 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
 {
     struct fwd_entry *e = &f->e[k];
     for (size_t got = 0; got < most;) {
-        if (pmc_grow((void **)&e->data, &e->cap, e->len + 65536, 1) < 0)
+        if (pmc_grow((void **)&e->data, &e->cap, e->len + 65536, 1) < 0) {
+            e->lost = ENOMEM;
             return -1;
+        }
         ssize_t r = read(e->rfd, e->data + e->len, e->cap - e->len);
         if (r > 0) {
             e->len += (size_t)r;
@@ -121,9 +123,17 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
             continue;
         if (r < 0 && errno == EAGAIN)
             return 0;
-        return r == 0 ? 1 : -1;
+        if (r == 0)
+            return 1;
+        e->lost = errno;
+        return -1;
     }
     return 0;
+}
+
+void fwd_pipe_lost(struct fwd_task *f, uint32_t k, int err)
+{
+    f->e[k].lost = err;
 }
 
 void fwd_close_pipe(struct fwd_task *f, uint32_t k)
@@ -173,6 +183,10 @@ int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msg
         }
     if (status != 0)
         return 0; /* data of a failed task is dropped */
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].lost)
+            return pmc_errorf(err, "Task %s: forwarding pipe %s: %s", task_name, f->e[i].src,
+                              strerror(f->e[i].lost));
     for (uint32_t i = 0; i < f->n; i++)
         if (f->e[i].kind == DAG_FORWARD_FILE && fwd_read_file(&f->e[i], task_name, err) < 0)
             return -1;

@@ -44,6 +44,7 @@ struct fwd_entry {
     int rfd, wfd;  /* pipe ends, -1 when closed */
     uint8_t *data; /* what was read, owned */
     size_t len, cap;
+    int lost; /* a pipe read, or its watch, failed with this errno (0: none) */
 };
 
 struct fwd_task {
@@ -72,7 +73,8 @@ int fwd_child_env(struct fwd_task *f, char **envp);
 void fwd_close_write_ends(struct fwd_task *f);
 
 /* Read what pipe k (an index into e[]) has now.  Returns 1 at end of file,
- * 0 when it would block, -1 on a read error or out of memory.  The read end
+ * 0 when it would block, -1 on a read error or out of memory (recorded in
+ * e[k].lost: data may be lost, so fwd_finish() fails the task).  The read end
  * stays open: the caller takes it out of its epoll set first, then calls
  * fwd_close_pipe() (closing first would let another thread's new
  * descriptor, a launcher's pidfd for one, take the number before the
@@ -87,12 +89,20 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most);
 /* Close pipe k's read end (no-op when closed). */
 void fwd_close_pipe(struct fwd_task *f, uint32_t k);
 
+/* Pipe k can no longer be watched (epoll_ctl failed with errno err): the
+ * caller closes it, and what the task writes after is lost, so the task
+ * fails as after a failed read (e[k].lost). */
+void fwd_pipe_lost(struct fwd_task *f, uint32_t k, int err);
+
 /* After the task exited with status (its pipes already out of any epoll
  * set): drain and close the pipes; if status
  * is 0, read and delete the -F files and pack every forward's data into
  * pack (msg_pack_fwd_data blocks; pack->count blocks).  Returns 0, or -1
  * with err "Task NAME: PATH is not a file" (or another reason) when a -F
- * file cannot be forwarded: the task then counts as failed. */
+ * file cannot be forwarded, or "Task NAME: forwarding pipe VAR: REASON"
+ * when a pipe's data may be lost (e[k].lost): the task then counts as
+ * failed (the engine gives it status 256), never as a success whose
+ * output is missing. */
 int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
                struct pmc_error *err);
 

@@ -182,7 +182,8 @@ static void launcher_launch(struct launcher *l, uint32_t i)
  * bytes, so that a writer that never pauses does not keep the reaper and
  * signals waiting: the event fires again), so that the writer does not
  * wait for its task's end, then arm it again; at its end or on an error
- * it leaves the set and is closed (forward.h).  A stale event (the slot was
+ * it leaves the set and is closed (forward.h; after an error the task
+ * fails: fwd_finish()).  A stale event (the slot was
  * reaped, perhaps launched again: another generation) finds the slot
  * unwatched, or watched for another launch, and does nothing. */
 static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint32_t gen)
@@ -195,8 +196,12 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         int fd = f->e[k].rfd;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
                                  .data.u64 = pipe_event(i, k, gen)};
-        if (fwd_read_pipe_some(f, k, LAUNCHER_PIPE_READ_MAX) != 0 ||
-            epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
+        int rc = fwd_read_pipe_some(f, k, LAUNCHER_PIPE_READ_MAX);
+        if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
+            fwd_pipe_lost(f, k, errno); /* unwatched, the task would block on it */
+            rc = -1;
+        }
+        if (rc != 0) {
             epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
             fwd_close_pipe(f, k);
         }

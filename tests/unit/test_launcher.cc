@@ -314,7 +314,7 @@ struct FileForwards {
     {
         f.e = static_cast<fwd_entry *>(calloc(srcs.size(), sizeof *f.e));
         for (size_t k = 0; k < srcs.size(); k++)
-            f.e[k] = fwd_entry{DAG_FORWARD_FILE, strdup(srcs[k].c_str()), -1, -1, nullptr, 0, 0};
+            f.e[k] = fwd_entry{DAG_FORWARD_FILE, strdup(srcs[k].c_str()), -1, -1, nullptr, 0, 0, 0};
         f.n = f.cap = (uint32_t)srcs.size();
     }
     ~FileForwards()
@@ -385,7 +385,7 @@ struct PipeForwards {
             int p[2] = {-1, -1};
             EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
             fcntl(p[0], F_SETFL, O_NONBLOCK);
-            f.e[k] = fwd_entry{DAG_FORWARD_PIPE, strdup("V"), p[0], p[1], nullptr, 0, 0};
+            f.e[k] = fwd_entry{DAG_FORWARD_PIPE, strdup("V"), p[0], p[1], nullptr, 0, 0, 0};
             write_ends.push_back(p[1]);
         }
         f.n = f.cap = f.npipes = (uint32_t)n;
@@ -468,6 +468,29 @@ TEST(Forward, ReadPipeSomeStopsAfterWhatWasAskedFor)
     fw.close_write_ends();
     EXPECT_EQ(fwd_read_pipe(&fw.f, 0), 1);
     EXPECT_EQ(std::string((const char *)fw.f.e[0].data, fw.f.e[0].len), data);
+}
+
+// A pipe read that fails (here a directory given as the read end: EISDIR)
+// is recorded, and fwd_finish() then fails a task that exited 0 (its
+// output may be lost: the engine gives it status 256) and says why; a task
+// that failed anyway keeps its own status.
+TEST(Forward, AFailedPipeReadFailsATaskThatSucceeded)
+{
+    TempDir dir("pmc-forward-test");
+    PipeForwards fw(1);
+    close(fw.f.e[0].rfd);
+    fw.f.e[0].rfd = open(dir.dir().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(fw.f.e[0].rfd, 0);
+    EXPECT_EQ(fwd_read_pipe(&fw.f, 0), -1);
+    EXPECT_EQ(fw.f.e[0].lost, EISDIR);
+    struct msgbuf pack = {};
+    struct pmc_error err;
+    EXPECT_EQ(fwd_finish(&fw.f, "t0", 1 << 8, &pack, &err), 0) << "a failed task's data is dropped";
+    EXPECT_EQ(fwd_finish(&fw.f, "t0", 0, &pack, &err), -1);
+    EXPECT_NE(std::string(err.text).find("Task t0: forwarding pipe V: "), std::string::npos)
+        << err.text;
+    EXPECT_EQ(pack.len, 0u);
+    msg_free(&pack);
 }
 
 // What a failed task wrote to its pipes is read while it runs (it would
