@@ -31,6 +31,10 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * forward_unwritable_dest: DEST under a regular file (pipe and file
     forwarding): "Task NAME failed due to collective I/O errors", the task
     fails (not DONE, counted failed), an unrelated task succeeds, exit 1.
+  * pipe_writers_large_and_cut_off: 16 tasks write 150-173 KB each through
+    a pipe (more than it holds, so it must be read while they run) and 8
+    write without end until their 0.3 s time limit stops them: every byte
+    of the first arrives, nothing of the others, which fail with 124.
   * maxfds: --maxfds 1, 20 tasks each forwarding to one of 10 files and to a
     common file: every line arrives exactly once in the right files.
   * jobstate_log: --jobstate-log on a 3-task DAG (one task exits 3) in a
@@ -428,6 +432,48 @@ class TaskIO(pmcrun.TestCase):
         done = pmcrun.parse_rescue(dag_path + ".rescue").done_set
         if done != {"fine"}:
             problems.append("rescue DONE set %s, expected ['fine']" % sorted(done))
+        self.check(problems, res)
+
+    def test_pipe_writers_large_and_cut_off(self):
+        """Tasks writing far more than a pipe holds, some stopped by their
+        time limit while their pipe is being read (with launcher threads,
+        a launcher may be reading it as the limit's signal comes): each
+        task that ended well forwards every byte, in one block; a task
+        stopped by its limit forwards nothing and fails with 124."""
+        lines, sizes, cut = [], {}, set()
+        for i in range(24):
+            n = "pw%02d" % i
+            if i % 3 == 0:
+                cut.add(n)
+                lines.append("TASK %s --time-limit 0.3 -f OUT=%s/cut.%s /bin/sh -c "
+                             "'head -c 400000000 /dev/zero >&$OUT'\n" % (n, self.tmp, n))
+            else:
+                sizes[n] = 150000 + 1000 * i
+                lines.append("TASK %s -f OUT=%s/big.%s /bin/sh -c "
+                             "'head -c %d /dev/zero >&$OUT; echo end >&$OUT'\n"
+                             % (n, self.tmp, n, sizes[n]))
+        dag_path = self.write("pw.dag", "".join(lines))
+        res = self.run_pmc(["--host-cpus", "8", dag_path], timeout=120)
+        problems = []
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1 (the cut-off tasks fail)" % res.returncode)
+        status = {r.name: r.status for r in res.tasks}
+        for n, size in sorted(sizes.items()):
+            data = None
+            if os.path.exists(self.path("big." + n)):
+                with open(self.path("big." + n), "rb") as f:
+                    data = f.read()
+            if status.get(n) != 0:
+                problems.append("%s: status %s, expected 0" % (n, status.get(n)))
+            elif data != b"\0" * size + b"end\n":
+                problems.append("%s: forwarded %s bytes, expected %d"
+                                % (n, None if data is None else len(data), size + 4))
+        for n in sorted(cut):
+            if status.get(n) != 124 << 8:
+                problems.append("%s: status %s, expected %d (its time limit)"
+                                % (n, status.get(n), 124 << 8))
+            if os.path.exists(self.path("cut." + n)):
+                problems.append("%s: a task stopped by its limit forwarded data" % n)
         self.check(problems, res)
 
     def test_maxfds(self):
