@@ -397,11 +397,10 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     struct slot *s = &a->slots[i];
     /* reaped by the pool (launcher.h) unless an abort is under way, its
      * -f pipes read by the pool while it runs and its -F files by its
-     * reaper; its start wakes
-     * the agent (wake_on_start) when the master wants a STARTED notice;
-     * its time limit, armed at the launch (early: the task starts later)
-     * and looked at again when it passes (agent_limits.c), is enforced
-     * through launcher_time_out() */
+     * reaper; its start wakes the agent (wake_on_start) when the master
+     * wants a STARTED notice; its time limit, armed at the launch (early:
+     * the task starts later) and looked at again when it passes
+     * (agent_limits.c), is enforced through launcher_time_out() */
     j->pool_reaps = !a->aborting;
     j->forwards = s->fwd;
     j->fwd_failed = false;

@@ -91,9 +91,9 @@ static void launcher_unwatch(struct launcher *l, uint32_t i)
 }
 
 /* The epoll data of slot i's pipe k (forwards.e[k]) for launch generation
- * gen: k + 1 in bits 32-39 (k < LAUNCHER_MAX_FORWARDS), so never a
- * pidfd's (nothing above the low 32 bits) nor an eventfd's (slot and gen
- * never all ones); gen above. */
+ * gen: k + 1 in bits 32-39, gen above them.  Never a pidfd's (those have
+ * nothing above the low 32 bits) nor an eventfd's (those have bits 32-39
+ * all set, and k + 1 <= LAUNCHER_MAX_FORWARDS < 0xff). */
 static uint64_t pipe_event(uint32_t i, uint32_t k, uint32_t gen)
 {
     return i | ((uint64_t)(k + 1) << 32) | ((uint64_t)gen << 40);
@@ -183,9 +183,9 @@ static void launcher_launch(struct launcher *l, uint32_t i)
  * signals waiting: the event fires again), so that the writer does not
  * wait for its task's end, then arm it again; at its end or on an error
  * it leaves the set and is closed (forward.h; after an error the task
- * fails: fwd_finish()).  A stale event (the slot was
- * reaped, perhaps launched again: another generation) finds the slot
- * unwatched, or watched for another launch, and does nothing. */
+ * fails: fwd_finish()).  A stale event (the slot was reaped, perhaps
+ * launched again: another generation) finds the slot unwatched, or
+ * watched for another launch, and does nothing. */
 static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint32_t gen)
 {
     uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_READING, gen) : 0;
