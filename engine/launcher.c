@@ -55,6 +55,8 @@ struct launcher {
     atomic_bool stop;
     atomic_bool wake_always;    /* launcher_wake_always() */
     atomic_int fail_watch;      /* launcher__fail_next_watch() */
+    atomic_uint hold_reads_us;  /* launcher__hold_reads() */
+    atomic_ulong pipe_reads;    /* launcher__pipe_reads() */
     atomic_ulong staged_starts; /* launcher_staged_starts() */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
@@ -197,6 +199,10 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
                                  .data.u64 = pipe_event(i, k, gen)};
         int rc = fwd_read_pipe_some(f, k, LAUNCHER_PIPE_READ_MAX);
+        atomic_fetch_add_explicit(&l->pipe_reads, 1, memory_order_relaxed);
+        unsigned hold = atomic_load_explicit(&l->hold_reads_us, memory_order_relaxed);
+        if (hold) /* a test's: the slot stays JOB_READING meanwhile */
+            usleep(hold);
         if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
             fwd_pipe_lost(f, k, errno); /* unwatched, the task would block on it */
             rc = -1;
@@ -478,6 +484,16 @@ void launcher_wake_always(struct launcher *l)
 void launcher__fail_next_watch(struct launcher *l, int err)
 {
     atomic_store_explicit(&l->fail_watch, err, memory_order_relaxed);
+}
+
+void launcher__hold_reads(struct launcher *l, unsigned us)
+{
+    atomic_store_explicit(&l->hold_reads_us, us, memory_order_relaxed);
+}
+
+uint64_t launcher__pipe_reads(const struct launcher *l)
+{
+    return atomic_load_explicit(&l->pipe_reads, memory_order_relaxed);
 }
 
 uint32_t launcher_default_threads(uint32_t cpus)

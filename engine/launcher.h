@@ -273,6 +273,12 @@ void launcher_wake_always(struct launcher *l);
  * of the set again). */
 void launcher__fail_next_watch(struct launcher *l, int err);
 
+/* Tests: every pipe read from now on keeps its slot JOB_READING for us
+ * microseconds more (0: no more), so that a signal or a reap meets a read
+ * under way; and the pipe reads done so far.  Any thread. */
+void launcher__hold_reads(struct launcher *l, unsigned us);
+uint64_t launcher__pipe_reads(const struct launcher *l);
+
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);
 

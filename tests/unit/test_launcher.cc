@@ -470,6 +470,30 @@ TEST(Forward, ReadPipeSomeStopsAfterWhatWasAskedFor)
     EXPECT_EQ(std::string((const char *)fw.f.e[0].data, fw.f.e[0].len), data);
 }
 
+// A signal sent while a launcher reads the task's pipe (held there 1 s by
+// the test hook) waits for the read to end, then reaches the task: the
+// slot is still the task's (JOB_READING is not JOB_IDLE).
+TEST_F(LauncherPool, SignalDuringAPipeReadWaitsForItAndArrives)
+{
+    start(1, 2);
+    PipeForwards fw(1);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    launcher__hold_reads(pool_, 1000000);
+    submit(0, {"/bin/sh", "-c", "echo x >&3; exec sleep 30"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
+        usleep(1000);
+    ASSERT_GE(launcher__pipe_reads(pool_), 1u) << "the pool never read the pipe";
+    launcher__hold_reads(pool_, 0); // the read under way still holds its slot
+    EXPECT_TRUE(launcher_signal(pool_, 0, SIGKILL)) << "a task being read is still running";
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 0)->status, SIGKILL);
+}
+
 // A pipe read that fails (here a directory given as the read end: EISDIR)
 // is recorded, and fwd_finish() then fails a task that exited 0 (its
 // output may be lost: the engine gives it status 256) and says why; a task
