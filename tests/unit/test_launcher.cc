@@ -494,6 +494,35 @@ TEST_F(LauncherPool, SignalDuringAPipeReadWaitsForItAndArrives)
     EXPECT_EQ(launcher_job(pool_, 0)->status, SIGKILL);
 }
 
+// A task that exits while a launcher reads its pipe (held there 1 s) is
+// reaped by the other launcher only once the read is over: its data is
+// forwarded whole, nothing is lost, and the slot ends unwatched (no
+// signal reaches it after).
+TEST_F(LauncherPool, ReapDuringAPipeReadWaitsForIt)
+{
+    start(2, 2);
+    PipeForwards fw(1);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    launcher__hold_reads(pool_, 1000000);
+    submit(0, {"/bin/sh", "-c", "echo x >&3"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
+        usleep(1000);
+    launcher__hold_reads(pool_, 0);
+    ASSERT_TRUE(take_exited(&i));
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 0);
+    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_EQ(pack_blocks(&j->fwd_pack)[0], "x\n");
+    usleep(1200000); // a read that outlived the reap would be over by now
+    EXPECT_EQ(fw.f.e[0].lost, 0) << "a read went on after the reap";
+    EXPECT_FALSE(launcher_signal(pool_, 0, SIGTERM)) << "the reaped slot is watched again";
+}
+
 // A pipe read that fails (here a directory given as the read end: EISDIR)
 // is recorded, and fwd_finish() then fails a task that exited 0 (its
 // output may be lost: the engine gives it status 256) and says why; a task
