@@ -36,6 +36,34 @@ using namespace testutil;
 namespace
 {
 
+// A task's -f pipes as the agent prepares them (forward.h): read ends
+// non-blocking, the write ends for the task's descriptors 3, 4, ...
+struct PipeForwards {
+    struct fwd_task f = {};
+    std::vector<int> write_ends;
+    explicit PipeForwards(size_t n)
+    {
+        f.e = static_cast<fwd_entry *>(calloc(n, sizeof *f.e));
+        for (size_t k = 0; k < n; k++) {
+            int p[2] = {-1, -1};
+            EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
+            fcntl(p[0], F_SETFL, O_NONBLOCK);
+            f.e[k] = fwd_entry{DAG_FORWARD_PIPE, strdup("V"), p[0], p[1], nullptr, 0, 0, 0};
+            write_ends.push_back(p[1]);
+        }
+        f.n = f.cap = f.npipes = (uint32_t)n;
+    }
+    // The agent closes its write ends once the task started.
+    void close_write_ends()
+    {
+        fwd_close_write_ends(&f);
+    }
+    ~PipeForwards()
+    {
+        fwd_free(&f);
+    }
+};
+
 // A pool of nthreads for nslots slots waking a mailbox of the test's.
 class LauncherPool : public TempDirTest
 {
@@ -150,6 +178,26 @@ class LauncherPool : public TempDirTest
     bool take(uint32_t *i)
     {
         return poll_within_10s(launcher_take, i);
+    }
+    // Submit argv as slot 0's reaped job with fw's pipe as descriptor 3 and
+    // pipe reads held for 1 s (launcher__hold_reads()), take its
+    // completion, close the write ends (as the agent does then) and wait
+    // for the first read to begin; then stop holding later reads.  Returns
+    // with that read holding the slot, or fails the test.
+    void submit_with_a_held_read(PipeForwards &fw, std::vector<std::string> argv)
+    {
+        launcher_job(pool_, 0)->forwards = fw.f;
+        forward_fds_ = fw.write_ends;
+        launcher__hold_reads(pool_, 1000000);
+        submit(0, std::move(argv), true);
+        forward_fds_.clear();
+        uint32_t i;
+        ASSERT_TRUE(take(&i));
+        fw.close_write_ends();
+        for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
+            usleep(1000);
+        ASSERT_GE(launcher__pipe_reads(pool_), 1u) << "the pool never read the pipe";
+        launcher__hold_reads(pool_, 0); // the read under way still holds its slot
     }
     // taker(pool_, i) every millisecond until it gives a slot (true) or
     // 10 s pass.
@@ -370,37 +418,6 @@ TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
     close(e);
 }
 
-// A reaped launch's -f pipes (engine/forward.h): the task gets the write
-// ends as descriptors 3, 4, ...; the pool reads the read ends while it
-// runs, so that a task writing more than a pipe holds (64 KiB) does not
-// block, and after a 0 exit its reaper packs what each pipe gave into the
-// job's fwd_pack, as the agent does for the tasks it reaps.
-struct PipeForwards {
-    struct fwd_task f = {};
-    std::vector<int> write_ends;
-    explicit PipeForwards(size_t n)
-    {
-        f.e = static_cast<fwd_entry *>(calloc(n, sizeof *f.e));
-        for (size_t k = 0; k < n; k++) {
-            int p[2] = {-1, -1};
-            EXPECT_EQ(pipe2(p, O_CLOEXEC), 0);
-            fcntl(p[0], F_SETFL, O_NONBLOCK);
-            f.e[k] = fwd_entry{DAG_FORWARD_PIPE, strdup("V"), p[0], p[1], nullptr, 0, 0, 0};
-            write_ends.push_back(p[1]);
-        }
-        f.n = f.cap = f.npipes = (uint32_t)n;
-    }
-    // The agent closes its write ends once the task started.
-    void close_write_ends()
-    {
-        fwd_close_write_ends(&f);
-    }
-    ~PipeForwards()
-    {
-        fwd_free(&f);
-    }
-};
-
 // The blocks of a fwd_pack: forward index -> data.
 static std::map<uint32_t, std::string> pack_blocks(const struct msgbuf *b)
 {
@@ -415,6 +432,11 @@ static std::map<uint32_t, std::string> pack_blocks(const struct msgbuf *b)
     return blocks;
 }
 
+// A reaped launch's -f pipes (engine/forward.h): the task gets the write
+// ends as descriptors 3, 4, ...; the pool reads the read ends while it
+// runs, so that a task writing more than a pipe holds (64 KiB) does not
+// block, and after a 0 exit its reaper packs what each pipe gave into the
+// job's fwd_pack, as the agent does for the tasks it reaps.
 TEST_F(LauncherPool, ReapedLaunchReadsItsPipesWhileItRuns)
 {
     const uint32_t jobs = 4;
@@ -477,18 +499,9 @@ TEST_F(LauncherPool, SignalDuringAPipeReadWaitsForItAndArrives)
 {
     start(1, 2);
     PipeForwards fw(1);
-    launcher_job(pool_, 0)->forwards = fw.f;
-    forward_fds_ = fw.write_ends;
-    launcher__hold_reads(pool_, 1000000);
-    submit(0, {"/bin/sh", "-c", "echo x >&3; exec sleep 30"}, true);
-    forward_fds_.clear();
+    ASSERT_NO_FATAL_FAILURE(
+        submit_with_a_held_read(fw, {"/bin/sh", "-c", "echo x >&3; exec sleep 30"}));
     uint32_t i;
-    ASSERT_TRUE(take(&i));
-    fw.close_write_ends();
-    for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
-        usleep(1000);
-    ASSERT_GE(launcher__pipe_reads(pool_), 1u) << "the pool never read the pipe";
-    launcher__hold_reads(pool_, 0); // the read under way still holds its slot
     EXPECT_TRUE(launcher_signal(pool_, 0, SIGKILL)) << "a task being read is still running";
     ASSERT_TRUE(take_exited(&i));
     EXPECT_EQ(launcher_job(pool_, 0)->status, SIGKILL);
@@ -502,17 +515,8 @@ TEST_F(LauncherPool, ReapDuringAPipeReadWaitsForIt)
 {
     start(2, 2);
     PipeForwards fw(1);
-    launcher_job(pool_, 0)->forwards = fw.f;
-    forward_fds_ = fw.write_ends;
-    launcher__hold_reads(pool_, 1000000);
-    submit(0, {"/bin/sh", "-c", "echo x >&3"}, true);
-    forward_fds_.clear();
+    ASSERT_NO_FATAL_FAILURE(submit_with_a_held_read(fw, {"/bin/sh", "-c", "echo x >&3"}));
     uint32_t i;
-    ASSERT_TRUE(take(&i));
-    fw.close_write_ends();
-    for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
-        usleep(1000);
-    launcher__hold_reads(pool_, 0);
     ASSERT_TRUE(take_exited(&i));
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 0);
