@@ -131,11 +131,6 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
     return 0;
 }
 
-void fwd_pipe_lost(struct fwd_task *f, uint32_t k, int err)
-{
-    f->e[k].lost = err;
-}
-
 void fwd_close_pipe(struct fwd_task *f, uint32_t k)
 {
     if (f->e[k].rfd >= 0)

@@ -44,7 +44,9 @@ struct fwd_entry {
     int rfd, wfd;  /* pipe ends, -1 when closed */
     uint8_t *data; /* what was read, owned */
     size_t len, cap;
-    int lost; /* a pipe read, or its watch, failed with this errno (0: none) */
+    int lost; /* a pipe read, or its watch, failed with this errno (0: none;
+               * set by the reader, which then closes the pipe: fwd_finish()
+               * fails the task) */
 };
 
 struct fwd_task {
@@ -88,11 +90,6 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most);
 
 /* Close pipe k's read end (no-op when closed). */
 void fwd_close_pipe(struct fwd_task *f, uint32_t k);
-
-/* Pipe k can no longer be watched (epoll_ctl failed with errno err): the
- * caller closes it, and what the task writes after is lost, so the task
- * fails as after a failed read (e[k].lost). */
-void fwd_pipe_lost(struct fwd_task *f, uint32_t k, int err);
 
 /* After the task exited with status (its pipes already out of any epoll
  * set): drain and close the pipes; if status

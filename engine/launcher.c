@@ -101,6 +101,14 @@ static uint64_t pipe_event(uint32_t i, uint32_t k, uint32_t gen)
     return i | ((uint64_t)(k + 1) << 32) | ((uint64_t)gen << 40);
 }
 
+/* The slot, pipe index and generation of pipe_event() data d. */
+static void pipe_event_parts(uint64_t d, uint32_t *i, uint32_t *k, uint32_t *gen)
+{
+    *i = (uint32_t)d;
+    *k = (uint32_t)(d >> 32 & 0xff) - 1;
+    *gen = (uint32_t)(d >> 40);
+}
+
 /* Take slot i's open pipes out of the pool's epoll set (after
  * launcher_unwatch(): no reader holds them), before they are closed. */
 static void launcher_unwatch_pipes(struct launcher *l, uint32_t i)
@@ -111,14 +119,13 @@ static void launcher_unwatch_pipes(struct launcher *l, uint32_t i)
             epoll_ctl(l->epfd, EPOLL_CTL_DEL, f->e[k].rfd, NULL);
 }
 
-/* Watch slot i's task: its open -f pipes (one-shot, re-armed after each
- * read), then its pidfd (one-shot), so that no reaper runs before every
- * pipe is in the set.  0, or the errno of the epoll_ctl that failed (its
- * pipes then out of the set again). */
-static int launcher_watch(struct launcher *l, uint32_t i)
+/* Watch slot i's task, launch generation gen: its open -f pipes (one-shot,
+ * re-armed after each read), then its pidfd (one-shot), so that no reaper
+ * runs before every pipe is in the set.  0, or the errno of the epoll_ctl
+ * that failed (its pipes then out of the set again). */
+static int launcher_watch(struct launcher *l, uint32_t i, uint32_t gen)
 {
     struct launch_job *j = &l->jobs[i];
-    uint32_t gen = JOB_GEN(atomic_load_explicit(&l->state[i], memory_order_relaxed));
     int e = 0;
     for (uint32_t k = 0; e == 0 && k < j->forwards.n; k++) {
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
@@ -152,9 +159,10 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
     /* read before the push: the job's inputs are the agent's after it */
     bool reaps = j->pool_reaps && j->err == 0, wake = j->wake_on_start;
+    uint32_t gen = 0;
     if (reaps) { /* before the push: launcher_signal() may come right after */
-        uint32_t gen = (JOB_GEN(atomic_load_explicit(&l->state[i], memory_order_relaxed)) + 1) &
-                       JOB_GEN_MASK; /* a new launch: earlier pipe events are stale */
+        gen = (JOB_GEN(atomic_load_explicit(&l->state[i], memory_order_relaxed)) + 1) &
+              JOB_GEN_MASK; /* a new launch: earlier pipe events are stale */
         atomic_store_explicit(&l->state[i], JOB_WATCHED | gen << JOB_STATE_BITS,
                               memory_order_relaxed);
     }
@@ -163,7 +171,7 @@ static void launcher_launch(struct launcher *l, uint32_t i)
         mailbox_notify(l->wake);
         return;
     }
-    int e = launcher_watch(l, i);
+    int e = launcher_watch(l, i, gen);
     if (e == 0) {
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
@@ -204,7 +212,7 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         if (hold) /* a test's: the slot stays JOB_READING meanwhile */
             usleep(hold);
         if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
-            fwd_pipe_lost(f, k, errno); /* unwatched, the task would block on it */
+            f->e[k].lost = errno; /* unwatched, the task would block on it: it fails */
             rc = -1;
         }
         if (rc != 0) {
@@ -227,9 +235,11 @@ static void launcher_start_staged(struct launcher *l, uint32_t k)
     launcher_launch(l, k);
 }
 
-/* Read and delete job j's -F files after its task's 0 exit, into its
- * fwd_pack; one that cannot be forwarded fails the task (status 256, the
- * agent's own path: agent_task.c). */
+/* After its task's exit, drain and close job j's -f pipes and, after a 0
+ * exit, read and delete its -F files, packing every forward's data into
+ * its fwd_pack (fwd_finish()); a file that cannot be forwarded, or a pipe
+ * whose data may be lost, fails the task (status 256, the agent's own
+ * path: agent_task.c). */
 static void launcher_forward(struct launch_job *j)
 {
     if (j->forwards.n == 0)
@@ -316,8 +326,9 @@ static void *launcher_main(void *arg)
             } else if (d == LAUNCHER_STOP_EVENT) {
                 continue;
             } else if (d >> 32) {
-                launcher_read_pipe(l, (uint32_t)d, (uint32_t)(d >> 32 & 0xff) - 1,
-                                   (uint32_t)(d >> 40));
+                uint32_t slot, pipe, gen;
+                pipe_event_parts(d, &slot, &pipe, &gen);
+                launcher_read_pipe(l, slot, pipe, gen);
             } else {
                 launcher_reap(l, (uint32_t)d);
             }
