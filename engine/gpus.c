@@ -127,6 +127,11 @@ static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
         return 0;
     uint32_t count[NBACKENDS] = {0}, best = 0;
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* OpenCL and GL devices are not counted, and hwloc's OpenCL component
+     * starts every OpenCL driver (CUDA's initialisation for NVIDIA's): ~200
+     * ms on the H100 VM of docs/performance.md section 22 */
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
     if (hwloc_topology_load(t) == 0) {
         for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;) {
             for (size_t b = 0; o->name && b < NBACKENDS; b++) {

@@ -4,6 +4,7 @@
 #include "engine/transport.h"
 
 #include <mpi.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,10 +60,30 @@ static void transport_wait_quietly(MPI_Request *req)
     }
 }
 
+/* hwloc's GPU discovery components, kept out of the topology MPICH loads
+ * inside MPI_Init_thread (hwloc's HWLOC_COMPONENTS syntax: "-name"
+ * excludes a component, the others stay; names hwloc does not have are
+ * skipped).  MPICH loads the topology with its I/O devices, and where
+ * hwloc's plugins are installed its OpenCL component starts every OpenCL
+ * driver, NVIDIA's by initialising CUDA: on the 16-core H100 VM of
+ * docs/performance.md section 22, MPI_Init_thread alone took 250-290 ms
+ * of wall and ~240 ms of CPU, ~200 ms of it there, against ~25 ms on the
+ * 2-core VM with no GPU.  The engine sends host memory only, so MPICH
+ * needs no GPU in its topology; the engine's own GPU probe (gpus.c) loads
+ * its own topology. */
+#define MPI_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
+
 int transport_init(int *argc, char ***argv, struct pmc_error *err)
 {
     int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+    /* only while MPI starts, and never over the user's own setting: the
+     * tasks inherit the environment as it was */
+    bool hide = !getenv("HWLOC_COMPONENTS") && setenv("HWLOC_COMPONENTS",
+                                                      MPI_HWLOC_COMPONENTS, 0) == 0;
+    int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
+    if (hide)
+        unsetenv("HWLOC_COMPONENTS");
+    if (rc != MPI_SUCCESS)
         return pmc_errorf(err, "MPI_Init_thread failed");
     if (provided < MPI_THREAD_MULTIPLE) {
         pmc_errorf(err, "the MPI library does not provide MPI_THREAD_MULTIPLE");

@@ -34,10 +34,14 @@ time limits, the batch job's end, threaded tasks.
     value the user set is kept; --no-thread-env sets none; with
     --set-affinity OMP_PLACES lists exactly the task's CPUs (PMC_AFFINITY)
     and OMP_PROC_BIND=close.
+  * hwloc_env: a task sees HWLOC_COMPONENTS as pmc-hybrid found it: unset
+    when it was (pmc-hybrid sets it only while MPI starts, to keep hwloc's
+    GPU components out of MPICH's topology), the user's value when set.
 """
 
 import os
 import re
+from unittest import mock
 import sys
 import time
 
@@ -313,6 +317,21 @@ class Beyond(pmcrun.TestCase):
             if places != cpus or len(cpus) != ncpu or m.group(3) != "close":
                 problems.append("PMC_AFFINITY=%s but OMP_PLACES=%s OMP_PROC_BIND=%s"
                                 % m.groups())
+        self.check(problems, res)
+
+    def test_hwloc_env(self):
+        dag = self.write_dag("h.dag", 'TASK h /bin/sh -c "echo H=${HWLOC_COMPONENTS-unset}."')
+        problems = []
+        with mock.patch.dict(os.environ):
+            os.environ.pop("HWLOC_COMPONENTS", None)
+            res = self.run_pmc([dag])
+        if res.returncode != 0 or "H=unset." not in res.stdout:
+            problems.append("without HWLOC_COMPONENTS: exit %s, the task printed %r (expected "
+                            "H=unset.)" % (res.returncode, res.stdout[:200]))
+        res = self.run_pmc(["-s", dag], env={"HWLOC_COMPONENTS": "-nosuch"})
+        if res.returncode != 0 or "H=-nosuch." not in res.stdout:
+            problems.append("with HWLOC_COMPONENTS=-nosuch: exit %s, the task printed %r"
+                            % (res.returncode, res.stdout[:200]))
         self.check(problems, res)
 
 
