@@ -36,7 +36,8 @@ time limits, the batch job's end, threaded tasks.
     and OMP_PROC_BIND=close.
   * hwloc_env: a task sees HWLOC_COMPONENTS as pmc-hybrid found it: unset
     when it was (pmc-hybrid sets it only while MPI starts, to keep hwloc's
-    GPU components out of MPICH's topology), the user's value when set.
+    GPU components out of MPICH's topology), the user's value when set,
+    an empty one too.
 """
 
 import os
@@ -328,10 +329,11 @@ class Beyond(pmcrun.TestCase):
         if res.returncode != 0 or "H=unset." not in res.stdout:
             problems.append("without HWLOC_COMPONENTS: exit %s, the task printed %r (expected "
                             "H=unset.)" % (res.returncode, res.stdout[:200]))
-        res = self.run_pmc(["-s", dag], env={"HWLOC_COMPONENTS": "-nosuch"})
-        if res.returncode != 0 or "H=-nosuch." not in res.stdout:
-            problems.append("with HWLOC_COMPONENTS=-nosuch: exit %s, the task printed %r"
-                            % (res.returncode, res.stdout[:200]))
+        for value in ("-nosuch", ""):
+            res = self.run_pmc(["-s", dag], env={"HWLOC_COMPONENTS": value})
+            if res.returncode != 0 or "H=%s." % value not in res.stdout:
+                problems.append("with HWLOC_COMPONENTS=%r: exit %s, the task printed %r"
+                                % (value, res.returncode, res.stdout[:200]))
         self.check(problems, res)
 
 
