@@ -2,6 +2,7 @@
 #include "engine/gpus.h"
 
 #include <ctype.h>
+#include <stdbool.h>
 #include <dirent.h>
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
@@ -111,6 +112,13 @@ int gpus__pci_may_have_gpu(const char *devices_dir)
     return found || devices == 0;
 }
 
+static const char *pci_devices_dir = "/sys/bus/pci/devices"; /* gpus__set_pci_dir() */
+
+void gpus__set_pci_dir(const char *devices_dir)
+{
+    pci_devices_dir = devices_dir ? devices_dir : "/sys/bus/pci/devices";
+}
+
 /* GPUs hwloc's I/O discovery sees: the largest count of one backend, and,
  * when near is given (n sets), the locality of devices 0..n-1 of the first
  * backend that has them.  Skipped (0) when sysfs lists PCI devices and none
@@ -120,7 +128,7 @@ int gpus__pci_may_have_gpu(const char *devices_dir)
  * section 13), for GPUs that cannot be there. */
 static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
 {
-    if (!gpus__pci_may_have_gpu("/sys/bus/pci/devices"))
+    if (!gpus__pci_may_have_gpu(pci_devices_dir))
         return 0;
     hwloc_topology_t t;
     if (hwloc_topology_init(&t) < 0)
@@ -152,17 +160,30 @@ static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
     return best;
 }
 
+/* Keep near (sets for at least g->n ids, malloc'd or NULL; taken over) as
+ * g->near when hwloc knew the locality of any of g's ids, else free it. */
+static void keep_near(struct gpu_ids *g, cpu_set_t *near)
+{
+    bool known = false;
+    for (uint32_t i = 0; near && i < g->n && !known; i++)
+        known = CPU_COUNT(&near[i]) > 0;
+    if (!known) {
+        free(near);
+        return;
+    }
+    cpu_set_t *fit = realloc(near, sizeof *near * g->n);
+    g->near = fit ? fit : near;
+}
+
 /* near[i] for each id, from hwloc; NULL (not an error) when it knows none. */
 static void find_locality(struct gpu_ids *g)
 {
-    if (g->n == 0 || !(g->near = calloc(g->n, sizeof *g->near)))
+    if (g->n == 0)
         return;
-    hwloc_gpus(g->near, g->n);
-    for (uint32_t i = 0; i < g->n; i++)
-        if (CPU_COUNT(&g->near[i]))
-            return;
-    free(g->near);
-    g->near = NULL;
+    cpu_set_t *near = calloc(g->n, sizeof *near);
+    if (near)
+        hwloc_gpus(near, g->n);
+    keep_near(g, near);
 }
 
 /* /dev/nvidia0, /dev/nvidia1, ... (not nvidiactl, nvidia-uvm). */
@@ -175,6 +196,22 @@ static uint32_t dev_nvidia(void)
     if (d)
         closedir(d);
     return n;
+}
+
+/* Steps 2 and 3 of gpus.h, with the locality of step 2's devices from the
+ * same hwloc load (a load with I/O devices took ~13 ms on the H100 VM of
+ * docs/performance.md section 22).  0, or -1 when out of memory. */
+static int discover_detected(struct gpu_ids *g)
+{
+    cpu_set_t *near = calloc(GPUS_MAX, sizeof *near);
+    uint32_t n = hwloc_gpus(near, near ? GPUS_MAX : 0);
+    const char *how = "hwloc";
+    if (n == 0 && (n = dev_nvidia()) > 0)
+        how = "/dev/nvidia*";
+    snprintf(g->source, sizeof g->source, "%s", how);
+    int rc = add_numbers(g, n);
+    keep_near(g, near);
+    return rc;
 }
 
 int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err)
@@ -195,18 +232,14 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     } else if (rc == 0 && list) {
         snprintf(out->source, sizeof out->source, "%s", var);
     } else if (rc == 0) {
-        uint32_t n = hwloc_gpus(NULL, 0);
-        const char *how = "hwloc";
-        if (n == 0 && (n = dev_nvidia()) > 0)
-            how = "/dev/nvidia*";
-        rc = add_numbers(out, n);
-        snprintf(out->source, sizeof out->source, "%s", how);
+        rc = discover_detected(out);
     }
+    if (rc == 0 && (list || override))
+        find_locality(out);
     if (rc < 0) {
         gpus_free(out);
         return pmc_errorf(err, "out of memory for the GPU ids");
     }
-    find_locality(out);
     return 0;
 }
 

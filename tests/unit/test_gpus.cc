@@ -1,9 +1,14 @@
 // test_gpus.cc - engine/gpus.h: the ids a host's tasks see: --host-gpus
 // alone ("0".."N-1"), an inherited visibility list (its words, in order),
 // the override of a list (its first N, or numbers when it is shorter),
-// gpus_format()'s lists and lengths, and the PCI class check that spares a
-// host without a GPU-class device hwloc's I/O discovery.
+// gpus_format()'s lists and lengths, the PCI class check that spares a
+// host without a GPU-class device hwloc's I/O discovery, and what hwloc
+// finds (an XML topology of two packages with a CUDA device each, through
+// HWLOC_XMLFILE): the count and each id's CPUs, found or inherited.
 #include <gtest/gtest.h>
+
+#include <sched.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -141,6 +146,105 @@ TEST_F(PciDirTest, UnreadableClassMeansAsk)
     device("0000:00:01.0", "0x020000");
     std::filesystem::create_directory(dir_ + "/0000:00:02.0"); // no "class" file
     EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
+}
+
+
+// Two packages of two CPUs, each with a CUDA device behind its own host
+// bridge; "cuda1" sits near CPUs 0-1 and "cuda0" near CPUs 2-3, so the ids
+// follow the device numbers, not the order hwloc lists them in.
+std::string package_xml(int i, int bus, const char *dev)
+{
+    char buf[2048];
+    unsigned cs = 3u << (2 * i), ns = 1u << i, g = 10u * (unsigned)(i + 1);
+    snprintf(buf, sizeof buf,
+             "<object type=\"Package\" os_index=\"%d\" cpuset=\"0x%x\" complete_cpuset=\"0x%x\" "
+             "nodeset=\"0x%x\" complete_nodeset=\"0x%x\" gp_index=\"%u\">\n"
+             "<object type=\"NUMANode\" os_index=\"%d\" cpuset=\"0x%x\" complete_cpuset=\"0x%x\" "
+             "nodeset=\"0x%x\" complete_nodeset=\"0x%x\" gp_index=\"%u\" "
+             "local_memory=\"1073741824\"/>\n"
+             "<object type=\"PU\" os_index=\"%d\" cpuset=\"0x%x\" complete_cpuset=\"0x%x\" "
+             "nodeset=\"0x%x\" complete_nodeset=\"0x%x\" gp_index=\"%u\"/>\n"
+             "<object type=\"PU\" os_index=\"%d\" cpuset=\"0x%x\" complete_cpuset=\"0x%x\" "
+             "nodeset=\"0x%x\" complete_nodeset=\"0x%x\" gp_index=\"%u\"/>\n"
+             "<object type=\"Bridge\" gp_index=\"%u\" bridge_type=\"0-1\" depth=\"0\" "
+             "bridge_pci=\"0000:[%02x-%02x]\">\n"
+             "<object type=\"PCIDev\" gp_index=\"%u\" pci_busid=\"0000:%02x:00.0\" "
+             "pci_type=\"0302 [10de:2330] [10de:16c1] a1\" pci_link_speed=\"0.000000\">\n"
+             "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" subtype=\"CUDA\" "
+             "osdev_type=\"5\"/>\n"
+             "</object>\n</object>\n</object>\n",
+             i, cs, cs, ns, ns, g, i, cs, cs, ns, ns, g + 1, 2 * i, 1u << (2 * i),
+             1u << (2 * i), ns, ns, g + 2, 2 * i + 1, 2u << (2 * i), 2u << (2 * i), ns, ns, g + 3,
+             g + 4, bus, bus, g + 5, bus, g + 6, dev);
+    return buf;
+}
+
+class DetectedGpusTest : public GpusTest
+{
+  protected:
+    void SetUp() override
+    {
+        GpusTest::SetUp();
+        const char *tmp = getenv("TMPDIR");
+        xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" +
+               std::to_string(getpid()) + ".xml";
+        std::ofstream(xml_) << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                            << "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+                            << "<topology version=\"2.0\">\n"
+                            << "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
+                               "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" nodeset=\"0x3\" "
+                               "complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
+                            << package_xml(0, 1, "cuda1") << package_xml(1, 2, "cuda0")
+                            << "</object>\n</topology>\n";
+        setenv("HWLOC_XMLFILE", xml_.c_str(), 1);
+        gpus__set_pci_dir((xml_ + ".missing").c_str()); // unreadable: ask hwloc
+    }
+    void TearDown() override
+    {
+        unsetenv("HWLOC_XMLFILE");
+        gpus__set_pci_dir(nullptr);
+        std::filesystem::remove(xml_);
+        GpusTest::TearDown();
+    }
+    std::vector<int> near(uint32_t i)
+    {
+        std::vector<int> cpus;
+        for (int c = 0; g_.near && i < g_.n && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &g_.near[i]))
+                cpus.push_back(c);
+        return cpus;
+    }
+    std::string xml_;
+};
+
+TEST_F(DetectedGpusTest, HwlocCountsThemAndPlacesEach)
+{
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"0", "1"}));
+    EXPECT_STREQ(g_.source, "hwloc");
+    ASSERT_NE(g_.near, nullptr);
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3})); // cuda0
+    EXPECT_EQ(near(1), (std::vector<int>{0, 1})); // cuda1
+}
+
+TEST_F(DetectedGpusTest, AnInheritedListIsPlacedByCudasNumbers)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "7,5", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"7", "5"}));
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3})); // the first visible device: cuda0
+    EXPECT_EQ(near(1), (std::vector<int>{0, 1}));
+}
+
+TEST_F(DetectedGpusTest, NoGpuClassOnThePciBusSkipsHwloc)
+{
+    std::string dir = xml_ + ".pci";
+    std::filesystem::create_directories(dir + "/0000:00:01.0");
+    std::ofstream(dir + "/0000:00:01.0/class") << "0x020000\n"; // Ethernet only
+    gpus__set_pci_dir(dir.c_str());
+    ids(false, 0);
+    std::filesystem::remove_all(dir);
+    // the XML's two GPUs went uncounted: none, or /dev/nvidia*'s on a GPU machine
+    EXPECT_TRUE(g_.n == 0 || std::string(g_.source) == "/dev/nvidia*") << g_.source;
+    EXPECT_EQ(g_.near, nullptr);
 }
 
 } // namespace
