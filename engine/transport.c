@@ -78,8 +78,8 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err)
     int provided = 0;
     /* only while MPI starts, and never over the user's own setting: the
      * tasks inherit the environment as it was */
-    bool hide = !getenv("HWLOC_COMPONENTS") && setenv("HWLOC_COMPONENTS",
-                                                      MPI_HWLOC_COMPONENTS, 0) == 0;
+    bool hide =
+        !getenv("HWLOC_COMPONENTS") && setenv("HWLOC_COMPONENTS", MPI_HWLOC_COMPONENTS, 0) == 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     if (hide)
         unsetenv("HWLOC_COMPONENTS");

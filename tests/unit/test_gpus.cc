@@ -148,7 +148,6 @@ TEST_F(PciDirTest, UnreadableClassMeansAsk)
     EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
 }
 
-
 // Two packages of two CPUs, each with a CUDA device behind its own host
 // bridge; "cuda1" sits near CPUs 0-1 and "cuda0" near CPUs 2-3, so the ids
 // follow the device numbers, not the order hwloc lists them in.
@@ -173,9 +172,9 @@ std::string package_xml(int i, int bus, const char *dev)
              "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" subtype=\"CUDA\" "
              "osdev_type=\"5\"/>\n"
              "</object>\n</object>\n</object>\n",
-             i, cs, cs, ns, ns, g, i, cs, cs, ns, ns, g + 1, 2 * i, 1u << (2 * i),
-             1u << (2 * i), ns, ns, g + 2, 2 * i + 1, 2u << (2 * i), 2u << (2 * i), ns, ns, g + 3,
-             g + 4, bus, bus, g + 5, bus, g + 6, dev);
+             i, cs, cs, ns, ns, g, i, cs, cs, ns, ns, g + 1, 2 * i, 1u << (2 * i), 1u << (2 * i),
+             ns, ns, g + 2, 2 * i + 1, 2u << (2 * i), 2u << (2 * i), ns, ns, g + 3, g + 4, bus, bus,
+             g + 5, bus, g + 6, dev);
     return buf;
 }
 
@@ -186,8 +185,8 @@ class DetectedGpusTest : public GpusTest
     {
         GpusTest::SetUp();
         const char *tmp = getenv("TMPDIR");
-        xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" +
-               std::to_string(getpid()) + ".xml";
+        xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" + std::to_string(getpid()) +
+               ".xml";
         std::ofstream(xml_) << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
                             << "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
                             << "<topology version=\"2.0\">\n"
