@@ -72,7 +72,8 @@ int gpus__pci_may_have_gpu(const char *devices_dir);
 /* The devices_dir gpus_discover() checks with gpus__pci_may_have_gpu()
  * (NULL: /sys/bus/pci/devices again).  For the tests, which point hwloc
  * at an XML topology with GPUs (HWLOC_XMLFILE) on a machine without any.
- * Not thread-safe; call before gpus_discover(). */
+ * The string is kept, not copied: it must outlive those calls.  Not
+ * thread-safe; call before gpus_discover(). */
 void gpus__set_pci_dir(const char *devices_dir);
 
 #ifdef __cplusplus

@@ -196,7 +196,8 @@ class DetectedGpusTest : public GpusTest
                             << package_xml(0, 1, "cuda1") << package_xml(1, 2, "cuda0")
                             << "</object>\n</topology>\n";
         setenv("HWLOC_XMLFILE", xml_.c_str(), 1);
-        gpus__set_pci_dir((xml_ + ".missing").c_str()); // unreadable: ask hwloc
+        missing_ = xml_ + ".missing";
+        gpus__set_pci_dir(missing_.c_str()); // unreadable: ask hwloc
     }
     void TearDown() override
     {
@@ -213,7 +214,7 @@ class DetectedGpusTest : public GpusTest
                 cpus.push_back(c);
         return cpus;
     }
-    std::string xml_;
+    std::string xml_, missing_;
 };
 
 TEST_F(DetectedGpusTest, HwlocCountsThemAndPlacesEach)
