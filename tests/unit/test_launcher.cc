@@ -1,6 +1,6 @@
 // test_launcher.cc - unit tests of engine/launcher.h: the pool size
-// without --launch-threads (launcher_default_threads: none below 6 CPUs,
-// one per 2 CPUs from 6 on, capped at LAUNCHER_MAX_THREADS), and the pool
+// without --launch-threads (launcher_default_threads: none below 8 CPUs,
+// one per 2 CPUs from 8 on, capped at LAUNCHER_MAX_THREADS), and the pool
 // itself: a started job's pid and pidfd handed back for the caller to
 // reap, a failed spawn's error, reaped launches (completed without a
 // wake-up, then watched and reaped by the pool: their wait status and
@@ -890,16 +890,14 @@ TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
 }
 
-TEST(LauncherDefault, NoPoolBelowSixCpus)
+TEST(LauncherDefault, NoPoolBelowEightCpus)
 {
-    for (uint32_t cpus : {0u, 1u, 2u, 4u, 5u})
+    for (uint32_t cpus : {0u, 1u, 2u, 4u, 7u})
         EXPECT_EQ(launcher_default_threads(cpus), 0u) << cpus << " CPUs";
 }
 
-TEST(LauncherDefault, OnePerTwoCpusFromSix)
+TEST(LauncherDefault, OnePerTwoCpusFromEight)
 {
-    EXPECT_EQ(launcher_default_threads(6), 3u);
-    EXPECT_EQ(launcher_default_threads(7), 3u);
     EXPECT_EQ(launcher_default_threads(8), 4u);
     EXPECT_EQ(launcher_default_threads(9), 4u);
     EXPECT_EQ(launcher_default_threads(11), 5u);
