@@ -361,8 +361,9 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
     /* the pool is sized from the CPUs that can run it: --host-cpus 8 on a
-     * 2-CPU machine (tests, benchmarks), or a rank bound to one core, gets
-     * none */
+     * 2-CPU machine (tests, benchmarks), or a rank bound to one core with
+     * --keep-affinity, gets none (without it, affinity_reset_inherited()
+     * has widened that binding to every CPU already, as PMC does) */
     ac.launch_threads =
         o->launch_threads_set
             ? o->launch_threads

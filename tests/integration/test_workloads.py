@@ -86,7 +86,9 @@ class Workloads(pmcrun.TestCase):
         """Without --launch-threads a host gets one launcher per 2 CPUs of
         min(--host-cpus, the CPUs this machine lets it run on), none below 8
         (engine/launcher.h), and runs montage-small with them; the agent's -v
-        line names the pool; a rank bound to one CPU gets none.  On a machine
+        line names the pool; a rank bound to one CPU gets none with
+        --keep-affinity, the default pool without (its binding is widened
+        to every CPU, as PMC does).  On a machine
         of fewer than 8 CPUs the default is always 0 (launcher_default_threads
         itself is unit-tested)."""
         usable = len(os.sched_getaffinity(0))
@@ -97,11 +99,17 @@ class Workloads(pmcrun.TestCase):
                 ("4", (), False, "4 CPUs, 0 launch threads (the agent thread"),
                 ("24", (), False, "24 CPUs, %d launch threads%s" % (
                     by_default, "" if by_default else " (the agent thread")),
-                # a rank bound to one core (mpiexec -bind-to core, taskset):
-                # its threads share that core, so no pool, however many
-                # CPUs the host has (on a host of 8 or more CPUs only this
-                # case tells the binding from the host's count)
-                ("24", (), True, "24 CPUs, 0 launch threads (the agent thread"),
+                # a rank bound to one core (mpiexec -bind-to core, taskset)
+                # that keeps its binding: its threads share that core, so
+                # no pool, however many CPUs the host has (on a host of 8
+                # or more CPUs only this case tells the binding from the
+                # host's count) ...
+                ("24", ("--keep-affinity",), True,
+                 "24 CPUs, 0 launch threads (the agent thread"),
+                # ... while by default the binding is widened to every CPU
+                # (PMC's reset), and the pool with it
+                ("24", (), True, "24 CPUs, %d launch threads%s" % (
+                    by_default, "" if by_default else " (the agent thread")),
                 ("24", ("--launch-threads", "0"), False, "24 CPUs, 0 launch threads"),
                 ("4", ("--launch-threads", "2"), False, "4 CPUs, 2 launch threads")):
             case = "--host-cpus %s %s%s" % (cpus, " ".join(extra), " bound to one CPU" if bound else "")
