@@ -2,7 +2,6 @@
 #include "engine/gpus.h"
 
 #include <ctype.h>
-#include <stdbool.h>
 #include <dirent.h>
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
@@ -68,7 +67,10 @@ static uint32_t is_numbered(const char *name, const char *prefix)
     return strncmp(name, prefix, n) == 0 && isdigit((unsigned char)name[n]);
 }
 
-static const char *const backends[] = {"cuda", "nvml", "rsmi", "ze"};
+/* hwloc's GPU backends, in the order that breaks a tie of counts: NVML
+ * numbers every GPU of the host in PCI order whatever CUDA_VISIBLE_DEVICES
+ * hides, so it comes after CUDA. */
+static const char *const backends[] = {"cuda", "rsmi", "ze", "nvml"};
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
 /* The device number of an OS device named BACKEND<digits>, or -1. */
@@ -119,49 +121,65 @@ void gpus__set_pci_dir(const char *devices_dir)
     pci_devices_dir = devices_dir ? devices_dir : "/sys/bus/pci/devices";
 }
 
-/* GPUs hwloc's I/O discovery sees: the largest count of one backend, and,
- * when near is given (n sets), the locality of devices 0..n-1 of the first
- * backend that has them.  Skipped (0) when sysfs lists PCI devices and none
- * is a display controller or a processing accelerator: that discovery reads
- * every device's configuration space (a 1-task run took 35-37 ms of CPU
- * with it, 27-28 ms without, on the 2-core VM of docs/performance.md
- * section 13), for GPUs that cannot be there. */
-static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
+/* 1 when hwloc's I/O discovery may find a GPU here (gpus__pci_may_have_gpu()
+ * of pci_devices_dir); 0 skips it: that discovery reads every PCI device's
+ * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
+ * without, on the 2-core VM of docs/performance.md section 13), for GPUs
+ * that cannot be there. */
+static int hwloc_may_see_gpus(void)
 {
-    if (!gpus__pci_may_have_gpu(pci_devices_dir))
-        return 0;
-    hwloc_topology_t t;
-    if (hwloc_topology_init(&t) < 0)
-        return 0;
-    uint32_t count[NBACKENDS] = {0}, best = 0;
-    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
-    /* OpenCL and GL devices are not counted, and hwloc's OpenCL component
-     * starts every OpenCL driver (CUDA's initialisation for NVIDIA's): ~200
-     * ms on the H100 VM of docs/performance.md section 22 */
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
-    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
-    if (hwloc_topology_load(t) == 0) {
-        for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;) {
-            for (size_t b = 0; o->name && b < NBACKENDS; b++) {
-                long dev = device_number(o->name, backends[b]);
-                if (dev < 0)
-                    continue;
-                count[b]++;
-                hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
-                if (near && dev < (long)n && anc && anc->cpuset && CPU_COUNT(&near[dev]) == 0)
-                    hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[dev],
-                                                         sizeof near[dev]);
-            }
-        }
-    }
-    hwloc_topology_destroy(t);
-    for (size_t b = 0; b < NBACKENDS; b++)
-        best = count[b] > best ? count[b] : best;
+    return gpus__pci_may_have_gpu(pci_devices_dir);
+}
+
+/* The backend (index into backends[]) with the most OS devices in t, the
+ * first of backends[] on a tie; count[] gets each backend's count. */
+static size_t busiest_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
+{
+    for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;)
+        for (size_t b = 0; o->name && b < NBACKENDS; b++)
+            count[b] += device_number(o->name, backends[b]) >= 0;
+    size_t best = 0;
+    for (size_t b = 1; b < NBACKENDS; b++)
+        best = count[b] > count[best] ? b : best;
     return best;
 }
 
+/* The GPUs hwloc's I/O discovery sees, all from one backend: the one with
+ * the most devices (busiest_backend()), so that ids never mix numberings
+ * (NVML numbers every GPU in PCI order, CUDA the visible ones in its own).
+ * With near (n sets, zeroed), near[d] gets the CPUs of the closest non-I/O
+ * ancestor of that backend's device d, for d < n.  One topology load. */
+static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
+{
+    hwloc_topology_t t;
+    if (hwloc_topology_init(&t) < 0)
+        return 0;
+    uint32_t count[NBACKENDS] = {0}, found = 0;
+    hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+    /* OpenCL and GL devices are not counted, and hwloc's OpenCL component
+     * starts every OpenCL driver: inside MPICH's topology load it started
+     * CUDA and took ~200 ms on the H100 VM of docs/performance.md section
+     * 22.  -1 (ENOENT) where the plugin is not installed: nothing to do. */
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+    hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+    if (hwloc_topology_load(t) == 0) {
+        size_t b = busiest_backend(t, count);
+        found = count[b];
+        for (hwloc_obj_t o = NULL; near && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
+            long dev = o->name ? device_number(o->name, backends[b]) : -1;
+            hwloc_obj_t anc =
+                dev >= 0 && dev < (long)n ? hwloc_get_non_io_ancestor_obj(t, o) : NULL;
+            if (anc && anc->cpuset)
+                hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[dev], sizeof near[dev]);
+        }
+    }
+    hwloc_topology_destroy(t);
+    return found;
+}
+
 /* Keep near (sets for at least g->n ids, malloc'd or NULL; taken over) as
- * g->near when hwloc knew the locality of any of g's ids, else free it. */
+ * g->near, which must be NULL, when hwloc knew the locality of any of g's
+ * ids, else free it. */
 static void keep_near(struct gpu_ids *g, cpu_set_t *near)
 {
     bool known = false;
@@ -178,7 +196,7 @@ static void keep_near(struct gpu_ids *g, cpu_set_t *near)
 /* near[i] for each id, from hwloc; NULL (not an error) when it knows none. */
 static void find_locality(struct gpu_ids *g)
 {
-    if (g->n == 0)
+    if (g->n == 0 || !hwloc_may_see_gpus())
         return;
     cpu_set_t *near = calloc(g->n, sizeof *near);
     if (near)
@@ -199,12 +217,17 @@ static uint32_t dev_nvidia(void)
 }
 
 /* Steps 2 and 3 of gpus.h, with the locality of step 2's devices from the
- * same hwloc load (a load with I/O devices took ~13 ms on the H100 VM of
- * docs/performance.md section 22).  0, or -1 when out of memory. */
+ * same hwloc load (on the H100 VM of docs/performance.md section 22 the
+ * probe took ~13 ms with one load against ~20 ms with two).  0, or -1 when
+ * out of memory. */
 static int discover_detected(struct gpu_ids *g)
 {
-    cpu_set_t *near = calloc(GPUS_MAX, sizeof *near);
-    uint32_t n = hwloc_gpus(near, near ? GPUS_MAX : 0);
+    cpu_set_t *near = NULL;
+    uint32_t n = 0;
+    if (hwloc_may_see_gpus()) {
+        near = calloc(GPUS_MAX, sizeof *near);
+        n = hwloc_gpus(near, near ? GPUS_MAX : 0);
+    }
     const char *how = "hwloc";
     if (n == 0 && (n = dev_nvidia()) > 0)
         how = "/dev/nvidia*";

@@ -9,8 +9,9 @@
  *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids;
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
- *      largest count of one backend, ids "0".."N-1"; not asked when sysfs
- *      shows no PCI device of a GPU's class (gpus__pci_may_have_gpu());
+ *      backend with the most devices (CUDA, then ROCm SMI, Level Zero,
+ *      NVML on a tie), ids "0".."N-1"; not asked when sysfs shows no PCI
+ *      device of a GPU's class (gpus__pci_may_have_gpu());
  *   3. /dev/nvidiaN device files (NVIDIA's driver without hwloc's CUDA or
  *      NVML backend): ids "0".."N-1".
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
@@ -18,8 +19,12 @@
  * visibility list when it has that many, else "0".."N-1".
  * Locality: id i is the backend's device i (CUDA numbers the visible devices
  * in the order of the visibility list), so near[i] is the cpuset of the
- * closest non-I/O ancestor of hwloc's OS device "cudai" (or nvml, rsmi, ze),
- * used by --set-affinity to bind a GPU task's CPUs near its GPUs.
+ * closest non-I/O ancestor of hwloc's OS device "cudai" (or rsmi, ze, nvml:
+ * one backend, the one step 2 picks, for every id), used by --set-affinity
+ * to bind a GPU task's CPUs near its GPUs.  NVML and ROCm SMI number the
+ * host's devices whatever a visibility list hides, so with an inherited
+ * list and no CUDA backend the locality can be another GPU's.  The count
+ * and the locality of step 2 come from one topology load.
  *
  * Thread-safety: gpus_discover() is not (hwloc topology load, getenv);
  * call it from the main thread before the agent starts.
@@ -44,7 +49,8 @@ struct gpu_ids {
     char **id;       /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
     cpu_set_t *near; /* n sets: the CPUs near each GPU (hwloc's locality of the
                         backend's device i), empty when unknown; NULL when hwloc
-                        knows none (malloc'd; gpus_free() frees) */
+                        knows none or memory ran out (malloc'd; gpus_free()
+                        frees) */
     char source[64]; /* where they came from, for the log */
 };
 

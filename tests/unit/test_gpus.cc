@@ -13,7 +13,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/gpus.h"
@@ -148,10 +150,12 @@ TEST_F(PciDirTest, UnreadableClassMeansAsk)
     EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
 }
 
-// Two packages of two CPUs, each with a CUDA device behind its own host
-// bridge; "cuda1" sits near CPUs 0-1 and "cuda0" near CPUs 2-3, so the ids
-// follow the device numbers, not the order hwloc lists them in.
-std::string package_xml(int i, int bus, const char *dev)
+// Two packages of two CPUs, each with a GPU behind its own host bridge,
+// seen by CUDA and by NVML: "cuda1" and "nvml0" sit near CPUs 0-1, "cuda0"
+// and "nvml1" near CPUs 2-3 (CUDA's order is not the PCI order NVML
+// uses), so the ids follow one backend's device numbers, not the order
+// hwloc lists the devices in, and never mix the two numberings.
+std::string package_xml(int i, int bus, const char *dev, const char *nvml)
 {
     char buf[2048];
     unsigned cs = 3u << (2 * i), ns = 1u << i, g = 10u * (unsigned)(i + 1);
@@ -171,10 +175,11 @@ std::string package_xml(int i, int bus, const char *dev)
              "pci_type=\"0302 [10de:2330] [10de:16c1] a1\" pci_link_speed=\"0.000000\">\n"
              "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" subtype=\"CUDA\" "
              "osdev_type=\"5\"/>\n"
+             "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" osdev_type=\"1\"/>\n"
              "</object>\n</object>\n</object>\n",
              i, cs, cs, ns, ns, g, i, cs, cs, ns, ns, g + 1, 2 * i, 1u << (2 * i), 1u << (2 * i),
              ns, ns, g + 2, 2 * i + 1, 2u << (2 * i), 2u << (2 * i), ns, ns, g + 3, g + 4, bus, bus,
-             g + 5, bus, g + 6, dev);
+             g + 5, bus, g + 6, dev, g + 7, nvml);
     return buf;
 }
 
@@ -184,6 +189,11 @@ class DetectedGpusTest : public GpusTest
     void SetUp() override
     {
         GpusTest::SetUp();
+        for (const char *v : kHwlocVars) { // hwloc prefers some of them to the XML file
+            const char *old = getenv(v);
+            hwloc_env_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
+            unsetenv(v);
+        }
         const char *tmp = getenv("TMPDIR");
         xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" + std::to_string(getpid()) +
                ".xml";
@@ -193,15 +203,17 @@ class DetectedGpusTest : public GpusTest
                             << "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
                                "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" nodeset=\"0x3\" "
                                "complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
-                            << package_xml(0, 1, "cuda1") << package_xml(1, 2, "cuda0")
-                            << "</object>\n</topology>\n";
+                            << package_xml(0, 1, "cuda1", "nvml0")
+                            << package_xml(1, 2, "cuda0", "nvml1") << "</object>\n</topology>\n";
+        ASSERT_TRUE(std::filesystem::file_size(xml_) > 0) << xml_;
         setenv("HWLOC_XMLFILE", xml_.c_str(), 1);
         missing_ = xml_ + ".missing";
         gpus__set_pci_dir(missing_.c_str()); // unreadable: ask hwloc
     }
     void TearDown() override
     {
-        unsetenv("HWLOC_XMLFILE");
+        for (const auto &[name, value] : hwloc_env_)
+            value ? setenv(name, value->c_str(), 1) : unsetenv(name);
         gpus__set_pci_dir(nullptr);
         std::filesystem::remove(xml_);
         GpusTest::TearDown();
@@ -214,6 +226,9 @@ class DetectedGpusTest : public GpusTest
                 cpus.push_back(c);
         return cpus;
     }
+    static constexpr const char *kHwlocVars[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT",
+                                                 "HWLOC_CPUID_PATH", "HWLOC_COMPONENTS"};
+    std::vector<std::pair<const char *, std::optional<std::string>>> hwloc_env_;
     std::string xml_, missing_;
 };
 
