@@ -61,25 +61,26 @@ static void transport_wait_quietly(MPI_Request *req)
 }
 
 /* hwloc's GPU discovery components, kept out of the topology MPICH loads
- * inside MPI_Init_thread (hwloc's HWLOC_COMPONENTS syntax: "-name"
- * excludes a component, the others stay; names hwloc does not have are
- * skipped).  MPICH loads the topology with its I/O devices, and where
- * hwloc's plugins are installed its OpenCL component starts every OpenCL
- * driver, NVIDIA's by initialising CUDA: on the 16-core H100 VM of
- * docs/performance.md section 22, MPI_Init_thread alone took 250-290 ms
- * of wall and ~240 ms of CPU, ~200 ms of it there, against ~25 ms on the
- * 2-core VM with no GPU.  The engine sends host memory only, so MPICH
- * needs no GPU in its topology; the engine's own GPU probe (gpus.c) loads
- * its own topology. */
-#define MPI_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
+ * inside MPI_Init_thread (hwloc's HWLOC_COMPONENTS syntax, hwloc 2.1 and
+ * later: "-name" excludes a component, the others stay; names hwloc does
+ * not have are skipped).  MPICH loads the topology with its I/O devices,
+ * and where hwloc's plugins are installed its OpenCL component starts every
+ * OpenCL driver, NVIDIA's by initialising CUDA: on the 16-core H100 VM of
+ * docs/performance.md section 22 a bare MPI_Init_thread took 260-300 ms of
+ * wall and 230-255 ms of CPU, ~200 ms of it in that load, against 22-32 ms
+ * with these excluded (24-25 ms on the 2-core VM, which has no GPU).  The
+ * engine sends host memory only, so MPICH needs no GPU in its topology;
+ * the engine's own GPU probe (gpus.c) loads its own. */
+#define TRANSPORT_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
 
 int transport_init(int *argc, char ***argv, struct pmc_error *err)
 {
     int provided = 0;
-    /* only while MPI starts, and never over the user's own setting: the
-     * tasks inherit the environment as it was */
-    bool hide =
-        !getenv("HWLOC_COMPONENTS") && setenv("HWLOC_COMPONENTS", MPI_HWLOC_COMPONENTS, 0) == 0;
+    /* only while MPI starts (no thread of ours runs yet), and never over
+     * the user's own setting, even an empty one: the tasks inherit the
+     * environment as it was */
+    bool hide = !getenv("HWLOC_COMPONENTS") &&
+                setenv("HWLOC_COMPONENTS", TRANSPORT_HWLOC_COMPONENTS, 0) == 0;
     int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
     if (hide)
         unsetenv("HWLOC_COMPONENTS");

@@ -43,7 +43,12 @@ struct transport_place {
  * may remove its own arguments).  Returns 0 when ready; -1 with err when MPI
  * could not be initialised (nothing to finalise: just exit); 1 with err when
  * MPI is initialised but does not provide concurrent calls from several
- * threads, which the engine needs (call transport_finalize(), then exit). */
+ * threads, which the engine needs (call transport_finalize(), then exit).
+ * While MPI_Init_thread runs, the process environment holds
+ * HWLOC_COMPONENTS excluding hwloc's GPU components (transport.c says
+ * why), unless the user set HWLOC_COMPONENTS, even to ""; it is unset
+ * again before this returns, whatever MPI answered.  Call it from the
+ * main thread before any other thread starts (setenv, unsetenv). */
 int transport_init(int *argc, char ***argv, struct pmc_error *err);
 
 /* Fill *p with this rank's place, hostname being this rank's host name (a
@@ -78,7 +83,12 @@ void transport_finalize(void);
 
 /* Ask MPI to kill every rank of the job with exit status status, at once.
  * Any thread; does not return. */
-_Noreturn void transport_abort(int status);
+#ifdef __cplusplus
+[[noreturn]]
+#else
+_Noreturn
+#endif
+void transport_abort(int status);
 
 #ifdef __cplusplus
 }

@@ -36,15 +36,15 @@ time limits, the batch job's end, threaded tasks.
     and OMP_PROC_BIND=close.
   * hwloc_env: a task sees HWLOC_COMPONENTS as pmc-hybrid found it: unset
     when it was (pmc-hybrid sets it only while MPI starts, to keep hwloc's
-    GPU components out of MPICH's topology), the user's value when set,
-    an empty one too.
+    GPU components out of MPICH's topology: unit test test_transport), the
+    user's value when set, an empty one too.
 """
 
 import os
 import re
-from unittest import mock
 import sys
 import time
+from unittest import mock
 
 sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
