@@ -55,6 +55,7 @@ struct launcher {
     atomic_bool stop;
     atomic_bool wake_always;    /* launcher_wake_always() */
     atomic_int fail_watch;      /* launcher__fail_next_watch() */
+    atomic_int fail_rearm;      /* launcher__fail_next_rearm() */
     atomic_uint hold_reads_us;  /* launcher__hold_reads() */
     atomic_ulong pipe_reads;    /* launcher__pipe_reads() */
     atomic_ulong staged_starts; /* launcher_staged_starts() */
@@ -211,8 +212,12 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         unsigned hold = atomic_load_explicit(&l->hold_reads_us, memory_order_relaxed);
         if (hold) /* a test's: the slot stays JOB_READING meanwhile */
             usleep(hold);
-        if (rc == 0 && epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0) {
-            f->e[k].lost = errno; /* unwatched, the task would block on it: it fails */
+        int forced = 0; /* a test's failure */
+        if (rc == 0 && atomic_load_explicit(&l->fail_rearm, memory_order_relaxed))
+            forced = atomic_exchange_explicit(&l->fail_rearm, 0, memory_order_relaxed);
+        if (rc == 0 && (forced || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)) {
+            f->e[k].lost = forced ? forced : errno; /* unwatched, the task would block on
+                                                       it: it fails */
             rc = -1;
         }
         if (rc != 0) {
@@ -495,6 +500,11 @@ void launcher_wake_always(struct launcher *l)
 void launcher__fail_next_watch(struct launcher *l, int err)
 {
     atomic_store_explicit(&l->fail_watch, err, memory_order_relaxed);
+}
+
+void launcher__fail_next_rearm(struct launcher *l, int err)
+{
+    atomic_store_explicit(&l->fail_rearm, err, memory_order_relaxed);
 }
 
 void launcher__hold_reads(struct launcher *l, unsigned us)

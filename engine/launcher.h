@@ -273,6 +273,12 @@ void launcher_wake_always(struct launcher *l);
  * of the set again). */
 void launcher__fail_next_watch(struct launcher *l, int err);
 
+/* Tests: the next pipe read that succeeds fails to arm the pipe again with
+ * errno err, as if epoll_ctl(EPOLL_CTL_MOD) had failed: the pipe is closed
+ * and marked lost (fwd_entry.lost), so its task fails unless it failed
+ * already. */
+void launcher__fail_next_rearm(struct launcher *l, int err);
+
 /* Tests: every pipe read from now on keeps its slot JOB_READING for us
  * microseconds more (0: no more), so that a signal or a reap meets a read
  * under way; and the pipe reads done so far.  Any thread. */

@@ -570,6 +570,33 @@ TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
     EXPECT_LT(fw.f.e[0].rfd, 0);
 }
 
+// A pipe the pool cannot arm again after a read (epoll_ctl MOD failed) is
+// closed: what the task writes next meets a closed pipe, and a task that
+// then exits 0 anyway (a shell whose last command succeeds) fails with
+// status 256 and the pipe named, its data dropped.
+TEST_F(LauncherPool, ReapedLaunchWhosePipeCannotBeArmedAgainFails)
+{
+    start(1, 2);
+    PipeForwards fw(1);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    launcher__fail_next_rearm(pool_, EIO);
+    submit(0, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3; exit 0"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    ASSERT_TRUE(take_exited(&i)) << "the task blocked on an unwatched pipe";
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_GE(launcher__pipe_reads(pool_), 1u);
+    EXPECT_EQ(j->status, 256);
+    EXPECT_TRUE(j->fwd_failed);
+    EXPECT_NE(std::string(j->fwd_err.text).find("forwarding pipe V: "), std::string::npos)
+        << j->fwd_err.text;
+    EXPECT_EQ(j->fwd_pack.len, 0u);
+    EXPECT_LT(fw.f.e[0].rfd, 0);
+}
+
 // Does any epoll set of this process watch descriptor fd?  (Its
 // /proc/self/fdinfo lists a "tfd:" line per watched descriptor.)
 static bool epoll_watches(int fd)
