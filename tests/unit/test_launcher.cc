@@ -179,21 +179,27 @@ class LauncherPool : public TempDirTest
     {
         return poll_within_10s(launcher_take, i);
     }
-    // Submit argv as slot 0's reaped job with fw's pipe as descriptor 3 and
-    // pipe reads held for 1 s (launcher__hold_reads()), take its
-    // completion, close the write ends (as the agent does then) and wait
-    // for the first read to begin; then stop holding later reads.  Returns
-    // with that read holding the slot, or fails the test.
-    void submit_with_a_held_read(PipeForwards &fw, std::vector<std::string> argv)
+    // Submit argv as slot 0's reaped job with fw's pipes as descriptors 3,
+    // 4, ..., take its completion and close the write ends (as the agent
+    // does then).  Fails the test when no completion comes.
+    void submit_with_a_pipe(PipeForwards &fw, std::vector<std::string> argv)
     {
         launcher_job(pool_, 0)->forwards = fw.f;
         forward_fds_ = fw.write_ends;
-        launcher__hold_reads(pool_, 1000000);
         submit(0, std::move(argv), true);
         forward_fds_.clear();
         uint32_t i;
         ASSERT_TRUE(take(&i));
         fw.close_write_ends();
+    }
+    // submit_with_a_pipe() with pipe reads held for 1 s
+    // (launcher__hold_reads()), then wait for the first read to begin and
+    // stop holding later reads.  Returns with that read holding the slot,
+    // or fails the test.
+    void submit_with_a_held_read(PipeForwards &fw, std::vector<std::string> argv)
+    {
+        launcher__hold_reads(pool_, 1000000);
+        ASSERT_NO_FATAL_FAILURE(submit_with_a_pipe(fw, std::move(argv)));
         for (int k = 0; k < 10000 && launcher__pipe_reads(pool_) == 0; k++)
             usleep(1000);
         ASSERT_GE(launcher__pipe_reads(pool_), 1u) << "the pool never read the pipe";
@@ -556,13 +562,9 @@ TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
 {
     start(1, 2);
     PipeForwards fw(1);
-    launcher_job(pool_, 0)->forwards = fw.f;
-    forward_fds_ = fw.write_ends;
-    submit(0, {"/bin/sh", "-c", "head -c 200000 /dev/zero >&3; exit 3"}, true);
-    forward_fds_.clear();
+    ASSERT_NO_FATAL_FAILURE(
+        submit_with_a_pipe(fw, {"/bin/sh", "-c", "head -c 200000 /dev/zero >&3; exit 3"}));
     uint32_t i;
-    ASSERT_TRUE(take(&i));
-    fw.close_write_ends();
     ASSERT_TRUE(take_exited(&i)) << "the task blocked on a full pipe";
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 3 << 8);
@@ -578,14 +580,10 @@ TEST_F(LauncherPool, ReapedLaunchWhosePipeCannotBeArmedAgainFails)
 {
     start(1, 2);
     PipeForwards fw(1);
-    launcher_job(pool_, 0)->forwards = fw.f;
-    forward_fds_ = fw.write_ends;
     launcher__fail_next_rearm(pool_, EIO);
-    submit(0, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3; exit 0"}, true);
-    forward_fds_.clear();
+    ASSERT_NO_FATAL_FAILURE(
+        submit_with_a_pipe(fw, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3; exit 0"}));
     uint32_t i;
-    ASSERT_TRUE(take(&i));
-    fw.close_write_ends();
     ASSERT_TRUE(take_exited(&i)) << "the task blocked on an unwatched pipe";
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_GE(launcher__pipe_reads(pool_), 1u);
@@ -625,14 +623,10 @@ TEST_F(LauncherPool, UnwatchedLaunchLeavesItsPipesToTheCaller)
 {
     start(2, 2);
     PipeForwards fw(1);
-    launcher_job(pool_, 0)->forwards = fw.f;
-    forward_fds_ = fw.write_ends;
     launcher__fail_next_watch(pool_, ENOSPC);
-    submit(0, {"/bin/sh", "-c", "sleep 0.3; printf late >&3"}, true);
-    forward_fds_.clear();
+    ASSERT_NO_FATAL_FAILURE(
+        submit_with_a_pipe(fw, {"/bin/sh", "-c", "sleep 0.3; printf late >&3"}));
     uint32_t i;
-    ASSERT_TRUE(take(&i));
-    fw.close_write_ends();
     ASSERT_TRUE(take_unwatched(&i));
     EXPECT_EQ(launcher_job(pool_, 0)->watch_err, ENOSPC);
     EXPECT_FALSE(epoll_watches(fw.f.e[0].rfd)) << "the pipe is still in the pool's set";
