@@ -67,9 +67,11 @@ static uint32_t is_numbered(const char *name, const char *prefix)
     return strncmp(name, prefix, n) == 0 && isdigit((unsigned char)name[n]);
 }
 
-/* hwloc's GPU backends, in the order that breaks a tie of counts: NVML
- * numbers every GPU of the host in PCI order whatever CUDA_VISIBLE_DEVICES
- * hides, so it comes after CUDA. */
+/* hwloc's GPU backends, in the order of preference: the first that sees a
+ * device gives the count and the locality.  CUDA and Level Zero number the
+ * devices a visibility list leaves visible, as the ids do; NVML and ROCm
+ * SMI number every device of the host (NVML in PCI order), so NVML comes
+ * after CUDA. */
 static const char *const backends[] = {"cuda", "rsmi", "ze", "nvml"};
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 
@@ -131,22 +133,22 @@ static int hwloc_may_see_gpus(void)
     return gpus__pci_may_have_gpu(pci_devices_dir);
 }
 
-/* The backend (index into backends[]) with the most OS devices in t, the
- * first of backends[] on a tie; count[] gets each backend's count. */
-static size_t busiest_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
+/* The first of backends[] (its index) with an OS device in t, 0 when none
+ * has one; count[] gets each backend's count. */
+static size_t preferred_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
 {
     for (hwloc_obj_t o = NULL; (o = hwloc_get_next_osdev(t, o)) != NULL;)
         for (size_t b = 0; o->name && b < NBACKENDS; b++)
             count[b] += device_number(o->name, backends[b]) >= 0;
-    size_t best = 0;
-    for (size_t b = 1; b < NBACKENDS; b++)
-        best = count[b] > count[best] ? b : best;
-    return best;
+    for (size_t b = 0; b < NBACKENDS; b++)
+        if (count[b])
+            return b;
+    return 0;
 }
 
-/* The GPUs hwloc's I/O discovery sees, all from one backend: the one with
- * the most devices (busiest_backend()), so that ids never mix numberings
- * (NVML numbers every GPU in PCI order, CUDA the visible ones in its own).
+/* The GPUs hwloc's I/O discovery sees, all from one backend
+ * (preferred_backend()), so that ids never mix numberings (NVML numbers
+ * every GPU in PCI order, CUDA the visible ones in its own).
  * With near (n sets, zeroed), near[d] gets the CPUs of the closest non-I/O
  * ancestor of that backend's device d, for d < n.  One topology load. */
 static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
@@ -163,7 +165,7 @@ static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
     hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
     hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
     if (hwloc_topology_load(t) == 0) {
-        size_t b = busiest_backend(t, count);
+        size_t b = preferred_backend(t, count);
         found = count[b];
         for (hwloc_obj_t o = NULL; near && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
             long dev = o->name ? device_number(o->name, backends[b]) : -1;

@@ -9,9 +9,9 @@
  *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids;
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
- *      backend with the most devices (CUDA, then ROCm SMI, Level Zero,
- *      NVML on a tie), ids "0".."N-1"; not asked when sysfs shows no PCI
- *      device of a GPU's class (gpus__pci_may_have_gpu());
+ *      first of CUDA, ROCm SMI, Level Zero and NVML that sees a device,
+ *      ids "0".."N-1"; not asked when sysfs shows no PCI device of a GPU's
+ *      class (gpus__pci_may_have_gpu());
  *   3. /dev/nvidiaN device files (NVIDIA's driver without hwloc's CUDA or
  *      NVML backend): ids "0".."N-1".
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
@@ -23,7 +23,8 @@
  * one backend, the one step 2 picks, for every id), used by --set-affinity
  * to bind a GPU task's CPUs near its GPUs.  NVML and ROCm SMI number the
  * host's devices whatever a visibility list hides, so with an inherited
- * list and no CUDA backend the locality can be another GPU's.  The count
+ * list and neither CUDA's nor Level Zero's backend the locality can be
+ * another GPU's.  The count
  * and the locality of step 2 come from one topology load.
  *
  * Thread-safety: gpus_discover() is not (hwloc topology load, getenv);

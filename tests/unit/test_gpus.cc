@@ -197,15 +197,8 @@ class DetectedGpusTest : public GpusTest
         const char *tmp = getenv("TMPDIR");
         xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" + std::to_string(getpid()) +
                ".xml";
-        std::ofstream(xml_) << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                            << "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
-                            << "<topology version=\"2.0\">\n"
-                            << "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
-                               "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" nodeset=\"0x3\" "
-                               "complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
-                            << package_xml(0, 1, "cuda1", "nvml0")
-                            << package_xml(1, 2, "cuda0", "nvml1") << "</object>\n</topology>\n";
-        ASSERT_TRUE(std::filesystem::file_size(xml_) > 0) << xml_;
+        ASSERT_NO_FATAL_FAILURE(
+            write_xml(package_xml(0, 1, "cuda1", "nvml0") + package_xml(1, 2, "cuda0", "nvml1")));
         setenv("HWLOC_XMLFILE", xml_.c_str(), 1);
         missing_ = xml_ + ".missing";
         gpus__set_pci_dir(missing_.c_str()); // unreadable: ask hwloc
@@ -217,6 +210,18 @@ class DetectedGpusTest : public GpusTest
         gpus__set_pci_dir(nullptr);
         std::filesystem::remove(xml_);
         GpusTest::TearDown();
+    }
+    // The topology hwloc loads: a machine of CPUs 0-3 holding packages.
+    void write_xml(const std::string &packages)
+    {
+        std::ofstream(xml_) << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                            << "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+                            << "<topology version=\"2.0\">\n"
+                            << "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
+                               "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" nodeset=\"0x3\" "
+                               "complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
+                            << packages << "</object>\n</topology>\n";
+        ASSERT_TRUE(std::filesystem::file_size(xml_) > 0) << xml_;
     }
     std::vector<int> near(uint32_t i)
     {
@@ -247,6 +252,19 @@ TEST_F(DetectedGpusTest, AnInheritedListIsPlacedByCudasNumbers)
     EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"7", "5"}));
     EXPECT_EQ(near(0), (std::vector<int>{2, 3})); // the first visible device: cuda0
     EXPECT_EQ(near(1), (std::vector<int>{0, 1}));
+}
+
+// CUDA_VISIBLE_DEVICES=1 on a host of two GPUs: CUDA's backend sees one
+// device ("cuda0", the visible one, near CPUs 2-3), NVML sees both.  The
+// id is placed by CUDA's device, not by "nvml0" (near CPUs 0-1), although
+// NVML sees more.
+TEST_F(DetectedGpusTest, AVisibleSubsetIsPlacedByCudaNotNvml)
+{
+    ASSERT_NO_FATAL_FAILURE(
+        write_xml(package_xml(0, 1, "hidden", "nvml0") + package_xml(1, 2, "cuda0", "nvml1")));
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"1"}));
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
 }
 
 TEST_F(DetectedGpusTest, NoGpuClassOnThePciBusSkipsHwloc)
