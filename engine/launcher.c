@@ -87,6 +87,15 @@ static uint32_t launcher_claim(struct launcher *l, uint32_t i, int to, uint32_t 
     }
 }
 
+/* A test's planted errno (launcher__fail_next_watch(), _rearm()), taken
+ * once; 0 when none (one relaxed load, no write). */
+static int take_planted_failure(atomic_int *planted)
+{
+    return atomic_load_explicit(planted, memory_order_relaxed)
+               ? atomic_exchange_explicit(planted, 0, memory_order_relaxed)
+               : 0;
+}
+
 /* Take watched slot i back to JOB_IDLE: no more signals or pipe reads. */
 static void launcher_unwatch(struct launcher *l, uint32_t i)
 {
@@ -135,8 +144,8 @@ static int launcher_watch(struct launcher *l, uint32_t i, uint32_t gen)
             epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->forwards.e[k].rfd, &ev) < 0)
             e = errno;
     }
-    if (e == 0 && atomic_load_explicit(&l->fail_watch, memory_order_relaxed)) /* a test's */
-        e = atomic_exchange_explicit(&l->fail_watch, 0, memory_order_relaxed);
+    if (e == 0)
+        e = take_planted_failure(&l->fail_watch);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
     if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0)
         e = errno;
@@ -212,12 +221,10 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         unsigned hold = atomic_load_explicit(&l->hold_reads_us, memory_order_relaxed);
         if (hold) /* a test's: the slot stays JOB_READING meanwhile */
             usleep(hold);
-        int forced = 0; /* a test's failure */
-        if (rc == 0 && atomic_load_explicit(&l->fail_rearm, memory_order_relaxed))
-            forced = atomic_exchange_explicit(&l->fail_rearm, 0, memory_order_relaxed);
-        if (rc == 0 && (forced || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)) {
-            f->e[k].lost = forced ? forced : errno; /* unwatched, the task would block on
-                                                       it: it fails */
+        int planted = rc == 0 ? take_planted_failure(&l->fail_rearm) : 0;
+        if (rc == 0 && (planted || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)) {
+            /* unwatched, the task would block on it: it fails */
+            f->e[k].lost = planted ? planted : errno;
             rc = -1;
         }
         if (rc != 0) {
