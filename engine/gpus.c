@@ -123,16 +123,6 @@ void gpus__set_pci_dir(const char *devices_dir)
     pci_devices_dir = devices_dir ? devices_dir : "/sys/bus/pci/devices";
 }
 
-/* 1 when hwloc's I/O discovery may find a GPU here (gpus__pci_may_have_gpu()
- * of pci_devices_dir); 0 skips it: that discovery reads every PCI device's
- * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
- * without, on the 2-core VM of docs/performance.md section 13), for GPUs
- * that cannot be there. */
-static int hwloc_may_see_gpus(void)
-{
-    return gpus__pci_may_have_gpu(pci_devices_dir);
-}
-
 /* The first of backends[] (its index) with an OS device in t, 0 when none
  * has one; count[] gets each backend's count. */
 static size_t preferred_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
@@ -148,13 +138,20 @@ static size_t preferred_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
 
 /* The GPUs hwloc's I/O discovery sees, all from one backend
  * (preferred_backend()), so that ids never mix numberings (NVML numbers
- * every GPU in PCI order, CUDA the visible ones in its own).
- * With near (n sets, zeroed), near[d] gets the CPUs of the closest non-I/O
- * ancestor of that backend's device d, for d < n.  One topology load. */
-static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
+ * every GPU in PCI order, CUDA the visible ones in its own).  *near gets
+ * the locality of that backend's devices 0..m-1, m = want or, when want is
+ * 0, the count found (at most GPUS_MAX): near[d] the CPUs of the closest
+ * non-I/O ancestor of device d, empty when unknown; malloc'd, NULL when
+ * there is nothing to place or memory ran out.  One topology load, skipped
+ * (0, *near NULL) when sysfs lists PCI devices and none has a GPU's class
+ * (gpus__pci_may_have_gpu()): that discovery reads every PCI device's
+ * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
+ * without, on the 2-core VM of docs/performance.md section 13). */
+static uint32_t hwloc_gpus(uint32_t want, cpu_set_t **near)
 {
+    *near = NULL;
     hwloc_topology_t t;
-    if (hwloc_topology_init(&t) < 0)
+    if (!gpus__pci_may_have_gpu(pci_devices_dir) || hwloc_topology_init(&t) < 0)
         return 0;
     uint32_t count[NBACKENDS] = {0}, found = 0;
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
@@ -167,42 +164,42 @@ static uint32_t hwloc_gpus(cpu_set_t *near, uint32_t n)
     if (hwloc_topology_load(t) == 0) {
         size_t b = preferred_backend(t, count);
         found = count[b];
-        for (hwloc_obj_t o = NULL; near && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
+        uint32_t m = want ? want : found < GPUS_MAX ? found : GPUS_MAX;
+        cpu_set_t *v = m ? calloc(m, sizeof *v) : NULL;
+        for (hwloc_obj_t o = NULL; v && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
             long dev = o->name ? device_number(o->name, backends[b]) : -1;
             hwloc_obj_t anc =
-                dev >= 0 && dev < (long)n ? hwloc_get_non_io_ancestor_obj(t, o) : NULL;
+                dev >= 0 && dev < (long)m ? hwloc_get_non_io_ancestor_obj(t, o) : NULL;
             if (anc && anc->cpuset)
-                hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[dev], sizeof near[dev]);
+                hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &v[dev], sizeof v[dev]);
         }
+        *near = v;
     }
     hwloc_topology_destroy(t);
     return found;
 }
 
-/* Keep near (sets for at least g->n ids, malloc'd or NULL; taken over) as
- * g->near, which must be NULL, when hwloc knew the locality of any of g's
- * ids, else free it. */
+/* Keep near (g->n sets, malloc'd or NULL; taken over) as g->near, which
+ * must be NULL, when hwloc knew the locality of any of g's ids, else free
+ * it. */
 static void keep_near(struct gpu_ids *g, cpu_set_t *near)
 {
     bool known = false;
     for (uint32_t i = 0; near && i < g->n && !known; i++)
         known = CPU_COUNT(&near[i]) > 0;
-    if (!known) {
+    if (known)
+        g->near = near;
+    else
         free(near);
-        return;
-    }
-    cpu_set_t *fit = realloc(near, sizeof *near * g->n);
-    g->near = fit ? fit : near;
 }
 
 /* near[i] for each id, from hwloc; NULL (not an error) when it knows none. */
 static void find_locality(struct gpu_ids *g)
 {
-    if (g->n == 0 || !hwloc_may_see_gpus())
+    if (g->n == 0)
         return;
-    cpu_set_t *near = calloc(g->n, sizeof *near);
-    if (near)
-        hwloc_gpus(near, g->n);
+    cpu_set_t *near;
+    hwloc_gpus(g->n, &near);
     keep_near(g, near);
 }
 
@@ -224,12 +221,8 @@ static uint32_t dev_nvidia(void)
  * out of memory. */
 static int discover_detected(struct gpu_ids *g)
 {
-    cpu_set_t *near = NULL;
-    uint32_t n = 0;
-    if (hwloc_may_see_gpus()) {
-        near = calloc(GPUS_MAX, sizeof *near);
-        n = hwloc_gpus(near, near ? GPUS_MAX : 0);
-    }
+    cpu_set_t *near;
+    uint32_t n = hwloc_gpus(0, &near);
     const char *how = "hwloc";
     if (n == 0 && (n = dev_nvidia()) > 0)
         how = "/dev/nvidia*";
