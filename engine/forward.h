@@ -84,8 +84,9 @@ void fwd_close_write_ends(struct fwd_task *f);
 int fwd_read_pipe(struct fwd_task *f, uint32_t k);
 
 /* fwd_read_pipe() that stops after at least `most` bytes (> 0), returning 0
- * then too: more may be there (a level-triggered event fires again), and
- * a writer that never pauses does not hold the reader for ever. */
+ * then too: more may be there (the launcher pool arms the pipe's one-shot
+ * event again, which fires at once while data waits), and a writer that
+ * never pauses does not hold the reader for ever. */
 int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most);
 
 /* Close pipe k's read end (no-op when closed). */
