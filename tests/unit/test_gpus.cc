@@ -8,41 +8,25 @@
 #include <gtest/gtest.h>
 
 #include <sched.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <optional>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "engine/gpus.h"
+#include "testutil.h"
 
 namespace
 {
 
-const char *const kVars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
-                             "ZE_AFFINITY_MASK"};
-
 class GpusTest : public ::testing::Test
 {
   protected:
-    void SetUp() override
-    {
-        for (const char *v : kVars) {
-            const char *old = getenv(v);
-            saved_.push_back(old ? old : "");
-            had_.push_back(old != nullptr);
-            unsetenv(v);
-        }
-    }
     void TearDown() override
     {
         gpus_free(&g_);
-        for (size_t i = 0; i < sizeof kVars / sizeof kVars[0]; i++)
-            had_[i] ? setenv(kVars[i], saved_[i].c_str(), 1) : unsetenv(kVars[i]);
     }
     std::vector<std::string> ids(bool override, uint32_t n)
     {
@@ -51,9 +35,9 @@ class GpusTest : public ::testing::Test
         EXPECT_EQ(gpus_discover(override, n, &g_, &err), 0) << err.text;
         return std::vector<std::string>(g_.id, g_.id + g_.n);
     }
+    testutil::SavedEnv lists_{"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                              "ZE_AFFINITY_MASK"};
     gpu_ids g_{};
-    std::vector<std::string> saved_;
-    std::vector<bool> had_;
 };
 
 TEST_F(GpusTest, OverrideNumbersThem)
@@ -188,40 +172,29 @@ class DetectedGpusTest : public GpusTest
   protected:
     void SetUp() override
     {
-        GpusTest::SetUp();
-        for (const char *v : kHwlocVars) { // hwloc prefers some of them to the XML file
-            const char *old = getenv(v);
-            hwloc_env_.emplace_back(v, old ? std::optional<std::string>(old) : std::nullopt);
-            unsetenv(v);
-        }
-        const char *tmp = getenv("TMPDIR");
-        xml_ = std::string(tmp && *tmp ? tmp : "/tmp") + "/pmc-gpus-" + std::to_string(getpid()) +
-               ".xml";
         ASSERT_NO_FATAL_FAILURE(
             write_xml(package_xml(0, 1, "cuda1", "nvml0") + package_xml(1, 2, "cuda0", "nvml1")));
-        setenv("HWLOC_XMLFILE", xml_.c_str(), 1);
-        missing_ = xml_ + ".missing";
+        setenv("HWLOC_XMLFILE", tmp_.path("topology.xml").c_str(), 1);
         gpus__set_pci_dir(missing_.c_str()); // unreadable: ask hwloc
     }
     void TearDown() override
     {
-        for (const auto &[name, value] : hwloc_env_)
-            value ? setenv(name, value->c_str(), 1) : unsetenv(name);
         gpus__set_pci_dir(nullptr);
-        std::filesystem::remove(xml_);
         GpusTest::TearDown();
     }
     // The topology hwloc loads: a machine of CPUs 0-3 holding packages.
     void write_xml(const std::string &packages)
     {
-        std::ofstream(xml_) << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-                            << "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
-                            << "<topology version=\"2.0\">\n"
-                            << "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
-                               "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" nodeset=\"0x3\" "
-                               "complete_nodeset=\"0x3\" allowed_nodeset=\"0x3\" gp_index=\"1\">\n"
-                            << packages << "</object>\n</topology>\n";
-        ASSERT_TRUE(std::filesystem::file_size(xml_) > 0) << xml_;
+        std::string xml =
+            tmp_.file("topology.xml", "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+                                      "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+                                      "<topology version=\"2.0\">\n"
+                                      "<object type=\"Machine\" os_index=\"0\" cpuset=\"0xf\" "
+                                      "complete_cpuset=\"0xf\" allowed_cpuset=\"0xf\" "
+                                      "nodeset=\"0x3\" complete_nodeset=\"0x3\" "
+                                      "allowed_nodeset=\"0x3\" gp_index=\"1\">\n" +
+                                          packages + "</object>\n</topology>\n");
+        ASSERT_GT(std::filesystem::file_size(xml), 0u) << xml;
     }
     std::vector<int> near(uint32_t i)
     {
@@ -231,10 +204,11 @@ class DetectedGpusTest : public GpusTest
                 cpus.push_back(c);
         return cpus;
     }
-    static constexpr const char *kHwlocVars[] = {"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT",
-                                                 "HWLOC_CPUID_PATH", "HWLOC_COMPONENTS"};
-    std::vector<std::pair<const char *, std::optional<std::string>>> hwloc_env_;
-    std::string xml_, missing_;
+    // hwloc prefers some of these to the XML file
+    testutil::SavedEnv hwloc_env_{"HWLOC_XMLFILE", "HWLOC_SYNTHETIC", "HWLOC_FSROOT",
+                                  "HWLOC_CPUID_PATH", "HWLOC_COMPONENTS"};
+    testutil::TempDir tmp_{"pmc-gpus"};
+    const std::string missing_ = tmp_.path("no-pci");
 };
 
 TEST_F(DetectedGpusTest, HwlocCountsThemAndPlacesEach)
@@ -269,12 +243,10 @@ TEST_F(DetectedGpusTest, AVisibleSubsetIsPlacedByCudaNotNvml)
 
 TEST_F(DetectedGpusTest, NoGpuClassOnThePciBusSkipsHwloc)
 {
-    std::string dir = xml_ + ".pci";
-    std::filesystem::create_directories(dir + "/0000:00:01.0");
-    std::ofstream(dir + "/0000:00:01.0/class") << "0x020000\n"; // Ethernet only
+    tmp_.file("pci/0000:00:01.0/class", "0x020000\n"); // Ethernet only
+    const std::string dir = tmp_.path("pci");
     gpus__set_pci_dir(dir.c_str());
     ids(false, 0);
-    std::filesystem::remove_all(dir);
     // the XML's two GPUs went uncounted: none, or /dev/nvidia*'s on a GPU machine
     EXPECT_TRUE(g_.n == 0 || std::string(g_.source) == "/dev/nvidia*") << g_.source;
     EXPECT_EQ(g_.near, nullptr);

@@ -18,6 +18,7 @@
 #pragma GCC diagnostic ignored "-Wshadow"
 #include "engine/transport.h"
 #pragma GCC diagnostic pop
+#include "testutil.h"
 
 namespace
 {
@@ -49,15 +50,9 @@ class TransportInitTest : public ::testing::Test
   protected:
     void SetUp() override
     {
-        saved_ = hwloc_components();
-        unsetenv("HWLOC_COMPONENTS");
         seen_by_mpi.reset();
         mpi_answer = MPI_SUCCESS;
         mpi_provides = MPI_THREAD_MULTIPLE;
-    }
-    void TearDown() override
-    {
-        saved_ ? setenv("HWLOC_COMPONENTS", saved_->c_str(), 1) : unsetenv("HWLOC_COMPONENTS");
     }
     int init()
     {
@@ -66,7 +61,7 @@ class TransportInitTest : public ::testing::Test
         pmc_error err{};
         return transport_init(&argc, &argv, &err);
     }
-    std::optional<std::string> saved_;
+    testutil::SavedEnv env_{"HWLOC_COMPONENTS"};
 };
 
 TEST_F(TransportInitTest, MpiStartsWithoutHwlocsGpuComponents)

@@ -5,6 +5,7 @@
 // moved to a given number for a scope).  Temporary directories: TempDir
 // (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
 // fixture base class that gives each test its own (dir_, path(), file()).
+// Environment: SavedEnv (variables unset for a scope, then restored).
 // Child processes (engine/spawn.h): Argv, make_capture, contents,
 // wait_child (bounded by kWaitMs), spawn_and_wait with SpawnOptions and
 // SpawnResult, parse_fd_list, expect_no_children.  PMC_TEST_SANITIZED is 1
@@ -24,6 +25,7 @@
 #include <fstream>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <random>
 #include <set>
 #include <sstream>
@@ -235,6 +237,31 @@ class TempDir
 
   private:
     std::string dir_;
+};
+
+// The named environment variables saved and unset for the object's life (a
+// fixture's member: one test), then put back as they were, set or unset.
+class SavedEnv
+{
+  public:
+    explicit SavedEnv(std::initializer_list<const char *> names)
+    {
+        for (const char *name : names) {
+            const char *value = getenv(name);
+            saved_.emplace_back(name, value ? std::optional<std::string>(value) : std::nullopt);
+            unsetenv(name);
+        }
+    }
+    ~SavedEnv()
+    {
+        for (const auto &[name, value] : saved_)
+            value ? setenv(name.c_str(), value->c_str(), 1) : unsetenv(name.c_str());
+    }
+    SavedEnv(const SavedEnv &) = delete;
+    SavedEnv &operator=(const SavedEnv &) = delete;
+
+  private:
+    std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
 };
 
 // Fixture base: each test gets its own TempDir, dir_, named after `name`.
