@@ -575,14 +575,18 @@ TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
 // A pipe the pool cannot arm again after a read (epoll_ctl MOD failed) is
 // closed: what the task writes next meets a closed pipe, and a task that
 // then exits 0 anyway (a shell whose last command succeeds) fails with
-// status 256 and the pipe named, its data dropped.
+// status 256 and the pipe named, its data dropped.  The task pauses after
+// its first bytes, so that the first read ends on an empty pipe (and is
+// re-armed) rather than draining everything to the end of file, as a
+// reader that keeps up with one unbroken write could (seen under TSan).
 TEST_F(LauncherPool, ReapedLaunchWhosePipeCannotBeArmedAgainFails)
 {
     start(1, 2);
     PipeForwards fw(1);
     launcher__fail_next_rearm(pool_, EIO);
-    ASSERT_NO_FATAL_FAILURE(
-        submit_with_a_pipe(fw, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3; exit 0"}));
+    ASSERT_NO_FATAL_FAILURE(submit_with_a_pipe(fw, {"/bin/sh", "-c",
+                                                    "head -c 1000 /dev/zero >&3; sleep 0.5; "
+                                                    "head -c 300000 /dev/zero >&3; exit 0"}));
     uint32_t i;
     ASSERT_TRUE(take_exited(&i)) << "the task blocked on an unwatched pipe";
     const struct launch_job *j = launcher_job(pool_, 0);
