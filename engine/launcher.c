@@ -519,6 +519,14 @@ void launcher__hold_reads(struct launcher *l, unsigned us)
     atomic_store_explicit(&l->hold_reads_us, us, memory_order_relaxed);
 }
 
+void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t k)
+{
+    if (i >= l->nslots)
+        return;
+    uint32_t w = atomic_load_explicit(&l->state[i], memory_order_acquire);
+    launcher_read_pipe(l, i, k, (JOB_GEN(w) - 1) & JOB_GEN_MASK);
+}
+
 uint64_t launcher__pipe_reads(const struct launcher *l)
 {
     return atomic_load_explicit(&l->pipe_reads, memory_order_relaxed);

@@ -599,6 +599,33 @@ TEST_F(LauncherPool, ReapedLaunchWhosePipeCannotBeArmedAgainFails)
     EXPECT_LT(fw.f.e[0].rfd, 0);
 }
 
+// A pipe event of a slot's earlier launch, handled after the slot was
+// reaped and launched again (a launcher took it from epoll before the
+// reap), claims nothing: no read and no re-arm of the new launch's pipe,
+// which could be not yet in the set (the re-arm would fail and the task
+// with it) or re-armed with the old generation.  The new task writes only
+// after 1 s, so no real read can come between the two counts; the new
+// launch then forwards its data whole.
+TEST_F(LauncherPool, PipeEventOfAnEarlierLaunchIsIgnored)
+{
+    start(1, 1);
+    uint32_t i;
+    PipeForwards first(1);
+    ASSERT_NO_FATAL_FAILURE(submit_with_a_pipe(first, {"/bin/sh", "-c", "echo a >&3"}));
+    ASSERT_TRUE(take_exited(&i));
+    PipeForwards second(1);
+    ASSERT_NO_FATAL_FAILURE(
+        submit_with_a_pipe(second, {"/bin/sh", "-c", "sleep 1; echo b >&3"}));
+    uint64_t reads = launcher__pipe_reads(pool_);
+    launcher__stale_pipe_event(pool_, 0, 0);
+    EXPECT_EQ(launcher__pipe_reads(pool_), reads) << "an earlier launch's event read the pipe";
+    ASSERT_TRUE(take_exited(&i)) << "the task blocked on its pipe";
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 0);
+    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_EQ(pack_blocks(&j->fwd_pack)[0], "b\n");
+}
+
 // Does any epoll set of this process watch descriptor fd?  (Its
 // /proc/self/fdinfo lists a "tfd:" line per watched descriptor.)
 static bool epoll_watches(int fd)
