@@ -614,8 +614,7 @@ TEST_F(LauncherPool, PipeEventOfAnEarlierLaunchIsIgnored)
     ASSERT_NO_FATAL_FAILURE(submit_with_a_pipe(first, {"/bin/sh", "-c", "echo a >&3"}));
     ASSERT_TRUE(take_exited(&i));
     PipeForwards second(1);
-    ASSERT_NO_FATAL_FAILURE(
-        submit_with_a_pipe(second, {"/bin/sh", "-c", "sleep 1; echo b >&3"}));
+    ASSERT_NO_FATAL_FAILURE(submit_with_a_pipe(second, {"/bin/sh", "-c", "sleep 1; echo b >&3"}));
     uint64_t reads = launcher__pipe_reads(pool_);
     launcher__stale_pipe_event(pool_, 0, 0);
     EXPECT_EQ(launcher__pipe_reads(pool_), reads) << "an earlier launch's event read the pipe";
