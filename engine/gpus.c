@@ -2,6 +2,7 @@
 #include "engine/gpus.h"
 
 #include <ctype.h>
+#include <strings.h>
 #include <dirent.h>
 #include <hwloc.h>
 #include <hwloc/glibc-sched.h>
@@ -74,6 +75,15 @@ static uint32_t is_numbered(const char *name, const char *prefix)
  * after CUDA. */
 static const char *const backends[] = {"cuda", "rsmi", "ze", "nvml"};
 #define NBACKENDS (sizeof backends / sizeof backends[0])
+#define BACKEND_RSMI 1
+#define BACKEND_NVML 3
+
+/* Does backend b number every device of the host (NVML, ROCm SMI), rather
+ * than those a visibility list leaves visible (CUDA, Level Zero)? */
+static bool numbers_every_device(size_t b)
+{
+    return b == BACKEND_RSMI || b == BACKEND_NVML;
+}
 
 /* The device number of an OS device named BACKEND<digits>, or -1. */
 static long device_number(const char *name, const char *backend)
@@ -81,6 +91,42 @@ static long device_number(const char *name, const char *backend)
     if (!is_numbered(name, backend))
         return -1;
     return strtol(name + strlen(backend), NULL, 10);
+}
+
+/* A visibility list's hexadecimal UUID as a number: "GPU-0123abcd..." or
+ * "0x0123abcd..." (ROCm's forms; ROCm SMI's unique id is a 64-bit number),
+ * true when all of it is hexadecimal and fits in 64 bits. */
+static bool hex_uuid(const char *s, uint64_t *v)
+{
+    if (strncmp(s, "GPU-", 4) == 0 || strncasecmp(s, "0x", 2) == 0)
+        s += s[0] == '0' ? 2 : 4;
+    size_t n = strspn(s, "0123456789abcdefABCDEF");
+    if (n == 0 || n > 16 || s[n] != '\0')
+        return false;
+    *v = strtoull(s, NULL, 16);
+    return true;
+}
+
+/* Does id, an entry of a visibility list, name OS device o, device dev of
+ * backend b (one that numbers every device of the host: NVML, ROCm SMI)?
+ * A number names the device of that number: the host's numbering that
+ * CUDA and ROCm use before a list hides any, which is NVML's PCI order
+ * where the GPUs are alike or CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA's own
+ * order otherwise puts the fastest first).  A UUID names the device that
+ * has it: NVML's "NVIDIAUUID" begins with it (CUDA accepts any unique
+ * beginning of "GPU-<uuid>"), ROCm SMI's "AMDUUID" is the same number.
+ * Anything else (a MIG instance, a Level Zero sub-device) names none. */
+static bool names_device(const char *id, long dev, hwloc_obj_t o, size_t b)
+{
+    if (isdigit((unsigned char)id[0]) && id[strspn(id, "0123456789")] == '\0')
+        return strtol(id, NULL, 10) == dev;
+    const char *uuid = hwloc_obj_get_info_by_name(o, b == BACKEND_NVML ? "NVIDIAUUID" : "AMDUUID");
+    if (!uuid || !*uuid)
+        return false;
+    if (b == BACKEND_NVML)
+        return strncmp(id, "GPU-", 4) == 0 && strncmp(uuid, id, strlen(id)) == 0;
+    uint64_t want, have;
+    return hex_uuid(id, &want) && hex_uuid(uuid, &have) && want == have;
 }
 
 /* The PCI base class of a device directory's "class" file (sysfs:
@@ -136,18 +182,41 @@ static size_t preferred_backend(hwloc_topology_t t, uint32_t count[NBACKENDS])
     return 0;
 }
 
+/* Put in near[] (m sets) the CPUs of t's non-I/O ancestor of OS device o,
+ * device dev of backend b, for each id it stands for: ids (m of them, an
+ * inherited list or --host-gpus's) where b numbers every device of the
+ * host (names_device()), else the id of index dev (ids NULL: the detected
+ * "0".."m-1"; CUDA and Level Zero number the visible devices in the order
+ * of the list). */
+static void place_device(hwloc_topology_t t, hwloc_obj_t o, long dev, size_t b,
+                         const struct gpu_ids *ids, cpu_set_t *near, uint32_t m)
+{
+    hwloc_obj_t anc = hwloc_get_non_io_ancestor_obj(t, o);
+    if (!anc || !anc->cpuset)
+        return;
+    if (!(ids && numbers_every_device(b))) {
+        if (dev < (long)m)
+            hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[dev], sizeof near[dev]);
+        return;
+    }
+    for (uint32_t i = 0; i < m; i++)
+        if (names_device(ids->id[i], dev, o, b))
+            hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &near[i], sizeof near[i]);
+}
+
 /* The GPUs hwloc's I/O discovery sees, all from one backend
  * (preferred_backend()), so that ids never mix numberings (NVML numbers
  * every GPU in PCI order, CUDA the visible ones in its own).  *near gets
- * the locality of that backend's devices 0..m-1, m = want or, when want is
- * 0, the count found (at most GPUS_MAX): near[d] the CPUs of the closest
- * non-I/O ancestor of device d, empty when unknown; malloc'd, NULL when
- * there is nothing to place or memory ran out.  One topology load, skipped
+ * the locality of m ids, m = ids->n or, when ids is NULL, the count found
+ * (at most GPUS_MAX): near[i] the CPUs of the closest non-I/O ancestor of
+ * the device id i stands for (place_device()), empty when unknown;
+ * malloc'd, NULL when there is nothing to place or memory ran out.  One
+ * topology load, skipped
  * (0, *near NULL) when sysfs lists PCI devices and none has a GPU's class
  * (gpus__pci_may_have_gpu()): that discovery reads every PCI device's
  * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
  * without, on the 2-core VM of docs/performance.md section 13). */
-static uint32_t hwloc_gpus(uint32_t want, cpu_set_t **near)
+static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near)
 {
     *near = NULL;
     hwloc_topology_t t;
@@ -164,14 +233,12 @@ static uint32_t hwloc_gpus(uint32_t want, cpu_set_t **near)
     if (hwloc_topology_load(t) == 0) {
         size_t b = preferred_backend(t, count);
         found = count[b];
-        uint32_t m = want ? want : found < GPUS_MAX ? found : GPUS_MAX;
+        uint32_t m = ids ? ids->n : found < GPUS_MAX ? found : GPUS_MAX;
         cpu_set_t *v = m ? calloc(m, sizeof *v) : NULL;
         for (hwloc_obj_t o = NULL; v && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
             long dev = o->name ? device_number(o->name, backends[b]) : -1;
-            hwloc_obj_t anc =
-                dev >= 0 && dev < (long)m ? hwloc_get_non_io_ancestor_obj(t, o) : NULL;
-            if (anc && anc->cpuset)
-                hwloc_cpuset_to_glibc_sched_affinity(t, anc->cpuset, &v[dev], sizeof v[dev]);
+            if (dev >= 0)
+                place_device(t, o, dev, b, ids, v, m);
         }
         *near = v;
     }
@@ -199,7 +266,7 @@ static void find_locality(struct gpu_ids *g)
     if (g->n == 0)
         return;
     cpu_set_t *near;
-    hwloc_gpus(g->n, &near);
+    hwloc_gpus(g, &near);
     keep_near(g, near);
 }
 
@@ -222,7 +289,7 @@ static uint32_t dev_nvidia(void)
 static int discover_detected(struct gpu_ids *g)
 {
     cpu_set_t *near;
-    uint32_t n = hwloc_gpus(0, &near);
+    uint32_t n = hwloc_gpus(NULL, &near);
     const char *how = "hwloc";
     if (n == 0 && (n = dev_nvidia()) > 0)
         how = "/dev/nvidia*";

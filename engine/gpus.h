@@ -17,15 +17,18 @@
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
  * whose GPUs cannot be seen, and for tests): the first N ids of an inherited
  * visibility list when it has that many, else "0".."N-1".
- * Locality: id i is the backend's device i (CUDA numbers the visible devices
- * in the order of the visibility list), so near[i] is the cpuset of the
- * closest non-I/O ancestor of hwloc's OS device "cudai" (or rsmi, ze, nvml:
- * one backend, the one step 2 picks, for every id), used by --set-affinity
- * to bind a GPU task's CPUs near its GPUs.  NVML and ROCm SMI number the
- * host's devices whatever a visibility list hides, so with an inherited
- * list and neither CUDA's nor Level Zero's backend the locality can be
- * another GPU's.  The count
- * and the locality of step 2 come from one topology load.
+ * Locality: near[i] is the cpuset of the closest non-I/O ancestor of the
+ * hwloc OS device id i stands for, in one backend (the one step 2 picks),
+ * used by --set-affinity to bind a GPU task's CPUs near its GPUs.  CUDA and
+ * Level Zero number the devices a visibility list leaves visible, in the
+ * list's order, so id i is "cudai" (or "zei").  NVML and ROCm SMI number
+ * every device of the host, so an id is placed by what it holds: a number
+ * k by "nvmlk" ("rsmik"), which is CUDA's device k where the GPUs are
+ * alike or CUDA_DEVICE_ORDER=PCI_BUS_ID (NVML numbers in PCI order; CUDA's
+ * default order puts the fastest first); a UUID by the device with that
+ * UUID (NVML's NVIDIAUUID begins with it; ROCm SMI's AMDUUID is the same
+ * hexadecimal number); anything else (a MIG instance) stays unplaced.
+ * The count and the locality of step 2 come from one topology load.
  *
  * Thread-safety: gpus_discover() is not (hwloc topology load, getenv);
  * call it from the main thread before the agent starts.

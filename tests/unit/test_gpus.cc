@@ -3,8 +3,9 @@
 // the override of a list (its first N, or numbers when it is shorter),
 // gpus_format()'s lists and lengths, the PCI class check that spares a
 // host without a GPU-class device hwloc's I/O discovery, and what hwloc
-// finds (an XML topology of two packages with a CUDA device each, through
-// HWLOC_XMLFILE): the count and each id's CPUs, found or inherited.
+// finds (an XML topology of two packages with a GPU each, through
+// HWLOC_XMLFILE): the count and each id's CPUs, found or inherited, by
+// CUDA's numbers, or by NVML's and ROCm SMI's numbers and UUIDs.
 #include <gtest/gtest.h>
 
 #include <sched.h>
@@ -139,8 +140,14 @@ TEST_F(PciDirTest, UnreadableClassMeansAsk)
 // and "nvml1" near CPUs 2-3 (CUDA's order is not the PCI order NVML
 // uses), so the ids follow one backend's device numbers, not the order
 // hwloc lists the devices in, and never mix the two numberings.
-std::string package_xml(int i, int bus, const char *dev, const char *nvml)
+// info, when given, is an info element (name, value) of the second OS
+// device ("NVIDIAUUID", "GPU-...").
+std::string package_xml(int i, int bus, const char *dev, const char *nvml,
+                        std::pair<const char *, const char *> info = {})
 {
+    std::string info_xml = info.first ? std::string("<info name=\"") + info.first + "\" value=\"" +
+                                            info.second + "\"/>\n"
+                                      : "";
     char buf[2048];
     unsigned cs = 3u << (2 * i), ns = 1u << i, g = 10u * (unsigned)(i + 1);
     snprintf(buf, sizeof buf,
@@ -159,11 +166,11 @@ std::string package_xml(int i, int bus, const char *dev, const char *nvml)
              "pci_type=\"0302 [10de:2330] [10de:16c1] a1\" pci_link_speed=\"0.000000\">\n"
              "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" subtype=\"CUDA\" "
              "osdev_type=\"5\"/>\n"
-             "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" osdev_type=\"1\"/>\n"
-             "</object>\n</object>\n</object>\n",
+             "<object type=\"OSDev\" gp_index=\"%u\" name=\"%s\" osdev_type=\"1\">\n%s"
+             "</object>\n</object>\n</object>\n</object>\n",
              i, cs, cs, ns, ns, g, i, cs, cs, ns, ns, g + 1, 2 * i, 1u << (2 * i), 1u << (2 * i),
              ns, ns, g + 2, 2 * i + 1, 2u << (2 * i), 2u << (2 * i), ns, ns, g + 3, g + 4, bus, bus,
-             g + 5, bus, g + 6, dev, g + 7, nvml);
+             g + 5, bus, g + 6, dev, g + 7, nvml, info_xml.c_str());
     return buf;
 }
 
@@ -239,6 +246,55 @@ TEST_F(DetectedGpusTest, AVisibleSubsetIsPlacedByCudaNotNvml)
     setenv("CUDA_VISIBLE_DEVICES", "1", 1);
     EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"1"}));
     EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
+}
+
+// Without CUDA's backend, NVML places an inherited list: NVML numbers
+// every GPU of the host, so id "1" is "nvml1" (near CPUs 2-3), wherever it
+// stands in the list, not the list's first device "nvml0".
+TEST_F(DetectedGpusTest, NvmlPlacesAListByTheNumbersItHolds)
+{
+    ASSERT_NO_FATAL_FAILURE(
+        write_xml(package_xml(0, 1, "gpu0", "nvml0") + package_xml(1, 2, "gpu1", "nvml1")));
+    setenv("CUDA_VISIBLE_DEVICES", "1", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"1"}));
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
+    setenv("CUDA_VISIBLE_DEVICES", "1,0", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"1", "0"}));
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
+    EXPECT_EQ(near(1), (std::vector<int>{0, 1}));
+}
+
+// A list of UUIDs is placed by NVML's UUIDs, a unique beginning of one
+// too (as CUDA accepts); a MIG instance's UUID, which NVML's GPU devices
+// do not carry, stays unplaced.
+TEST_F(DetectedGpusTest, NvmlPlacesUuidsByTheirDevice)
+{
+    ASSERT_NO_FATAL_FAILURE(
+        write_xml(package_xml(0, 1, "gpu0", "nvml0", {"NVIDIAUUID", "GPU-aaaa-1111"}) +
+                  package_xml(1, 2, "gpu1", "nvml1", {"NVIDIAUUID", "GPU-bbbb-2222"})));
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-bbbb,GPU-aaaa-1111,MIG-aaaa-1111", 1);
+    ids(false, 0);
+    ASSERT_EQ(g_.n, 3u);
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
+    EXPECT_EQ(near(1), (std::vector<int>{0, 1}));
+    EXPECT_EQ(near(2), (std::vector<int>{}));
+}
+
+// ROCm SMI numbers every GPU too: ROCR_VISIBLE_DEVICES's numbers name its
+// devices, and its "GPU-<hex>" UUIDs the device whose unique id is that
+// number, however hwloc writes it.
+TEST_F(DetectedGpusTest, RocmSmiPlacesNumbersAndUuids)
+{
+    ASSERT_NO_FATAL_FAILURE(
+        write_xml(package_xml(0, 1, "gpu0", "rsmi0", {"AMDUUID", "a1b2c3d4e5f60718"}) +
+                  package_xml(1, 2, "gpu1", "rsmi1", {"AMDUUID", "0x1234"})));
+    setenv("ROCR_VISIBLE_DEVICES", "GPU-0000000000001234,0", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"GPU-0000000000001234", "0"}));
+    EXPECT_EQ(near(0), (std::vector<int>{2, 3}));
+    EXPECT_EQ(near(1), (std::vector<int>{0, 1}));
+    setenv("ROCR_VISIBLE_DEVICES", "GPU-A1B2C3D4E5F60718", 1);
+    ids(false, 0);
+    EXPECT_EQ(near(0), (std::vector<int>{0, 1}));
 }
 
 TEST_F(DetectedGpusTest, NoGpuClassOnThePciBusSkipsHwloc)
