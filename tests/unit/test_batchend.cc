@@ -1,7 +1,7 @@
 // test_batchend.cc - unit tests of engine/batchend.h.
 //
-// Every batch variable the module reads is saved and unset in SetUp (and
-// restored in TearDown, with PATH and TZ), so the host's environment cannot
+// Every batch variable the module reads is saved and unset for each test (a
+// SavedEnv, with PATH and TZ, restored after it), so the host's environment cannot
 // leak in; PATH holds only this test's bin/ directory of fake squeue,
 // qstat, bjobs and flux scripts (/bin/sh, absolute paths inside), which
 // record their arguments in ARGS files.  The clock is fixed (kNow) and TZ
@@ -28,7 +28,6 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
-#include <map>
 #include <string>
 #include <thread>
 
@@ -46,11 +45,6 @@ using namespace testutil;
 
 const double kNow = 1700000000.0; // "now" for relative answers
 
-// Every variable batchend reads, and those the tests change.
-const char *const kVars[] = {
-    "PATH",      "TZ",           "SLURM_JOB_END_TIME", "SLURM_JOB_ID", "SLURM_TIME_FORMAT",
-    "PBS_JOBID", "PBS_WALLTIME", "LSB_JOBID",          "LSB_JOBINDEX", "FLUX_JOB_ID"};
-
 class BatchEnd : public TempDirTest
 {
   protected:
@@ -58,12 +52,6 @@ class BatchEnd : public TempDirTest
 
     void SetUp() override
     {
-        for (const char *v : kVars) {
-            const char *old = getenv(v);
-            if (old)
-                saved_[v] = old;
-            unsetenv(v);
-        }
         ASSERT_EQ(mkdir(path("bin").c_str(), 0755), 0) << strerror(errno);
         setenv("PATH", path("bin").c_str(), 1);
         set_tz("UTC0");
@@ -71,14 +59,6 @@ class BatchEnd : public TempDirTest
 
     void TearDown() override
     {
-        for (const char *v : kVars) {
-            auto it = saved_.find(v);
-            if (it != saved_.end())
-                setenv(v, it->second.c_str(), 1);
-            else
-                unsetenv(v);
-        }
-        tzset();
         expect_no_children();
     }
 
@@ -138,7 +118,17 @@ class BatchEnd : public TempDirTest
 
     struct batchend be_;
     struct pmc_error err_;
-    std::map<std::string, std::string> saved_;
+    // Declared before saved_, so destroyed after it: the restored TZ is read.
+    struct TzReset {
+        ~TzReset()
+        {
+            tzset();
+        }
+    } tz_reset_;
+    // Every variable batchend reads, and those the tests change.
+    SavedEnv saved_{
+        "PATH",      "TZ",           "SLURM_JOB_END_TIME", "SLURM_JOB_ID", "SLURM_TIME_FORMAT",
+        "PBS_JOBID", "PBS_WALLTIME", "LSB_JOBID",          "LSB_JOBINDEX", "FLUX_JOB_ID"};
 };
 
 // ---- nothing --------------------------------------------------------------------

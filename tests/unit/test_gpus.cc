@@ -80,24 +80,11 @@ TEST_F(GpusTest, FormatListsAndMeasures)
 class PciDirTest : public ::testing::Test
 {
   protected:
-    void SetUp() override
-    {
-        const char *tmp = getenv("TMPDIR");
-        char tmpl[4096];
-        snprintf(tmpl, sizeof tmpl, "%s/pmc-pci-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-        ASSERT_NE(mkdtemp(tmpl), nullptr);
-        dir_ = tmpl;
-    }
-    void TearDown() override
-    {
-        std::filesystem::remove_all(dir_);
-    }
     void device(const std::string &name, const std::string &cls)
     {
-        std::filesystem::create_directory(dir_ + "/" + name);
-        std::ofstream(dir_ + "/" + name + "/class") << cls << "\n";
+        tmp_.file(name + "/class", cls + "\n");
     }
-    std::string dir_;
+    testutil::TempDir tmp_{"pmc-pci"};
 };
 
 TEST_F(PciDirTest, NoGpuClassMeansNoGpu)
@@ -105,34 +92,34 @@ TEST_F(PciDirTest, NoGpuClassMeansNoGpu)
     device("0000:00:00.0", "0x060000"); // host bridge
     device("0000:00:01.0", "0x020000"); // Ethernet
     device("0000:00:02.0", "0x010802"); // NVMe
-    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 0);
+    EXPECT_EQ(gpus__pci_may_have_gpu(tmp_.dir().c_str()), 0);
 }
 
 TEST_F(PciDirTest, DisplayAnd3dControllersAndAcceleratorsAreGpus)
 {
     for (const char *cls : {"0x030000", "0x030200", "0x038000", "0x120000"}) {
-        std::filesystem::remove_all(dir_ + "/0000:41:00.0");
+        std::filesystem::remove_all(tmp_.path("0000:41:00.0"));
         device("0000:00:01.0", "0x020000");
         device("0000:41:00.0", cls);
-        EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1) << cls;
+        EXPECT_EQ(gpus__pci_may_have_gpu(tmp_.dir().c_str()), 1) << cls;
     }
 }
 
 TEST_F(PciDirTest, UnreadableListMeansAsk)
 {
-    EXPECT_EQ(gpus__pci_may_have_gpu((dir_ + "/missing").c_str()), 1);
+    EXPECT_EQ(gpus__pci_may_have_gpu(tmp_.path("missing").c_str()), 1);
 }
 
 TEST_F(PciDirTest, EmptyListMeansAsk)
 {
-    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
+    EXPECT_EQ(gpus__pci_may_have_gpu(tmp_.dir().c_str()), 1);
 }
 
 TEST_F(PciDirTest, UnreadableClassMeansAsk)
 {
     device("0000:00:01.0", "0x020000");
-    std::filesystem::create_directory(dir_ + "/0000:00:02.0"); // no "class" file
-    EXPECT_EQ(gpus__pci_may_have_gpu(dir_.c_str()), 1);
+    std::filesystem::create_directory(tmp_.path("0000:00:02.0")); // no "class" file
+    EXPECT_EQ(gpus__pci_may_have_gpu(tmp_.dir().c_str()), 1);
 }
 
 // Two packages of two CPUs, each with a GPU behind its own host bridge,

@@ -32,21 +32,7 @@ using namespace testutil;
 class HostscriptTest : public TempDirTest
 {
   protected:
-    HostscriptTest() : TempDirTest("pmc-hostscript")
-    {
-        const char *old = getenv(HOSTSCRIPT_TIMEOUT_ENV);
-        had_ = old != nullptr;
-        if (had_)
-            old_ = old;
-        unsetenv(HOSTSCRIPT_TIMEOUT_ENV);
-    }
-    ~HostscriptTest() override
-    {
-        if (had_)
-            setenv(HOSTSCRIPT_TIMEOUT_ENV, old_.c_str(), 1);
-        else
-            unsetenv(HOSTSCRIPT_TIMEOUT_ENV);
-    }
+    HostscriptTest() : TempDirTest("pmc-hostscript") {}
     std::string script(const std::string &body)
     {
         return file("hs.sh", "#!/bin/sh\n" + body, 0755);
@@ -57,8 +43,7 @@ class HostscriptTest : public TempDirTest
     }
 
   private:
-    bool had_ = false;
-    std::string old_;
+    SavedEnv timeout_env_{HOSTSCRIPT_TIMEOUT_ENV};
 };
 
 TEST_F(HostscriptTest, LimitIsSixtySecondsUnlessTheEnvironmentSetsIt)

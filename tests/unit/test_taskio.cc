@@ -61,18 +61,7 @@ class TaskioTest : public TempDirTest
     {
         tmpdir_ = dir_ + "/tmp";
         ASSERT_EQ(mkdir(tmpdir_.c_str(), 0700), 0);
-        const char *old = getenv("TMPDIR");
-        had_tmpdir_ = old != nullptr;
-        if (old)
-            old_tmpdir_ = old;
         setenv("TMPDIR", tmpdir_.c_str(), 1);
-    }
-    void TearDown() override
-    {
-        if (had_tmpdir_)
-            setenv("TMPDIR", old_tmpdir_.c_str(), 1);
-        else
-            unsetenv("TMPDIR");
     }
     // taskio_file_open, its error text reported on failure.
     static bool open_output(struct taskio_file *f, const std::string &p)
@@ -93,8 +82,10 @@ class TaskioTest : public TempDirTest
         return fd;
     }
 
-    std::string tmpdir_, old_tmpdir_;
-    bool had_tmpdir_ = false;
+    std::string tmpdir_;
+    // A member, so made after the TempDirTest base (which uses the outer
+    // TMPDIR) and restored before the base removes dir_.
+    SavedEnv tmpdir_env_{"TMPDIR"};
 };
 
 TEST_F(TaskioTest, CaptureFileIsAnonymousAndCloexec)
