@@ -49,26 +49,42 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
                                .err = &a->err};
 }
 
-/* What taskio_write_block() returned for slot s's task (errno set when not
- * 0): a lost record is reported; lost output fails the run. */
-static void agent_output_written(struct agent *a, const struct slot *s, int rc)
+/* The status slot s's task ends with, after taskio_write_block() returned
+ * rc for it (-1 with errno: its output or record was lost): its
+ * --per-task-stdio files are closed first (a write-back error of a network
+ * file system shows at the close).  When its output is lost the task fails
+ * (status 256, exit code 1, as when its forwarded data is: unless it failed
+ * already), so that it is neither recorded done nor counted a success, and
+ * the run fails (the agent aborts it: a block cut short leaves zeros in the
+ * rank's file). */
+static int agent_output_status(struct agent *a, struct slot *s, int rc, int status)
 {
-    if (rc > 0)
-        log_error("Cannot write the record of task %s: %s", s->strs, strerror(errno));
-    if (rc < 0) {
-        log_error("Cannot write task output to %s: %s", a->out.path, strerror(errno));
-        a->failed = true;
-    }
+    bool per_task = s->task_out >= 0;
+    if (taskio_close_per_task(&s->task_out, &s->task_err) < 0 && rc == 0)
+        rc = -1;
+    if (rc == 0)
+        return status;
+    if (per_task || !a->out.path)
+        log_error("Task %s failed: its output could not be written to its --per-task-stdio "
+                  "files: %s",
+                  s->strs, strerror(errno));
+    else
+        log_error("Task %s failed: its output could not be written to %s or %s: %s", s->strs,
+                  a->out.path, a->err.path, strerror(errno));
+    a->failed = true;
+    return status == 0 ? 256 : status;
 }
 
 /* Append the task's stdout + record and its stderr to the rank's files
- * (or, with --per-task-stdio, the record to the task's own .out file). */
-static void agent_write_output(struct agent *a, struct slot *s, int status, double duration)
+ * (or, with --per-task-stdio, the record to the task's own .out file): the
+ * status the task ends with (agent_output_status()). */
+static int agent_write_output(struct agent *a, struct slot *s, int status, double duration)
 {
     struct taskio_block b;
     agent_output_block(a, s, &b);
     /* out_len, err_len: what agent__slot_release() resets */
-    agent_output_written(a, s, taskio_write_block(&b, status, duration, &s->out_len, &s->err_len));
+    int rc = taskio_write_block(&b, status, duration, &s->out_len, &s->err_len);
+    return agent_output_status(a, s, rc, status);
 }
 
 static int agent_slot_init(struct slot *s)
@@ -163,11 +179,7 @@ void agent__slot_release(struct agent *a, struct slot *s)
 {
     taskio_capture_reset(s->out_fd, s->out_len);
     taskio_capture_reset(s->err_fd, s->err_len);
-    if (s->task_out >= 0)
-        close(s->task_out);
-    if (s->task_err >= 0)
-        close(s->task_err);
-    s->task_out = s->task_err = -1;
+    (void)taskio_close_per_task(&s->task_out, &s->task_err); /* a task that never ran */
     fwd_reset(&s->fwd);
     if (s->bound)
         cpuset_pool_give(a->pool, &s->cpuset);
@@ -446,7 +458,7 @@ static void agent_task_ended(struct agent *a, uint32_t i, int status, double dur
         a->fwd_pack.len = a->fwd_pack.count = 0;
         status = 256; /* the task failed: its forwarded data could not be read */
     }
-    agent_write_output(a, s, status, duration);
+    status = agent_write_output(a, s, status, duration);
     agent_task_done(a, s, status, exec_errno, duration);
 }
 
@@ -521,9 +533,9 @@ void agent__take_launches(struct agent *a)
         s->err_len = j->err_len;
         agent_take_forwards(a, j);
         errno = j->output_errno;
-        agent_output_written(a, s, j->output_rc);
+        int status = agent_output_status(a, s, j->output_rc, j->status);
         agent__limit_end(a, i); /* disarms its limit, bumps the generation */
-        agent_task_done(a, s, j->status, j->timed_out ? ETIMEDOUT : 0, j->duration);
+        agent_task_done(a, s, status, j->timed_out ? ETIMEDOUT : 0, j->duration);
     }
 }
 

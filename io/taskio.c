@@ -145,14 +145,28 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
         len = sizeof line - 1;
     *out_len = *err_len = -1; /* not measured */
     if (b->task_out >= 0)     /* the capture files were not used */
-        return write(b->task_out, line, len) == (ssize_t)len ? 0 : 1;
+        return fdio_write_all(b->task_out, line, len) ? -1 : 0;
     *out_len = out_size;
     *err_len = taskio_size(b->err_fd);
+    /* stderr first: a record in the file vouches for both blocks */
     if (*out_len < 0 || *err_len < 0 ||
-        taskio_file_append(b->out, b->out_fd, *out_len, line, len) < 0 ||
-        taskio_file_append(b->err, b->err_fd, *err_len, NULL, 0) < 0)
+        taskio_file_append(b->err, b->err_fd, *err_len, NULL, 0) < 0 ||
+        taskio_file_append(b->out, b->out_fd, *out_len, line, len) < 0)
         return -1;
     return 0;
+}
+
+int taskio_close_per_task(int *out_fd, int *err_fd)
+{
+    int e = 0; /* EINTR: Linux closed it all the same */
+    if (*out_fd >= 0 && close(*out_fd) < 0 && errno != EINTR)
+        e = errno;
+    if (*err_fd >= 0 && close(*err_fd) < 0 && errno != EINTR && e == 0)
+        e = errno;
+    *out_fd = *err_fd = -1;
+    if (e)
+        errno = e;
+    return e ? -1 : 0;
 }
 
 int taskio_needs_newline(int fd, off_t len)

@@ -73,15 +73,15 @@ struct taskio_block {
     struct taskio_file *out, *err; /* the rank's DAGFILE.out.R and .err.R */
 };
 
-/* Write b's task output (COMPAT.md "Task stdio"): its captured stdout then
- * its cluster-task record (records_format_task(), on a line of its own
- * even after output without a final newline) as one block of b->out, its
- * stderr as one block of b->err; with task_out >= 0, only the record, at
- * the end of that file.  *out_len and *err_len get what the capture files
- * held (-1: not measured), for taskio_capture_reset().  0; 1 when the
- * per-task record could not be written (reported by the caller, not
- * fatal); -1 with errno when the rank's files could not be (the caller
- * fails the run: output was lost). */
+/* Write b's task output (COMPAT.md "Task stdio"): its stderr as one block
+ * of b->err, then its captured stdout and its cluster-task record
+ * (records_format_task(), on a line of its own even after output without
+ * a final newline) as one block of b->out, so that a record in the file
+ * vouches for both; with task_out >= 0, only the record, at the end of
+ * that file.  *out_len and *err_len get what the capture files held (-1:
+ * not measured), for taskio_capture_reset().  0, or -1 with errno when
+ * the output or the record could not be written (output was lost: the
+ * caller fails the task and the run). */
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
                        off_t *err_len);
 
@@ -98,6 +98,12 @@ int taskio_needs_newline(int fd, off_t len);
  * -1 with err "PATH: <strerror>". */
 int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
                          struct pmc_error *err);
+
+/* --per-task-stdio: close a task's .out and .err files (either may be -1)
+ * and set both to -1.  0, or -1 with the errno of the first close that
+ * failed (a network file system reports a failed write-back there: the
+ * task's output may be lost). */
+int taskio_close_per_task(int *out_fd, int *err_fd);
 
 /* fsync-free close; frees path.  Safe on a closed/zeroed struct. */
 int taskio_file_close(struct taskio_file *f);

@@ -21,6 +21,12 @@ libpmcfault.so (faultshim.c), preloaded into pmc-hybrid only:
                      runs and the old log stays byte-identical
   output-enospc      -o hits ENOSPC during the final merge; the per-rank
                      files stay, and the rerun merges them
+  task-output-enospc a rank's output file (wf.dag.out.0) hits ENOSPC after
+                     600 bytes: the task whose block was cut fails and is
+                     not DONE, every DONE task's output and record are in -o
+  task-output-pool   the same with --launch-threads 1 (the pool writes it)
+  task-record-enospc --per-task-stdio: one task's record cannot be written
+                     to its .out file: that task fails, the run exits 1
   fsize-limit        RLIMIT_FSIZE 24 MB for everything: task output
                      overflows the per-rank file
   emfile             RLIMIT_NOFILE from 16 to 256: each run ends cleanly
@@ -289,6 +295,55 @@ def case_output_enospc(c):
                % (len(missing), sorted(missing)[:3]))
 
 
+def case_task_output(c, args, fault_path, after, where):
+    """A task's output (its block in the rank's file, or its record in its
+    --per-task-stdio file) hits a full disk: that task fails and is not
+    DONE, the run stops with exit 1, every DONE task's output and
+    successful record are in `where` (-o, or the task's own files), and a
+    rerun without the fault completes the rest."""
+    dag, names = c.ledger_dag(200, stdout=True)
+    out = c.path("out.txt")
+    argv = ["--host-cpus", "4", "--no-progress", "-o", out] + args
+    r = Run(c.work, argv + [dag], timeout=60,
+            env=shim_env(PMC_FAULT_WRITE_PATH=fault_path, PMC_FAULT_WRITE_AFTER=after))
+    c.check_run(r, (1,), r"Task t\d+ failed: its output could not be written to "
+                         r"(its --per-task-stdio files|\S+wf.dag.out.0 or \S+wf.dag.err.0): "
+                         r"No space left on device")
+    if 'stat="failed"' not in r.stdout:
+        c.fail("no [cluster-summary stat=\"failed\"] record")
+    done = c.check_rescue(dag, names)
+    c.figures["done_at_failure"] = len(done)
+    if done == names:
+        c.fail("every task is DONE although a task's output was lost")
+    lost = [t for t in sorted(done) if not re.search(
+        r"(^|\n)%s\n\[cluster-task name=%s, .*status=0," % (t, t), where(c, t))]
+    if lost:
+        c.fail("%d DONE tasks lack their output or record, e.g. %s" % (len(lost), lost[:3]))
+    c.rerun_completes(dag, names, done, args)
+
+
+def rank_output(c, _task):
+    with open(c.path("out.txt"), "rb") as f:
+        return f.read().decode(errors="replace")
+
+
+def own_output(c, task):
+    return "".join(open(c.path(f), errors="replace").read() for f in os.listdir(c.work)
+                   if re.match(re.escape(task) + r"\.out\.\d+$", f))
+
+
+def case_task_output_enospc(c):
+    case_task_output(c, [], "wf.dag.out.0", 600, rank_output)
+
+
+def case_task_output_pool(c):
+    case_task_output(c, ["--launch-threads", "1"], "wf.dag.out.0", 600, rank_output)
+
+
+def case_task_record_enospc(c):
+    case_task_output(c, ["--per-task-stdio"], "t0000070.out.000", 0, own_output)
+
+
 def relutil_stdio_files(dag):
     folder, base = os.path.split(dag)
     return [f for f in os.listdir(folder) if re.match(re.escape(base) + r"\.(out|err)\.\d+$", f)]
@@ -482,6 +537,9 @@ CASES = {
     "rescue-eio": case_rescue_eio,
     "rewrite-enospc": case_rewrite_enospc,
     "output-enospc": case_output_enospc,
+    "task-output-enospc": case_task_output_enospc,
+    "task-output-pool": case_task_output_pool,
+    "task-record-enospc": case_task_record_enospc,
     "fsize-limit": case_fsize_limit,
     "emfile": case_emfile,
     "daemon": case_daemon,

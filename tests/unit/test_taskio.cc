@@ -544,6 +544,67 @@ TEST_F(TaskioTest, WriteBlockPutsStdoutThenRecordAndStderr)
     close(e);
 }
 
+// The stderr block goes first: when it cannot be written (here the rank's
+// .err file is open read-only: EBADF), no record in the .out file vouches
+// for the task, and the caller learns it.
+TEST_F(TaskioTest, WriteBlockWritesNoRecordWhenStderrIsLost)
+{
+    struct taskio_file outf, errf;
+    ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
+    ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
+    close(errf.fd);
+    errf.fd = open((dir_ + "/e").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(errf.fd, 0);
+    int o = capture_with("out text\n"), e = capture_with("err text\n");
+    struct taskio_block b = block_for("t1", o, e, &outf, &errf);
+    off_t out_len = 0, err_len = 0;
+    EXPECT_EQ(taskio_write_block(&b, 0, 1.0, &out_len, &err_len), -1);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(read_file(dir_ + "/o").find("[cluster-task "), std::string::npos);
+    taskio_file_close(&outf);
+    taskio_file_close(&errf);
+    close(o);
+    close(e);
+}
+
+// A --per-task-stdio record that cannot be written (the .out file open
+// read-only) is an error, not a note: the task's output is incomplete.
+TEST_F(TaskioTest, WriteBlockPerTaskStdioFailsWhenTheRecordIsLost)
+{
+    int task_out = -1, task_err = -1;
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_open_per_task(dir_.c_str(), "t", &task_out, &task_err, &err), 0) << err.text;
+    int ro = open((dir_ + "/t.out.000").c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(ro, 0);
+    struct taskio_block b = block_for("t2", -1, -1, nullptr, nullptr);
+    b.task_out = ro;
+    off_t out_len = 0, err_len = 0;
+    EXPECT_EQ(taskio_write_block(&b, 0, 0.25, &out_len, &err_len), -1);
+    EXPECT_EQ(errno, EBADF);
+    close(ro);
+    EXPECT_EQ(taskio_close_per_task(&task_out, &task_err), 0);
+    EXPECT_EQ(task_out, -1);
+    EXPECT_EQ(task_err, -1);
+}
+
+// taskio_close_per_task() closes both, sets both to -1 and reports the
+// first failure (here a descriptor that is not open: EBADF).
+TEST_F(TaskioTest, ClosePerTaskReportsAFailedClose)
+{
+    int task_out = -1, task_err = -1;
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_open_per_task(dir_.c_str(), "t", &task_out, &task_err, &err), 0) << err.text;
+    int err_fd = task_err;
+    close(task_out); // the close below fails
+    EXPECT_EQ(taskio_close_per_task(&task_out, &task_err), -1);
+    EXPECT_EQ(errno, EBADF);
+    EXPECT_EQ(task_out, -1);
+    EXPECT_EQ(task_err, -1);
+    EXPECT_EQ(fcntl(err_fd, F_GETFD), -1) << "the .err file was left open";
+    int none = -1;
+    EXPECT_EQ(taskio_close_per_task(&none, &none), 0);
+}
+
 TEST_F(TaskioTest, WriteBlockPerTaskStdioAppendsTheRecordOnly)
 {
     struct taskio_file outf, errf;
