@@ -516,6 +516,27 @@ static void agent_ask_short_slice(void)
                                          "policy, nice or utilization clamps)");
 }
 
+/* Close the rank's DAG.out.R and DAG.err.R after its last task.  A close
+ * that fails (a network file system reports a failed write-back there) may
+ * have cut task output short: the master hears of it (an ABORT before the
+ * BYE) and the run fails. */
+static void agent_close_outputs(struct agent *a)
+{
+    struct taskio_file *files[2] = {&a->out, &a->err};
+    for (int k = 0; k < 2; k++) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s", files[k]->path ? files[k]->path : "");
+        if (taskio_file_close(files[k]) < 0 && errno != EINTR) {
+            log_error("Task output may be lost: closing %s failed: %s", path, strerror(errno));
+            a->failed = true;
+        }
+    }
+    if (a->failed && !a->sent_abort) {
+        agent_send_control(a, &a->abort_mail);
+        a->sent_abort = true;
+    }
+}
+
 static void *agent_main(void *arg)
 {
     struct agent *a = arg;
@@ -538,8 +559,7 @@ static void *agent_main(void *arg)
     }
     a->shutting = true; /* makes the last flush unconditional */
     agent_flush_results(a);
-    if (taskio_file_close(&a->out) < 0 || taskio_file_close(&a->err) < 0)
-        a->failed = true;
+    agent_close_outputs(a);
     agent_send_control(a, &a->bye_mail);
     a->launchers_cpu_ns = launcher_cpu_ns(a->launcher);
     a->cpu_ns = pmc_thread_cpu_ns();

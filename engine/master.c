@@ -558,7 +558,7 @@ void master_destroy(struct master *m)
         mailbox_destroy(&m->box);
     free(m->rescue_path);
     fdcache_destroy(m->fdcache);
-    monitor_close(m->monitor);
+    (void)monitor_close(m->monitor);
     free(m->seq);
     free(m->executed);
     master__status_free(m);

@@ -15,7 +15,7 @@
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
 /* Append the ranks' DAG.out.R / DAG.err.R to -o / -e (opened at start by
- * master_open_outputs(); closed by master_destroy()).  -1 when some output
+ * master_open_outputs(); closed by master_close_outputs()).  -1 when some output
  * could not be merged (a full disk under -o): the run must not report
  * success; the per-rank file that failed is kept (taskio_merge()). */
 static int master_merge_stdio(struct master *m)
@@ -90,6 +90,35 @@ static bool master_workflow_ok(const struct master *m)
     return !m->aborting && !m->fatal && m->st.succeeded + m->ndone_before == m->dag->ntasks;
 }
 
+/* Close -o and -e (not the inherited stdout and stderr) once the merge is
+ * done: a network file system reports a failed write-back at the close.
+ * -1 (logged) when one failed: the merged output may be cut short. */
+static int master_close_outputs(struct master *m)
+{
+    int rc = 0;
+    const char *path[2] = {m->cfg.out_path, m->cfg.err_path};
+    int *fd[2] = {&m->out_fd, &m->err_fd};
+    for (int k = 0; k < 2; k++) {
+        if (*fd[k] > 2 && (k == 0 || *fd[1] != *fd[0]) && close(*fd[k]) < 0 && errno != EINTR) {
+            log_error("Task output may be lost: closing %s failed: %s", path[k], strerror(errno));
+            rc = -1;
+        }
+    }
+    m->out_fd = m->err_fd = -1;
+    return rc;
+}
+
+/* Close the forwarding destinations: -1 (logged) when a close failed, now
+ * or at an eviction during the run (fdcache_close_all()). */
+static int master_close_forwards(struct master *m)
+{
+    struct pmc_error err;
+    if (fdcache_close_all(m->fdcache, &err) == 0)
+        return 0;
+    log_error("Forwarded output may be lost: %s", err.text);
+    return -1;
+}
+
 int master__finish(struct master *m)
 {
     if (m->rescue) { /* the writer's CPU, its work done, before it ends */
@@ -105,19 +134,19 @@ int master__finish(struct master *m)
     m->rescue = NULL;
     double wall = pmc_mono_s() - m->start_mono;
     bool merged = master_merge_stdio(m) == 0;
-    bool ok = master_workflow_ok(m) && merged;
+    bool closed = master_close_outputs(m) == 0;
+    bool forwarded = master_close_forwards(m) == 0;
+    bool ok = master_workflow_ok(m) && merged && closed && forwarded && !monitor_failed(m->monitor);
+    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
+    if (monitor_close(m->monitor) < 0)
+        ok = false; /* its last lines were lost */
+    m->monitor = NULL;
     master__status_end(m, ok, wall);
     if (m->aborting)
         log_error("Aborting workflow");
     if (m->max_failures_hit)
         log_error("Max failures reached: DAG prematurely aborted");
     master_print_stats(m, wall);
-    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
-    monitor_close(m->monitor);
-    m->monitor = NULL;
-    struct pmc_error err;
-    if (fdcache_close_all(m->fdcache, &err) < 0)
-        log_error("%s", err.text);
     master_print_summary(m, !ok, wall);
     if (ok)
         log_info("Workflow succeeded");

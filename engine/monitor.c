@@ -26,7 +26,8 @@ struct monitor {
     uint32_t *index; /* open addressing: hostname -> host + 1, 0 = empty */
     uint32_t index_mask;
     bool dirty;
-    bool gpus; /* some host has GPUs: the resource log gets their column */
+    bool gpus;   /* some host has GPUs: the resource log gets their column */
+    bool failed; /* a log lost lines (monitor_failed()) */
 };
 
 /* FNV-1a, 32 bits (Fowler, Noll, Vo). */
@@ -147,11 +148,13 @@ void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, u
         log_error("jobstate.log: %s", err.text);
         jobstate_log_close(mon->jobstate, NULL);
         mon->jobstate = NULL;
+        mon->failed = true;
     }
     if (mon->dagman && dagman_log_event_at(mon->dagman, ev, task, seq, exitcode, when, &err) < 0) {
         log_error("dagman.out: %s", err.text);
         dagman_log_close(mon->dagman, NULL);
         mon->dagman = NULL;
+        mon->failed = true;
     }
 }
 
@@ -243,6 +246,7 @@ static void monitor_write_resources(struct monitor *mon)
         log_error("resource log: %s", err.text);
         resource_log_close(mon->resource, NULL);
         mon->resource = NULL;
+        mon->failed = true;
     }
     mon->dirty = false;
 }
@@ -253,26 +257,40 @@ void monitor_flush(struct monitor *mon)
         return;
     if (mon->resource && mon->dirty)
         monitor_write_resources(mon);
-    jobstate_log_flush(mon->jobstate, NULL);
-    dagman_log_flush(mon->dagman, NULL);
-    resource_log_flush(mon->resource, NULL);
+    /* an error is sticky: monitor_close() reports it */
+    if (jobstate_log_flush(mon->jobstate, NULL) < 0 || dagman_log_flush(mon->dagman, NULL) < 0 ||
+        resource_log_flush(mon->resource, NULL) < 0)
+        mon->failed = true;
 }
 
-void monitor_close(struct monitor *mon)
+bool monitor_failed(const struct monitor *mon)
+{
+    return mon && mon->failed;
+}
+
+int monitor_close(struct monitor *mon)
 {
     if (!mon)
-        return;
+        return 0;
     monitor_flush(mon);
     struct pmc_error err;
-    if (jobstate_log_close(mon->jobstate, &err) < 0)
+    int rc = mon->failed ? -1 : 0;
+    if (jobstate_log_close(mon->jobstate, &err) < 0) {
         log_error("jobstate.log: %s", err.text);
-    if (dagman_log_close(mon->dagman, &err) < 0)
+        rc = -1;
+    }
+    if (dagman_log_close(mon->dagman, &err) < 0) {
         log_error("dagman.out: %s", err.text);
-    if (resource_log_close(mon->resource, &err) < 0)
+        rc = -1;
+    }
+    if (resource_log_close(mon->resource, &err) < 0) {
         log_error("resource log: %s", err.text);
+        rc = -1;
+    }
     for (uint32_t i = 0; i < mon->nhosts; i++)
         free(mon->hosts[i].name);
     free(mon->hosts);
     free(mon->index);
     free(mon);
+    return rc;
 }

@@ -12,7 +12,9 @@
  *
  * Opening is checked before any task runs (a log that cannot be created
  * fails the run at start); later write errors are logged once and that log
- * is closed; the run goes on (as in PMC).  Every function accepts a NULL
+ * is closed; the run goes on, as in PMC, but may not report success
+ * (monitor_failed(), monitor_close(): PMC went on and exited 0 with the
+ * log cut short, which Pegasus's monitoring then misreads).  Every function accepts a NULL
  * monitor (no logs) and then does nothing.
  *
  * Thread-safety: the master thread only.
@@ -67,8 +69,12 @@ void monitor_node_changed(struct monitor *mon, uint32_t h, int64_t dcpus, int64_
 /* Write the resource lines of changed hosts, and flush every log. */
 void monitor_flush(struct monitor *mon);
 
-/* Flush, close, free.  NULL is a no-op. */
-void monitor_close(struct monitor *mon);
+/* True once a log lost lines (a write, flush or close failed). */
+bool monitor_failed(const struct monitor *mon);
+
+/* Flush, close, free.  0, or -1 (logged) when a log lost lines during the
+ * run or at this close.  NULL is a no-op returning 0. */
+int monitor_close(struct monitor *mon);
 
 #ifdef __cplusplus
 }

@@ -58,6 +58,8 @@ struct fdcache {
     size_t nbuckets; /* a power of two */
     struct fd_entry *spare;
     uint64_t hits, misses;
+    bool evict_failed;            /* a close(2) at an eviction failed: */
+    struct pmc_error evict_error; /* its "PATH: <strerror>", for fdcache_close_all() */
 };
 
 /* ---- limits -------------------------------------------------------------- */
@@ -124,6 +126,12 @@ static void entry_free(struct fd_entry *e)
 int fdcache_close_all(struct fdcache *c, struct pmc_error *err)
 {
     int rc = 0;
+    if (c->evict_failed) {
+        if (err)
+            *err = c->evict_error;
+        c->evict_failed = false;
+        rc = -1;
+    }
     struct lru_link *l = c->lru.next;
     while (l != &c->lru) {
         struct fd_entry *e = (struct fd_entry *)l;
@@ -241,11 +249,16 @@ static void lru_touch(struct fdcache *c, struct fd_entry *e)
 /* ---- entries ------------------------------------------------------------- */
 
 /* Close e's file and take it out of the cache; its struct becomes the spare
- * (or is freed if there already is one).  errno is preserved. */
+ * (or is freed if there already is one).  errno is preserved.  The first
+ * close that fails is kept for fdcache_close_all() (a network file system
+ * reports a failed write-back there: blocks written before may be lost). */
 static void entry_drop(struct fdcache *c, struct fd_entry *e)
 {
     int saved = errno;
-    close(e->fd);
+    if (close(e->fd) < 0 && errno != EINTR && !c->evict_failed) {
+        pmc_errorf(&c->evict_error, "%s: %s", e->path, strerror(errno));
+        c->evict_failed = true;
+    }
     e->fd = -1;
     table_remove(c, e);
     lru_unlink(&e->lru);

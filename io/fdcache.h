@@ -63,7 +63,10 @@ int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t 
 
 /* Close every open file; the cache stays usable (and keeps its counters).
  * 0, or -1 with err "PATH: <strerror>" for the first close(2) that failed
- * (all are closed anyway). */
+ * since the last call, this one's or an earlier one's (a file closed to make
+ * room for another, or after a failed write); all are closed anyway.  A
+ * failed close may mean that blocks written before were lost (a network
+ * file system's write-back): the run must not report success. */
 int fdcache_close_all(struct fdcache *c, struct pmc_error *err);
 
 /* Close everything (errors ignored: call fdcache_close_all() first to see

@@ -27,6 +27,13 @@ libpmcfault.so (faultshim.c), preloaded into pmc-hybrid only:
   task-output-pool   the same with --launch-threads 1 (the pool writes it)
   task-record-enospc --per-task-stdio: one task's record cannot be written
                      to its .out file: that task fails, the run exits 1
+  close-rank-output  closing the rank's wf.dag.out.0 fails with EIO (a
+                     network file system's failed write-back): exit 1
+  close-rank-output-2  the same for rank 1's wf.dag.out.1 (mpiexec -n 2)
+  close-output       closing -o fails with EIO: exit 1
+  close-forward      closing a -F destination at an eviction (--maxfds 4)
+                     fails with EIO: exit 1
+  jobstate-enospc    jobstate.log hits ENOSPC: the tasks run, exit 1
   fsize-limit        RLIMIT_FSIZE 24 MB for everything: task output
                      overflows the per-rank file
   emfile             RLIMIT_NOFILE from 16 to 256: each run ends cleanly
@@ -344,6 +351,65 @@ def case_task_record_enospc(c):
     case_task_output(c, ["--per-task-stdio"], "t0000070.out.000", 0, own_output)
 
 
+def lost_at_the_end(c, dag, names, args, env, message, ranks=1, rerun_args=None):
+    """Every task succeeds, but output is lost when a file is closed or a
+    log is written: the run must say so and exit 1 (stat="failed"), the
+    rescue log stays consistent, and a rerun without the fault exits 0."""
+    r = Run(c.work, ["--host-cpus", "4", "--no-progress"] + args + [dag], timeout=60, env=env,
+            ranks=ranks)
+    c.check_run(r, (1,), message)
+    if 'stat="failed"' not in r.stdout:
+        c.fail("no [cluster-summary stat=\"failed\"] record: %s" % r.stdout[-300:])
+    done = c.check_rescue(dag, names)
+    c.figures["done"] = len(done)
+    c.rerun_completes(dag, names, done, rerun_args)
+
+
+def case_close_rank_output(c):
+    dag, names = c.ledger_dag(100, stdout=True)
+    lost_at_the_end(c, dag, names, [], shim_env(PMC_FAULT_CLOSE_PATH="wf.dag.out.0"),
+                    r"Task output may be lost: closing \S*wf.dag.out.0 failed: "
+                    r"Input/output error")
+
+
+def case_close_rank_output_2(c):
+    dag, names = c.ledger_dag(100, stdout=True)
+    lost_at_the_end(c, dag, names, [], shim_env(PMC_FAULT_CLOSE_PATH="wf.dag.out.1"),
+                    r"closing \S*wf.dag.out.1 failed: Input/output error", ranks=2)
+
+
+def case_close_output(c):
+    dag, names = c.ledger_dag(100, stdout=True)
+    out = ["-o", c.path("out.txt")]
+    lost_at_the_end(c, dag, names, out, shim_env(PMC_FAULT_CLOSE_PATH="out.txt"),
+                    r"Task output may be lost: closing \S*out.txt failed: Input/output error",
+                    rerun_args=out)
+
+
+def case_close_forward(c):
+    """Forwarded files (-F) to 30 destinations through --maxfds 4: the
+    close at an eviction fails once."""
+    dag = c.path("wf.dag")
+    names = set()
+    with open(dag, "w") as f:
+        for i in range(30):
+            n = "t%07d" % i
+            names.add(n)
+            f.write("TASK %s -F %s=%s /bin/sh -c 'echo %s >> %s; echo %s > %s'\n"
+                    % (n, c.path("src." + n), c.path("dest/lost.%d" % i if i == 3 else
+                                                      "dest/%s" % n),
+                       n, c.path("ledger"), n, c.path("src." + n)))
+    lost_at_the_end(c, dag, names, ["--maxfds", "4"], shim_env(PMC_FAULT_CLOSE_PATH="lost.3"),
+                    r"Forwarded output may be lost: \S*lost.3: Input/output error")
+
+
+def case_jobstate_enospc(c):
+    dag, names = c.ledger_dag(100, stdout=False)
+    lost_at_the_end(c, dag, names, ["--jobstate-log"],
+                    shim_env(PMC_FAULT_WRITE_PATH="jobstate.log", PMC_FAULT_WRITE_AFTER=2000),
+                    r"jobstate.log: \S*jobstate.log: .*No space left on device")
+
+
 def relutil_stdio_files(dag):
     folder, base = os.path.split(dag)
     return [f for f in os.listdir(folder) if re.match(re.escape(base) + r"\.(out|err)\.\d+$", f)]
@@ -540,6 +606,11 @@ CASES = {
     "task-output-enospc": case_task_output_enospc,
     "task-output-pool": case_task_output_pool,
     "task-record-enospc": case_task_record_enospc,
+    "close-rank-output": case_close_rank_output,
+    "close-rank-output-2": case_close_rank_output_2,
+    "close-output": case_close_output,
+    "close-forward": case_close_forward,
+    "jobstate-enospc": case_jobstate_enospc,
     "fsize-limit": case_fsize_limit,
     "emfile": case_emfile,
     "daemon": case_daemon,

@@ -20,6 +20,12 @@
  *   PMC_FAULT_SYNC_AFTER=N        after N successful ones (default 0)
  *   PMC_FAULT_SYNC_ERRNO=N        with this errno (default EIO)
  *
+ * Closes of one file.
+ *   PMC_FAULT_CLOSE_PATH=SUFFIX   close of such files releases the
+ *                                 descriptor and fails with EIO, as a
+ *                                 network file system reports a failed
+ *                                 write-back
+ *
  * Allocations of pmc-hybrid's own code.  Only calls whose return address
  * lies in the main executable's code are counted (pmc-hybrid links the
  * engine statically, so these are exactly the engine's allocation sites;
@@ -64,7 +70,7 @@
 
 /* ---- configuration ------------------------------------------------------- */
 
-static const char *write_path, *sync_path, *report_path;
+static const char *write_path, *sync_path, *close_path, *report_path;
 static long long write_after = -1, sync_after;
 static int write_errno = ENOSPC, sync_errno = EIO;
 static long long malloc_nth;
@@ -73,7 +79,7 @@ static uintptr_t text_lo, text_hi; /* the main executable's code */
 
 static _Atomic long long written, syncs, allocs;
 static _Atomic long long writes_failed, syncs_failed, allocs_failed;
-static _Atomic int said_write, said_sync, said_malloc;
+static _Atomic int said_write, said_sync, said_close, said_malloc;
 
 static long long env_ll(const char *name, long long dflt)
 {
@@ -122,6 +128,7 @@ __attribute__((constructor)) static void shim_init(void)
     write_after = env_ll("PMC_FAULT_WRITE_AFTER", write_path ? 0 : -1);
     write_errno = (int)env_ll("PMC_FAULT_WRITE_ERRNO", ENOSPC);
     sync_path = getenv("PMC_FAULT_SYNC_PATH");
+    close_path = getenv("PMC_FAULT_CLOSE_PATH");
     sync_after = env_ll("PMC_FAULT_SYNC_AFTER", 0);
     sync_errno = (int)env_ll("PMC_FAULT_SYNC_ERRNO", EIO);
     malloc_nth = env_ll("PMC_FAULT_MALLOC_NTH", 0);
@@ -313,6 +320,20 @@ int fdatasync(int fd)
 {
     NEXT(int, fdatasync, (int));
     return sync_fails(fd) ? -1 : next_fdatasync(fd);
+}
+
+/* ---- closes ---------------------------------------------------------------- */
+
+int close(int fd)
+{
+    NEXT(int, close, (int));
+    bool fails = path_matches(fd, close_path);
+    int rc = next_close(fd);
+    if (rc < 0 || !fails)
+        return rc;
+    say_once(&said_close, "faultshim: failing closes\n");
+    errno = EIO;
+    return -1;
 }
 
 /* ---- allocations ----------------------------------------------------------- */
