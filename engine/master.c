@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/master_internal.h"
@@ -171,6 +172,14 @@ static int master_open_monitor(struct master *m)
     return 0;
 }
 
+/* Do descriptors a and b open the same file (-o log -e ./log)? */
+static bool master_same_file(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
+           sa.st_ino == sb.st_ino;
+}
+
 int master_open_outputs(struct master *m)
 {
     const struct master_config *c = &m->cfg;
@@ -180,6 +189,15 @@ int master_open_outputs(struct master *m)
         m->err_fd = m->out_fd;
     else if (master_open_dest(c->err_path, 2, &m->err_fd) < 0)
         return -1;
+    if ((m->out_fd > 2 || m->err_fd > 2) && m->err_fd != m->out_fd &&
+        master_same_file(m->out_fd, m->err_fd)) {
+        /* one file under two names (-o log -e ./log, or -e naming where
+         * stdout goes): one descriptor, or the merge's two offsets would
+         * write over each other; the one we opened goes */
+        int *ours = m->err_fd > 2 ? &m->err_fd : &m->out_fd;
+        close(*ours);
+        *ours = ours == &m->err_fd ? m->out_fd : m->err_fd;
+    }
     if (master_open_monitor(m) < 0 || master__status_init(m) < 0)
         return -1;
     struct pmc_error err;

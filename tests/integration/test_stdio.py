@@ -15,6 +15,8 @@ PMC's launch shape (one host: rank 1 runs every task, slot=1):
     cluster-summary is printed (on stdout or in FILE);
   * after the successful run the per-rank DAG.out.R / DAG.err.R files are
     gone, every task is DONE and the run exits 0.
+One file under two names (-o log -e ./log; -e log with stdout sent to log
+by the shell): every block and record whole, stderr text there too.
 """
 
 import os
@@ -123,6 +125,33 @@ class Stdio(pmcrun.TestCase):
         if done != set(dag.tasks):
             problems.append("rescue DONE set %s" % sorted(done))
         return problems
+
+    def test_one_file_under_two_names(self):
+        """-o log -e ./log, and -e log with pmc-hybrid's stdout sent to log
+        by the shell: one file under two names gets one descriptor, so
+        stderr never writes over stdout's blocks and records (two
+        descriptors, each at its own offset, did)."""
+        cases = (("-o log -e ./log", ["-o", "log", "-e", "./log"], ()),
+                 ("-e log >log", ["-e", "log"], ("/bin/sh", "-c", 'exec "$@" >log', "sh")))
+        for case, opts, wrap in cases:
+            with self.subTest(case=case):
+                sub = os.path.join(self.tmp, "two-names-%d" % len(opts))
+                os.mkdir(sub)
+                dag_path = os.path.join(sub, "io.dag")
+                with open(dag_path, "w") as f:
+                    f.write(dag_text())
+                res = self.last = pmcrun.run(opts + ["--host-cpus", "8", dag_path], cwd=sub,
+                                             timeout=60, wrap=wrap)
+                with open(os.path.join(sub, "log")) as f:
+                    text = f.read()
+                problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
+                more, out = block_problems(text, "log")
+                problems += more
+                if "err-line" not in text:
+                    problems.append("'err-line' (task stderr) is missing from log")
+                if len(out.tasks) != len(EXPECTED) + 1:
+                    problems.append("%d records in log" % len(out.tasks))
+                self.check(problems, res, case)
 
 
 if __name__ == "__main__":
