@@ -1,9 +1,12 @@
 /* master_report.c - the end of a run: merge the ranks' stdio files, print
  * the statistics and the [cluster-summary] record (COMPAT.md); see
  * master_internal.h. */
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -14,28 +17,77 @@
 
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
-/* Append the ranks' DAG.out.R / DAG.err.R to -o / -e (opened at start by
- * master_open_outputs(); closed by master_close_outputs()).  -1 when some output
- * could not be merged (a full disk under -o): the run must not report
- * success; the per-rank file that failed is kept (taskio_merge()). */
+/* Merge one per-rank file (k: 0 stdout, 1 stderr) into -o / -e: 0, or -1
+ * (logged; the file is kept). */
+static int master_merge_one(struct master *m, int k, const char *path)
+{
+    const char *to = k ? (m->cfg.err_path ? m->cfg.err_path : "stderr")
+                       : (m->cfg.out_path ? m->cfg.out_path : "stdout");
+    int fd = k ? m->err_fd : m->out_fd;
+    struct pmc_error e;
+    if (fd < 0 || taskio_merge(fd, path, &e) == 0)
+        return 0;
+    log_error("Task output not merged into %s (%s is kept): %s", to, path, e.text);
+    return -1;
+}
+
+/* The rank and stream (0 out, 1 err) of a per-rank file named name in the
+ * DAG's folder (base: the DAG file's name): BASE.out.R or BASE.err.R, R a
+ * decimal rank; -1 for any other name. */
+static long master_stdio_rank(const char *name, const char *base, int *k)
+{
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0 || name[n] != '.')
+        return -1;
+    name += n + 1;
+    if (strncmp(name, "out.", 4) != 0 && strncmp(name, "err.", 4) != 0)
+        return -1;
+    *k = name[0] == 'e';
+    name += 4;
+    if (!isdigit((unsigned char)name[0]) || name[strspn(name, "0123456789")] != '\0')
+        return -1;
+    return strtol(name, NULL, 10);
+}
+
+/* Per-rank files of ranks this run does not have: an earlier run with more
+ * ranks was killed before its merge (PMC's launch shape rerun with fewer
+ * ranks); their tasks are done, so their output goes to -o/-e now. */
+static int master_merge_leftovers(struct master *m)
+{
+    const char *slash = strrchr(m->cfg.dag_path, '/');
+    const char *base = slash ? slash + 1 : m->cfg.dag_path;
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - m->cfg.dag_path) + 1 : 2,
+             slash ? m->cfg.dag_path : "./");
+    DIR *d = opendir(dir);
+    int rc = 0, k;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        long r = master_stdio_rank(e->d_name, base, &k);
+        int len = r >= m->cfg.nranks ? snprintf(path, sizeof path, "%s%s", dir, e->d_name) : -1;
+        if (len > 0 && (size_t)len < sizeof path)
+            rc |= master_merge_one(m, k, path);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
+/* Append the ranks' DAG.out.R / DAG.err.R (and those an earlier run with
+ * more ranks left: master_merge_leftovers()) to -o / -e (opened at start
+ * by master_open_outputs(); closed by master_close_outputs()).  -1 when
+ * some output could not be merged (a full disk under -o): the run must not
+ * report success; the per-rank file that failed is kept (taskio_merge()). */
 static int master_merge_stdio(struct master *m)
 {
-    int out = m->out_fd, err = m->err_fd, rc = 0;
-    const char *to[2] = {m->cfg.out_path ? m->cfg.out_path : "stdout",
-                         m->cfg.err_path ? m->cfg.err_path : "stderr"};
     char path[4096];
-    struct pmc_error e;
+    int rc = 0;
     for (int r = 0; r < m->cfg.nranks; r++) {
         for (int k = 0; k < 2; k++) {
             snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
-            int fd = k ? err : out;
-            if (fd >= 0 && taskio_merge(fd, path, &e) < 0) {
-                log_error("Task output not merged into %s (%s is kept): %s", to[k], path, e.text);
-                rc = -1;
-            }
+            rc |= master_merge_one(m, k, path);
         }
     }
-    return rc;
+    return rc | master_merge_leftovers(m);
 }
 
 static void master_print_stats(const struct master *m, double wall)

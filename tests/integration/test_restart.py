@@ -12,6 +12,11 @@ command is run again and must exit 0 with stat="ok"; no task of the snapshot
 may run again, every other task runs exactly once successfully in dependency
 order, and the final rescue file lists all 60 tasks.
 
+Killed with 4 ranks and restarted with 1, the restart merges the killed
+run's per-rank files of ranks 1-3 too: every task DONE at the kill has its
+successful record in the restart's output (and, as always, no per-rank
+file is left).
+
 Records that started before the restart (output of the killed run that the
 restart merges from the per-rank files, which COMPAT.md opens in append
 mode) are not counted as runs of the second execution.
@@ -31,7 +36,7 @@ KILL_AFTER = 8  # DONE records
 
 
 class Restart(pmcrun.TestCase):
-    def kill_and_restart(self, ranks):
+    def kill_and_restart(self, ranks, restart_ranks=None):
         dag_path = self.path("chains.dag")
         pmcrun.gendag(["--shape", "chain", "--width", "4", "--tasks", str(NTASKS), "--runtime",
                        "0.2"], dag_path)
@@ -68,9 +73,16 @@ class Restart(pmcrun.TestCase):
         pmcrun.finish(proc, timeout=5)
         self.assertLess(len(snapshot), NTASKS, "every task was DONE before the kill")
 
-        res = self.run_pmc(args, ranks=ranks, ranks_are_hosts=ranks > 1)
+        again = restart_ranks or ranks
+        res = self.run_pmc(args, ranks=again, ranks_are_hosts=again > 1)
         problems = pmcrun.success_problems(res, dag, skipped=snapshot, since=res.started)
-        if ranks > 1:
+        if again < ranks:  # the killed run's per-rank files of ranks the restart lacks
+            ok = {r.name for r in res.tasks if r.status == 0}
+            lost = sorted(snapshot - ok)
+            if lost:
+                problems.append("%d tasks DONE at the kill have no record in the restart's "
+                                "output, e.g. %s" % (len(lost), lost[:3]))
+        elif ranks > 1:
             fresh = [r for r in res.tasks if r.start >= res.started - pmcrun.ORDER_TOLERANCE]
             slots = pmcrun.slot_counts(fresh)
             if len(slots) < 2:
@@ -83,6 +95,9 @@ class Restart(pmcrun.TestCase):
 
     def test_kill_restart_ranks4(self):
         self.kill_and_restart(4)
+
+    def test_kill_restart_with_fewer_ranks(self):
+        self.kill_and_restart(4, restart_ranks=1)
 
 
 if __name__ == "__main__":
