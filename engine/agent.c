@@ -316,6 +316,20 @@ static void agent_take_local(struct agent *a)
 }
 
 /* Queue the tasks of m; returns true when m is now owned by the queue. */
+/* A task this node could never start (more CPUs, memory or GPUs than it
+ * has) would wait in its queue for ever, and the run with it: the master
+ * never sends one (it checks every task against the nodes' HELLOs), so it
+ * is a bad message.  0, or -1 with err. */
+static int agent_check_task(const struct agent *a, const struct msg_task *t, struct pmc_error *err)
+{
+    uint32_t gpus = a->cfg.gpus ? a->cfg.gpus->n : 0;
+    if (t->cpus <= a->cfg.cpus && t->memory_mb <= a->cfg.memory_mb && t->gpus <= gpus)
+        return 0;
+    return pmc_errorf(
+        err, "task %s asks %u CPUs, %u MB and %u GPUs of a node of %u, %llu MB and %u", t->name,
+        t->cpus, t->memory_mb, t->gpus, a->cfg.cpus, (unsigned long long)a->cfg.memory_mb, gpus);
+}
+
 static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reader *r)
 {
     struct batch *b = calloc(1, sizeof *b);
@@ -328,7 +342,7 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
     }
     b->mail = m;
     b->refs = 1; /* held while this loop runs */
-    while ((rc = msg_next_task(r, &t, &err)) == 1)
+    while ((rc = msg_next_task(r, &t, &err)) == 1 && (rc = agent_check_task(a, &t, &err)) == 0)
         agent_queue_task(a, &t, b);
     if (rc < 0) {
         log_error("Bad TASKS message from the master: %s", err.text);

@@ -554,6 +554,8 @@ static int decode_task_strs(const struct msg_reader *r, const uint8_t **pp, stru
         return item_bad(r, err, "name runs past the end of the message");
     if (!(p = take_str(p, r->end, &t->pegasus_id)))
         return item_bad(r, err, "pegasus_id runs past the end of the message");
+    if (t->argc == 0) /* a task is a command: the agent reads argv[0] */
+        return item_bad(r, err, "argc is 0");
     if (t->argc > left(p, r->end))
         return item_bad(r, err, "argc %u exceeds the %zu bytes left", t->argc, left(p, r->end));
     t->argv = (const char *)p;

@@ -18,7 +18,8 @@
  *   TASKS    (master -> node): u32 id, u32 attempt, u32 cpus, u32 memory_mb,
  *            u32 flags (bit set of MSG_TASK_*; unknown bits are an error),
  *            u32 argc, u32 nfwd, u32 gpus, u32 time_limit_ms (0: none),
- *            i32 priority (-p), str name, str pegasus_id, argc x str argv,
+ *            i32 priority (-p), str name, str pegasus_id, argc x str argv
+ *            (argc >= 1: a task is a command; 0 is an error),
  *            nfwd x (u8 kind (0 or 1), str src, str dest)
  *   RESULTS  (node -> master): u32 id, u32 attempt, i32 status (raw wait
  *            status), i32 exec_errno (0, or errno of a failed exec), f64 start
@@ -109,7 +110,7 @@ struct msg_task {
     int32_t priority;       /* -p: larger first (sched/node_queue.h) */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
-    uint32_t argc;
+    uint32_t argc;    /* >= 1 in a decoded task */
     const char *argv; /* argc consecutive NUL-terminated strings */
     uint32_t nfwd;
     const char *fwd; /* nfwd x (u8 kind, src NUL, dest NUL), packed */

@@ -225,8 +225,7 @@ Bytes tasks_msg()
     t.pegasus_id = "";
     EXPECT_EQ(0, msg_add_task(&b, &t));
     t = sample_task(3);
-    t.argc = 0;
-    t.argv = nullptr;
+    t.argc = 1; // argv[0] alone
     EXPECT_EQ(0, msg_add_task(&b, &t));
     Bytes m = take(&b);
     msg_free(&b);
@@ -395,23 +394,26 @@ TEST(MsgWire, TaskGpusAndTimeLimitBytes)
     t.priority = 0x01020304;
     t.name = "g";
     t.pegasus_id = "p";
+    t.argc = 1;
+    t.argv = "x";
     ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
     ASSERT_EQ(0, msg_add_task(&b, &t));
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 60, 0, 0, 0, 1, 0, 0, 0,  /* header */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0, 62, 0, 0, 0, 1, 0, 0, 0,  /* header */
         9, 0, 0, 0,                /* id */
         1, 0, 0, 0,                /* attempt */
         4, 0, 0, 0,                /* cpus */
         0, 0, 0, 0,                /* memory_mb */
         0, 0, 0, 0,                /* flags */
-        0, 0, 0, 0,                /* argc */
+        1, 0, 0, 0,                /* argc */
         0, 0, 0, 0,                /* nfwd */
         0x0d, 0x0c, 0x0b, 0x0a,    /* gpus 0x0a0b0c0d */
         0xfe, 0xff, 0xff, 0xff,    /* time_limit_ms 0xfffffffe */
         0x04, 0x03, 0x02, 0x01,    /* priority 0x01020304 */
         'g', 0,                    /* name */
         'p', 0,                    /* pegasus_id */
+        'x', 0,                    /* argv[0] */
     };
     // clang-format on
     Bytes m = take(&b);
@@ -425,7 +427,7 @@ TEST(MsgWire, TaskGpusAndTimeLimitBytes)
     EXPECT_EQ(0xfffffffeu, out.time_limit_ms);
     EXPECT_EQ(0x01020304, out.priority);
     EXPECT_EQ(0u, out.nfwd);
-    EXPECT_EQ(0u, out.argc);
+    EXPECT_EQ(1u, out.argc);
     msg_free(&b);
 }
 
@@ -559,8 +561,28 @@ TEST(MsgRoundTrip, TasksWithForwardsAndEmptyPegasusId)
 
     ASSERT_EQ(1, msg_next_task(&r, &t, &err)) << err.text;
     EXPECT_EQ(3u, t.id);
-    EXPECT_EQ(0u, t.argc);
+    EXPECT_EQ(std::vector<std::string>{"/bin/echo"}, argv_of(t));
     EXPECT_EQ(0, msg_next_task(&r, &t, &err));
+}
+
+// A task without a command (argc 0) is a bad item, not a task whose
+// argv[0] the agent would read past the message's end.
+TEST(MsgReader, TaskWithoutACommandIsRejected)
+{
+    msgbuf b{};
+    msg_task t = sample_task(7);
+    t.argc = 0;
+    t.argv = nullptr;
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    Bytes m = take(&b);
+    msg_free(&b);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 1);
+    pmc_error err{};
+    msg_task out{};
+    EXPECT_EQ(-1, msg_next_task(&r, &out, &err));
+    EXPECT_NE(std::string(err.text).find("argc is 0"), std::string::npos) << err.text;
 }
 
 TEST(MsgRoundTrip, ResultsWithDataBlocks)
@@ -1332,7 +1354,7 @@ TEST(MsgMalformed, RawTaskBaselineIsValid)
 
     /* gpus (offset 28), time_limit_ms (offset 32) and priority (offset 36)
      * take any value. */
-    Bytes m = raw_task(0, 0, "n\0\0"s);
+    Bytes m = raw_task(1, 0, "n\0\0a\0"s);
     put32(m, 16 + 28, 0xffffffffu);
     put32(m, 16 + 32, 0x01020304u);
     put32(m, 16 + 36, 0x80000000u);
@@ -1344,7 +1366,7 @@ TEST(MsgMalformed, RawTaskBaselineIsValid)
     EXPECT_EQ(0xffffffffu, t.gpus);
     EXPECT_EQ(0x01020304u, t.time_limit_ms);
     EXPECT_EQ(INT32_MIN, t.priority);
-    EXPECT_EQ(0u, t.argc);
+    EXPECT_EQ(1u, t.argc);
     EXPECT_EQ(0u, t.nfwd);
     EXPECT_STREQ("n", t.name);
 }
@@ -1359,14 +1381,15 @@ TEST(MsgMalformed, TaskFields)
     expect_bad(raw_task(7, 0, "n\0\0a\0b\0c\0"s), "TASKS item 1: argc 7 exceeds the 6 bytes left");
     expect_bad(raw_task(0xffffffffu, 0, "n\0\0a\0b\0c\0"s),
                "TASKS item 1: argc 4294967295 exceeds the 6 bytes left");
-    expect_bad(raw_task(0, 0xffffffffu, "n\0\0\0s\0d\0"s),
+    expect_bad(raw_task(1, 0xffffffffu, "n\0\0a\0\0s\0d\0"s),
                "TASKS item 1: nfwd 4294967295 exceeds the 5 bytes left");
-    expect_bad(raw_task(0, 2, "n\0\0\0s\0d\0\0\0"s),
+    expect_bad(raw_task(1, 2, "n\0\0a\0\0s\0d\0\0\0"s),
                "TASKS item 1: forward 2: destination runs past the end");
-    expect_bad(raw_task(0, 1, "n\0\0\2s\0d\0"s),
+    expect_bad(raw_task(1, 1, "n\0\0a\0\2s\0d\0"s),
                "TASKS item 1: forward 1 has kind 2, expected 0 or 1");
-    expect_bad(raw_task(0, 1, "n\0\0\1src"s), "TASKS item 1: forward 1: source runs past the end");
-    expect_bad(raw_task(0, 0, "n\0\0junk"s), "TASKS item 1: 4 trailing bytes after the last item");
+    expect_bad(raw_task(1, 1, "n\0\0a\0\1src"s), "TASKS item 1: forward 1: source runs past the end");
+    expect_bad(raw_task(1, 0, "n\0\0a\0junk"s), "TASKS item 1: 4 trailing bytes after the last item");
+    expect_bad(raw_task(0, 0, "n\0\0"s), "TASKS item 1: argc is 0");
 
     Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0,
                          0,    0,    0,    0,    1,           0,         0, 0};
@@ -1426,7 +1449,7 @@ TEST(MsgMalformed, HelloFields)
 TEST(MsgMalformed, TaskUnknownFlags)
 {
     using namespace std::string_literals;
-    Bytes ok = raw_task(0, 0, "n\0\0"s);
+    Bytes ok = raw_task(1, 0, "n\0\0a\0"s);
     put32(ok, 16 + 16, MSG_TASK_NOTIFY_START);
     Outcome o = decode_all(ok);
     EXPECT_EQ(0, o.rc) << o.err; /* the known bits are accepted */
