@@ -110,8 +110,8 @@ struct msg_task {
     int32_t priority;       /* -p: larger first (sched/node_queue.h) */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
-    uint32_t argc;    /* >= 1 in a decoded task */
-    const char *argv; /* argc consecutive NUL-terminated strings */
+    uint32_t argc;          /* >= 1 in a decoded task */
+    const char *argv;       /* argc consecutive NUL-terminated strings */
     uint32_t nfwd;
     const char *fwd; /* nfwd x (u8 kind, src NUL, dest NUL), packed */
     size_t fwd_len;  /* bytes at fwd: set by msg_next_task(); msg_add_task()

@@ -1387,8 +1387,10 @@ TEST(MsgMalformed, TaskFields)
                "TASKS item 1: forward 2: destination runs past the end");
     expect_bad(raw_task(1, 1, "n\0\0a\0\2s\0d\0"s),
                "TASKS item 1: forward 1 has kind 2, expected 0 or 1");
-    expect_bad(raw_task(1, 1, "n\0\0a\0\1src"s), "TASKS item 1: forward 1: source runs past the end");
-    expect_bad(raw_task(1, 0, "n\0\0a\0junk"s), "TASKS item 1: 4 trailing bytes after the last item");
+    expect_bad(raw_task(1, 1, "n\0\0a\0\1src"s),
+               "TASKS item 1: forward 1: source runs past the end");
+    expect_bad(raw_task(1, 0, "n\0\0a\0junk"s),
+               "TASKS item 1: 4 trailing bytes after the last item");
     expect_bad(raw_task(0, 0, "n\0\0"s), "TASKS item 1: argc is 0");
 
     Bytes short_fixed = {0x48, 0x43, 0x4d, 0x50, MSG_VERSION, MSG_TASKS, 0, 0,
