@@ -390,13 +390,14 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     case MSG_TASKS:
         return agent_handle_tasks(a, m, &r);
     case MSG_SHUTDOWN:
-        a->shutting = true;
+        a->shutting = a->heard_end = true;
         break;
     case MSG_DRAIN:
         a->draining = true;
         agent_cancel_queued(a);
         break;
     case MSG_ABORT:
+        a->heard_end = true;
         agent_begin_abort(a);
         break;
     default:
@@ -551,13 +552,19 @@ static void agent_close_outputs(struct agent *a)
     }
 }
 
+/* Nothing runs or waits, and the master said its last word (heard_end). */
+static bool agent_done(const struct agent *a)
+{
+    return a->shutting && a->heard_end && a->running == 0 && nq_len(&a->queue) == 0;
+}
+
 static void *agent_main(void *arg)
 {
     struct agent *a = arg;
     if (!a->cfg.null_executor)
         agent_ask_short_slice();
     agent_send_hello(a);
-    while (!(a->shutting && a->running == 0 && nq_len(&a->queue) == 0)) {
+    while (!agent_done(a)) {
         agent_drain_mailbox(a);
         agent_flush_results(a);
         if (a->failed && !a->sent_abort) {
@@ -566,7 +573,7 @@ static void *agent_main(void *arg)
             a->sent_abort = true;
             agent_begin_abort(a);
         }
-        if (a->shutting && a->running == 0 && nq_len(&a->queue) == 0)
+        if (agent_done(a))
             break;
         agent_wait_events(a);
         agent_flush_results(a);

@@ -124,6 +124,12 @@ struct agent {
     bool results_release;         /* an unsent result is of a task with children */
     bool low_water_sent;          /* results went at the refill mark (agent.c) */
     bool shutting, aborting, draining, failed, sent_abort;
+    /* the master's SHUTDOWN or ABORT came: nothing follows it from the
+     * master (MPI keeps one sender's order), so the rank may stop
+     * receiving; an agent that aborts on its own waits for it, or a TASKS
+     * message the master sent meanwhile could never be received (and its
+     * MPI_Isend never complete) */
+    bool heard_end;
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
     struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */

@@ -25,6 +25,7 @@ libpmcfault.so (faultshim.c), preloaded into pmc-hybrid only:
                      600 bytes: the task whose block was cut fails and is
                      not DONE, every DONE task's output and record are in -o
   task-output-pool   the same with --launch-threads 1 (the pool writes it)
+  task-output-rank1  the same for rank 1's file under mpiexec -n 2
   task-record-enospc --per-task-stdio: one task's record cannot be written
                      to its .out file: that task fails, the run exits 1
   close-rank-output  closing the rank's wf.dag.out.0 fails with EIO (a
@@ -302,7 +303,7 @@ def case_output_enospc(c):
                % (len(missing), sorted(missing)[:3]))
 
 
-def case_task_output(c, args, fault_path, after, where):
+def case_task_output(c, args, fault_path, after, where, ranks=1):
     """A task's output (its block in the rank's file, or its record in its
     --per-task-stdio file) hits a full disk: that task fails and is not
     DONE, the run stops with exit 1, every DONE task's output and
@@ -311,10 +312,10 @@ def case_task_output(c, args, fault_path, after, where):
     dag, names = c.ledger_dag(200, stdout=True)
     out = c.path("out.txt")
     argv = ["--host-cpus", "4", "--no-progress", "-o", out] + args
-    r = Run(c.work, argv + [dag], timeout=60,
+    r = Run(c.work, argv + [dag], timeout=60, ranks=ranks,
             env=shim_env(PMC_FAULT_WRITE_PATH=fault_path, PMC_FAULT_WRITE_AFTER=after))
     c.check_run(r, (1,), r"Task t\d+ failed: its output could not be written to "
-                         r"(its --per-task-stdio files|\S+wf.dag.out.0 or \S+wf.dag.err.0): "
+                         r"(its --per-task-stdio files|\S+wf.dag.out.\d or \S+wf.dag.err.\d): "
                          r"No space left on device")
     if 'stat="failed"' not in r.stdout:
         c.fail("no [cluster-summary stat=\"failed\"] record")
@@ -345,6 +346,12 @@ def case_task_output_enospc(c):
 
 def case_task_output_pool(c):
     case_task_output(c, ["--launch-threads", "1"], "wf.dag.out.0", 600, rank_output)
+
+
+def case_task_output_rank1(c):
+    """Rank 1's agent (mpiexec -n 2 --ranks-are-hosts) aborts on its own:
+    it waits for the master's ABORT before it stops receiving."""
+    case_task_output(c, [], "wf.dag.out.1", 600, rank_output, ranks=2)
 
 
 def case_task_record_enospc(c):
@@ -605,6 +612,7 @@ CASES = {
     "output-enospc": case_output_enospc,
     "task-output-enospc": case_task_output_enospc,
     "task-output-pool": case_task_output_pool,
+    "task-output-rank1": case_task_output_rank1,
     "task-record-enospc": case_task_record_enospc,
     "close-rank-output": case_close_rank_output,
     "close-rank-output-2": case_close_rank_output_2,
