@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,8 +489,8 @@ int master_begin(struct master *m, struct comm *c)
     m->comm = c;
     m->start = pmc_epoch_s();
     m->start_mono = pmc_mono_s();
-    if (m->cfg.stop_at > 0)
-        m->stop_mono = m->start_mono + (m->cfg.stop_at - m->start);
+    if (m->cfg.stop_at > 0) /* past even the clock's zero (before boot): stop at once */
+        m->stop_mono = fmax(m->start_mono + (m->cfg.stop_at - m->start), 1e-9);
     if (master_prepare(m) < 0) {
         log_fatal("Cannot start the master: out of memory");
         m->fatal = m->aborting = true;

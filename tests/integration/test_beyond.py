@@ -30,6 +30,8 @@ time limits, the batch job's end, threaded tasks.
     of `sleep 30` tasks: the run stops within ~5 s+grace, says why, summary
     stat="failed", the rescue log parses and holds no task of the DAG, and
     a rerun without the variable completes the rest (on shorter tasks).
+  * batch_end_long_past: a stop time before the machine booted stops the
+    run at once.
   * thread_env: a -c 3 task sees OMP_NUM_THREADS=3 (and MKL/OPENBLAS); a
     value the user set is kept; --no-thread-env sets none; with
     --set-affinity OMP_PLACES lists exactly the task's CPUs (PMC_AFFINITY)
@@ -284,6 +286,23 @@ class Beyond(pmcrun.TestCase):
         res = self.run_pmc(["--host-cpus", "2", dag])
         if res.returncode != 0 or len(res.tasks) != 4:
             self.check(["rerun: exit %s, %d records" % (res.returncode, len(res.tasks))], res)
+
+    def test_batch_end_long_past(self):
+        """A stop time before the machine booted (the monotonic clock's
+        zero): the run stops at once, as for any past stop time (it used to
+        run on: a stop time at or below 0 counted as none)."""
+        with open("/proc/uptime") as f:
+            uptime = float(f.read().split()[0])
+        dag = self.write_dag("p.dag", "TASK p0 /bin/sleep 30\nTASK p1 /bin/sleep 30\n")
+        env = {"SLURM_JOB_END_TIME": str(int(time.time()) + 100)}
+        res = self.run_pmc(["--host-cpus", "2", "--drain-margin", str(int(uptime) + 10000),
+                            "--kill-grace", "1", dag], env=env, timeout=20)
+        problems = [] if res.returncode == 1 else ["exit status %s, expected 1" % res.returncode]
+        if res.elapsed > 5:
+            problems.append("stopped after %.1f s, expected at once" % res.elapsed)
+        if res.tasks:
+            problems.append("%d tasks ran" % len(res.tasks))
+        self.check(problems, res)
 
     # ------------------------------------------------------- threaded tasks
 
