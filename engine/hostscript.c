@@ -55,7 +55,28 @@ double hostscript_timeout_s(void)
     return s;
 }
 
-int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err)
+/* Wait up to limit_s for the script to exit, asking stop (may be NULL)
+ * every HOSTSCRIPT_STOP_POLL_MS: 1 exited, 0 timed out, -1 stopped. */
+static int hostscript_wait_stoppable(int pidfd, double limit_s, bool (*stop)(void))
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double left_ms = limit_s * 1000 - ((double)(now.tv_sec - t0.tv_sec) * 1e3 +
+                                           (double)(now.tv_nsec - t0.tv_nsec) / 1e6);
+        if (left_ms <= 0)
+            return 0;
+        int ms = stop && left_ms > HOSTSCRIPT_STOP_POLL_MS ? HOSTSCRIPT_STOP_POLL_MS
+                                                           : (int)ceil(left_ms);
+        if (hostscript_wait(pidfd, ms))
+            return 1;
+        if (stop && stop())
+            return -1;
+    }
+}
+
+int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc_error *err)
 {
     double limit_s = hostscript_timeout_s();
     char *argv[] = {(char *)path, NULL};
@@ -70,7 +91,16 @@ int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err)
         return pmc_errorf(err, "Host script %s could not be started: %m", path);
     }
     *pgid = pid;
-    if (!hostscript_wait(pidfd, (int)ceil(limit_s * 1000))) {
+    int waited = hostscript_wait_stoppable(pidfd, limit_s, stop);
+    if (waited < 0) { /* its group: SIGTERM, its end or the grace, SIGKILL */
+        kill(-pid, SIGTERM);
+        hostscript_wait(pidfd, HOSTSCRIPT_GRACE_MS);
+        kill(-pid, SIGKILL);
+        hostscript_status(pidfd);
+        close(pidfd);
+        return pmc_errorf(err, "Host script stopped");
+    }
+    if (waited == 0) {
         kill(pid, SIGALRM);
         if (!hostscript_wait(pidfd, HOSTSCRIPT_GRACE_MS))
             kill(-pid, SIGKILL);

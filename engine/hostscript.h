@@ -16,6 +16,7 @@
 #ifndef PMC_HOSTSCRIPT_H
 #define PMC_HOSTSCRIPT_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "io/error.h"
@@ -38,10 +39,14 @@ double hostscript_timeout_s(void);
  * with its process group id in *pgid (for hostscript_stop()).  Returns -1
  * with err "Host script failed with status N" (N: the exit code, or
  * 128+signal), "Host script timed out after 60 seconds" (the
- * limit, hostscript_timeout_s(), printed with %g), or "Host script
- * PATH could not be started: <reason>"; *pgid is set even then, so the
- * caller can clean up what it left. */
-int hostscript_run(const char *path, pid_t *pgid, struct pmc_error *err);
+ * limit, hostscript_timeout_s(), printed with %g), "Host script stopped"
+ * (stop, when not NULL, returned true: asked every
+ * HOSTSCRIPT_STOP_POLL_MS while the script runs, e.g. a signal came; the
+ * script's group gets SIGTERM, then SIGKILL after HOSTSCRIPT_GRACE_MS),
+ * or "Host script PATH could not be started: <reason>"; *pgid is set even
+ * then, so the caller can clean up what it left. */
+#define HOSTSCRIPT_STOP_POLL_MS 100
+int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc_error *err);
 
 /* SIGTERM the script's process group; SIGKILL whatever is left after
  * HOSTSCRIPT_GRACE_MS.  pgid <= 0 is a no-op. */

@@ -28,6 +28,7 @@
 #include "engine/options.h"
 #include "engine/topology.h"
 #include "engine/transport.h"
+#include "io/clock.h"
 #include "io/log.h"
 #include "sched/hosts.h"
 
@@ -45,17 +46,34 @@ struct rank_info {
     char hostname[256];
 };
 
+static double main_start_mono; /* when main() began: --max-wall-time counts from it */
 static struct master *volatile signal_master;
+static volatile sig_atomic_t caught_signal; /* the last SIGTERM, SIGINT or SIGUSR1; 0: none */
+
+static double wall_deadline; /* CLOCK_MONOTONIC s of --max-wall-time's end; 0: none */
+
+/* The host script must stop: a signal came (on any rank: hydra forwards
+ * mpiexec's to every rank), or the wall time is over. */
+static bool host_script_must_stop(void)
+{
+    return caught_signal != 0 || (wall_deadline > 0 && pmc_mono_s() >= wall_deadline);
+}
+
+static const char *signal_name(int sig)
+{
+    return sig == SIGTERM   ? "SIGTERM"
+           : sig == SIGINT  ? "SIGINT"
+           : sig == SIGUSR1 ? "SIGUSR1"
+                            : "signal";
+}
 
 static void on_signal(int sig)
 {
     int saved = errno;
+    caught_signal = sig;
     struct master *m = signal_master;
     if (m)
-        master_request_abort(m, sig == SIGTERM   ? "SIGTERM"
-                                : sig == SIGINT  ? "SIGINT"
-                                : sig == SIGUSR1 ? "SIGUSR1"
-                                                 : "signal");
+        master_request_abort(m, signal_name(sig));
     errno = saved;
 }
 
@@ -290,6 +308,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .max_failures = o->max_failures,
                                    .tries = o->tries,
                                    .max_wall_time = o->max_wall_time * 60.0,
+                                   .wall_start_mono = main_start_mono,
                                    .program = program,
                                    .nranks = ri->size,
                                    .nagents = ri->plan.nagents,
@@ -392,7 +411,12 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
     *ap = setup_agent(o, ri, &failed);
     if (!failed && o->host_script && ri->host_rank == 0) {
         struct pmc_error err;
-        if (hostscript_run(o->host_script, pgid, &err) < 0) {
+        wall_deadline = o->max_wall_time > 0 ? main_start_mono + o->max_wall_time * 60.0 : 0;
+        if (hostscript_run(o->host_script, pgid, host_script_must_stop, &err) < 0) {
+            if (caught_signal)
+                log_error("Caught signal: %s", signal_name(caught_signal));
+            else if (host_script_must_stop())
+                log_error("Max wall time of %.3f minutes reached", o->max_wall_time);
             log_error("%s", err.text);
             failed = 1;
         }
@@ -485,6 +509,7 @@ int main(int argc, char **argv)
      * MB): a file over RLIMIT_FSIZE fails a write with EFBIG instead of
      * killing us */
     signal(SIGXFSZ, SIG_IGN);
+    main_start_mono = pmc_mono_s();
     struct pmc_error terr;
     int started = transport_init(&argc, &argv, &terr);
     if (started < 0) {

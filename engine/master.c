@@ -338,7 +338,7 @@ void master_request_abort(struct master *m, const char *reason)
 
 static void master_check_stop(struct master *m)
 {
-    if (m->cfg.max_wall_time > 0 && pmc_mono_s() - m->start_mono >= m->cfg.max_wall_time &&
+    if (m->cfg.max_wall_time > 0 && pmc_mono_s() - m->wall_start >= m->cfg.max_wall_time &&
         !m->aborting) {
         log_error("Max wall time of %.3f minutes reached", m->cfg.max_wall_time / 60.0);
         m->aborting = true;
@@ -385,8 +385,8 @@ static bool master_finished(const struct master *m)
 static long master_wait_us(const struct master *m)
 {
     double now = pmc_mono_s(), left = IDLE_WAIT_US / 1e6;
-    if (m->cfg.max_wall_time > 0 && m->start_mono + m->cfg.max_wall_time - now < left)
-        left = m->start_mono + m->cfg.max_wall_time - now;
+    if (m->cfg.max_wall_time > 0 && m->wall_start + m->cfg.max_wall_time - now < left)
+        left = m->wall_start + m->cfg.max_wall_time - now;
     if (m->stop_mono > 0 && m->stop_mono - now < left)
         left = m->stop_mono - now;
     return left <= 0 ? 0 : (long)(left * 1e6) + 1;
@@ -489,6 +489,7 @@ int master_begin(struct master *m, struct comm *c)
     m->comm = c;
     m->start = pmc_epoch_s();
     m->start_mono = pmc_mono_s();
+    m->wall_start = m->cfg.wall_start_mono > 0 ? m->cfg.wall_start_mono : m->start_mono;
     if (m->cfg.stop_at > 0) /* past even the clock's zero (before boot): stop at once */
         m->stop_mono = fmax(m->start_mono + (m->cfg.stop_at - m->start), 1e-9);
     if (master_prepare(m) < 0) {

@@ -39,6 +39,9 @@ struct master_config {
     uint32_t max_failures;         /* -m, 0 = unlimited */
     uint32_t tries;                /* -t, >= 1 */
     double max_wall_time;          /* seconds, 0 = unlimited */
+    double wall_start_mono;        /* CLOCK_MONOTONIC s the wall time counts from (the
+                                      process's start: host scripts and start-up count);
+                                      0: from master_begin() */
     const char *program;           /* app= of the summary */
     int nranks;                    /* MPI ranks */
     int nagents;                   /* ranks that run a node agent (sched/hosts.h), >= 1 */

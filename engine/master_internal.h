@@ -119,7 +119,8 @@ struct master {
     struct master_stats st;
     struct master_status status;
     double start, start_mono;
-    double stop_mono; /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    double stop_mono;  /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    double wall_start; /* CLOCK_MONOTONIC s --max-wall-time counts from */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
     /* The agents, registered or not, and the messages that end a run, built

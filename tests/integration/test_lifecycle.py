@@ -22,6 +22,12 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     test_hostscript.cc checks the default): the run ends, no earlier than 2 s
     after its start, with "Host script timed out after 2 seconds", exit 1, no
     task ran, and the script's sleep is gone.
+  * signal_during_host_script / wall_time_during_host_script: S hangs with
+    the default 60 s limit; SIGTERM to pmc-hybrid, or --max-wall-time 0.05
+    (3 s, counted from the process's start): the run ends within 12 s
+    ("Caught signal: SIGTERM" or "Max wall time of 0.050 minutes reached",
+    then "Host script stopped"), exit 1, no task ran, the sleep is gone
+    (both waited for the script's 60 s before).
   * max_wall_time: --max-wall-time 0.05 (3 s) and PMC_MAX_WALL_TIME=0.05 on
     four tasks `sh -c 'echo started; ...; sleep N; ...'` (N > 600 s): the
     run ends no earlier than 2.9 s and within 30 s of the wall time (a
@@ -301,6 +307,47 @@ class Lifecycle(pmcrun.TestCase):
         left = wait_sleeps_gone(dur, 10)
         if left:
             problems.append("the hanging host script's sleep (pid %s) survived the run" % left)
+        self.check(problems, res)
+
+    def host_script_stopped(self, args, send_signal, message):
+        """A host script that hangs (a 600 s sleep, the limit at its 60 s
+        default) is stopped by a signal or the wall time: the run ends within
+        a few seconds, says why, exits 1, runs no task and leaves no sleep."""
+        dur = unique_sleep(30 + send_signal)
+        self.addCleanup(kill_sleeps, dur)
+        script = self.write("hs.sh", "#!/bin/sh\ntouch %s/hs.started\nsleep %s </dev/null "
+                            ">/dev/null 2>&1\nexit 0\n" % (self.tmp, dur), 0o755)
+        dag_path = self.write_dag("hang.dag", "TASK m1 /bin/touch %s/ran.m1" % self.tmp)
+        proc = self.launch(args + ["--host-script", script, dag_path], tag="hs%d" % send_signal)
+        problems = []
+        if not self.wait_for(lambda: os.path.exists(self.path("hs.started")), 30, proc):
+            problems.append("the host script never started")
+        if send_signal:
+            os.kill(proc.pid, signal.SIGTERM)
+        res = self.wait_run(proc, timeout=60)
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        if res.elapsed > 12:
+            problems.append("the run ended after %.1f s: the host script held it" % res.elapsed)
+        for text in (message, "Host script stopped"):
+            if text not in res.stderr:
+                problems.append("stderr lacks %r" % text)
+        if os.path.exists(self.path("ran.m1")) or res.tasks:
+            problems.append("a task ran although the host script never finished")
+        left = wait_sleeps_gone(dur, 10)
+        if left:
+            problems.append("the host script's sleep (pid %s) survived the run" % left)
+        return problems, res
+
+    def test_signal_during_host_script(self):
+        self.check(*self.host_script_stopped([], True, "Caught signal: SIGTERM"))
+
+    def test_wall_time_during_host_script(self):
+        problems, res = self.host_script_stopped(["--max-wall-time", "0.05"], False,
+                                                 "Max wall time of 0.050 minutes reached")
+        if res.elapsed < 2.9:
+            problems.append("the run ended after %.1f s, before its 3 s wall time"
+                            % res.elapsed)
         self.check(problems, res)
 
     # ------------------------------------------------- wall time and signals

@@ -70,7 +70,7 @@ TEST_F(HostscriptTest, ScriptThatExitsZeroSucceeds)
     std::string s = script("echo ran > '" + path("ran") + "'\nexit 0\n");
     pid_t pgid = -1;
     pmc_error err{};
-    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, &err), 0) << err.text;
+    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), 0) << err.text;
     EXPECT_GT(pgid, 0);
     EXPECT_EQ(read_file(path("ran")), "ran\n");
     hostscript_stop(pgid);
@@ -81,7 +81,7 @@ TEST_F(HostscriptTest, ScriptThatExitsThreeFails)
     std::string s = script("exit 3\n");
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
     EXPECT_STREQ(err.text, "Host script failed with status 3");
     hostscript_stop(pgid);
 }
@@ -93,11 +93,38 @@ TEST_F(HostscriptTest, HangingScriptTimesOutAfterTheLimitFromTheEnvironment)
     std::string s = script("sleep 600\n");
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
     EXPECT_STREQ(err.text, "Host script timed out after 0.3 seconds");
     ASSERT_GT(pgid, 0);
     hostscript_stop(pgid);
     EXPECT_FALSE(group_alive(pgid)) << "the script's sleep survived hostscript_stop()";
+}
+
+// stop() returning true (a signal came) ends the wait well before the
+// limit: the script's group gets SIGTERM (then SIGKILL) and is gone.
+static int stop_calls;
+static bool stop_after_three_calls()
+{
+    return ++stop_calls >= 3;
+}
+
+TEST_F(HostscriptTest, StopEndsTheWaitAndTheScript)
+{
+    std::string s = script("sleep 600 &\nsleep 600\n");
+    pid_t pgid = -1;
+    pmc_error err{};
+    stop_calls = 0;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, stop_after_three_calls, &err), -1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    EXPECT_STREQ(err.text, "Host script stopped");
+    EXPECT_EQ(stop_calls, 3);
+    EXPECT_LT(t1.tv_sec - t0.tv_sec, 10) << "waited for more than the stop and the grace";
+    ASSERT_GT(pgid, 0);
+    for (int k = 0; k < 200 && group_alive(pgid); k++)
+        usleep(10000); // the killed background sleep waits for init to reap it
+    EXPECT_FALSE(group_alive(pgid)) << "the script's processes survived the stop";
 }
 
 TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)
@@ -105,7 +132,7 @@ TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)
     std::string s = file("not-executable.sh", "#!/bin/sh\nexit 0\n", 0644);
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, &err), -1);
+    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
     EXPECT_EQ(std::string(err.text),
               "Host script " + s + " could not be started: Permission denied");
 }
