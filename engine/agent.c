@@ -98,6 +98,15 @@ static int agent_batch_result(struct agent *a, const struct msg_result *r)
     return msg_add_result(&a->results, r);
 }
 
+/* A task whose failure counts toward -m failed: start nothing (no staged
+ * job either) until the master answers, and send the result now. */
+static void agent_hold(struct agent *a)
+{
+    if (a->holds++ == 0)
+        agent__unstage_all(a);
+    a->hold_unsent = true;
+}
+
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration)
 {
@@ -118,6 +127,8 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
         rc = agent_batch_result(a, &r);
     a->fwd_pack.len = a->fwd_pack.count = 0;
     a->results_release |= s->releases;
+    if (s->hold_on_failure && (status != 0 || exec_errno != 0) && exec_errno != ECANCELED)
+        agent_hold(a);
     if (rc < 0) {
         log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
         a->failed = true;
@@ -159,7 +170,8 @@ static long agent_result_wait_ms(const struct agent *a)
     if (agent_pending(a) == 0)
         return -1;
     uint32_t results = agent_results_waiting(a);
-    if (results >= RESULT_BATCH || agent_waiting(a) == 0 || a->shutting || a->draining)
+    if (results >= RESULT_BATCH || agent_waiting(a) == 0 || a->shutting || a->draining ||
+        a->hold_unsent)
         return 0;
     if (results > 0 && !a->low_water_sent && agent_at_low_water(a))
         return 0; /* the master reopens this node on these results */
@@ -201,6 +213,7 @@ static void agent_flush_results(struct agent *a)
         local_link_notify_master(a->link);
     a->link_results = a->link_starts = 0;
     a->results_release = false;
+    a->hold_unsent = false;
     a->low_water_sent |= low;
 }
 
@@ -256,6 +269,8 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
  * still waits (agent_stage.c). */
 static void agent_pump(struct agent *a)
 {
+    if (a->holds > 0)
+        return; /* a failure the master has not answered (-m) */
     agent__start_staged(a);
     struct node_task nt;
     while (!a->failed &&
@@ -399,6 +414,10 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     case MSG_ABORT:
         a->heard_end = true;
         agent_begin_abort(a);
+        break;
+    case MSG_RESUME:
+        if (a->holds > 0 && --a->holds == 0)
+            agent_pump(a);
         break;
     default:
         log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);

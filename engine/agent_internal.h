@@ -57,6 +57,7 @@ struct slot {
     bool timed_out;         /* its limit passed: SIGTERM sent */
     bool notify_start;      /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     bool releases;          /* the task has children (MSG_TASK_RELEASES) */
+    bool hold_on_failure;   /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
     uint32_t id, attempt, cpus, memory_mb;
     /* CPUs of cpus that its release does not give back: the one its
      * reaper handed to a staged job, or a cancelled staged job's, which it
@@ -124,6 +125,12 @@ struct agent {
     bool results_release;         /* an unsent result is of a task with children */
     bool low_water_sent;          /* results went at the refill mark (agent.c) */
     bool shutting, aborting, draining, failed, sent_abort;
+    /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not answered
+     * (RESUME): while > 0 nothing new starts (-m: PMC starts nothing after
+     * the Mth failure); hold_unsent: such a result waits to be sent, so
+     * the results go at once */
+    uint32_t holds;
+    bool hold_unsent;
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS

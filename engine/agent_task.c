@@ -200,6 +200,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     agent_slot_mark(a, (uint32_t)(s - a->slots), false);
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
+    s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
     s->gpus = t->gpus;
@@ -417,6 +418,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     j->forwards = s->fwd;
     j->fwd_failed = false;
     j->wake_on_start = s->notify_start;
+    j->hold_on_failure = s->hold_on_failure;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
     if (j->pool_reaps) {

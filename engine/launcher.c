@@ -285,7 +285,8 @@ static void launcher_reap(struct launcher *l, uint32_t i)
      * delays it (the agent may take k's completion, even its exit, before
      * this exit: the loan is settled by handed whenever it comes) */
     uint32_t k;
-    bool hand = mpmc_ring_try_pop(l->staged, &k);
+    bool hold = j->hold_on_failure && j->status != 0;
+    bool hand = !hold && mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);
     launcher_forward(j);

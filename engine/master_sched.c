@@ -63,11 +63,20 @@ static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
     return (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5);
 }
 
+/* Does a failure of task t's current attempt count toward -m (its last
+ * try)?  The node holds its starts on such a failure (MSG_TASK_HOLD_ON_FAILURE). */
+static bool master_holds_on_failure(const struct master *m, uint32_t t, uint32_t attempt)
+{
+    uint32_t tries = m->dag->tries[t] ? m->dag->tries[t] : m->cfg.tries;
+    return m->cfg.max_failures && attempt >= tries;
+}
+
 static uint32_t master_task_flags(const struct master *m, uint32_t t)
 {
     const struct dag *d = m->dag;
     return (m->seq ? MSG_TASK_NOTIFY_START : 0) |
-           (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0);
+           (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0) |
+           (master_holds_on_failure(m, t, m->attempts[t]) ? MSG_TASK_HOLD_ON_FAILURE : 0);
 }
 
 /* Task t's TASKS item as the master sends it (forwards packed in m's
@@ -294,6 +303,20 @@ static int master_write_forwards(struct master *m, uint32_t t, const struct msg_
     return more < 0 ? -1 : rc;
 }
 
+/* Node n held its starts on a failure that counts toward -m, which was
+ * not reached: send it RESUME (mail_control() allocates: without memory
+ * the node would wait for ever, so the run ends). */
+static void master_resume_node(struct master *m, const struct node *n)
+{
+    struct mail *ml = mail_control(n->rank, COMM_TO_AGENT, MSG_RESUME);
+    if (!ml) {
+        log_fatal("Out of memory for a RESUME to rank %d", n->rank);
+        m->fatal = true;
+        return;
+    }
+    comm_send_mail(m->comm, ml);
+}
+
 /* Apply one result from node n; -1 if it does not match a running task. */
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
 {
@@ -319,9 +342,11 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         m->st.first_start = r->start;
     if (r->start + r->duration > m->st.last_end)
         m->st.last_end = r->start + r->duration;
-    if (r->status != 0 || r->exec_errno != 0)
+    if (r->status != 0 || r->exec_errno != 0) {
         master_task_failed(m, t, r, false);
-    else if (master_write_forwards(m, t, r) < 0)
+        if (master_holds_on_failure(m, t, r->attempt) && !m->stop_dispatch)
+            master_resume_node(m, n); /* below -m: it may start tasks again */
+    } else if (master_write_forwards(m, t, r) < 0)
         master_task_failed(m, t, r, true);
     else
         master_task_succeeded(m, t);

@@ -135,11 +135,12 @@ static const struct kind_info kinds[] = {
     [MSG_ABORT] = {"ABORT", 0},
     [MSG_DRAIN] = {"DRAIN", 0},
     [MSG_STARTED] = {"STARTED", STARTED_SIZE},
+    [MSG_RESUME] = {"RESUME", 0},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_STARTED;
+    return kind >= MSG_HELLO && kind <= MSG_RESUME;
 }
 
 static const char *kind_name(uint32_t kind)

@@ -31,6 +31,9 @@
  *   DRAIN    (master -> node, count 0): start nothing more; return every
  *            queued task unstarted (a RESULTS item with exec_errno
  *            ECANCELED), let running tasks finish
+ *   RESUME   (master -> node, count 0): the master took a failure the node
+ *            holds for (MSG_TASK_HOLD_ON_FAILURE) and goes on: one RESUME
+ *            per such failure, unless a DRAIN or ABORT answers it
  *   STARTED  (node -> master): u32 id, u32 attempt, f64 start (seconds since
  *            the Unix epoch when the task's process was started) -- sent only
  *            for tasks whose TASKS item had MSG_TASK_NOTIFY_START; lets the
@@ -40,14 +43,15 @@
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields must be 0;
- * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN count 0 and no body.
+ * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME count 0 and no body.
  *
  * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
  * time_limit_ms.  MSG_VERSION 3: TASKS items carry the task's priority, so
  * that a node starts its queued tasks in priority order (issue 10).  STARTED and
- * MSG_TASK_NOTIFY_START came without a bump: messages never outlive a run and every rank of a run
- * is the same executable, so no peer with the older protocol can take part; the version still turns
- * a mixed install into a clear error.  Bump it when an existing item's layout or meaning changes.
+ * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE) came without a bump: messages
+ * never outlive a run and every rank of a run is the same executable, so no peer with the older
+ * protocol can take part; the version still turns a mixed install into a clear error.  Bump it when
+ * an existing item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -76,17 +80,23 @@ enum msg_kind {
     MSG_ABORT = 6,
     MSG_DRAIN = 7,
     MSG_STARTED = 8,
+    MSG_RESUME = 9,
 };
 
 /* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED
  * item when this task's process starts.  MSG_TASK_RELEASES: the task has
  * children, so its result may make tasks ready: the node reports it without
  * the long batching delay of results that only free resources (agent.c).
+ * MSG_TASK_HOLD_ON_FAILURE: -m is set and this is the task's last try, so
+ * its failure may reach the limit: when it fails the node sends its result
+ * at once and starts nothing more until the master's RESUME (or DRAIN, or
+ * ABORT), as PMC starts nothing after the Mth failure (PMC manual, -m).
  * MSG_TASK_FLAGS_KNOWN: every defined bit; msg_next_task() rejects any
  * other. */
 #define MSG_TASK_NOTIFY_START 1u
 #define MSG_TASK_RELEASES 2u
-#define MSG_TASK_FLAGS_KNOWN (MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES)
+#define MSG_TASK_HOLD_ON_FAILURE 4u
+#define MSG_TASK_FLAGS_KNOWN (MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE)
 
 struct msg_hello {
     uint32_t host_rank;  /* this rank's index among the ranks on its host */

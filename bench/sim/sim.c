@@ -437,7 +437,7 @@ static void sim_node_receive(struct sim *s, uint32_t i, struct mail *m)
         n->draining = true;
         n->shutting = n->shutting || r.kind == MSG_ABORT;
         sim_cancel_queued(s, i);
-    }
+    } /* RESUME needs nothing: simulated tasks never fail, so no node holds */
     mail_free(m);
 }
 

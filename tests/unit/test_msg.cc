@@ -479,7 +479,7 @@ TEST(MsgWire, StartedBytes)
 
 TEST(MsgWire, EmptyKindsAreBareHeaders)
 {
-    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN}) {
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME}) {
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes m = take(&b);
@@ -1161,7 +1161,7 @@ TEST(MsgMalformed, Header)
     x = m;
     x[4] = 7;
     expect_bad(x, "version 7 not supported");
-    for (uint8_t k : {0, 9, 10, 255}) {
+    for (uint8_t k : {0, 10, 11, 255}) {
         x = m;
         x[5] = k;
         expect_bad(x, "unknown kind " + std::to_string(k));
@@ -1226,7 +1226,7 @@ TEST(MsgMalformed, Version1IsRefused)
         EXPECT_EQ(0u, o.items);
         EXPECT_EQ("version 1 not supported", o.err) << "kind " << (int)m[5];
     }
-    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN}) {
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME}) {
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes x = take(&b);
@@ -1400,7 +1400,7 @@ TEST(MsgMalformed, TaskFields)
     fix_length(short_fixed);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
     put32(short_fixed, 16 + 16, 0xffffffffu); /* flags are checked first */
-    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffffc");
+    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffff8");
     put32(short_fixed, 16 + 16, MSG_TASK_NOTIFY_START);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
 }
@@ -1457,16 +1457,16 @@ TEST(MsgMalformed, TaskUnknownFlags)
     EXPECT_EQ(0, o.rc) << o.err; /* the known bits are accepted */
     EXPECT_EQ(1u, o.items);
     Bytes both = ok;
-    put32(both, 16 + 16, MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES);
+    put32(both, 16 + 16, MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE);
     o = decode_all(both);
     EXPECT_EQ(0, o.rc) << o.err;
 
     Bytes x = ok;
-    put32(x, 16 + 16, 4);
-    expect_bad(x, "TASKS item 1: flags 0x4 have unknown bits 0x4");
+    put32(x, 16 + 16, 8);
+    expect_bad(x, "TASKS item 1: flags 0x8 have unknown bits 0x8");
     put32(x, 16 + 16, 0x80000001u);
     expect_bad(x, "TASKS item 1: flags 0x80000001 have unknown bits 0x80000000");
-    for (int bit = 2; bit < 32; bit++) {
+    for (int bit = 3; bit < 32; bit++) {
         put32(x, 16 + 16, 1u << bit);
         o = decode_all(x);
         EXPECT_EQ(-1, o.rc) << "bit " << bit;
@@ -1482,7 +1482,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     ASSERT_EQ(0, msg_add_task(&b, &t));
     Bytes m = take(&b);
     size_t second = 16 + (m.size() - 16) / 2; /* both items have the same size */
-    put32(m, second + 16, 4);
+    put32(m, second + 16, 8);
     msg_reader r;
     open_ok(&r, m, MSG_TASKS, 2);
     pmc_error err{};
@@ -1492,7 +1492,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     errno = 0;
     EXPECT_EQ(-1, msg_next_task(&r, &out, &err));
     EXPECT_EQ(EBADMSG, errno);
-    EXPECT_STREQ("TASKS item 2: flags 0x4 have unknown bits 0x4", err.text);
+    EXPECT_STREQ("TASKS item 2: flags 0x8 have unknown bits 0x8", err.text);
     EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
     EXPECT_EQ(1u, out.id);
     msg_free(&b);
