@@ -273,7 +273,8 @@ static void agent_pump(struct agent *a)
         return; /* a failure the master has not answered (-m) */
     agent__start_staged(a);
     struct node_task nt;
-    while (!a->failed &&
+    /* holds: a launch that fails at once (a missing program) holds too */
+    while (!a->failed && a->holds == 0 &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
         if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);

@@ -87,7 +87,7 @@ static bool agent_stage_one(struct agent *a)
 void agent__stage(struct agent *a)
 {
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
-        a->aborting || a->draining || a->failed)
+        a->aborting || a->draining || a->failed || a->holds > 0)
         return;
     uint32_t most = a->cfg.cpus ? a->cfg.cpus : 1; /* one per CPU of the node */
     while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "engine/master_internal.h"
@@ -25,6 +26,10 @@ static int master_merge_one(struct master *m, int k, const char *path)
                        : (m->cfg.out_path ? m->cfg.out_path : "stdout");
     int fd = k ? m->err_fd : m->out_fd;
     struct pmc_error e;
+    struct stat dst, src;
+    if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && dst.st_dev == src.st_dev &&
+        dst.st_ino == src.st_ino)
+        return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
     if (fd < 0 || taskio_merge(fd, path, &e) == 0)
         return 0;
     log_error("Task output not merged into %s (%s is kept): %s", to, path, e.text);

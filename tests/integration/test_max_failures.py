@@ -13,6 +13,8 @@ summary with stat="failed" whose counts match the records.  A second case
 runs the same DAG without -m and expects all 30 to run (so the first case
 proves -m, not some other stop).  With 4 CPUs (1 rank, and 2 ranks each its
 own host) at most M + CPUs - 1 tasks run: those running at the Mth failure.
+Ten tasks whose program is missing (they fail as they start), -m 1, one
+CPU: one record.
 """
 
 import os
@@ -52,6 +54,19 @@ class MaxFailures(pmcrun.TestCase):
         if any(r.status != 256 for r in res.tasks):
             problems.append("statuses %s, expected all 256" % [r.status for r in res.tasks])
         problems += pmcrun.summary_problems(res, NTASKS, "failed")
+        self.check(problems, res)
+
+    def test_stops_after_a_missing_program(self):
+        """Tasks whose program is missing fail as they start, on the agent's
+        own thread (no launcher pool below 8 CPUs) or a launcher's: with -m
+        1 on one CPU only the first one starts (the agent's start loop went on
+        through the queue before)."""
+        dag = self.write_dag("missing.dag", "\n".join(
+            "TASK x%02d %s/no-such-program-%02d" % (i, self.tmp, i) for i in range(10)))
+        res = self.run_pmc(["-m", "1", "--host-cpus", "1", dag])
+        problems = [] if res.returncode == 1 else ["exit %s" % res.returncode]
+        if len(res.tasks) != 1:
+            problems.append("%d task records, expected 1" % len(res.tasks))
         self.check(problems, res)
 
     def test_stops_with_what_runs(self):

@@ -16,7 +16,8 @@ PMC's launch shape (one host: rank 1 runs every task, slot=1):
   * after the successful run the per-rank DAG.out.R / DAG.err.R files are
     gone, every task is DONE and the run exits 0.
 One file under two names (-o log -e ./log; -e log with stdout sent to log
-by the shell): every block and record whole, stderr text there too.
+by the shell): every block and record whole, stderr text there too.  -o
+naming a per-rank file (io.dag.out.7): every record once, no self-copy.
 """
 
 import os
@@ -152,6 +153,28 @@ class Stdio(pmcrun.TestCase):
                 if len(out.tasks) != len(EXPECTED) + 1:
                     problems.append("%d records in log" % len(out.tasks))
                 self.check(problems, res, case)
+
+    def test_o_names_a_per_rank_file(self):
+        """-o io.dag.out.7, a name the per-rank files use: the merge does not
+        copy the file into itself (it grew until the disk was full), every
+        record is in it once, and it stays."""
+        dag_path = os.path.join(self.tmp, "io.dag")
+        with open(dag_path, "w") as f:
+            f.write(dag_text())
+        out = os.path.join(self.tmp, "io.dag.out.7")
+        res = self.last = pmcrun.run(["-o", out, "--host-cpus", "8", dag_path], cwd=self.tmp,
+                                     timeout=60)
+        problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
+        size = os.path.getsize(out) if os.path.exists(out) else -1
+        if not 0 < size < 1 << 16:
+            problems.append("-o holds %d bytes" % size)
+        else:
+            with open(out) as f:
+                more, parsed = block_problems(f.read(), "-o")
+            problems += more
+            if len(parsed.tasks) != len(EXPECTED) + 1:
+                problems.append("%d records in -o" % len(parsed.tasks))
+        self.check(problems, res)
 
 
 if __name__ == "__main__":
