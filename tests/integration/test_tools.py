@@ -481,6 +481,19 @@ class Plot(pmcrun.TestCase):
         self.assertIn("no [cluster-task] records", proc.stderr)
         self.assertFalse(os.path.exists(self.path("x.svg")))
 
+    def test_non_finite_duration_is_skipped(self):
+        """A record with duration=nan or inf is reported and skipped like any
+        malformed record (the plot's axes cannot hold it: a traceback before)."""
+        good = ('[cluster-task name=a, start="2026-11-27T10:00:00.000+00:00", duration=1.000, '
+                'status=0, app="/bin/x", hostname="h", slot=0, cpus=1, memory=0]\n')
+        bad = [good.replace("name=a", "name=" + n).replace("duration=1.000", "duration=" + d)
+               for n, d in (("b", "nan"), ("c", "inf"))]
+        records = self.write("nan.txt", good + "".join(bad))
+        proc = self.plot_ok([records, "-o", "nan.svg"])
+        self.assertEqual(proc.stderr.count("malformed cluster-task record skipped"), 2,
+                         describe(proc))
+        self.assert_svg(self.path("nan.svg"))
+
 
 # -------------------------------------------------------------- man pages
 
