@@ -135,7 +135,7 @@ struct agent {
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS
      * message the master sent meanwhile could never be received (and its
-     * MPI_Isend never complete) */
+     * send never complete (engine/comm.h)) */
     bool heard_end;
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */

@@ -14,6 +14,7 @@
 #include "engine/master_internal.h"
 #include "io/daglock.h"
 #include "io/dagfile.h"
+#include "io/fdio.h"
 #include "io/clock.h"
 #include "io/log.h"
 
@@ -103,6 +104,11 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->fdcache = fdcache_create(cfg->maxfds, err);
     if (!m->fdcache)
         goto fail;
+    if (!cfg->skip_rescue && fdio_not_regular(m->rescue_path)) { /* a FIFO would block */
+        pmc_errorf(err, "%s: not a regular file (the rescue log is replaced at start)",
+                   m->rescue_path);
+        goto fail;
+    }
     if (!cfg->skip_rescue &&
         rescue_read(m->rescue_path, m->dag, m->done_before, &m->ndone_before, NULL, err) < 0)
         goto fail;
@@ -181,9 +187,25 @@ static bool master_same_file(int a, int b)
            sa.st_ino == sb.st_ino;
 }
 
+/* Does path name the DAG file itself (-o wf.dag, -r wf.dag)?  Opening it
+ * for output would destroy the workflow the user gave. */
+static bool master_names_the_dag(const struct master *m, const char *path)
+{
+    struct stat dag, st;
+    return path && stat(m->cfg.dag_path, &dag) == 0 && stat(path, &st) == 0 &&
+           dag.st_dev == st.st_dev && dag.st_ino == st.st_ino;
+}
+
 int master_open_outputs(struct master *m)
 {
     const struct master_config *c = &m->cfg;
+    const char *outputs[] = {c->out_path, c->err_path, c->null_executor ? NULL : m->rescue_path};
+    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
+        if (master_names_the_dag(m, outputs[k])) {
+            log_fatal("%s is the DAG file: it would be overwritten", outputs[k]);
+            return -1;
+        }
+    }
     if (master_open_dest(c->out_path, 1, &m->out_fd) < 0)
         return -1;
     if (c->err_path && c->out_path && !strcmp(c->err_path, c->out_path))

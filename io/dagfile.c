@@ -369,13 +369,19 @@ static bool opt_time_limit(struct parser *p, struct dag_task_spec *spec, const c
 }
 
 /* Appends to p->fwd (== spec->forwards), which has room for one forward per
- * two words of the line. */
+ * two words of the line.  A source (-F SRC, -f VAR) given twice is refused:
+ * the first forward reads and deletes the file, so the second would fail
+ * the task (-F), or the first pipe would stay empty (-f). */
 static bool add_forward(struct parser *p, struct dag_task_spec *spec, uint32_t kind,
                         const char *val)
 {
     const char *eq = strchr(val, '=');
     if (!eq || eq == val || eq[1] == '\0')
         return false;
+    for (uint32_t k = 0; k < spec->nforwards; k++)
+        if (p->fwd[k].kind == kind && p->fwd[k].src_len == (size_t)(eq - val) &&
+            memcmp(p->fwd[k].src, val, p->fwd[k].src_len) == 0)
+            return false;
     p->fwd[spec->nforwards++] =
         (struct dag_forward_spec){kind, val, (size_t)(eq - val), eq + 1, strlen(eq + 1)};
     return true;
@@ -403,8 +409,8 @@ static const struct task_option task_options[] = {
     {'c', "request-cpus", opt_cpus, "a number of CPUs > 0"},
     {'t', "tries", opt_tries, "an integer >= 1"},
     {'p', "priority", opt_priority, "an integer"},
-    {'f', "pipe-forward", opt_pipe, "VAR=FILE"},
-    {'F', "file-forward", opt_file, "SRC=DEST"},
+    {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once"},
+    {'F', "file-forward", opt_file, "SRC=DEST, each SRC once"},
     {'g', "request-gpus", opt_gpus, "a whole number of GPUs >= 0"},
     {0, "time-limit", opt_time_limit, "a number of seconds > 0"},
 };

@@ -97,6 +97,7 @@ struct scan {
     uint32_t ndone;
     uint32_t ntorn;
     size_t bad_line; /* first bad line not yet followed by a record, 0 = none */
+    size_t foreign;  /* first bad line that no crash of ours writes (foreign()), 0 = none */
     bool pmc_style;  /* first byte '\n': records end at the next newline or EOF */
     struct pmc_error *err;
 };
@@ -128,6 +129,19 @@ static enum record_kind parse_line(const char *p, const char *end, const char **
     return RECORD_DONE;
 }
 
+/* A bad line [p, end) that no crash of the writer leaves: text without a
+ * NUL (a zero-filled block has them) that is not the beginning of a DONE
+ * record (a torn one).  Such lines in a file without any record mean it
+ * is not a rescue log at all (-r naming the DAG or an output file). */
+static bool foreign(const char *p, const char *end)
+{
+    if (memchr(p, '\0', (size_t)(end - p)))
+        return false;
+    p = scan_skip_space(p, end);
+    size_t n = (size_t)(end - p) < 4 ? (size_t)(end - p) : 4;
+    return memcmp(p, "DONE", n) != 0;
+}
+
 static void mark_done(struct scan *s, dag_task_t t)
 {
     if (!s->done[t]) {
@@ -136,10 +150,17 @@ static void mark_done(struct scan *s, dag_task_t t)
     }
 }
 
+/* A file without records and with a foreign line: no warnings, the
+ * caller refuses it (rescue_read()). */
+static bool not_a_log(const struct scan *s)
+{
+    return s->ndone == 0 && s->foreign;
+}
+
 /* Report the pending garbage tail, if any. */
 static void warn_garbage(struct scan *s)
 {
-    if (s->bad_line) {
+    if (s->bad_line && !not_a_log(s)) {
         log_warn("%s:%zu: ignoring garbage at the end of the file", s->path, s->bad_line);
         s->ntorn++;
         s->bad_line = 0;
@@ -159,7 +180,8 @@ static int scan_unterminated(struct scan *s, size_t line, enum record_kind kind,
         return 0;
     }
     warn_garbage(s);
-    log_warn("%s:%zu: ignoring incomplete last record", s->path, line);
+    if (!not_a_log(s))
+        log_warn("%s:%zu: ignoring incomplete last record", s->path, line);
     s->ntorn++;
     return 0;
 }
@@ -171,6 +193,8 @@ static int scan_line(struct scan *s, const char *p, const char *end, size_t line
     enum record_kind kind = parse_line(p, end, &name, &len);
     if (kind == RECORD_SKIP)
         return 0;
+    if (kind == RECORD_BAD && !s->foreign && foreign(p, end))
+        s->foreign = line;
     if (!complete)
         return scan_unterminated(s, line, kind, name, len);
     if (kind == RECORD_BAD) {
@@ -219,6 +243,9 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
     struct scan s = {.path = path, .dag = dag, .done = done, .err = err};
     int rc = scan_buffer(&s, mf.data, mf.size);
     mapfile_release(&mf);
+    if (rc == 0 && not_a_log(&s))
+        rc = pmc_errorf(err, "%s:%zu: not a rescue log (no DONE record); it is left as it is", path,
+                        s.foreign);
     if (rc < 0) {
         if (dag->ntasks > 0)
             memset(done, 0, dag->ntasks); /* no side effect on failure */

@@ -58,7 +58,11 @@ extern "C" {
  * unknown task is an error even at the end (a rescue file of another DAG).
  *
  * Returns -1 with err "PATH:LINE: bad record" (a bad line followed by a
- * record), "PATH:LINE: unknown task NAME", or "PATH: <strerror>" when the
+ * record), "PATH:LINE: unknown task NAME", "PATH:LINE: not a rescue log
+ * (no DONE record); it is left as it is" (no record at all, and a line no
+ * crash of the writer leaves: text without NULs that does not begin like a
+ * DONE record, e.g. -r naming the DAG: it must not be replaced by a log),
+ * or "PATH: <strerror>" when the
  * file cannot be read (EACCES, EISDIR, ...); done[] is zeroed again and
  * *ndone is 0.  Reentrant; the file is mapped, nothing is allocated per
  * line. */

@@ -24,6 +24,9 @@
  *     record only in PMC's style and when it names a known task (error then
  *     if a bad line came before); otherwise it is torn (+1);
  *   - bad lines not followed by any record are the garbage tail (+1 once);
+ *   - a file in which no task is done and some bad line (complete or not)
+ *     holds no NUL and does not begin, after its spaces, like "DONE" (its
+ *     first min(4, length) bytes) is not a rescue log: error;
  *   - on error: -1, done[] all zero, ndone 0.
  *
  * rescue_read() must agree on the return value, every done[] byte, ndone
@@ -152,10 +155,22 @@ struct model {
     uint32_t ntorn;
 };
 
+/* A bad line that no crash of the writer leaves (see the contract above). */
+static bool model_foreign(const uint8_t *p, size_t n)
+{
+    if (memchr(p, 0, n))
+        return false;
+    size_t i = 0;
+    while (i < n && model_space(p[i]))
+        i++;
+    size_t k = n - i < 4 ? n - i : 4;
+    return memcmp(p + i, "DONE", k) != 0;
+}
+
 static void model_run(const uint8_t *data, size_t size, struct model *m)
 {
     memset(m, 0, sizeof *m);
-    bool pmc = size > 0 && data[0] == '\n', pending_bad = false;
+    bool pmc = size > 0 && data[0] == '\n', pending_bad = false, foreign = false, any = false;
     size_t pos = 0;
     while (pos < size) {
         const uint8_t *nl = memchr(data + pos, '\n', size - pos);
@@ -164,18 +179,21 @@ static void model_run(const uint8_t *data, size_t size, struct model *m)
         size_t len = 0;
         enum kind k = model_classify(data + pos, n, &name, &len);
         int t = k == DONE ? model_known(name, len) : -1;
+        foreign |= k == BAD && model_foreign(data + pos, n);
         if (nl && k == BAD)
             pending_bad = true;
         if (nl && k == DONE) {
             if (pending_bad || t < 0)
                 goto error;
             m->done[t] = 1;
+            any = true;
         }
         if (!nl && k != SKIP) {
             if (pmc && k == DONE && t >= 0) {
                 if (pending_bad)
                     goto error;
                 m->done[t] = 1;
+                any = true;
             } else {
                 m->ntorn += 1 + pending_bad; /* the garbage before it, then the torn line */
                 pending_bad = false;
@@ -184,6 +202,8 @@ static void model_run(const uint8_t *data, size_t size, struct model *m)
         pos += n + (nl != NULL);
     }
     m->ntorn += pending_bad;
+    if (!any && foreign)
+        goto error;
     return;
 error:
     memset(m, 0, sizeof *m);

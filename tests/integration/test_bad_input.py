@@ -15,11 +15,14 @@ DAG cases: duplicate task, EDGE to an unknown task, self edge, cycle, TASK
 without executable (with and without options), bad task option value
 (-c abc), unknown record (TASKX), empty DAG.  Rescue cases: a DONE naming an
 unknown task, an unreadable rescue file (chmod 000; as root, which can read
-anything, the rescue path is a directory instead).  Command-line cases:
-missing DAG file, unknown option, -t 0.
+anything, the rescue path is a directory instead).  A rescue path
+that is not a rescue log (-r naming the DAG or an output file, -s -r and -o
+naming the DAG, -r naming a FIFO): refused, nothing changed.  Command-line
+cases: missing DAG file, unknown option, -t 0.
 """
 
 import os
+import stat
 import sys
 
 sys.dont_write_bytecode = True  # keep the source tree clean
@@ -55,6 +58,10 @@ def snapshot(folder):
             state[os.path.relpath(p, folder)] = ("dir", os.stat(p).st_mode)
         for f in files:
             p = os.path.join(root, f)
+            mode = os.lstat(p).st_mode
+            if not stat.S_ISREG(mode):  # a FIFO would block open()
+                state[os.path.relpath(p, folder)] = ("special", mode)
+                continue
             try:
                 with open(p, "rb") as fh:
                     state[os.path.relpath(p, folder)] = fh.read()
@@ -148,6 +155,30 @@ class BadInput(pmcrun.TestCase):
                 before.get("wf.dag.rescue/keep") != after.get("wf.dag.rescue/keep"):
             problems.append("the rescue path changed")
         self.check(problems, res)
+
+    def test_rescue_path_not_a_rescue_log(self):
+        """-r naming the DAG, -r naming an output file, -s -r naming the DAG,
+        -o naming the DAG, and -r naming a FIFO: refused at once, nothing
+        changed (the first two were replaced by a rescue log, exit 0; the
+        FIFO blocked the run in open())."""
+        dag = self.write("wf.dag", GOOD_TASKS.format(tmp=self.tmp))
+        out = self.write("out.txt", "hello\n[cluster-task name=A, status=0]\n")
+        os.mkfifo(self.path("fifo"))
+        # (the outputs are checked once the DAG and the rescue log are read:
+        # those two end like any run that fails at start, summary and all)
+        cases = [("-r DAG", ["-r", dag], ["wf.dag:1", "not a rescue log"], True),
+                 ("-r output", ["-r", out], ["out.txt:1", "not a rescue log"], True),
+                 ("-s -r DAG", ["-s", "-r", dag], ["wf.dag", "is the DAG file"], False),
+                 ("-o DAG", ["-o", dag], ["wf.dag", "is the DAG file"], False),
+                 ("-r FIFO", ["-r", self.path("fifo")], ["fifo", "not a regular file"], True)]
+        for case, opts, names, one_line in cases:
+            with self.subTest(case=case):
+                before = snapshot(self.tmp)
+                res = self.run_pmc(opts + ["--host-cpus", "2", dag], timeout=20)
+                problems = self.refused(res, names, before=before)
+                if not one_line:
+                    problems = [p for p in problems if "lines on stderr" not in p]
+                self.check(problems, res, case)
 
     def test_missing_dag(self):
         self.write("other.dag.rescue", OLD_RESCUE)

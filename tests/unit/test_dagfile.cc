@@ -376,8 +376,8 @@ TEST(DagFile, BadOptionValues)
     const std::string c = "for -c/--request-cpus (expected a number of CPUs > 0)";
     const std::string t = "for -t/--tries (expected an integer >= 1)";
     const std::string p = "for -p/--priority (expected an integer)";
-    const std::string f = "for -f/--pipe-forward (expected VAR=FILE)";
-    const std::string F = "for -F/--file-forward (expected SRC=DEST)";
+    const std::string f = "for -f/--pipe-forward (expected VAR=FILE, each VAR once)";
+    const std::string F = "for -F/--file-forward (expected SRC=DEST, each SRC once)";
     const BadOpt cases[] = {
         {"-m abc", "bad value 'abc' " + m},
         {"-m -1", "bad value '-1' " + m},
@@ -409,6 +409,10 @@ TEST(DagFile, BadOptionValues)
         {"-f FOO=", "bad value 'FOO=' " + f},
         {"-F src", "bad value 'src' " + F},
         {"--file-forward==", "bad value '=' " + F},
+        // the first forward reads and deletes the file: a second one of the
+        // same source would fail the task, or leave the first pipe empty
+        {"-F s=d1 -F s=d2", "bad value 's=d2' " + F},
+        {"-f V=a -f V=b", "bad value 'V=b' " + f},
     };
     for (const BadOpt &b : cases) {
         EXPECT_EQ("t.dag:1: task A: " + b.message,

@@ -307,6 +307,36 @@ TEST_F(RescueTest, ZeroFilledMultiLineTailIsOneGarbageTail)
                 warning(2, "ignoring garbage at the end of the file"));
 }
 
+// A file without any record whose lines no crash of the writer leaves
+// (-r naming the DAG or an output file) is no rescue log: refused with the
+// first such line, so that the run does not replace it with one.
+TEST_F(RescueTest, AFileWithoutRecordsAndWithTextIsNotARescueLog)
+{
+    const std::pair<std::string, int> cases[] = {
+        {"TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n", 1},
+        {"# a comment\n\nhello world\n", 3},
+        {"hello", 1},
+        {"[cluster-task name=a, status=0]\nDONE\n", 1},
+    };
+    for (const auto &c : cases) {
+        SCOPED_TRACE(c.first);
+        expect_read_error(c.first, path_ + ":" + std::to_string(c.second) +
+                                       ": not a rescue log (no DONE record); it is left as it is");
+        EXPECT_EQ(log_.take(), "") << "no torn or garbage warning for a file that is no log";
+    }
+}
+
+// What a crash of the writer can leave in a log without a complete record
+// (a zero-filled block, a torn first record) is still read as one: nothing
+// done, the tail warned about.
+TEST_F(RescueTest, WhatACrashLeavesBeforeTheFirstRecordIsNoForeignFile)
+{
+    expect_read(bytes("\0\0\0\n\0\0\n"), {}, 1,
+                warning(1, "ignoring garbage at the end of the file"));
+    expect_read("DON", {}, 1, warning(1, "ignoring incomplete last record"));
+    expect_read("DONE ta", {}, 1, warning(1, "ignoring incomplete last record"));
+}
+
 TEST_F(RescueTest, GarbageThenTornLineGivesTwoWarnings)
 {
     expect_read("DONE a\n#\nxx\nDONE b", {"a"}, 2,
