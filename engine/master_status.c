@@ -33,6 +33,7 @@
 #include "io/grow.h"
 #include "io/log.h"
 #include "io/records.h"
+#include "io/utf8.h"
 
 #define PROGRESS_LINE_HZ 4
 #define STATUS_FILE_PERIOD_S 2.0
@@ -128,6 +129,18 @@ static json_t *tasks_json(const struct snapshot *s)
                      (json_int_t)s->waiting);
 }
 
+/* s (bytes: a task name, a host, a path) as a JSON string: a name that is
+ * not UTF-8 gets U+FFFD for its bad bytes (io/utf8.h) instead of being
+ * refused by json_string(), which dropped it from the files.  NULL when out
+ * of memory (json_pack() then fails, as for any allocation). */
+static json_t *json_text(const char *s)
+{
+    char *valid = utf8_valid(s) ? NULL : utf8_lossy(s);
+    json_t *j = json_string(valid ? valid : s);
+    free(valid);
+    return j;
+}
+
 static json_t *nodes_json(const struct master *m)
 {
     json_t *a = json_array();
@@ -136,10 +149,10 @@ static json_t *nodes_json(const struct master *m)
         const struct placement_node *n = placement_node_at(m->place, i);
         json_array_append_new(
             a, json_pack(
-                   "{s:i, s:s, s:I, s:I, s:I, s:I, s:f}", "rank", nd->rank, "host",
-                   nd->hostname ? nd->hostname : "", "cpus", (json_int_t)n->cpus, "busy_cpus",
-                   (json_int_t)node_busy_cpus(n), "memory_mb", (json_int_t)n->memory_mb,
-                   "busy_memory_mb",
+                   "{s:i, s:o, s:I, s:I, s:I, s:I, s:f}", "rank", nd->rank, "host",
+                   json_text(nd->hostname ? nd->hostname : ""), "cpus", (json_int_t)n->cpus,
+                   "busy_cpus", (json_int_t)node_busy_cpus(n), "memory_mb",
+                   (json_int_t)n->memory_mb, "busy_memory_mb",
                    (json_int_t)(n->committed_mem < n->memory_mb ? n->committed_mem : n->memory_mb),
                    "utilization", n->cpus ? (double)node_busy_cpus(n) / n->cpus : 0.0));
     }
@@ -165,8 +178,8 @@ static json_t *slowest_json(const struct master *m, double elapsed)
     }
     json_t *a = json_array();
     for (int i = 0; a && i < k; i++)
-        json_array_append_new(a, json_pack("{s:s, s:f}", "name", task_name(m, top[i]), "seconds",
-                                           elapsed - sent[top[i]]));
+        json_array_append_new(a, json_pack("{s:o, s:f}", "name", json_text(task_name(m, top[i])),
+                                           "seconds", elapsed - sent[top[i]]));
     return a;
 }
 
@@ -176,9 +189,9 @@ static json_t *failures_json(const struct master *m, size_t first, size_t last)
     json_t *a = json_array();
     for (size_t i = first; a && i < last; i++) {
         const struct failed_task *f = &m->status.failures[i];
-        json_array_append_new(a, json_pack("{s:s, s:i, s:i}", "name", task_name(m, f->task),
-                                           "exit_code", f->exit_code, "attempts",
-                                           (int)m->attempts[f->task]));
+        json_array_append_new(a, json_pack("{s:o, s:i, s:i}", "name",
+                                           json_text(task_name(m, f->task)), "exit_code",
+                                           f->exit_code, "attempts", (int)m->attempts[f->task]));
     }
     return a;
 }
@@ -195,11 +208,11 @@ static json_t *status_json(struct master *m, const struct snapshot *s, bool end,
     size_t nf = m->status.nfailures;
     json_t *eta = s->eta >= 0 ? json_real(s->eta) : json_null();
     return json_pack(
-        "{s:s, s:i, s:f, s:s, s:s, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
+        "{s:s, s:i, s:f, s:s, s:o, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
         "s:{s:I, s:I, s:f}, s:o, s:o, s:I, s:o}",
         "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time", pmc_epoch_s(),
-        "state", run_state(m, end, ok), "dag", m->cfg.dag_path, "elapsed_s", s->elapsed, "tasks",
-        tasks_json(s), "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
+        "state", run_state(m, end, ok), "dag", json_text(m->cfg.dag_path), "elapsed_s", s->elapsed,
+        "tasks", tasks_json(s), "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
         (json_int_t)s->critical_left, "mean_task_s", s->mean_duration, "cpus", "total",
         (json_int_t)s->cpus, "busy", (json_int_t)s->busy_cpus, "utilization",
         s->cpus ? (double)s->busy_cpus / s->cpus : 0.0, "gpus", "total", (json_int_t)s->gpus,
@@ -237,7 +250,8 @@ static json_t *attempts_json(const struct master *m)
         hist[a < 7 ? a : 7]++;
         if (a > 1 && nretried++ < SUMMARY_LIST_MAX)
             json_array_append_new(
-                retried, json_pack("{s:s, s:i}", "name", task_name(m, t), "attempts", (int)a));
+                retried,
+                json_pack("{s:o, s:i}", "name", json_text(task_name(m, t)), "attempts", (int)a));
     }
     json_t *h = json_object();
     for (int a = 0; a < 8; a++) {
@@ -278,14 +292,15 @@ static json_t *machine_json(const struct master *m)
     json_t *nodes = json_array();
     for (int i = 0; nodes && i < m->nnodes; i++)
         json_array_append_new(
-            nodes, json_pack("{s:i, s:s, s:I, s:I}", "rank", m->nodes[i].rank, "host",
-                             m->nodes[i].hostname ? m->nodes[i].hostname : "", "cpus",
+            nodes, json_pack("{s:i, s:o, s:I, s:I}", "rank", m->nodes[i].rank, "host",
+                             json_text(m->nodes[i].hostname ? m->nodes[i].hostname : ""), "cpus",
                              (json_int_t)placement_node_at(m->place, i)->cpus, "memory_mb",
                              (json_int_t)placement_node_at(m->place, i)->memory_mb));
-    return json_pack("{s:s, s:s, s:s, s:s, s:s, s:i, s:i, s:o}", "master_host", host, "os",
-                     u.sysname, "kernel", u.release, "version", PMC_VERSION, "mpi_library",
-                     m->cfg.mpi_library ? m->cfg.mpi_library : "", "ranks", m->cfg.nranks,
-                     "node_agents", m->nnodes, "nodes", nodes);
+    return json_pack("{s:o, s:o, s:o, s:s, s:o, s:i, s:i, s:o}", "master_host", json_text(host),
+                     "os", json_text(u.sysname), "kernel", json_text(u.release), "version",
+                     PMC_VERSION, "mpi_library",
+                     json_text(m->cfg.mpi_library ? m->cfg.mpi_library : ""), "ranks",
+                     m->cfg.nranks, "node_agents", m->nnodes, "nodes", nodes);
 }
 
 static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok, double wall)
@@ -298,14 +313,14 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
     json_t *util = json_pack("{s:f, s:f}", "with_master", wall > 0 ? rt / (wall * (cpus + 1)) : 0.0,
                              "without_master", wall > 0 && cpus > 0 ? rt / (wall * cpus) : 0.0);
     json_t *doc = json_pack(
-        "{s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:s, s:f, "
+        "{s:s, s:i, s:s, s:i, s:I, s:I, s:I, s:I, s:I, s:I, s:s, s:f, s:f, s:i, s:o, s:f, "
         "s:I, s:I, s:f, s:f, s:b, s:b, s:o, s:I, s:o, s:o, s:o, s:o}",
         "schema", "pmc-hybrid-summary", "version", STATUS_SCHEMA_VERSION, "stat",
         ok ? "ok" : "failed", "exit_status", ok ? 0 : 1, "tasks", (json_int_t)s->total, "submitted",
         (json_int_t)m->st.submitted, "succeeded", (json_int_t)m->st.succeeded, "failed",
         (json_int_t)m->st.failed, "extra", (json_int_t)m->st.extra, "done_before",
         (json_int_t)m->ndone_before, "start", start, "start_epoch", m->start, "duration_s", wall,
-        "pid", (int)getpid(), "app", m->cfg.program ? m->cfg.program : "", "runtime_s",
+        "pid", (int)getpid(), "app", json_text(m->cfg.program ? m->cfg.program : ""), "runtime_s",
         m->st.runtime, "slots", (json_int_t)m->cpus_total, "cpus", (json_int_t)m->cpus_total,
         "makespan_s", makespan, "throughput_tasks_per_s", wall > 0 ? m->st.succeeded / wall : 0.0,
         "aborted", m->aborting, "max_failures_reached", m->max_failures_hit, "final_tasks",

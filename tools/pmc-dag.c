@@ -64,6 +64,7 @@
 #include "io/dagfile.h"
 #include "io/error.h"
 #include "io/scan.h"
+#include "io/utf8.h"
 
 #define PD_MAX_ERRORS 100     /* check: default --max-errors */
 #define PD_MAX_CYCLES 20      /* check: cycles reported before giving up */
@@ -802,8 +803,11 @@ static json_t *histogram_json(const struct bucket *b, size_t nb)
 static json_t *path_json(const struct dag *dag, const uint32_t *path, uint32_t n)
 {
     json_t *a = json_array();
-    for (uint32_t i = 0; i < n; i++)
-        json_array_append_new(a, json_string(dag_task_name(dag, path[i])));
+    for (uint32_t i = 0; i < n; i++) { /* bad UTF-8 as U+FFFD: json_string() refuses it */
+        char *name = utf8_lossy(dag_task_name(dag, path[i]));
+        json_array_append_new(a, name ? json_string(name) : NULL);
+        free(name);
+    }
     return a;
 }
 
@@ -820,7 +824,9 @@ static void stats_json(const char *path, const struct dag *dag, const struct lev
             wat = l;
         }
     }
-    json_object_set_new(o, "file", json_string(path));
+    char *file = utf8_lossy(path);
+    json_object_set_new(o, "file", file ? json_string(file) : NULL);
+    free(file);
     json_object_set_new(o, "tasks", json_integer(dag->ntasks));
     json_object_set_new(o, "edges", json_integer(dag->nedges));
     json_object_set_new(o, "levels", json_integer(lv->nlevels));

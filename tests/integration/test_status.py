@@ -17,6 +17,9 @@
     the summary lists the failed task with exit_code 3 and attempts 2, the
     attempts histogram counts one task with 2 attempts and one with 1, and
     the status file's failures list it too.
+  * names_that_are_not_utf8: a failed task named "caf\xe9" (Latin-1) is
+    listed in --status and --summary-json as "caf\ufffd", and pmc-dag stats
+    --json keeps it in the critical path.
   * progress_on_a_terminal: stderr is a pseudo-terminal: "[progress]" lines
     appear, redrawn with "\\r", and the last one shows every task done;
     with --no-progress on the same terminal, none.
@@ -221,6 +224,32 @@ class Status(pmcrun.TestCase):
                                                               final.get("state")))
         problems += count_problems(final, 2, "final status")
         problems += self.summary_matches_record(summ, res)
+        self.check(problems, res)
+
+    def test_names_that_are_not_utf8(self):
+        """A failed task whose name is not UTF-8 (a Latin-1 DAG) is listed in
+        both files with U+FFFD for its bad byte (it was dropped: jansson
+        refuses such strings, so failures_total said 1 and the list was
+        empty), and pmc-dag stats --json keeps it in the critical path."""
+        dag = self.path("latin1.dag")
+        with open(dag, "wb") as f:
+            f.write(b"TASK caf\xe9 /bin/false\nTASK next /bin/true\nEDGE caf\xe9 next\n")
+        status, summary = self.path("st.json"), self.path("sum.json")
+        res = self.run_pmc(["--host-cpus", "2", "--status", status, "--summary-json", summary,
+                            dag])
+        problems = []
+        want = [{"name": "caf\ufffd", "exit_code": 1, "attempts": 1}]
+        summ, final = load_json(summary), load_json(status)
+        if summ.get("failed_tasks") != want or summ.get("failed_total") != 1:
+            problems.append("summary failed_tasks %r" % summ.get("failed_tasks"))
+        if final.get("failures") != want:
+            problems.append("status failures %r" % final.get("failures"))
+        stats = subprocess.run([os.path.join(os.path.dirname(pmcrun.CONFIG.bin), "pmc-dag"),
+                                "stats", "--json", dag], capture_output=True, text=True)
+        path = json.loads(stats.stdout).get("critical_path", {}).get("path") \
+            if stats.returncode == 0 else None
+        if path != ["caf\ufffd", "next"]:
+            problems.append("pmc-dag stats --json critical path %r (%s)" % (path, stats.stderr))
         self.check(problems, res)
 
     def test_progress_on_a_terminal(self):
