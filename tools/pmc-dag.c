@@ -591,8 +591,11 @@ static int neutralise(struct checker *ck, uint32_t line, const char *msg)
 }
 
 /* Break the cycle named by a parser message "cycle: A -> B -> ...": comment
- * out every "EDGE A B" line.  Returns 0, or -1 when none was found. */
-static int break_cycle(struct checker *ck, const char *msg)
+ * out every "EDGE A B" line.  Long names do not fit in the message: when B
+ * is elided ("...") or cut by the message's end (full is true), every
+ * "EDGE A X" with X beginning with what is shown goes, which breaks the
+ * cycle too (A is in it).  Returns 0, or -1 when none was found. */
+static int break_cycle(struct checker *ck, const char *msg, bool full)
 {
     const char *a = strstr(msg, "cycle: ");
     if (!a)
@@ -603,9 +606,14 @@ static int break_cycle(struct checker *ck, const char *msg)
         return -1;
     const char *b = arrow + 4;
     const char *bend = strstr(b, " -> ");
+    bool prefix = !bend && full;
     if (!bend)
         bend = b + strlen(b);
     size_t alen = (size_t)(arrow - a), blen = (size_t)(bend - b);
+    if (blen == 3 && memcmp(b, "...", 3) == 0) {
+        prefix = true;
+        blen = 0;
+    }
     int found = 0;
     size_t s = 0;
     while (s < ck->len) {
@@ -615,7 +623,8 @@ static int break_cycle(struct checker *ck, const char *msg)
         size_t wl[4];
         int nw = split_words(ck->buf + s, ck->buf + e, w, wl, 4);
         if (nw == 3 && wl[0] == 4 && memcmp(w[0], "EDGE", 4) == 0 && wl[1] == alen &&
-            memcmp(w[1], a, alen) == 0 && wl[2] == blen && memcmp(w[2], b, blen) == 0) {
+            memcmp(w[1], a, alen) == 0 && (prefix ? wl[2] >= blen : wl[2] == blen) &&
+            memcmp(w[2], b, blen) == 0) {
             replace_bytes(ck, s, e, "#", 1);
             found = 1;
             e = s + 1;
@@ -653,7 +662,8 @@ static struct dag *check_syntax(struct checker *ck)
         uint32_t line = message_line(ck->path, err.text, &msg);
         if (line == 0) { /* the whole file: a cycle, no tasks, no memory */
             report(ck, "%s", err.text);
-            if (!strstr(msg, "cycle: ") || ++cycles >= PD_MAX_CYCLES || break_cycle(ck, msg))
+            bool full = strlen(err.text) + 1 >= sizeof err.text; /* the end may be cut */
+            if (!strstr(msg, "cycle: ") || ++cycles >= PD_MAX_CYCLES || break_cycle(ck, msg, full))
                 return NULL;
             continue;
         }
@@ -1525,7 +1535,13 @@ static void wf_read_measurements(const char *path, const struct wf_layout *ly, s
         wf_number(path, ly->exec_field, i, o, cores, &t[k].cores);
         if (!wf_number(path, ly->exec_field, i, o, mem, &t[k].mem_bytes) &&
             wf_number(path, ly->exec_field, i, o, mem_kb, &t[k].mem_bytes))
-            t[k].mem_bytes *= 1000; /* schema 1.3: KB */
+            t[k].mem_bytes *= 1000;        /* schema 1.3: KB */
+        if (ceil(t[k].cores) > UINT32_MAX) /* what -c takes (io/dagfile.c) */
+            die(1, "%s: %s[%zu]: %g cores: more than -c takes (%u)", path, ly->exec_field, i,
+                t[k].cores, UINT32_MAX);
+        if (ceil(t[k].mem_bytes / 1048576.0) > UINT32_MAX)
+            die(1, "%s: %s[%zu]: %g bytes of memory: more than -m takes (%u MiB)", path,
+                ly->exec_field, i, t[k].mem_bytes, UINT32_MAX);
         json_t *p = json_object_get(o, "priority");
         if (p && !json_is_null(p)) {
             if (!json_is_integer(p) || json_integer_value(p) < INT32_MIN ||
@@ -1587,11 +1603,11 @@ static void wf_write(FILE *f, const char *path, const char *version, const struc
         fprintf(f, "#@ %zu %s %s\n", i + 1, t[i].tr, t[i].id ? t[i].id : t[i].dag_name);
         fprintf(f, "TASK %s", t[i].dag_name);
         double cores = ceil(t[i].cores);
-        if (cores > 1)
-            fprintf(f, " -c %.0f", cores > 65536 ? 65536 : cores);
+        if (cores > 1) /* both at most UINT32_MAX (wf_read_measurements()) */
+            fprintf(f, " -c %.0f", cores);
         double mb = ceil(t[i].mem_bytes / 1048576.0);
         if (mb > 0)
-            fprintf(f, " -m %.0f", mb > UINT32_MAX ? (double)UINT32_MAX : mb);
+            fprintf(f, " -m %.0f", mb);
         if (t[i].has_prio)
             fprintf(f, " -p %" JSON_INTEGER_FORMAT, t[i].prio);
         double secs = t[i].runtime > 0 ? t[i].runtime * scale : 0;

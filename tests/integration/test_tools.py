@@ -211,6 +211,22 @@ class Check(DagTool):
             problems.append("a task that fits the host: " + describe(ok))
         self.check(problems, case=describe(proc))
 
+    def test_cycles_of_long_names(self):
+        """Two cycles, the first of 300-character names, whose message cannot
+        hold both names: the second cycle is still found (check stopped at
+        the first: it could not find the edge the cut message named)."""
+        a, b = "A" * 300, "B" * 300
+        dag = self.write_dag("long.dag", "\n".join(
+            ["TASK %s /bin/true" % n for n in (a, b, "C", "D")] +
+            ["EDGE %s %s" % e for e in ((a, b), (b, a), ("C", "D"), ("D", "C"))]))
+        proc = self.pmc_dag("check", dag)
+        problems = [] if proc.returncode == 1 else ["exit %d, expected 1" % proc.returncode]
+        for text in ("%s: cycle: %s" % (dag, a), "%s: cycle: C -> D -> C" % dag,
+                     "%s: 2 problems" % dag):
+            if text not in proc.stderr:
+                problems.append("missing %r" % text[:80])
+        self.check(problems, case=describe(proc))
+
     def test_workloads_check_ok(self):
         folder = self.require_workloads()
         for name in sorted(f for f in os.listdir(folder) if f.endswith(".dag")):
@@ -392,6 +408,17 @@ class WfCommons(DagTool):
                 {"name": "a", "parents": ["b"]}, {"name": "b", "parents": ["a"]}]}}),
              r"cycle\.json: the converted DAG is not valid: cycle: "),
             ("notwf.json", "[1, 2]", r"notwf\.json: not a JSON object"),
+            # more than -c or -m takes: an error, not a silent clamp
+            ("cores.json", json.dumps({"schemaVersion": "1.5", "workflow": {
+                "specification": {"tasks": [{"name": "a", "id": "1", "parents": [],
+                                             "children": []}]},
+                "execution": {"tasks": [{"id": "1", "coreCount": 1e10}]}}}),
+             r"cores\.json: workflow\.execution\.tasks\[0\]: 1e\+10 cores: more than -c"),
+            ("memory.json", json.dumps({"schemaVersion": "1.5", "workflow": {
+                "specification": {"tasks": [{"name": "a", "id": "1", "parents": [],
+                                             "children": []}]},
+                "execution": {"tasks": [{"id": "1", "memoryInBytes": 1e19}]}}}),
+             r"memory\.json: workflow\.execution\.tasks\[0\]: 1e\+19 bytes of memory: more"),
         ]
         problems = []
         for name, text, pattern in cases:
