@@ -331,7 +331,6 @@ static void agent_take_local(struct agent *a)
         agent_pump(a);
 }
 
-/* Queue the tasks of m; returns true when m is now owned by the queue. */
 /* A task this node could never start (more CPUs, memory or GPUs than it
  * has) would wait in its queue for ever, and the run with it: the master
  * never sends one (it checks every task against the nodes' HELLOs), so it
@@ -346,6 +345,7 @@ static int agent_check_task(const struct agent *a, const struct msg_task *t, str
         t->cpus, t->memory_mb, t->gpus, a->cfg.cpus, (unsigned long long)a->cfg.memory_mb, gpus);
 }
 
+/* Queue the tasks of m; returns true when m is now owned by the queue. */
 static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reader *r)
 {
     struct batch *b = calloc(1, sizeof *b);

@@ -2,9 +2,13 @@
  * pmc-hybrid's environment without the variables it sets itself, plus
  *   PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK, PMC_HOST_RANK (PMC's),
  *   PMC_AFFINITY with --set-affinity (the CPU list it is bound to),
- *   for a task with -g N: CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES,
- *     ZE_AFFINITY_MASK and PMC_GPUS, all "id,id" of its GPUs (engine/gpus.h);
- *     a task without GPUs keeps whatever of these pmc-hybrid inherited;
+ *   for a task with -g N: PMC_GPUS and the visibility variable the host's
+ *     ids are meant for (gpus.h's gpu_ids.var: CUDA_VISIBLE_DEVICES,
+ *     ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or ZE_AFFINITY_MASK; all but
+ *     HIP's when the kind is unknown), "id,id" of its GPUs; the other ones
+ *     pmc-hybrid inherited are left out (HIP counts CUDA's and HIP's ids
+ *     within ROCR's, so a ROCR id put there too named another GPU or
+ *     none); a task without GPUs keeps whatever of these was inherited;
  *   unless --no-thread-env, the thread counts of OpenMP and the usual BLAS
  *     libraries set to the task's CPUs (-c N): OMP_NUM_THREADS,
  *     OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, BLIS_NUM_THREADS,
@@ -32,8 +36,16 @@ extern char **environ;
 static const char *const ours[] = {
     "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
 static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
-                                       "ZE_AFFINITY_MASK", "PMC_GPUS"};
+                                       "ZE_AFFINITY_MASK", "PMC_GPUS", "HIP_VISIBLE_DEVICES"};
 #define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])
+_Static_assert(NGPU_VARS == sizeof((struct agent *)0)->gpu_env / sizeof(char *),
+               "agent.gpu_env holds one entry per gpu_vars[]");
+/* gpu_vars[] set for a task with GPUs, by gpus_var (bit i: gpu_vars[i]) */
+static const unsigned gpu_vars_of[] = {[GPUS_VAR_ALL] = 1u | 2u | 4u | 8u,
+                                       [GPUS_VAR_CUDA] = 1u | 8u,
+                                       [GPUS_VAR_ROCR] = 2u | 8u,
+                                       [GPUS_VAR_HIP] = 16u | 8u,
+                                       [GPUS_VAR_ZE] = 4u | 8u};
 static const char *const thread_vars[] = {
     "OMP_NUM_THREADS",        "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
     "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS",  "OMP_PLACES",      "OMP_PROC_BIND"};
@@ -150,7 +162,10 @@ static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, siz
                 *o->e++ = (char *)a->gpu_env[i];
         return;
     }
+    unsigned set = gpu_vars_of[a->cfg.gpus->var];
     for (size_t i = 0; i < NGPU_VARS; i++) {
+        if (!(set & (1u << i)))
+            continue;
         char *start = o->p;
         o->p += sprintf(o->p, "%s=", gpu_vars[i]);
         o->p += gpus_format(a->cfg.gpus, s->gpu, s->ngpu, o->p, list_len + 1);

@@ -120,7 +120,7 @@ struct agent {
     uint32_t gpus_free;
     bool *gpu_busy;               /* per host GPU id: held by a running task */
     uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
-    const char *gpu_env[4];       /* inherited CUDA/ROCR/ZE/PMC_GPUS entries, or NULL */
+    const char *gpu_env[5];       /* inherited CUDA/ROCR/ZE/PMC_GPUS/HIP entries, or NULL */
     struct timespec first_result; /* when the oldest unsent result or notice was added */
     bool results_release;         /* an unsent result is of a task with children */
     bool low_water_sent;          /* results went at the refill mark (agent.c) */

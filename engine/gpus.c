@@ -35,26 +35,43 @@ static int add_numbers(struct gpu_ids *g, uint32_t n)
     return 0;
 }
 
-/* Split an inherited visibility list ("0,2" or "GPU-uuid,..."). */
+/* Is the id s[0, len) in g already? */
+static bool has_id(const struct gpu_ids *g, const char *s, size_t len)
+{
+    for (uint32_t i = 0; i < g->n; i++)
+        if (strlen(g->id[i]) == len && memcmp(g->id[i], s, len) == 0)
+            return true;
+    return false;
+}
+
+/* Split an inherited visibility list ("0,2" or "GPU-uuid,...").  An id
+ * given twice counts once (two tasks would share the GPU); "-1" and
+ * "NoDevFiles" (Slurm's "no GPU") end the list, as CUDA stops at an
+ * invalid index. */
 static int add_list(struct gpu_ids *g, const char *list)
 {
     while (*list) {
         size_t len = strcspn(list, ",");
-        if (len && add_id(g, list, len) < 0)
+        if ((len == 2 && memcmp(list, "-1", 2) == 0) ||
+            (len == 10 && memcmp(list, "NoDevFiles", 10) == 0))
+            break;
+        if (len && !has_id(g, list, len) && add_id(g, list, len) < 0)
             return -1;
         list += len + (list[len] == ',');
     }
     return 0;
 }
 
-static const char *inherited_list(const char **name)
+static const char *inherited_list(const char **name, enum gpus_var *var)
 {
     static const char *const vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                        "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"};
+    static const enum gpus_var kinds[] = {GPUS_VAR_CUDA, GPUS_VAR_ROCR, GPUS_VAR_HIP, GPUS_VAR_ZE};
     for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++) {
         const char *v = getenv(vars[i]);
-        if (v && *v) {
+        if (v) { /* set but empty: the batch system hid every GPU */
             *name = vars[i];
+            *var = kinds[i];
             return v;
         }
     }
@@ -74,6 +91,8 @@ static uint32_t is_numbered(const char *name, const char *prefix)
  * SMI number every device of the host (NVML in PCI order), so NVML comes
  * after CUDA. */
 static const char *const backends[] = {"cuda", "rsmi", "ze", "nvml"};
+static const enum gpus_var backend_var[] = {GPUS_VAR_CUDA, GPUS_VAR_ROCR, GPUS_VAR_ZE,
+                                            GPUS_VAR_CUDA};
 #define NBACKENDS (sizeof backends / sizeof backends[0])
 #define BACKEND_RSMI 1
 #define BACKEND_NVML 3
@@ -216,7 +235,7 @@ static void place_device(hwloc_topology_t t, hwloc_obj_t o, long dev, size_t b,
  * (gpus__pci_may_have_gpu()): that discovery reads every PCI device's
  * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
  * without, on the 2-core VM of docs/performance.md section 13). */
-static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near)
+static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near, enum gpus_var *var)
 {
     *near = NULL;
     hwloc_topology_t t;
@@ -233,6 +252,7 @@ static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near)
     if (hwloc_topology_load(t) == 0) {
         size_t b = preferred_backend(t, count);
         found = count[b];
+        *var = backend_var[b];
         uint32_t m = ids ? ids->n : found < GPUS_MAX ? found : GPUS_MAX;
         cpu_set_t *v = m ? calloc(m, sizeof *v) : NULL;
         for (hwloc_obj_t o = NULL; v && (o = hwloc_get_next_osdev(t, o)) != NULL;) {
@@ -266,7 +286,8 @@ static void find_locality(struct gpu_ids *g)
     if (g->n == 0)
         return;
     cpu_set_t *near;
-    hwloc_gpus(g, &near);
+    enum gpus_var unused;
+    hwloc_gpus(g, &near, &unused);
     keep_near(g, near);
 }
 
@@ -289,10 +310,12 @@ static uint32_t dev_nvidia(void)
 static int discover_detected(struct gpu_ids *g)
 {
     cpu_set_t *near;
-    uint32_t n = hwloc_gpus(NULL, &near);
+    uint32_t n = hwloc_gpus(NULL, &near, &g->var);
     const char *how = "hwloc";
-    if (n == 0 && (n = dev_nvidia()) > 0)
+    if (n == 0 && (n = dev_nvidia()) > 0) {
         how = "/dev/nvidia*";
+        g->var = GPUS_VAR_CUDA;
+    }
     snprintf(g->source, sizeof g->source, "%s", how);
     int rc = add_numbers(g, n);
     keep_near(g, near);
@@ -302,11 +325,17 @@ static int discover_detected(struct gpu_ids *g)
 int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err)
 {
     memset(out, 0, sizeof *out);
-    const char *var = NULL, *list = inherited_list(&var);
+    enum gpus_var kind = GPUS_VAR_ALL;
+    const char *var = NULL, *list = inherited_list(&var, &kind);
     int rc = 0;
     if (list)
         rc = add_list(out, list);
-    if (rc == 0 && override && out->n >= count) {
+    if (rc == 0 && override && list && out->n < count) {
+        uint32_t n = out->n;
+        gpus_free(out);
+        return pmc_errorf(err, "--host-gpus %u: the inherited %s lists %u GPUs (\"%s\")", count,
+                          var, n, list);
+    } else if (rc == 0 && override && list) {
         while (out->n > count)
             free(out->id[--out->n]);
         snprintf(out->source, sizeof out->source, "--host-gpus of %s", var);
@@ -319,6 +348,8 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     } else if (rc == 0) {
         rc = discover_detected(out);
     }
+    if (list)
+        out->var = kind; /* also for --host-gpus N of the list */
     if (rc == 0 && (list || override))
         find_locality(out);
     if (rc < 0) {

@@ -6,7 +6,10 @@
  *   1. a visibility variable pmc-hybrid itself inherited (the batch system
  *      or the user restricted it): CUDA_VISIBLE_DEVICES, else
  *      ROCR_VISIBLE_DEVICES, else HIP_VISIBLE_DEVICES, else ZE_AFFINITY_MASK
- *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids;
+ *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids.
+ *      Set but empty means no GPU (no detection); an id given twice counts
+ *      once; "-1" or "NoDevFiles" (Slurm's "none") ends the list, as CUDA
+ *      stops at an invalid index;
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
  *      first of CUDA, ROCm SMI, Level Zero and NVML that sees a device,
@@ -16,7 +19,8 @@
  *      NVML backend): ids "0".."N-1".
  * --host-gpus N / PMC_HOST_GPUS=N overrides the count (needed on machines
  * whose GPUs cannot be seen, and for tests): the first N ids of an inherited
- * visibility list when it has that many, else "0".."N-1".
+ * visibility list (an error when it has fewer: ids past it would be GPUs
+ * the batch system did not give), else "0".."N-1".
  * Locality: near[i] is the cpuset of the closest non-I/O ancestor of the
  * hwloc OS device id i stands for, in one backend (the one step 2 picks),
  * used by --set-affinity to bind a GPU task's CPUs near its GPUs.  CUDA and
@@ -48,19 +52,30 @@ extern "C" {
 
 #define GPUS_MAX 1024 /* ids kept per host */
 
+/* The visibility variable a task's GPU ids are meant for (agent_env.c sets
+ * that one and PMC_GPUS): the one the ids came from, or the detected
+ * backend's (CUDA and NVML, /dev/nvidia*: CUDA; ROCm SMI: ROCR; Level Zero:
+ * ZE).  ROCm's HIP counts CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES
+ * within the devices ROCR_VISIBLE_DEVICES leaves, so an id meant for ROCR
+ * must not be put in them too.  ALL (--host-gpus alone: the kind is
+ * unknown): CUDA, ROCR and ZE alike. */
+enum gpus_var { GPUS_VAR_ALL, GPUS_VAR_CUDA, GPUS_VAR_ROCR, GPUS_VAR_HIP, GPUS_VAR_ZE };
+
 struct gpu_ids {
     uint32_t n;
-    char **id;       /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
-    cpu_set_t *near; /* n sets: the CPUs near each GPU (hwloc's locality of the
-                        backend's device i), empty when unknown; NULL when hwloc
-                        knows none or memory ran out (malloc'd; gpus_free()
-                        frees) */
-    char source[64]; /* where they came from, for the log */
+    char **id;         /* n NUL-terminated ids (malloc'd; gpus_free() frees) */
+    cpu_set_t *near;   /* n sets: the CPUs near each GPU (hwloc's locality of the
+                          backend's device i), empty when unknown; NULL when hwloc
+                          knows none or memory ran out (malloc'd; gpus_free()
+                          frees) */
+    char source[64];   /* where they came from, for the log */
+    enum gpus_var var; /* the variable the ids are meant for */
 };
 
 /* Find this host's GPUs; with override, exactly count of them (see above).
- * 0, or -1 with err (out of memory; a malformed visibility list is taken
- * as it is: its comma-separated words are the ids). */
+ * 0, or -1 with err: out of memory; "--host-gpus N: the inherited VAR lists
+ * M GPUs (\"LIST\")" (a malformed visibility list is taken as it is: its
+ * comma-separated words are the ids). */
 int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err);
 
 /* "id,id,..." of the ids whose indices are idx[0..n) into buf (size bytes);

@@ -247,8 +247,11 @@ def run_env(extra=None):
     env = dict(os.environ)
     for name in PMC_ALIASES:
         env.pop(name, None)
-    if extra:
-        env.update(extra)
+    for name, value in (extra or {}).items():
+        if value is None:  # None: unset it
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 

@@ -9,6 +9,11 @@ time limits, the batch job's end, threaded tasks.
     time share an id (from the tasks' own timestamps), the GPUs in use at
     once reach 4, each record says gpus=N, the summary gpus=4, and the
     resource log has a sixth column of free GPUs.
+  * gpus_follow_the_inherited_variable: with ROCR_VISIBLE_DEVICES=2,3 (and
+    HIP_VISIBLE_DEVICES=0), CUDA_VISIBLE_DEVICES=5,7 (and ROCR=0),
+    HIP_VISIBLE_DEVICES=4,6 or ZE_AFFINITY_MASK=0,1 inherited, a -g 1 task
+    sees one of the ids in that variable and PMC_GPUS, and none of the
+    other visibility variables; a task without -g sees what was inherited.
   * gpus_too_many: a -g 5 task on --host-gpus 4 aborts at start with PMC's
     "FATAL ERROR: No host is capable of running task", runs nothing.
   * gpus_per_host: mpiexec -n 2 --ranks-are-hosts --host-gpus 1 (two
@@ -133,6 +138,52 @@ class Beyond(pmcrun.TestCase):
         if not resource or any(len(r) != 6 for r in resource) or resource[0][5] != "4":
             problems.append("resource log lines lack the free-GPU column: %s" % resource[:3])
         self.check(problems, res)
+
+    def test_gpus_follow_the_inherited_variable(self):
+        """A -g task's ids go in the visibility variable the host's ids came
+        from, and the other inherited ones are left out: ROCm's HIP counts
+        CUDA_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES within the devices
+        ROCR_VISIBLE_DEVICES leaves, so a ROCR id put there too named another
+        GPU or none.  A task without -g keeps what was inherited."""
+        allvars = ("CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES",
+                   "ZE_AFFINITY_MASK")
+        cases = (("ROCR_VISIBLE_DEVICES", {"ROCR_VISIBLE_DEVICES": "2,3",
+                                           "HIP_VISIBLE_DEVICES": "0"}, "23"),
+                 ("CUDA_VISIBLE_DEVICES", {"CUDA_VISIBLE_DEVICES": "5,7",
+                                           "ROCR_VISIBLE_DEVICES": "0"}, "57"),
+                 ("HIP_VISIBLE_DEVICES", {"HIP_VISIBLE_DEVICES": "4,6"}, "46"),
+                 ("ZE_AFFINITY_MASK", {"ZE_AFFINITY_MASK": "0,1"}, "01"))
+        show = " ".join("%s=${%s-unset}" % (v, v) for v in allvars + ("PMC_GPUS",))
+        for i, (var, inherited, ids) in enumerate(cases):
+            with self.subTest(var=var):
+                out = self.path("vars%d.txt" % i)
+                dag = self.write_dag("v%d.dag" % i, "\n".join(
+                    'TASK %s %s /bin/sh -c "echo %s %s >> %s"' % (n, g, n, show, out)
+                    for n, g in (("gpu", "-g 1"), ("cpu", ""))))
+                env = {v: inherited.get(v) for v in allvars}
+                res = self.run_pmc(["--host-cpus", "2", dag], env=env)
+                rows = {}
+                if os.path.exists(out):
+                    with open(out) as f:
+                        for line in f:
+                            w = line.split()
+                            rows[w[0]] = dict(x.split("=", 1) for x in w[1:])
+                problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
+                gpu, cpu = rows.get("gpu", {}), rows.get("cpu", {})
+                want = {v: "unset" for v in allvars}
+                got = gpu.get(var, "")
+                if len(got) != 1 or got not in ids or gpu.get("PMC_GPUS") != got:
+                    problems.append("-g 1 task: %s=%r, PMC_GPUS=%r" % (var, got,
+                                                                      gpu.get("PMC_GPUS")))
+                want[var] = got
+                if {v: gpu.get(v) for v in allvars} != want:
+                    problems.append("-g 1 task sees %s, expected %s"
+                                    % ({v: gpu.get(v) for v in allvars}, want))
+                kept = {v: inherited.get(v, "unset") for v in allvars}
+                if {v: cpu.get(v) for v in allvars} != kept:
+                    problems.append("task without -g sees %s, expected the inherited %s"
+                                    % ({v: cpu.get(v) for v in allvars}, kept))
+                self.check(problems, res, var)
 
     def test_gpus_too_many(self):
         dag = self.write_dag("g.dag", """

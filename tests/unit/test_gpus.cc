@@ -53,11 +53,38 @@ TEST_F(GpusTest, InheritedListGivesTheIds)
     EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"2", "3", "GPU-abc"}));
     EXPECT_STREQ(g_.source, "CUDA_VISIBLE_DEVICES");
     EXPECT_EQ(ids(true, 2), (std::vector<std::string>{"2", "3"})) << "the first N of the list";
-    EXPECT_EQ(ids(true, 4), (std::vector<std::string>{"0", "1", "2", "3"}))
-        << "a list shorter than N: numbers";
     unsetenv("CUDA_VISIBLE_DEVICES");
     setenv("ROCR_VISIBLE_DEVICES", "1,,5", 1);
     EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"1", "5"})) << "empty words dropped";
+}
+
+// --host-gpus beyond the inherited list is refused: "0".."N-1" would be
+// GPUs the batch system did not give (they were handed out before).
+TEST_F(GpusTest, OverrideBeyondTheInheritedListIsAnError)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "5,7", 1);
+    pmc_error err{};
+    EXPECT_EQ(gpus_discover(true, 4, &g_, &err), -1);
+    EXPECT_STREQ(err.text,
+                 "--host-gpus 4: the inherited CUDA_VISIBLE_DEVICES lists 2 GPUs (\"5,7\")");
+    EXPECT_EQ(g_.n, 0u);
+}
+
+// An id listed twice is one GPU (two tasks shared it at once); "-1" and
+// Slurm's "NoDevFiles" end the list (CUDA stops at an invalid index), so
+// alone they mean no GPU; a list set but empty is no GPU too, and no
+// detection (which would hand out the GPUs the batch system hid).
+TEST_F(GpusTest, DuplicatesMarkersAndEmptyLists)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0,0,1", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"0", "1"}));
+    setenv("CUDA_VISIBLE_DEVICES", "2,-1,3", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"2"}));
+    for (const char *none : {"-1", "NoDevFiles", ""}) {
+        setenv("CUDA_VISIBLE_DEVICES", none, 1);
+        EXPECT_TRUE(ids(false, 0).empty()) << "'" << none << "'";
+        EXPECT_STREQ(g_.source, "CUDA_VISIBLE_DEVICES") << "'" << none << "': not detected";
+    }
 }
 
 TEST_F(GpusTest, FormatListsAndMeasures)
