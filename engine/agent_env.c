@@ -8,7 +8,9 @@
  *     HIP's when the kind is unknown), "id,id" of its GPUs; the other ones
  *     pmc-hybrid inherited are left out (HIP counts CUDA's and HIP's ids
  *     within ROCR's, so a ROCR id put there too named another GPU or
- *     none); a task without GPUs keeps whatever of these was inherited;
+ *     none), except an inherited ROCR_VISIBLE_DEVICES when the ids are
+ *     CUDA's or HIP's (they count within it); a task without GPUs keeps
+ *     whatever of these was inherited;
  *   unless --no-thread-env, the thread counts of OpenMP and the usual BLAS
  *     libraries set to the task's CPUs (-c N): OMP_NUM_THREADS,
  *     OPENBLAS_NUM_THREADS, MKL_NUM_THREADS, BLIS_NUM_THREADS,
@@ -38,6 +40,7 @@ static const char *const ours[] = {
 static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                        "ZE_AFFINITY_MASK", "PMC_GPUS", "HIP_VISIBLE_DEVICES"};
 #define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])
+#define ROCR_VAR 1 /* gpu_vars[] index */
 _Static_assert(NGPU_VARS == sizeof((struct agent *)0)->gpu_env / sizeof(char *),
                "agent.gpu_env holds one entry per gpu_vars[]");
 /* gpu_vars[] set for a task with GPUs, by gpus_var (bit i: gpu_vars[i]) */
@@ -162,8 +165,13 @@ static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, siz
                 *o->e++ = (char *)a->gpu_env[i];
         return;
     }
-    unsigned set = gpu_vars_of[a->cfg.gpus->var];
+    enum gpus_var var = a->cfg.gpus->var;
+    unsigned set = gpu_vars_of[var];
     for (size_t i = 0; i < NGPU_VARS; i++) {
+        if (i == ROCR_VAR && (var == GPUS_VAR_CUDA || var == GPUS_VAR_HIP) && a->gpu_env[i]) {
+            *o->e++ = (char *)a->gpu_env[i]; /* CUDA's and HIP's ids count within it */
+            continue;
+        }
         if (!(set & (1u << i)))
             continue;
         char *start = o->p;

@@ -13,7 +13,9 @@ time limits, the batch job's end, threaded tasks.
     HIP_VISIBLE_DEVICES=0), CUDA_VISIBLE_DEVICES=5,7 (and ROCR=0),
     HIP_VISIBLE_DEVICES=4,6 or ZE_AFFINITY_MASK=0,1 inherited, a -g 1 task
     sees one of the ids in that variable and PMC_GPUS, and none of the
-    other visibility variables; a task without -g sees what was inherited.
+    other visibility variables but an inherited ROCR_VISIBLE_DEVICES when
+    the ids are CUDA's (they count within it); a task without -g sees what
+    was inherited.
   * gpus_too_many: a -g 5 task on --host-gpus 4 aborts at start with PMC's
     "FATAL ERROR: No host is capable of running task", runs nothing.
   * gpus_per_host: mpiexec -n 2 --ranks-are-hosts --host-gpus 1 (two
@@ -176,6 +178,8 @@ class Beyond(pmcrun.TestCase):
                     problems.append("-g 1 task: %s=%r, PMC_GPUS=%r" % (var, got,
                                                                       gpu.get("PMC_GPUS")))
                 want[var] = got
+                if var in ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES"):
+                    want["ROCR_VISIBLE_DEVICES"] = inherited.get("ROCR_VISIBLE_DEVICES", "unset")
                 if {v: gpu.get(v) for v in allvars} != want:
                     problems.append("-g 1 task sees %s, expected %s"
                                     % ({v: gpu.get(v) for v in allvars}, want))
