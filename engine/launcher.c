@@ -285,7 +285,9 @@ static void launcher_reap(struct launcher *l, uint32_t i)
      * delays it (the agent may take k's completion, even its exit, before
      * this exit: the loan is settled by handed whenever it comes) */
     uint32_t k;
-    bool hold = j->hold_on_failure && j->status != 0;
+    /* a task with forwards may still fail on them (launcher_forward(),
+     * after this start): held then too, the agent starts the staged job */
+    bool hold = j->hold_on_failure && (j->status != 0 || j->forwards.n > 0);
     bool hand = !hold && mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);

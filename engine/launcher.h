@@ -166,7 +166,8 @@ struct launch_job {
     /* in, reaped launches: wake the agent when the task has started (its
      * completion), for a STARTED notice; otherwise only its exit does */
     bool wake_on_start;
-    /* in, reaped launches: when the task fails, its reaper starts no staged
+    /* in, reaped launches: when the task fails, or has forwards (whose
+     * failure would fail it after the start), its reaper starts no staged
      * job on the CPU it gave up (MSG_TASK_HOLD_ON_FAILURE: the agent holds
      * its starts until the master answers) */
     bool hold_on_failure;

@@ -87,6 +87,7 @@ class LauncherPool : public TempDirTest
         TempDirTest::TearDown();
     }
     bool wake_on_start_ = false;   // the next submits' launch_job.wake_on_start
+    bool hold_ = false;            // the next submits' launch_job.hold_on_failure
     bool staged_ = false;          // submit() stages the job (launcher_stage()) instead
     std::vector<int> forward_fds_; // the next submits' descriptors 3, 4, ... (-f pipes)
     void start(uint32_t nthreads, uint32_t nslots)
@@ -121,6 +122,7 @@ class LauncherPool : public TempDirTest
         j->req.nforward = (int)forward_fds_.size();
         j->pool_reaps = reaped;
         j->wake_on_start = wake_on_start_;
+        j->hold_on_failure = hold_;
         names_[i] = "t" + std::to_string(i);
         j->output = taskio_block{};
         j->output.record.name = names_[i].c_str();
@@ -398,6 +400,49 @@ TEST_F(LauncherPool, ReapedLaunchReadsItsForwardedFilesBeforeItsRecord)
     EXPECT_NE(read_file(dir_ + "/out.0").find("status=0,"), std::string::npos);
     close(o);
     close(e);
+}
+
+// -m: the reaper of a task held on failure (its last try) starts no staged
+// job on the CPU a failure gave up, nor after a task whose forwards may
+// still fail it; the staged job waits for the agent.  A held task that
+// exits 0 without forwards hands its CPU on as usual.
+TEST_F(LauncherPool, HeldTaskStartsNoStagedJobWhenItMayHaveFailed)
+{
+    std::string adir = dir_ + "/adir"; // a -F source that is a folder: the forward fails
+    ASSERT_EQ(mkdir(adir.c_str(), 0700), 0);
+    struct Case {
+        const char *what, *program;
+        bool forwards;
+        uint32_t handed;
+    } cases[] = {{"exit 1", "/bin/false", false, 0},
+                 {"a forward that fails", "/bin/true", true, 0},
+                 {"exit 0, no forwards", "/bin/true", false, 2}};
+    for (const Case &c : cases) {
+        SCOPED_TRACE(c.what);
+        launcher_destroy(pool_);
+        start(1, 4);
+        staged_ = true;
+        submit(1, {"/bin/true"}, true);
+        staged_ = false;
+        FileForwards fw({adir});
+        launcher_job(pool_, 0)->forwards = c.forwards ? fw.f : fwd_task{};
+        hold_ = true;
+        submit(0, {c.program}, true);
+        hold_ = false;
+        uint32_t i;
+        ASSERT_TRUE(take(&i));
+        ASSERT_TRUE(take_exited(&i));
+        ASSERT_EQ(i, 0u);
+        const struct launch_job *j = launcher_job(pool_, 0);
+        EXPECT_EQ(j->status == 0, c.handed != 0) << j->status;
+        EXPECT_EQ(j->handed, c.handed);
+        EXPECT_EQ(launcher_take_staged(pool_, &i), c.handed == 0) << "the staged job waits";
+        if (c.handed) { // its own completion and exit
+            ASSERT_TRUE(take(&i));
+            ASSERT_TRUE(take_exited(&i));
+        }
+        launcher_job(pool_, 0)->forwards = fwd_task{};
+    }
 }
 
 TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
