@@ -183,8 +183,7 @@ static int master_open_monitor(struct master *m)
 static bool master_same_file(int a, int b)
 {
     struct stat sa, sb;
-    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && sa.st_dev == sb.st_dev &&
-           sa.st_ino == sb.st_ino;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && fdio_same_file(&sa, &sb);
 }
 
 /* Does path name the DAG file itself (-o wf.dag, -r wf.dag)?  Opening it
@@ -193,7 +192,7 @@ static bool master_names_the_dag(const struct master *m, const char *path)
 {
     struct stat dag, st;
     return path && stat(m->cfg.dag_path, &dag) == 0 && stat(path, &st) == 0 &&
-           dag.st_dev == st.st_dev && dag.st_ino == st.st_ino;
+           fdio_same_file(&dag, &st);
 }
 
 int master_open_outputs(struct master *m)

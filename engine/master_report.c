@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/master_internal.h"
+#include "io/fdio.h"
 #include "io/log.h"
 #include "io/records.h"
 #include "io/taskio.h"
@@ -27,8 +28,7 @@ static int master_merge_one(struct master *m, int k, const char *path)
     int fd = k ? m->err_fd : m->out_fd;
     struct pmc_error e;
     struct stat dst, src;
-    if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && dst.st_dev == src.st_dev &&
-        dst.st_ino == src.st_ino)
+    if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && fdio_same_file(&dst, &src))
         return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
     if (fd < 0 || taskio_merge(fd, path, &e) == 0)
         return 0;

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "io/error.h"
@@ -15,6 +16,14 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* Do the stat(2) results a and b name one file (device and inode): -o and
+ * -e given as two names of it, an output naming the DAG, -o naming a
+ * per-rank file? */
+static inline bool fdio_same_file(const struct stat *a, const struct stat *b)
+{
+    return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
 
 /* Write all of p[0, n) (bytes) to fd at its current position, retrying
  * partial writes and EINTR.  Returns 0, or the errno of the failure, which
