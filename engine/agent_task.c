@@ -72,7 +72,7 @@ static int agent_output_status(struct agent *a, struct slot *s, int rc, int stat
         log_error("Task %s failed: its output could not be written to %s or %s: %s", s->strs,
                   a->out.path, a->err.path, strerror(errno));
     a->failed = true;
-    return status == 0 ? 256 : status;
+    return status == 0 ? TASK_IO_FAILED_STATUS : status;
 }
 
 /* Append the task's stdout + record and its stderr to the rank's files
@@ -458,7 +458,7 @@ static void agent_task_ended(struct agent *a, uint32_t i, int status, double dur
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);
         a->fwd_pack.len = a->fwd_pack.count = 0;
-        status = 256; /* the task failed: its forwarded data could not be read */
+        status = TASK_IO_FAILED_STATUS; /* its forwarded data could not be read */
     }
     status = agent_write_output(a, s, status, duration);
     agent_task_done(a, s, status, exec_errno, duration);

@@ -261,7 +261,7 @@ static void launcher_forward(struct launch_job *j)
         fwd_finish(&j->forwards, j->output.record.name, j->status, &j->fwd_pack, &j->fwd_err) < 0;
     if (j->fwd_failed) {
         j->fwd_pack.len = j->fwd_pack.count = 0;
-        j->status = 256;
+        j->status = TASK_IO_FAILED_STATUS;
     }
 }
 
