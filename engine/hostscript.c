@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "engine/spawn.h"
+#include "io/clock.h"
 #include "io/log.h"
 
 extern char **environ;
@@ -59,12 +60,9 @@ double hostscript_timeout_s(void)
  * every HOSTSCRIPT_STOP_POLL_MS: 1 exited, 0 timed out, -1 stopped. */
 static int hostscript_wait_stoppable(int pidfd, double limit_s, bool (*stop)(void))
 {
-    struct timespec t0, now;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    double end = pmc_mono_s() + limit_s;
     for (;;) {
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        double left_ms = limit_s * 1000 - ((double)(now.tv_sec - t0.tv_sec) * 1e3 +
-                                           (double)(now.tv_nsec - t0.tv_nsec) / 1e6);
+        double left_ms = (end - pmc_mono_s()) * 1000;
         if (left_ms <= 0)
             return 0;
         int ms = stop && left_ms > HOSTSCRIPT_STOP_POLL_MS ? HOSTSCRIPT_STOP_POLL_MS
