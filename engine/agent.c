@@ -462,12 +462,14 @@ static int sooner(long a, long b)
 }
 
 /* The epoll timeout: the soonest of the abort's kill deadline, the result
- * delay and the next task time limit. */
+ * delay, the next task time limit and the next look at lingering tasks
+ * (last: the first two may end a grace). */
 static int agent_wait_timeout(struct agent *a)
 {
     int kill_ms = agent_kill_timeout(a);
     int limit_ms = agent__limit_timeout_ms(a);
-    return sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
+    int ms = sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
+    return sooner(ms, agent__linger_timeout_ms(a));
 }
 
 /* The agent's mailbox watch (mailbox_watch): tasks handed over on the
@@ -513,6 +515,7 @@ static void agent_wait_events(struct agent *a)
         else
             agent__reap(a, (uint32_t)d);
     }
+    agent__linger_check(a);
     if (!a->aborting && !a->draining)
         agent_pump(a);
 }

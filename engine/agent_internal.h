@@ -55,9 +55,16 @@ struct slot {
     uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
     uint32_t time_limit_ms; /* 0 = none */
     bool timed_out;         /* its limit passed: SIGTERM sent */
-    bool notify_start;      /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
-    bool releases;          /* the task has children (MSG_TASK_RELEASES) */
-    bool hold_on_failure;   /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
+    int signalled;          /* the last signal its group got (0: none; SIGTERM: in its grace) */
+    /* its first process ended in its grace and its group still has
+     * members: reaped, not finished (agent_linger.c); linger_status is
+     * that process's wait status; linger_pool: the pool's job holds its
+     * output, to be finished by launcher_finish() */
+    bool lingers, linger_pool;
+    int linger_status;
+    bool notify_start;    /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
+    bool releases;        /* the task has children (MSG_TASK_RELEASES) */
+    bool hold_on_failure; /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
     uint32_t id, attempt, cpus, memory_mb;
     /* CPUs of cpus that its release does not give back: the one its
      * reaper handed to a staged job, or a cancelled staged job's, which it
@@ -143,6 +150,8 @@ struct agent {
     struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
     struct timespec kill_deadline;
     bool killed_hard;
+    uint32_t lingering;         /* slots whose task lingers (slot.lingers) */
+    uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
@@ -214,6 +223,34 @@ void agent__reap(struct agent *a, uint32_t i);
 void agent__signal(struct agent *a, uint32_t i, int sig);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
+
+/* Slot i's task ended: its time-out note, forwarded data, output, result
+ * and slot (status: its wait status, duration: seconds since its start). */
+void agent__task_ended(struct agent *a, uint32_t i, int status, double duration);
+/* Slot i's job came back from the pool with its task ended and its output
+ * written (launcher_take_exited(), or launcher_finish()): report it and
+ * free the slot. */
+void agent__take_exited(struct agent *a, uint32_t i);
+
+/* agent_linger.c: the grace of what a task's first process leaves in its
+ * group.  At a time-out or an abort a task's group gets SIGTERM, and
+ * SIGKILL --kill-grace later.  When its first process (often a wrapper
+ * shell, which dies of the SIGTERM at once) ends in that grace while its
+ * group still has members, the task lingers: reaped, its slot and CPUs
+ * held, not reported; agent__linger_check() looks at its group every
+ * AGENT_LINGER_POLL_MS and finishes it once the group is empty, or once
+ * it got SIGKILL (the grace's end: agent_limits.c, or the abort's kill
+ * deadline: agent.c), without waiting for the killed processes to go.
+ * Agent thread. */
+#define AGENT_LINGER_POLL_MS 10
+/* Slot i's task lingers from now, status its first process's wait status;
+ * pool: the pool's job holds its output (launcher_finish()). */
+void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool);
+/* Finish the lingering tasks whose group ended or was killed, when a look
+ * is due (at once after a SIGKILL to one: agent__signal()). */
+void agent__linger_check(struct agent *a);
+/* ms until the next look, -1 when nothing lingers. */
+int agent__linger_timeout_ms(const struct agent *a);
 
 /* agent_limits.c */
 /* Arm slot i's time limit at its start (slot.t0) + limit, once, as the

@@ -89,8 +89,10 @@ static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
         s->timed_out = true;
         log_debug("Task %s exceeded its time limit of %g s: SIGTERM", s->strs,
                   s->time_limit_ms / 1000.0);
-        if (!s->pool_reaps)
+        if (!s->pool_reaps) {
+            s->signalled = SIGTERM;
             kill(-s->pid, SIGTERM);
+        }
         if (deadlines_set(&a->deadlines, i, s->gen,
                           now + (uint64_t)a->cfg.kill_grace_ms * 1000000u) == 0)
             return;
@@ -105,7 +107,8 @@ int agent__limit_timeout_ms(struct agent *a)
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
         if (i < a->nslots && agent__slot_busy(a, i) && a->slots[i].gen == gen &&
             a->slots[i].time_limit_ms &&
-            (a->slots[i].pidfd >= 0 || a->slots[i].pool_reaps || a->slots[i].launching))
+            (a->slots[i].pidfd >= 0 || a->slots[i].pool_reaps || a->slots[i].launching ||
+             a->slots[i].lingers))
             agent_limit_expired(a, i, now);
     }
     return deadlines_timeout_ms(&a->deadlines, now);

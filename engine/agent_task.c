@@ -203,6 +203,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
+    s->signalled = 0;
     s->gpus = t->gpus;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
@@ -357,10 +358,14 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
 void agent__signal(struct agent *a, uint32_t i, int sig)
 {
     struct slot *s = &a->slots[i];
-    if (s->pool_reaps)
+    if (s->pool_reaps) {
         launcher_signal(a->launcher, i, sig);
-    else if (s->pidfd >= 0)
+    } else if (s->pidfd >= 0 || s->lingers) { /* a lingering group holds its id */
+        s->signalled = sig;
         kill(-s->pid, sig);
+        if (s->lingers && sig == SIGKILL)
+            a->linger_due_ns = 0; /* its grace is over: finish it at the next look */
+    }
 }
 
 /* The spawn of slot i's task ended with error e (0: started).  From the
@@ -421,6 +426,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     j->hold_on_failure = s->hold_on_failure;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
+    j->signalled = 0;
     if (j->pool_reaps) {
         agent_output_block(a, s, &j->output);
         j->started = s->t0;
@@ -446,9 +452,7 @@ static void agent_task_done(struct agent *a, struct slot *s, int status, int exe
     a->running--;
 }
 
-/* Slot i's task ended with wait status `status` after `duration` seconds
- * and was reaped: its limit, forwarded data, output, result and slot. */
-static void agent_task_ended(struct agent *a, uint32_t i, int status, double duration)
+void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
 {
     struct slot *s = &a->slots[i];
     agent__limit_end(a, i);
@@ -527,18 +531,27 @@ void agent__take_launches(struct agent *a)
     while (launcher_take_exited(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
         struct launch_job *j = launcher_job(a->launcher, i);
-        struct slot *s = &a->slots[i];
-        s->pool_reaps = false;
-        if (j->handed)
-            agent__took_handed(a, s);
-        s->out_len = j->out_len; /* what agent__slot_release() resets */
-        s->err_len = j->err_len;
-        agent_take_forwards(a, j);
-        errno = j->output_errno;
-        int status = agent_output_status(a, s, j->output_rc, j->status);
-        agent__limit_end(a, i); /* disarms its limit, bumps the generation */
-        agent_task_done(a, s, status, j->timed_out ? ETIMEDOUT : 0, j->duration);
+        a->slots[i].pool_reaps = false;
+        if (j->lingers)
+            agent__linger_begin(a, i, j->status, true);
+        else
+            agent__take_exited(a, i);
     }
+}
+
+void agent__take_exited(struct agent *a, uint32_t i)
+{
+    struct launch_job *j = launcher_job(a->launcher, i);
+    struct slot *s = &a->slots[i];
+    if (j->handed)
+        agent__took_handed(a, s);
+    s->out_len = j->out_len; /* what agent__slot_release() resets */
+    s->err_len = j->err_len;
+    agent_take_forwards(a, j);
+    errno = j->output_errno;
+    int status = agent_output_status(a, s, j->output_rc, j->status);
+    agent__limit_end(a, i); /* disarms its limit, bumps the generation */
+    agent_task_done(a, s, status, j->timed_out ? ETIMEDOUT : 0, j->duration);
 }
 
 bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged)
@@ -589,11 +602,18 @@ void agent__reap(struct agent *a, uint32_t i)
     if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
         return; /* not exited yet (spurious wake-up) */
     /* the task is over when its first process is (the pool ends its
-     * launches the same way: launcher.c) */
-    int status = spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
+     * launches the same way: launcher.c), unless that process ended in
+     * its grace and left members in its group (agent_linger.c) */
+    bool lingers = false;
+    int status = s->signalled == SIGTERM
+                     ? spawn_reap_leader(s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers)
+                     : spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
     double duration = agent_elapsed(&s->t0);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
-    agent_task_ended(a, i, status, duration);
+    if (lingers)
+        agent__linger_begin(a, i, status, false);
+    else
+        agent__task_ended(a, i, status, duration);
 }
 
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)

@@ -265,21 +265,58 @@ static void launcher_forward(struct launch_job *j)
     }
 }
 
-/* Slot i's task exited (its pidfd is readable): end it as the agent does
- * (spawn_end_task(): its group's leftovers killed, its watchdog entry
- * cleared, reaped), write its output block, and hand it back through the
- * exited ring. */
-static void launcher_reap(struct launcher *l, uint32_t i)
+/* Job j's task ended with j->status: the time-out status and note, and
+ * its duration (to now). */
+static void launcher_settle(struct launch_job *j)
 {
-    struct launch_job *j = &l->jobs[i];
-    launcher_unwatch(l, i);
-    launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
-    j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
     if (j->timed_out)
         j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);
+}
+
+/* Job j's -f/-F data and output block, after its task ended. */
+static void launcher_write(struct launch_job *j)
+{
+    launcher_forward(j);
+    j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
+    j->output_errno = j->output_rc ? errno : 0;
+}
+
+/* Hand slot i back to the agent, which the push wakes. */
+static void launcher_hand_back(struct launcher *l, uint32_t i, uint32_t handed)
+{
+    struct launch_job *j = &l->jobs[i];
+    /* one-shot: the entry fired and is disabled; the close removes it (or
+     * a spawning child's copy of the descriptor does, at its execve) */
+    close(j->pidfd);    /* j->pidfd keeps the number: the agent may still read it */
+    j->handed = handed; /* before the push: the agent reads it */
+    push(l->exited, i);
+    mailbox_notify(l->wake);
+}
+
+/* Slot i's task exited (its pidfd is readable): end it as the agent does
+ * (spawn_end_task(): its group's leftovers killed, its watchdog entry
+ * cleared, reaped), write its output block, and hand it back through the
+ * exited ring.  In its grace (a SIGTERM sent) only its first process is
+ * reaped, and when its group has members left it goes back lingering, to
+ * be finished by the agent (launcher_finish()). */
+static void launcher_reap(struct launcher *l, uint32_t i)
+{
+    struct launch_job *j = &l->jobs[i];
+    launcher_unwatch(l, i);
+    launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
+    j->lingers = false;
+    if (j->signalled == SIGTERM)
+        j->status = spawn_reap_leader(j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
+    else
+        j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
+    if (j->lingers) {
+        launcher_hand_back(l, i, 0);
+        return;
+    }
+    launcher_settle(j);
     /* the CPU is free: the oldest staged job starts on it before this
      * task's output is written and the agent is woken, so that neither
      * delays it (the agent may take k's completion, even its exit, before
@@ -291,15 +328,16 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     bool hand = !hold && mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);
-    launcher_forward(j);
-    j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
-    j->output_errno = j->output_rc ? errno : 0;
-    /* one-shot: the entry fired and is disabled; the close removes it (or
-     * a spawning child's copy of the descriptor does, at its execve) */
-    close(j->pidfd);              /* j->pidfd keeps the number: the agent may still read it */
-    j->handed = hand ? k + 1 : 0; /* before the push: the agent reads it */
-    push(l->exited, i);
-    mailbox_notify(l->wake);
+    launcher_write(j);
+    launcher_hand_back(l, i, hand ? k + 1 : 0);
+}
+
+void launcher_finish(struct launcher *l, uint32_t i)
+{
+    struct launch_job *j = &l->jobs[i];
+    launcher_settle(j);
+    launcher_write(j);
+    j->lingers = false;
 }
 
 /* Wait for work or exits: spin on the submit ring, then sleep in
@@ -487,6 +525,7 @@ static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool ti
         return false;
     if (time_out)
         l->jobs[i].timed_out = true;
+    l->jobs[i].signalled = sig;
     kill(-l->jobs[i].pid, sig);
     atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;

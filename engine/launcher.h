@@ -34,7 +34,10 @@
  * its process group while the zombie holds the id, clear its watchdog
  * entry, waitid, close the pidfd: spawn_end_task()) and hands the slot
  * back through launcher_take_exited() with the wait status and the
- * duration, waking the agent; the launcher also writes the task's output block (its
+ * duration, waking the agent (in the grace of a SIGTERM it reaps the first
+ * process alone, and a job whose group still has members comes back
+ * lingering: the agent waits for the group and finishes the job with
+ * launcher_finish(); engine/agent_linger.c); the launcher also writes the task's output block (its
  * captured stdout, its record, its stderr: taskio_write_block(), whose
  * place in the rank's files is reserved atomically).  The agent, the one
  * thread every task of a node passes through, then only reports the
@@ -175,6 +178,15 @@ struct launch_job {
      * that launcher_time_out() makes the reaper write to its stderr */
     uint32_t time_limit_ms;
     bool timed_out; /* launcher_time_out() stopped it: status TASK_TIMEOUT_STATUS */
+    /* the last signal launcher_signal() or launcher_time_out() sent (the
+     * agent sets 0 at each launch): after a SIGTERM the task is in its
+     * grace, and its reaper kills nothing (spawn_reap_leader()) */
+    int signalled;
+    /* out: its first process ended in its grace, leaving members in its
+     * group: the job came back through launcher_take_exited() with only
+     * its status set, and the agent waits for the group to end or the
+     * grace to pass, then calls launcher_finish() */
+    bool lingers;
     struct taskio_block output;
     struct timespec started; /* in: CLOCK_MONOTONIC at the start (the record's duration) */
     pid_t pid;               /* out: the child, when err == 0 */
@@ -253,6 +265,13 @@ int launcher_take_unwatched(struct launcher *l, uint32_t *i);
  * output_rc and capture sizes say how; its pidfd is closed): 1, or 0 when none.  As with
  * launcher_take_unwatched(), its completion may not be poppable yet. */
 int launcher_take_exited(struct launcher *l, uint32_t *i);
+
+/* Finish slot i's job that came back lingering (launch_job.lingers): its
+ * group has ended, or was killed at the end of its grace.  Does what its
+ * reaper would have done: the time-out status and note, the duration (to
+ * now), the -f/-F data, the output block (output_rc, output_errno,
+ * out_len, err_len); lingers becomes false.  Agent thread. */
+void launcher_finish(struct launcher *l, uint32_t i);
 
 /* Slot i's reaped launch passed its time limit: mark it timed out and
  * send SIGTERM to its process group, unless a launcher has begun to reap

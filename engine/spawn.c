@@ -402,11 +402,10 @@ int spawn_timed_out(int stderr_fd, const char *name, uint32_t limit_ms)
     return TASK_TIMEOUT_STATUS;
 }
 
-int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
+/* Reap the process of pidfd, waiting for it if needed: its wait status
+ * (spawn_end_task()). */
+static int spawn_wait_status(int pidfd)
 {
-    kill(-pid, SIGKILL);
-    if (record_pgid)
-        *record_pgid = 0;
     siginfo_t si;
     memset(&si, 0, sizeof si);
     int rc;
@@ -417,6 +416,28 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
     if (si.si_code == CLD_EXITED)
         return (si.si_status & 0xff) << 8;
     return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
+}
+
+int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
+{
+    kill(-pid, SIGKILL);
+    if (record_pgid)
+        *record_pgid = 0;
+    return spawn_wait_status(pidfd);
+}
+
+bool spawn_group_alive(pid_t pgid)
+{
+    return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *group_left)
+{
+    int status = spawn_wait_status(pidfd);
+    *group_left = spawn_group_alive(pid);
+    if (!*group_left && record_pgid)
+        *record_pgid = 0;
+    return status;
 }
 
 /* The kernel's struct sched_attr (include/uapi/linux/sched/types.h) up to

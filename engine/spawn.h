@@ -71,6 +71,7 @@
 #define PMC_SPAWN_H
 
 #include <sched.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -123,6 +124,27 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
  * so it is not a success.  The pidfd stays open.  Any thread of the
  * process (waitid waits for other threads' children too). */
 int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid);
+
+/* Reap the first process (pid, pidfd from spawn_task()) of a task whose
+ * group got SIGTERM and is in its grace (--kill-grace), killing nothing:
+ * what it left running in its group (a wrapper shell's program, which the
+ * same SIGTERM asked to stop) keeps the rest of its grace.  Returns the
+ * wait status as spawn_end_task() does; *group_left tells whether the
+ * group still has members (spawn_group_alive()).  When it has none,
+ * *record_pgid is cleared (NULL: none); when it has, the caller clears it
+ * once the group is gone or killed.  The group's id stays reserved while
+ * it has members ("A process group ID shall not be reused by the system
+ * until the process group lifetime ends": POSIX.1-2017, Base Definitions
+ * 4.14), so signals to -pid reach only them; once it is empty, Linux hands
+ * the number out again only after its PID counter wraps around
+ * (alloc_pid() allocates cyclically), so a caller that looks again every
+ * few milliseconds cannot signal another group.  Any thread. */
+int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *group_left);
+
+/* Has process group pgid any member left (kill(-pgid, 0) succeeds, or
+ * fails with EPERM: a member that changed its user id)?  A zombie member
+ * counts until its parent reaps it.  Any thread. */
+bool spawn_group_alive(pid_t pgid);
 
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 /* The wait status (exit code 1) of a task that exited 0 but whose output

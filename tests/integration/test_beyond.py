@@ -33,6 +33,12 @@ time limits, the batch job's end, threaded tasks.
     code 124); with -t 2 it is tried twice; a task that ignores SIGTERM is
     killed after --kill-grace 1; the run's --task-time-limit applies to a
     task without its own; nothing of the session is left running.
+  * time_limit_grace_reaches_what_a_wrapper_runs: a wrapper shell that
+    dies of SIGTERM at once leaves its program the rest of --kill-grace
+    (its line is written, its stdout is in the block); a program that
+    ignores SIGTERM is killed at the grace's end; with and without a pool.
+  * abort_grace_reaches_what_a_wrapper_runs: the same at a SIGTERM to
+    pmc-hybrid; the run ends when the group is empty.
   * batch_end: SLURM_JOB_END_TIME 20 s ahead with --drain-margin 15 on a DAG
     of `sleep 30` tasks: the run stops within ~5 s+grace, says why, summary
     stat="failed", the rescue log parses and holds no task of the DAG, and
@@ -78,6 +84,19 @@ def parse_gpu_lines(path):
             kv = dict(x.split("=", 1) for x in w[3:])
             rows.append({"name": w[0], "start": float(w[1]), "end": float(w[2]), **kv})
     return rows
+
+
+def file_lines(path):
+    """The lines of path ([] when it does not exist)."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().splitlines()
+
+
+def file_words(path):
+    """The white-space separated words of path ([] when it does not exist)."""
+    return " ".join(file_lines(path)).split()
 
 
 def timed_out_problems(res, name, limit):
@@ -271,6 +290,97 @@ class Beyond(pmcrun.TestCase):
         quick = res.records_of("quick")
         if not quick or quick[0].status != 0:
             problems.append("quick (under its limit) did not succeed")
+        self.check(problems, res)
+
+    def wrapper_tasks(self):
+        """A DAG of two tasks whose first process, a shell waiting for
+        its program, dies of SIGTERM at once: `wrapped`, whose program
+        takes 0.4 s after SIGTERM to write a line to a file and to its
+        stdout; and `stuck`, whose program ignores SIGTERM (--time-limit
+        0.5 s each).  The DAG's path and the file's."""
+        marker = self.path("graceful.txt")
+        self.write("prog.sh", 'trap \'sleep 0.4; echo graceful >> "$1"; echo bye-from-prog; '
+                              'exit 0\' TERM\necho started >> "$1"\nsleep 30 &\nwait\n')
+        self.write("stub.sh", "trap '' TERM\nsleep 30\n")
+        dag = self.write_dag("wrap.dag", """
+            TASK wrapped --time-limit 0.5 /bin/sh -c "/bin/sh %s %s & wait"
+            TASK stuck --time-limit 0.5 /bin/sh -c "/bin/sh %s & wait"
+            """ % (self.path("prog.sh"), marker, self.path("stub.sh")))
+        return dag, marker
+
+    def test_time_limit_grace_reaches_what_a_wrapper_runs(self):
+        """A task's grace is its group's, not its first process's: when a
+        wrapper shell dies of the SIGTERM at once, its program still gets
+        --kill-grace (8 s) to end (before: SIGKILL at once, no line);
+        the task ends when its group is empty (its program's stdout in its
+        block, before its record), or at the grace's end with SIGKILL
+        (stuck); nothing is left running.  On the agent's path and the
+        pool's.  `wrapped` ends once its program's zombie is reaped by
+        PID 1 (up to ~2 s on the CI VM), well before the grace ends."""
+        dag, marker = self.wrapper_tasks()
+        for threads in ("0", "2"):
+            if os.path.exists(marker):
+                os.unlink(marker)
+            proc = self.start_pmc(["--host-cpus", "2", "--launch-threads", threads,
+                                   "--kill-grace", "8", dag])
+            try:
+                proc.wait(timeout=60)
+            except Exception:
+                pass
+            left = ([] if pmcrun.wait_session_gone(proc.pid, timeout=3)
+                    else pmcrun.session_pids(proc.pid))
+            res = pmcrun.finish(proc)
+            case = "%s (--launch-threads %s)" % (self.id(), threads)
+            problems = ["processes left running after the run: %s" % left] if left else []
+            if res.returncode != 1:
+                problems.append("exit status %s, expected 1" % res.returncode)
+            for name in ("wrapped", "stuck"):
+                problems += timed_out_problems(res, name, "0.5")
+            lines = file_words(marker)
+            if lines != ["started", "graceful"]:
+                problems.append("the program's file holds %s, expected started and graceful: "
+                                "its grace was cut short" % lines)
+            wrapped, stuck = res.records_of("wrapped"), res.records_of("stuck")
+            if wrapped and not 0.85 <= wrapped[0].duration <= 6.5:
+                problems.append("wrapped lasted %.2f s: TERM at 0.5 s, its program ends 0.4 s "
+                                "later, long before the 8 s grace" % wrapped[0].duration)
+            if stuck and not 8.3 <= stuck[0].duration <= 10.5:
+                problems.append("stuck lasted %.2f s: TERM at 0.5 s, KILL after 8 s"
+                                % stuck[0].duration)
+            out = res.stdout
+            bye, rec = out.find("bye-from-prog"), out.find("name=wrapped,")
+            if bye < 0 or rec < 0 or bye > rec:
+                problems.append("wrapped's program's last line is not in its block before "
+                                "its record (at %d, record at %d)" % (bye, rec))
+            self.check(problems, res, case)
+
+    def test_abort_grace_reaches_what_a_wrapper_runs(self):
+        """SIGTERM to pmc-hybrid: the running tasks' groups get SIGTERM,
+        and a wrapper's program its grace (--kill-grace 8) to end; the run
+        ends when the groups are empty, long before the grace."""
+        dag, marker = self.wrapper_tasks()
+        self.write_dag("one.dag", file_lines(dag)[0])
+        proc = self.start_pmc(["--host-cpus", "2", "--kill-grace", "8", self.path("one.dag")])
+        deadline = time.monotonic() + 20
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        proc.send_signal(15)
+        try:
+            proc.wait(timeout=30)
+        except Exception:
+            pass
+        took = time.monotonic() - t0
+        res = pmcrun.finish(proc)
+        problems = []
+        lines = file_words(marker)
+        if lines != ["started", "graceful"]:
+            problems.append("the program's file holds %s, expected started and graceful" % lines)
+        if took > 6.5:
+            problems.append("the run took %.1f s after SIGTERM: its grace is 8 s, but its task "
+                            "ended 0.4 s after the signal" % took)
+        if "Caught signal" not in res.stderr:
+            problems.append("no 'Caught signal' in the log")
         self.check(problems, res)
 
     def test_time_limit_of_a_failed_launch_ends_with_it(self):

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -231,6 +232,51 @@ TEST_F(SpawnTest, OwnProcessGroupSeenFromParent)
     EXPECT_EQ(getpgid(pid), pid);
     siginfo_t si;
     EXPECT_TRUE(wait_child(pid, pidfd, &si));
+    close(out);
+}
+
+// Start argv (/bin/sh -c script) with both outputs to out and wait (at
+// most 10 s) until its first process has exited, unreaped.
+void start_and_await_exit(int out, const char *script, pid_t *pid, int *pidfd)
+{
+    Argv av{"/bin/sh", "-c", script};
+    Argv ev{};
+    struct spawn_request req = {};
+    req.argv = av.get();
+    req.envp = ev.get();
+    req.stdout_fd = out;
+    req.stderr_fd = out;
+    ASSERT_EQ(spawn_task(&req, pid, pidfd), 0);
+    struct pollfd p = {*pidfd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 10000), 1);
+}
+
+// In a task's grace its first process is reaped alone: a group member it
+// left (a background sleep) is not killed, the group is seen alive, and the
+// watchdog's entry stays; without one the entry is cleared.
+TEST_F(SpawnTest, ReapLeaderLeavesWhatItLeftInTheGroup)
+{
+    int out = make_capture("out");
+    pid_t pid = -1;
+    int pidfd = -1;
+    start_and_await_exit(out, "sleep 30 & exit 3", &pid, &pidfd);
+    volatile pid_t entry = pid;
+    bool left = false;
+    EXPECT_EQ(spawn_reap_leader(pid, pidfd, &entry, &left), 3 << 8);
+    EXPECT_TRUE(left);
+    EXPECT_EQ(entry, pid);
+    EXPECT_TRUE(spawn_group_alive(pid)); // the sleep: not killed
+    EXPECT_EQ(kill(-pid, SIGKILL), 0);   // the group's id is still its own
+    close(pidfd);
+
+    start_and_await_exit(out, "exit 4", &pid, &pidfd);
+    entry = pid;
+    left = true;
+    EXPECT_EQ(spawn_reap_leader(pid, pidfd, &entry, &left), 4 << 8);
+    EXPECT_FALSE(left);
+    EXPECT_EQ(entry, 0);
+    EXPECT_FALSE(spawn_group_alive(pid));
+    close(pidfd);
     close(out);
 }
 
