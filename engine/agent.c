@@ -696,6 +696,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
+    /* where the watchdog saves what killed tasks wrote (watchdog.h) */
+    if (watchdog_lend(a->watchdog, WATCHDOG_OUTPUTS, a->out.fd, a->err.fd) < 0)
+        log_warn("Rank %d: cannot lend its output files to its watchdog (%s): if this process "
+                 "is killed, its running tasks' output is lost",
+                 cfg->rank, strerror(errno));
     return a;
 }
 

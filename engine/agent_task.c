@@ -131,8 +131,13 @@ static int agent_slots_grow(struct agent *a)
         return -1;
     a->slots = t;
     for (; a->nslots < n; a->nslots++) {
-        if (agent_slot_init(&t[a->nslots]) < 0)
+        struct slot *s = &t[a->nslots];
+        if (agent_slot_init(s) < 0)
             return -1;
+        /* the watchdog saves them if this process dies (watchdog.h) */
+        if (watchdog_lend(a->watchdog, a->nslots, s->out_fd, s->err_fd) < 0)
+            log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank,
+                      a->nslots, strerror(errno));
         agent_slot_mark(a, a->nslots, true);
     }
     return 0;
@@ -198,6 +203,7 @@ void agent__slot_release(struct agent *a, struct slot *s)
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     agent_slot_mark(a, (uint32_t)(s - a->slots), false);
+    watchdog_name(a->watchdog, (uint32_t)(s - a->slots), t->name);
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
     s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;

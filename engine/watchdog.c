@@ -1,28 +1,35 @@
 /* watchdog.c - the process that kills a dead agent's tasks; see watchdog.h.
  *
  * The child of fork() in a threaded process may only make async-signal-safe
- * calls (POSIX fork(2)): it reads, kills, writes and exits, and formats its
- * one message by hand.
+ * calls (POSIX fork(2)): it receives, kills, reads and writes files and
+ * exits, and formats its messages by hand (its copy buffer is static).
  */
 #include "engine/watchdog.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/digits.h"
 
+#define WATCHDOG_FDS (2 * (WATCHDOG_SLOTS + 1)) /* out, err per slot, then the rank's */
+#define WATCHDOG_COPY 65536                     /* bytes one read of a capture file takes */
+
 struct watchdog {
     pid_t pid;
-    int wfd;               /* write end: its closing is the signal */
-    volatile pid_t *table; /* WATCHDOG_SLOTS entries, MAP_SHARED */
+    int sock;                         /* the agent's end: its closing is the signal */
+    volatile pid_t *table;            /* WATCHDOG_SLOTS entries, MAP_SHARED */
+    char (*names)[WATCHDOG_NAME_MAX]; /* WATCHDOG_SLOTS task names, MAP_SHARED */
 };
 
 /* "text" + decimal n + "text2", with no allocation and no stdio. */
@@ -40,10 +47,109 @@ static size_t watchdog_format(char *buf, size_t size, const char *a, long n, con
     return len;
 }
 
-/* The watchdog process: wait for end-of-file, kill what is recorded. */
-static _Noreturn void watchdog_main(int rfd, int wfd, volatile pid_t *table, int rank)
+/* Append string t to buf (size bytes, n of them used, one kept for
+ * nothing): the new length. */
+static size_t watchdog_text(char *buf, size_t size, size_t n, const char *t)
 {
-    close(wfd);
+    for (; *t && n + 1 < size; t++)
+        buf[n++] = *t;
+    return n;
+}
+
+/* Take the descriptors the agent lends (watchdog_lend()) into fds (each
+ * stored + 1: 0 is none) until end-of-file.  A message that is not one
+ * index and two descriptors is dropped, its descriptors closed. */
+static void watchdog_receive(int sock, int *fds)
+{
+    for (;;) {
+        uint32_t i = 0;
+        union {
+            struct cmsghdr h;
+            char buf[CMSG_SPACE(2 * sizeof(int))];
+        } c;
+        struct iovec iov = {.iov_base = &i, .iov_len = sizeof i};
+        struct msghdr mh = {
+            .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+        ssize_t r = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+        if (r == 0 || (r < 0 && errno != EINTR))
+            return;
+        struct cmsghdr *h = r > 0 ? CMSG_FIRSTHDR(&mh) : NULL;
+        if (!h || h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+            continue;
+        int got[2] = {-1, -1};
+        size_t n = (h->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+        memcpy(got, CMSG_DATA(h), (n < 2 ? n : 2) * sizeof(int));
+        for (int k = 0; k < 2; k++) {
+            int *slot = &fds[2 * (size_t)i + (size_t)k];
+            if (r != sizeof i || n != 2 || i > WATCHDOG_OUTPUTS) {
+                if (got[k] >= 0)
+                    close(got[k]);
+                continue;
+            }
+            if (*slot)
+                close(*slot - 1);
+            *slot = got[k] + 1;
+        }
+    }
+}
+
+/* Append len bytes of text to dst at *at. */
+static void watchdog_put(int dst, off_t *at, const char *text, size_t len)
+{
+    while (len > 0) {
+        ssize_t w = pwrite(dst, text, len, *at);
+        if (w <= 0 && errno != EINTR)
+            return;
+        if (w > 0) {
+            text += w;
+            len -= (size_t)w;
+            *at += w;
+        }
+    }
+}
+
+/* Append capture file src (its whole content; nothing when empty and not
+ * `always`) to dst at its end, then the note naming the cut task. */
+static void watchdog_save(int src, int dst, const char *name, int rank, bool always)
+{
+    static char buf[WATCHDOG_COPY];
+    struct stat in, out;
+    if (src < 0 || dst < 0 || fstat(src, &in) < 0 || fstat(dst, &out) < 0 ||
+        (in.st_size == 0 && !always))
+        return;
+    off_t at = out.st_size, from = 0;
+    char last = '\n';
+    ssize_t r = 1;
+    while (from < in.st_size && r > 0) {
+        r = pread(src, buf, sizeof buf, from);
+        if (r < 0 && errno == EINTR) {
+            r = 1;
+            continue;
+        }
+        if (r > 0) {
+            watchdog_put(dst, &at, buf, (size_t)r);
+            from += r;
+            last = buf[r - 1];
+        }
+    }
+    char note[WATCHDOG_NAME_MAX + 160];
+    size_t n = 0;
+    if (last != '\n')
+        note[n++] = '\n';
+    n = watchdog_text(note, sizeof note, n, "pmc-hybrid: task ");
+    n = watchdog_text(note, sizeof note, n, name);
+    n += watchdog_format(note + n, sizeof note - n, " cut short: the node agent of rank ", rank,
+                         " ended while it ran; its output so far is above (");
+    n += watchdog_format(note + n, sizeof note - n, "", (long)in.st_size, " bytes)\n");
+    watchdog_put(dst, &at, note, n);
+}
+
+/* The watchdog process: take the lent descriptors until end-of-file, kill
+ * what is recorded, save what the killed tasks wrote. */
+static _Noreturn void watchdog_main(int sock, int agent_end, volatile pid_t *table,
+                                    char (*names)[WATCHDOG_NAME_MAX], int *fds, int rank)
+{
+    close(agent_end);
     setsid();                                    /* out of the rank's process group and session */
     prctl(PR_SET_NAME, "pmc-watchdog", 0, 0, 0); /* its comm in ps and /proc */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -51,16 +157,12 @@ static _Noreturn void watchdog_main(int rfd, int wfd, volatile pid_t *table, int
         dup2(null, 0);
         dup2(null, 1); /* stderr stays: the message below */
     }
-    if (rfd != 3) {
-        dup2(rfd, 3);
-        rfd = 3;
+    if (sock != 3) {
+        dup2(sock, 3);
+        sock = 3;
     }
     syscall(SYS_close_range, 4, ~0U, 0); /* MPI's sockets, the task capture files */
-    char buf[64];
-    ssize_t r;
-    while ((r = read(rfd, buf, sizeof buf)) != 0)
-        if (r < 0 && errno != EINTR)
-            break;
+    watchdog_receive(sock, fds);
     long killed = 0;
     for (uint32_t i = 0; i < WATCHDOG_SLOTS; i++) {
         pid_t g = table[i];
@@ -75,28 +177,53 @@ static _Noreturn void watchdog_main(int rfd, int wfd, volatile pid_t *table, int
         ssize_t w = write(2, msg, n);
         (void)w;
     }
+    const int *files = &fds[2 * (size_t)WATCHDOG_OUTPUTS];
+    for (uint32_t i = 0; killed > 0 && i < WATCHDOG_SLOTS; i++) {
+        if (table[i] <= 0)
+            continue;
+        names[i][WATCHDOG_NAME_MAX - 1] = '\0';
+        watchdog_save(fds[2 * i] - 1, files[0] - 1, names[i], rank, false);
+        watchdog_save(fds[2 * i + 1] - 1, files[1] - 1, names[i], rank, true);
+    }
     _exit(0);
+}
+
+/* Map n bytes of anonymous memory, shared with the watchdog or not;
+ * NULL on failure. */
+static void *watchdog_map(size_t n, bool shared)
+{
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE,
+                   (shared ? MAP_SHARED : MAP_PRIVATE) | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void watchdog_unmap(struct watchdog *w)
+{
+    if (w->table)
+        munmap((void *)w->table, sizeof(pid_t) * WATCHDOG_SLOTS);
+    if (w->names)
+        munmap(w->names, sizeof *w->names * WATCHDOG_SLOTS);
 }
 
 struct watchdog *watchdog_start(int rank, struct pmc_error *err)
 {
     struct watchdog *w = calloc(1, sizeof *w);
     int fds[2] = {-1, -1};
+    int *lent = NULL; /* the watchdog's copy (private): the descriptors lent to it */
     if (!w) {
         pmc_errorf(err, "watchdog: out of memory");
         return NULL;
     }
-    w->wfd = -1;
-    void *p = mmap(NULL, sizeof(pid_t) * WATCHDOG_SLOTS, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    w->sock = -1;
+    w->table = watchdog_map(sizeof(pid_t) * WATCHDOG_SLOTS, true);
+    w->names = watchdog_map(sizeof *w->names * WATCHDOG_SLOTS, true);
+    lent = watchdog_map(sizeof(int) * WATCHDOG_FDS, false);
+    if (!w->table || !w->names || !lent) {
         pmc_errorf(err, "watchdog: mmap: %m");
-        free(w);
-        return NULL;
+        goto fail;
     }
-    w->table = p;
-    if (pipe2(fds, O_CLOEXEC) < 0) {
-        pmc_errorf(err, "watchdog: pipe: %m");
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) < 0) {
+        pmc_errorf(err, "watchdog: socketpair: %m");
         goto fail;
     }
     w->pid = fork();
@@ -105,18 +232,54 @@ struct watchdog *watchdog_start(int rank, struct pmc_error *err)
         goto fail;
     }
     if (w->pid == 0)
-        watchdog_main(fds[0], fds[1], w->table, rank);
+        watchdog_main(fds[0], fds[1], w->table, w->names, lent, rank);
     close(fds[0]);
-    w->wfd = fds[1];
+    munmap(lent, sizeof(int) * WATCHDOG_FDS);
+    w->sock = fds[1];
     return w;
 fail:
     if (fds[0] >= 0) {
         close(fds[0]);
         close(fds[1]);
     }
-    munmap(p, sizeof(pid_t) * WATCHDOG_SLOTS);
+    if (lent)
+        munmap(lent, sizeof(int) * WATCHDOG_FDS);
+    watchdog_unmap(w);
     free(w);
     return NULL;
+}
+
+int watchdog_lend(struct watchdog *w, uint32_t i, int out_fd, int err_fd)
+{
+    if (!w || i > WATCHDOG_OUTPUTS)
+        return 0;
+    int fds[2] = {out_fd, err_fd};
+    union {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(sizeof fds)];
+    } c;
+    memset(&c, 0, sizeof c);
+    struct iovec iov = {.iov_base = &i, .iov_len = sizeof i};
+    struct msghdr mh = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof c.buf};
+    struct cmsghdr *h = CMSG_FIRSTHDR(&mh);
+    h->cmsg_level = SOL_SOCKET;
+    h->cmsg_type = SCM_RIGHTS;
+    h->cmsg_len = CMSG_LEN(sizeof fds);
+    memcpy(CMSG_DATA(h), fds, sizeof fds);
+    ssize_t r;
+    while ((r = sendmsg(w->sock, &mh, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+        ;
+    return r < 0 ? -1 : 0;
+}
+
+void watchdog_name(struct watchdog *w, uint32_t i, const char *name)
+{
+    if (!w || i >= WATCHDOG_SLOTS)
+        return;
+    size_t n = strnlen(name, WATCHDOG_NAME_MAX - 1);
+    memcpy(w->names[i], name, n);
+    w->names[i][n] = '\0';
 }
 
 volatile pid_t *watchdog_entry(struct watchdog *w, uint32_t i)
@@ -139,9 +302,9 @@ void watchdog_stop(struct watchdog *w)
 {
     if (!w)
         return;
-    close(w->wfd);
+    close(w->sock);
     while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
         ;
-    munmap((void *)w->table, sizeof(pid_t) * WATCHDOG_SLOTS);
+    watchdog_unmap(w);
     free(w);
 }

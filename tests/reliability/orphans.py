@@ -16,6 +16,9 @@ Cases (each a DAG of `sleep 60` tasks, checked 1 s after the event):
   sigkill    1 rank, the engine process alone gets SIGKILL: no task left;
   rank-loss  mpiexec -n 4 --ranks-are-hosts, one rank other than 0 gets
              SIGKILL; hydra kills the other ranks: no task of any rank left.
+In each case what the running tasks wrote so far survives: in the rank
+files, with a note naming each task after a SIGKILL (the watchdog saves
+their capture files), or in the blocks of the orderly end after SIGTERM.
 The last two are caught by each agent's watchdog (engine/watchdog.h), a
 process in a session of its own that kills the recorded task process
 groups when its agent's process dies (docs/reliability.md, "Orphaned
@@ -27,6 +30,7 @@ Exit status 0 when no case leaves a process behind.
 
 import argparse
 import os
+import re
 import shutil
 import signal
 import sys
@@ -44,7 +48,8 @@ SLOTS = 4
 def write_dag(path, n):
     with open(path, "w") as f:
         for i in range(n):
-            f.write("TASK s%02d /bin/sh -c \"sleep 60; echo s%02d\"\n" % (i, i))
+            f.write("TASK s%02d /bin/sh -c \"echo begun s%02d; echo begun-err s%02d >&2; "
+                    "sleep 60; echo s%02d\"\n" % (i, i, i, i))
 
 
 def running_tasks(sessions):
@@ -86,6 +91,36 @@ def wait_for(pred, timeout):
             return v
         time.sleep(0.02)
     return pred()
+
+
+def read_all(work, names):
+    """The text of the files of work whose names start with one of names."""
+    text = ""
+    for f in sorted(os.listdir(work)):
+        if f.startswith(names):
+            with open(os.path.join(work, f), errors="replace") as fh:
+                text += fh.read()
+    return text
+
+
+def output_problems(name, work, want):
+    """What the running tasks wrote before the end (`begun NAME` on stdout,
+    `begun-err NAME` on stderr) must be in the rank files or pmc-hybrid's
+    own stdout/stderr: at least `want` tasks of each; after a SIGKILL each
+    with the watchdog's note naming it (engine/watchdog.h)."""
+    out = read_all(work, ("wf.dag.out.", "out"))
+    err = read_all(work, ("wf.dag.err.", "err"))
+    problems = []
+    begun = sorted(set(re.findall(r"^begun (s\d+)$", out, re.M)))
+    begun_err = sorted(set(re.findall(r"^begun-err (s\d+)$", err, re.M)))
+    if len(begun) < want or len(begun_err) < want:
+        problems.append("the output of %d and the stderr of %d tasks survived, expected %d"
+                        % (len(begun), len(begun_err), want))
+    for task in begun if name != "sigterm" else ():
+        note = "pmc-hybrid: task %s cut short" % task
+        if note not in out or note not in err:
+            problems.append("no note for %s in its rank's out and err files" % task)
+    return "; ".join(problems) or None
 
 
 def case(name, args, work):
@@ -135,7 +170,7 @@ def case(name, args, work):
     if left:
         return ("%d of %d task processes outlive pmc-hybrid (exit %s) by 1 s: %s"
                 % (len(left), len(tasks), proc.returncode, text[:300]))
-    return None
+    return output_problems(name, work, want)
 
 
 def main():

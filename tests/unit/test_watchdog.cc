@@ -5,8 +5,10 @@
 // SIGKILL without stopping anything: the whole group must be gone within
 // seconds and the watchdog must say so on stderr.  An orderly
 // watchdog_stop() kills the groups still recorded and spares the cleared
-// ones.  The test process is a child subreaper, so orphans come back to it
-// and are reaped here (a container's init may not reap them).
+// ones.  A killed agent's running tasks' captured output is saved into the
+// rank's files, with a note naming each task.  The test process is a child
+// subreaper, so orphans come back to it and are reaped here (a container's
+// init may not reap them).
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -22,6 +24,7 @@
 
 #include "engine/spawn.h"
 #include "engine/watchdog.h"
+#include "io/taskio.h"
 
 namespace
 {
@@ -122,6 +125,82 @@ TEST_F(Watchdog, KilledAgentTakesItsTasksGroupsWithIt)
     EXPECT_NE(std::string::npos, text.find("node agent of rank 7 ended without stopping its tasks"))
         << text;
     EXPECT_NE(std::string::npos, text.find("killed 1 task process groups")) << text;
+}
+
+std::string file_text(const std::string &path)
+{
+    std::string text;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    char buf[512];
+    ssize_t n;
+    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
+        text.append(buf, (size_t)n);
+    if (fd >= 0)
+        close(fd);
+    return text;
+}
+
+// A capture file (io/taskio.h) holding text.
+int capture_holding(const char *text)
+{
+    int fd = taskio_capture_open();
+    if (fd >= 0 && write(fd, text, strlen(text)) != (ssize_t)strlen(text)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+// The agent dies of SIGKILL while task-a runs in slot 2: what task-a wrote
+// so far (only in its capture files) is appended to the rank's out and err
+// files, each with a note naming it; slot 5's task-b, not running, leaves
+// nothing.
+TEST_F(Watchdog, KilledAgentLeavesItsTasksOutputInTheRankFiles)
+{
+    char dir[] = "/tmp/pmc-watchdog-test.XXXXXX";
+    ASSERT_NE(nullptr, mkdtemp(dir));
+    std::string out_path = std::string(dir) + "/wf.dag.out.7";
+    std::string err_path = std::string(dir) + "/wf.dag.err.7";
+    int report[2];
+    ASSERT_EQ(0, pipe(report));
+    pid_t agent = fork();
+    ASSERT_GE(agent, 0);
+    if (agent == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 2); // the watchdog's message
+        struct pmc_error e;
+        struct watchdog *w = watchdog_start(7, &e);
+        int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+        int a_out = capture_holding("partial-out"), a_err = capture_holding("partial-err\n");
+        int b_out = capture_holding("idle-out\n"), b_err = capture_holding("idle-err\n");
+        int lent = watchdog_lend(w, WATCHDOG_OUTPUTS, out, err) |
+                   watchdog_lend(w, 2, a_out, a_err) | watchdog_lend(w, 5, b_out, b_err);
+        watchdog_name(w, 2, "task-a");
+        watchdog_name(w, 5, "task-b");
+        int pidfd = -1;
+        pid_t pgid = w && lent == 0 ? spawn_recorded(w, 2, "exec sleep 60", &pidfd) : -1;
+        if (write(report[1], &pgid, sizeof pgid) != (ssize_t)sizeof pgid)
+            _exit(1);
+        kill(getpid(), SIGKILL);
+        _exit(2);
+    }
+    close(report[1]);
+    pid_t pgid = -1;
+    ASSERT_EQ((ssize_t)sizeof pgid, read(report[0], &pgid, sizeof pgid));
+    close(report[0]);
+    ASSERT_GT(pgid, 0) << "the agent could not start the watchdog, lend its files or spawn";
+    ASSERT_EQ(agent, waitpid(agent, nullptr, 0));
+    EXPECT_TRUE(group_gone_within(pgid, 5.0));
+    const std::string note = "pmc-hybrid: task task-a cut short: the node agent of rank 7 ended "
+                             "while it ran; its output so far is above (";
+    for (int i = 0; i < 500 && file_text(err_path).find(note) == std::string::npos; i++)
+        usleep(10000); // the watchdog writes the err file last
+    EXPECT_EQ("partial-out\n" + note + "11 bytes)\n", file_text(out_path));
+    EXPECT_EQ("partial-err\n" + note + "12 bytes)\n", file_text(err_path));
+    unlink(out_path.c_str());
+    unlink(err_path.c_str());
+    rmdir(dir);
 }
 
 TEST_F(Watchdog, OrderlyStopKillsRecordedGroupsAndSparesClearedOnes)
