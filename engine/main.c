@@ -48,7 +48,8 @@ struct rank_info {
 
 static double main_start_mono; /* when main() began: --max-wall-time counts from it */
 static struct master *volatile signal_master;
-static volatile sig_atomic_t caught_signal; /* the last SIGTERM, SIGINT or SIGUSR1; 0: none */
+static volatile sig_atomic_t caught_signal; /* the last stop signal (below); 0: none */
+static bool hangup_ignored; /* SIGHUP was ignored when we started (nohup): it stays so */
 
 static double wall_deadline; /* CLOCK_MONOTONIC s of --max-wall-time's end; 0: none */
 
@@ -64,6 +65,7 @@ static const char *signal_name(int sig)
     return sig == SIGTERM   ? "SIGTERM"
            : sig == SIGINT  ? "SIGINT"
            : sig == SIGUSR1 ? "SIGUSR1"
+           : sig == SIGHUP  ? "SIGHUP"
                             : "signal";
 }
 
@@ -77,9 +79,27 @@ static void on_signal(int sig)
     errno = saved;
 }
 
+/* Was SIGHUP ignored when the process started (nohup)?  Read from the
+ * executable's DT_PREINIT_ARRAY, which runs before any shared library's
+ * constructor: UCX's (libucs) installs a SIGHUP handler of its own there,
+ * whatever the disposition was. */
+static void read_hangup_disposition(int argc, char **argv, char **envp)
+{
+    (void)argc, (void)argv, (void)envp;
+    struct sigaction hup;
+    hangup_ignored = sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN;
+}
+__attribute__((section(".preinit_array"), used)) static void (*const preinit_hangup)(
+    int, char **, char **) = read_hangup_disposition;
+
 /* Rank 0 asks the master to abort; other ranks ignore the batch system's
  * signals and wait for the master's ABORT (a dying rank would take the whole
- * MPI job, rescue log flush included, down with it). */
+ * MPI job, rescue log flush included, down with it).  The stop signals:
+ * SIGTERM, SIGINT, SIGUSR1, and SIGHUP (a closed terminal) unless it was
+ * ignored at start (nohup: then it is ignored again).  Installed after
+ * MPI's start, so they replace UCX's SIGHUP handler (UCX_DEBUG_SIGNO: it
+ * printed debug information and the run went on with nobody to read
+ * it). */
 static void install_signal_handlers(void)
 {
     struct sigaction sa;
@@ -90,6 +110,10 @@ static void install_signal_handlers(void)
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGUSR1, &sa, NULL);
+    if (hangup_ignored)
+        signal(SIGHUP, SIG_IGN); /* as nohup left it, before UCX's handler */
+    else
+        sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
 }
 

@@ -36,9 +36,11 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     stat="failed" on stdout, the per-rank DAG.out.0/DAG.err.0 merged away and
     the tasks' "started" lines on stdout, and no `sleep N` process left (N
     is unique to the test process, checked through /proc).
-  * signals: the same run, SIGTERM / SIGINT / SIGUSR1 sent to pmc-hybrid (1
-    rank) once every task has started: same expectations, the end within
-    30 s of the signal.
+  * signals: the same run, SIGTERM / SIGINT / SIGUSR1 / SIGHUP sent to
+    pmc-hybrid (1 rank) once every task has started: same expectations,
+    the end within 30 s of the signal.
+  * sighup_under_nohup: started by nohup, SIGHUP does not stop the run
+    (exit 0, no "Caught signal").
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
     30 s, a cluster-summary stat="failed" is printed, no task is left.
   * dag_lock: while a run holds the DAG (a task waiting for a release
@@ -143,10 +145,11 @@ def pid_alive(pid, duration):
 class Lifecycle(pmcrun.TestCase):
     # ------------------------------------------------------------ running
 
-    def launch(self, args, ranks=1, env=None, tag="run"):
-        """Start pmc-hybrid in its own session with stdout/stderr going to
-        files TAG.stdout / TAG.stderr in the temp dir."""
-        argv = pmcrun.command(args, ranks)
+    def launch(self, args, ranks=1, env=None, tag="run", wrap=()):
+        """Start pmc-hybrid (behind the wrap command, if any) in its own
+        session with stdout/stderr going to files TAG.stdout / TAG.stderr
+        in the temp dir."""
+        argv = list(wrap) + pmcrun.command(args, ranks)
         out = open(self.path(tag + ".stdout"), "wb")
         err = open(self.path(tag + ".stderr"), "wb")
         started = time.time()
@@ -437,10 +440,28 @@ class Lifecycle(pmcrun.TestCase):
         return problems, res
 
     def test_signals(self):
-        for i, sig in enumerate((signal.SIGTERM, signal.SIGINT, signal.SIGUSR1)):
+        for i, sig in enumerate((signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGHUP)):
             with self.subTest(signal=sig.name):
                 problems, res = self.signal_case(sig, 1, i)
                 self.check(problems, res, sig.name)
+
+    def test_sighup_under_nohup(self):
+        """Under nohup SIGHUP stays ignored: the run goes on to its end
+        (MPI's UCX installs a SIGHUP handler of its own at load time,
+        over nohup's SIG_IGN; pmc-hybrid reads the disposition first)."""
+        dag_path = self.write("hup.dag", "TASK a /bin/sh -c 'touch started.a; sleep 1.5'\n")
+        proc = self.launch(["--host-cpus", "1", dag_path], tag="nohup", wrap=("nohup",))
+        problems = []
+        if not self.wait_for(lambda: os.path.exists(self.path("started.a")), 30, proc):
+            problems.append("the task did not start within 30 s")
+        os.kill(proc.pid, signal.SIGHUP)
+        res = self.wait_run(proc, timeout=60)
+        if res.returncode != 0:
+            problems.append("exit status %s, expected 0: SIGHUP stopped a nohup run"
+                            % res.returncode)
+        if "Caught signal" in res.stderr:
+            problems.append("the log says it caught a signal")
+        self.check(problems, res, "SIGHUP under nohup")
 
     def test_sigterm_mpiexec(self):
         problems, res = self.signal_case(signal.SIGTERM, 2, 5)
