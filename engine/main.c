@@ -89,8 +89,9 @@ static void read_hangup_disposition(int argc, char **argv, char **envp)
     struct sigaction hup;
     hangup_ignored = sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN;
 }
-__attribute__((section(".preinit_array"), used)) static void (*const preinit_hangup)(
-    int, char **, char **) = read_hangup_disposition;
+typedef void (*preinit_fn)(int argc, char **argv, char **envp);
+__attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_hangup =
+    read_hangup_disposition;
 
 /* Rank 0 asks the master to abort; other ranks ignore the batch system's
  * signals and wait for the master's ABORT (a dying rank would take the whole
