@@ -98,10 +98,17 @@ static int agent_batch_result(struct agent *a, const struct msg_result *r)
     return msg_add_result(&a->results, r);
 }
 
-/* A task whose failure counts toward -m failed: start nothing (no staged
- * job either) until the master answers, and send the result now. */
-static void agent_hold(struct agent *a)
+/* The task of slot s, whose failure counts toward -m, failed: start
+ * nothing (no staged job either: the pool's reapers are held from the
+ * failure on, launcher_hold()) until the master answers, and send the
+ * result now. */
+static void agent_hold(struct agent *a, const struct slot *s)
 {
+    if (a->launcher) {
+        if (!s->hold_counted) /* its reaper counted it, or it failed here */
+            launcher_hold(a->launcher);
+        a->holds_counted++;
+    }
     if (a->holds++ == 0)
         agent__unstage_all(a);
     a->hold_unsent = true;
@@ -128,7 +135,7 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
     a->fwd_pack.len = a->fwd_pack.count = 0;
     a->results_release |= s->releases;
     if (s->hold_on_failure && (status != 0 || exec_errno != 0) && exec_errno != ECANCELED)
-        agent_hold(a);
+        agent_hold(a, s);
     if (rc < 0) {
         log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
         a->failed = true;
@@ -392,6 +399,18 @@ static void agent_begin_abort(struct agent *a)
     a->kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
+/* The master answered one held failure (RESUME): when none is left
+ * unanswered, starts go on. */
+static void agent_resume(struct agent *a)
+{
+    if (a->holds == 0 || --a->holds > 0)
+        return;
+    if (a->launcher)
+        launcher_release(a->launcher, a->holds_counted);
+    a->holds_counted = 0;
+    agent_pump(a);
+}
+
 /* Handle one message; returns true when the mail was kept (TASKS). */
 static bool agent_handle_mail(struct agent *a, struct mail *m)
 {
@@ -417,8 +436,7 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
         agent_begin_abort(a);
         break;
     case MSG_RESUME:
-        if (a->holds > 0 && --a->holds == 0)
-            agent_pump(a);
+        agent_resume(a);
         break;
     default:
         log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);

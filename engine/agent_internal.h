@@ -65,6 +65,7 @@ struct slot {
     bool notify_start;    /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     bool releases;        /* the task has children (MSG_TASK_RELEASES) */
     bool hold_on_failure; /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
+    bool hold_counted;    /* its reaper counted that failure in the pool (launcher_hold()) */
     uint32_t id, attempt, cpus, memory_mb;
     /* CPUs of cpus that its release does not give back: the one its
      * reaper handed to a staged job, or a cancelled staged job's, which it
@@ -138,6 +139,9 @@ struct agent {
      * the results go at once */
     uint32_t holds;
     bool hold_unsent;
+    /* holds counted in the launcher pool's since the last release
+     * (launcher_hold(): no reaper starts a staged job meanwhile) */
+    uint32_t holds_counted;
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS

@@ -207,6 +207,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
     s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    s->hold_counted = false;
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
     s->signalled = 0;
@@ -430,6 +431,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     j->fwd_failed = false;
     j->wake_on_start = s->notify_start;
     j->hold_on_failure = s->hold_on_failure;
+    j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;
     j->signalled = 0;
@@ -551,6 +553,7 @@ void agent__take_exited(struct agent *a, uint32_t i)
     struct slot *s = &a->slots[i];
     if (j->handed)
         agent__took_handed(a, s);
+    s->hold_counted = j->held_failure;
     s->out_len = j->out_len; /* what agent__slot_release() resets */
     s->err_len = j->err_len;
     agent_take_forwards(a, j);

@@ -59,6 +59,7 @@ struct launcher {
     atomic_uint hold_reads_us;  /* launcher__hold_reads() */
     atomic_ulong pipe_reads;    /* launcher__pipe_reads() */
     atomic_ulong staged_starts; /* launcher_staged_starts() */
+    atomic_uint holds;          /* failures that hold staged starts (launcher_hold()) */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -276,6 +277,17 @@ static void launcher_settle(struct launch_job *j)
     j->duration = pmc_seconds_between(&j->started, &ended);
 }
 
+/* Job j's task failed with MSG_TASK_HOLD_ON_FAILURE (-m): no reaper starts
+ * a staged job from now until the agent releases it (launcher_release()),
+ * counted once per job (held_failure). */
+static void launcher_count_hold(struct launcher *l, struct launch_job *j)
+{
+    if (j->hold_on_failure && j->status != 0 && !j->held_failure) {
+        j->held_failure = true;
+        launcher_hold(l);
+    }
+}
+
 /* Job j's -f/-F data and output block, after its task ended. */
 static void launcher_write(struct launch_job *j)
 {
@@ -317,6 +329,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
         return;
     }
     launcher_settle(j);
+    launcher_count_hold(l, j); /* before any staged start, here or on another slot */
     /* the CPU is free: the oldest staged job starts on it before this
      * task's output is written and the agent is woken, so that neither
      * delays it (the agent may take k's completion, even its exit, before
@@ -325,10 +338,12 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     /* a task with forwards may still fail on them (launcher_forward(),
      * after this start): held then too, the agent starts the staged job */
     bool hold = j->hold_on_failure && (j->status != 0 || j->forwards.n > 0);
-    bool hand = !hold && mpmc_ring_try_pop(l->staged, &k);
+    bool hand = !hold && atomic_load_explicit(&l->holds, memory_order_acquire) == 0 &&
+                mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);
     launcher_write(j);
+    launcher_count_hold(l, j); /* a forward that failed */
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }
 
@@ -337,7 +352,18 @@ void launcher_finish(struct launcher *l, uint32_t i)
     struct launch_job *j = &l->jobs[i];
     launcher_settle(j);
     launcher_write(j);
+    launcher_count_hold(l, j);
     j->lingers = false;
+}
+
+void launcher_hold(struct launcher *l)
+{
+    atomic_fetch_add_explicit(&l->holds, 1, memory_order_acq_rel);
+}
+
+void launcher_release(struct launcher *l, uint32_t n)
+{
+    atomic_fetch_sub_explicit(&l->holds, n, memory_order_acq_rel);
 }
 
 /* Wait for work or exits: spin on the submit ring, then sleep in

@@ -174,6 +174,11 @@ struct launch_job {
      * job on the CPU it gave up (MSG_TASK_HOLD_ON_FAILURE: the agent holds
      * its starts until the master answers) */
     bool hold_on_failure;
+    /* out: it failed so (a 0 exit that a forward turned into 256 too): its
+     * reaper counted it in the pool's holds (launcher_hold()), which the
+     * agent releases when the master answers (launcher_release()); the
+     * agent sets false at each launch */
+    bool held_failure;
     /* in, reaped launches: the task's time limit (0: none), for the note
      * that launcher_time_out() makes the reaper write to its stderr */
     uint32_t time_limit_ms;
@@ -265,6 +270,22 @@ int launcher_take_unwatched(struct launcher *l, uint32_t *i);
  * output_rc and capture sizes say how; its pidfd is closed): 1, or 0 when none.  As with
  * launcher_take_unwatched(), its completion may not be poppable yet. */
 int launcher_take_exited(struct launcher *l, uint32_t *i);
+
+/* A failure that holds this node's starts (-m, MSG_TASK_HOLD_ON_FAILURE)
+ * happened: from now on no reaper starts a staged job, on any slot, until
+ * as many launcher_release() calls as launcher_hold() calls and held
+ * reaps (launch_job.held_failure) have come.  A reaper counts its own
+ * task's failure as soon as it knows it, before it decides on a staged
+ * start, so another slot's reaper that looks after that starts nothing
+ * (before, it could start one until the agent had taken the failure and
+ * taken the staged jobs back).  launcher_hold(): the agent, for a held
+ * failure it found itself (a launch that could not exec); any thread. */
+void launcher_hold(struct launcher *l);
+
+/* The master answered n held failures (the agent's holds fell to 0):
+ * reapers may start staged jobs again when no other hold is counted.
+ * Agent thread. */
+void launcher_release(struct launcher *l, uint32_t n);
 
 /* Finish slot i's job that came back lingering (launch_job.lingers): its
  * group has ended, or was killed at the end of its grace.  Does what its

@@ -445,6 +445,45 @@ TEST_F(LauncherPool, HeldTaskStartsNoStagedJobWhenItMayHaveFailed)
     }
 }
 
+// -m: from a held task's failure on, no reaper of another slot starts a
+// staged job either (before, one could until the agent had taken the
+// failure and the staged jobs back), until the agent releases the hold.
+TEST_F(LauncherPool, HeldFailureStopsOtherSlotsFromStartingStagedJobs)
+{
+    start(2, 4);
+    staged_ = true;
+    submit(2, {"/bin/true"}, true);
+    staged_ = false;
+    submit(1, {"/bin/sh", "-c", "sleep 0.3"}, true);
+    hold_ = true;
+    submit(0, {"/bin/false"}, true);
+    hold_ = false;
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+    ASSERT_EQ(i, 0u) << "/bin/false ends first";
+    EXPECT_TRUE(launcher_job(pool_, 0)->held_failure);
+    ASSERT_TRUE(take_exited(&i));
+    ASSERT_EQ(i, 1u);
+    EXPECT_EQ(launcher_job(pool_, 1)->handed, 0u) << "slot 1's reaper started the staged job";
+    EXPECT_FALSE(launcher_job(pool_, 1)->held_failure);
+    ASSERT_TRUE(launcher_take_staged(pool_, &i)) << "the staged job waits";
+    ASSERT_EQ(i, 2u);
+    // released: the next reaper starts a staged job again
+    launcher_release(pool_, 1);
+    staged_ = true;
+    submit(2, {"/bin/true"}, true);
+    staged_ = false;
+    submit(1, {"/bin/true"}, true);
+    ASSERT_TRUE(take(&i));
+    ASSERT_EQ(i, 1u);
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 1)->handed, 3u);
+    ASSERT_TRUE(take(&i));
+    ASSERT_TRUE(take_exited(&i));
+}
+
 TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
 {
     start(1, 2);
