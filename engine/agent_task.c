@@ -60,8 +60,11 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
 static int agent_output_status(struct agent *a, struct slot *s, int rc, int status)
 {
     bool per_task = s->task_out >= 0;
+    int write_errno = errno; /* the block's error, which a failed close must not hide */
     if (taskio_close_per_task(&s->task_out, &s->task_err) < 0 && rc == 0)
         rc = -1;
+    else if (rc != 0)
+        errno = write_errno;
     if (rc == 0)
         return status;
     if (per_task || !a->out.path)

@@ -303,17 +303,19 @@ def case_output_enospc(c):
                % (len(missing), sorted(missing)[:3]))
 
 
-def case_task_output(c, args, fault_path, after, where, ranks=1):
+def case_task_output(c, args, fault_path, after, where, ranks=1, close_fails=False):
     """A task's output (its block in the rank's file, or its record in its
     --per-task-stdio file) hits a full disk: that task fails and is not
-    DONE, the run stops with exit 1, every DONE task's output and
-    successful record are in `where` (-o, or the task's own files), and a
-    rerun without the fault completes the rest."""
+    DONE, the run stops with exit 1 naming the full disk (also when the
+    file's close then fails too: close_fails), every DONE task's output
+    and successful record are in `where` (-o, or the task's own files),
+    and a rerun without the fault completes the rest."""
     dag, names = c.ledger_dag(200, stdout=True)
     out = c.path("out.txt")
     argv = ["--host-cpus", "4", "--no-progress", "-o", out] + args
+    faults = {"PMC_FAULT_CLOSE_PATH": fault_path} if close_fails else {}
     r = Run(c.work, argv + [dag], timeout=60, ranks=ranks,
-            env=shim_env(PMC_FAULT_WRITE_PATH=fault_path, PMC_FAULT_WRITE_AFTER=after))
+            env=shim_env(PMC_FAULT_WRITE_PATH=fault_path, PMC_FAULT_WRITE_AFTER=after, **faults))
     c.check_run(r, (1,), r"Task t\d+ failed: its output could not be written to "
                          r"(its --per-task-stdio files|\S+wf.dag.out.\d or \S+wf.dag.err.\d): "
                          r"No space left on device")
@@ -356,6 +358,13 @@ def case_task_output_rank1(c):
 
 def case_task_record_enospc(c):
     case_task_output(c, ["--per-task-stdio"], "t0000070.out.000", 0, own_output)
+
+
+def case_task_record_enospc_close_eio(c):
+    """The record's write fails (ENOSPC), then its file's close (EIO): the
+    message names the write's error, the first one."""
+    case_task_output(c, ["--per-task-stdio"], "t0000070.out.000", 0, own_output,
+                     close_fails=True)
 
 
 def lost_at_the_end(c, dag, names, args, env, message, ranks=1, rerun_args=None):
@@ -614,6 +623,7 @@ CASES = {
     "task-output-pool": case_task_output_pool,
     "task-output-rank1": case_task_output_rank1,
     "task-record-enospc": case_task_record_enospc,
+    "task-record-enospc-close-eio": case_task_record_enospc_close_eio,
     "close-rank-output": case_close_rank_output,
     "close-rank-output-2": case_close_rank_output_2,
     "close-output": case_close_output,
