@@ -56,7 +56,8 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
  * (status 256, exit code 1, as when its forwarded data is: unless it failed
  * already), so that it is neither recorded done nor counted a success, and
  * the run fails (the agent aborts it: a block cut short leaves zeros in the
- * rank's file). */
+ * rank's file).  rc TASKIO_CAPTURE_FULL (its output may be cut short in a
+ * full $TMPDIR) fails the task only. */
 static int agent_output_status(struct agent *a, struct slot *s, int rc, int status)
 {
     bool per_task = s->task_out >= 0;
@@ -67,6 +68,12 @@ static int agent_output_status(struct agent *a, struct slot *s, int rc, int stat
         errno = write_errno;
     if (rc == 0)
         return status;
+    if (rc == TASKIO_CAPTURE_FULL) { /* the task fails; the run goes on */
+        log_error("Task %s failed: its output may be cut short: the file system of its capture "
+                  "files ($TMPDIR, default /tmp) was full when it ended",
+                  s->strs);
+        return status == 0 ? TASK_IO_FAILED_STATUS : status;
+    }
     if (per_task || !a->out.path)
         log_error("Task %s failed: its output could not be written to its --per-task-stdio "
                   "files: %s",

@@ -147,9 +147,6 @@ int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *g
 bool spawn_group_alive(pid_t pgid);
 
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
-/* The wait status (exit code 1) of a task that exited 0 but whose output
- * or forwarded data was lost: it fails, so it is never recorded done. */
-#define TASK_IO_FAILED_STATUS (1 << 8)
 
 /* A task ended by its time limit (limit_ms, milliseconds): append
  * "pmc-hybrid: task NAME exceeded its time limit of S s" to its stderr

@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "io/fdio.h"
@@ -129,6 +131,16 @@ int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char 
     return taskio_file_write_at(f, taskio_file_reserve(f, n), src_fd, len, trailer, trailer_len);
 }
 
+/* Has the file system of fd no block left for us (root may use the
+ * blocks reserved for it)?  false when it cannot be asked. */
+static bool taskio_fs_full(int fd)
+{
+    struct statvfs st;
+    if (fstatvfs(fd, &st) < 0 || st.f_blocks == 0) /* no blocks: not a disk (a pipe) */
+        return false;
+    return (geteuid() == 0 ? st.f_bfree : st.f_bavail) == 0;
+}
+
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
                        off_t *err_len)
 {
@@ -138,6 +150,10 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
     char line[4096];
     int out_fd = b->task_out >= 0 ? b->task_out : b->out_fd;
     off_t out_size = taskio_size(out_fd);
+    off_t err_size = b->task_out >= 0 ? 0 : taskio_size(b->err_fd);
+    bool cut = b->task_out < 0 && (out_size > 0 || err_size > 0) && taskio_fs_full(b->out_fd);
+    if (cut && status == 0)
+        r.status = TASK_IO_FAILED_STATUS;
     size_t nl = taskio_needs_newline(out_fd, out_size) ? 1 : 0;
     line[0] = '\n';
     size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
@@ -147,13 +163,13 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
     if (b->task_out >= 0)     /* the capture files were not used */
         return fdio_write_all(b->task_out, line, len) ? -1 : 0;
     *out_len = out_size;
-    *err_len = taskio_size(b->err_fd);
+    *err_len = err_size;
     /* stderr first: a record in the file vouches for both blocks */
     if (*out_len < 0 || *err_len < 0 ||
         taskio_file_append(b->err, b->err_fd, *err_len, NULL, 0) < 0 ||
         taskio_file_append(b->out, b->out_fd, *out_len, line, len) < 0)
         return -1;
-    return 0;
+    return cut ? TASKIO_CAPTURE_FULL : 0;
 }
 
 int taskio_close_per_task(int *out_fd, int *err_fd)

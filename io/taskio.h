@@ -67,6 +67,14 @@ int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *
 int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char *trailer,
                        size_t trailer_len);
 
+/* The wait status (exit code 1) of a task that exited 0 but whose output
+ * or forwarded data was lost: it fails, so it is never recorded done. */
+#define TASK_IO_FAILED_STATUS (1 << 8)
+
+/* taskio_write_block()'s result when its blocks were written but the file
+ * system of the task's capture files was full when it ended. */
+#define TASKIO_CAPTURE_FULL 1
+
 /* A finished task's output, as the thread that reaped it writes it. */
 struct taskio_block {
     struct task_record record;     /* status and duration are set by the write */
@@ -83,7 +91,15 @@ struct taskio_block {
  * that file.  *out_len and *err_len get what the capture files held (-1:
  * not measured), for taskio_capture_reset().  0, or -1 with errno when
  * the output or the record could not be written (output was lost: the
- * caller fails the task and the run). */
+ * caller fails the task and the run), or TASKIO_CAPTURE_FULL when the task
+ * wrote output and the file system of its capture files ($TMPDIR) had no
+ * block left after it (fstatvfs: f_bavail, or f_bfree for root): its
+ * writes may have failed there, and a task that ignores such errors (many
+ * do) would otherwise be recorded done with its output cut short.  The
+ * block is written all the same (what was kept), its record with status
+ * TASK_IO_FAILED_STATUS when `status` is 0, and the caller fails the
+ * task (not the run: space may come back for its next try).  One
+ * fstatvfs per task that wrote anything. */
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
                        off_t *err_len);
 

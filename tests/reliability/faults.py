@@ -77,10 +77,12 @@ FD_BOUND = 64  # descriptors pmc-hybrid may hold at once in these small runs
 class Run:
     """One pmc-hybrid run: exit status, output, time, descriptors, leftovers."""
 
-    def __init__(self, work, args, env=None, preexec=None, timeout=60, ranks=1, tag="run"):
+    def __init__(self, work, args, env=None, preexec=None, timeout=60, ranks=1, tag="run",
+                 wrap=()):
         argv = [ARGS.bin] + args
         if ranks > 1:
             argv = [ARGS.mpiexec, "-n", str(ranks), ARGS.bin, "--ranks-are-hosts"] + args
+        argv = list(wrap) + argv
         self.out_path = os.path.join(work, tag + ".stdout")
         self.err_path = os.path.join(work, tag + ".stderr")
         t0 = time.monotonic()
@@ -367,6 +369,45 @@ def case_task_record_enospc_close_eio(c):
                      close_fails=True)
 
 
+CUT_DAG = """TASK big /bin/sh -c "head -c 200000 /dev/zero | tr '\\\\0' x; exit 0"
+TASK small /bin/sh -c "head -c 10000 /dev/zero | tr '\\\\0' y; echo"
+EDGE small big
+"""
+
+
+def case_capture_full(c):
+    """$TMPDIR, where a task's output waits until the task ends, is full (a
+    64 KiB tmpfs in a mount namespace of the run's own: unshare): a task
+    that writes 200 KB to stdout and ignores the failed writes (exit 0)
+    fails with status 256 and 'its output may be cut short', and is not
+    DONE, while its parent (10 KB, run first: two at once could fill the
+    tmpfs together) succeeds; a rerun with room runs it to success.  With
+    and without a launcher pool."""
+    tmp = c.path("tmpfs")
+    os.mkdir(tmp)
+    script = 'mount -t tmpfs -o size=64k none "$0" && TMPDIR="$0" exec "$@"'
+    wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, tmp]
+    for threads in ("0", "2"):
+        dag = c.path("cut%s.dag" % threads)
+        with open(dag, "w") as f:
+            f.write(CUT_DAG)
+        args = ["--no-progress", "--host-cpus", "2", "--launch-threads", threads]
+        r = Run(c.work, args + [dag], wrap=wrap, tag="cut" + threads)
+        c.check_run(r, (1,), r"Task big failed: its output may be cut short: the file system "
+                             r"of its capture files")
+        statuses = dict(re.findall(r"\[cluster-task name=(\w+), .*?status=(\d+),", r.stdout))
+        if statuses != {"big": "256", "small": "0"}:
+            c.fail("--launch-threads %s: record statuses %s, expected big 256, small 0"
+                   % (threads, statuses))
+        done = relutil.Rescue(dag + ".rescue").done_set
+        if done != {"small"}:
+            c.fail("--launch-threads %s: DONE %s, expected small only" % (threads, sorted(done)))
+        again = Run(c.work, args + [dag], tag="rerun" + threads)
+        c.check_run(again, (0,), what="rerun")
+        if not re.search(r"\[cluster-task name=big, .*status=0,", again.stdout):
+            c.fail("--launch-threads %s: the rerun's big did not succeed" % threads)
+
+
 def lost_at_the_end(c, dag, names, args, env, message, ranks=1, rerun_args=None):
     """Every task succeeds, but output is lost when a file is closed or a
     log is written: the run must say so and exit 1 (stat="failed"), the
@@ -624,6 +665,7 @@ CASES = {
     "task-output-rank1": case_task_output_rank1,
     "task-record-enospc": case_task_record_enospc,
     "task-record-enospc-close-eio": case_task_record_enospc_close_eio,
+    "capture-full": case_capture_full,
     "close-rank-output": case_close_rank_output,
     "close-rank-output-2": case_close_rank_output_2,
     "close-output": case_close_output,
