@@ -221,6 +221,7 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
     s->signalled = 0;
+    s->kill_pending = false;
     s->gpus = t->gpus;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
@@ -376,7 +377,10 @@ void agent__signal(struct agent *a, uint32_t i, int sig)
 {
     struct slot *s = &a->slots[i];
     if (s->pool_reaps) {
-        launcher_signal(a->launcher, i, sig);
+        /* refused once its reaper has it: the task ended, but may come
+         * back lingering, its group in a grace that this SIGKILL ends */
+        if (!launcher_signal(a->launcher, i, sig) && sig == SIGKILL)
+            s->kill_pending = true;
     } else if (s->pidfd >= 0 || s->lingers) { /* a lingering group holds its id */
         s->signalled = sig;
         kill(-s->pid, sig);

@@ -408,6 +408,38 @@ def case_capture_full(c):
             c.fail("--launch-threads %s: the rerun's big did not succeed" % threads)
 
 
+GRACE_LEADER = """trap 'sleep 0.2; exit 143' TERM
+sh -c "trap '' TERM; exec sleep 30" &
+wait
+"""
+
+
+def case_grace_end_during_reap(c):
+    """A task's first process ends in its grace (0.2 s after SIGTERM) and
+    leaves a process that ignores SIGTERM; its reaper, a launcher thread,
+    is slow to reap it (every blocking waitid sleeps 600 ms first: the
+    shim), so the grace ends (--kill-grace 0.5) while the pool holds the
+    task and the agent's SIGKILL is refused.  The task comes back
+    lingering and must get that SIGKILL then: the run ends, nothing is
+    left (before: it waited for the group for ever).  At a time-out, and
+    at the abort of --max-wall-time."""
+    lead = c.path("lead.sh")
+    with open(lead, "w") as f:
+        f.write(GRACE_LEADER)
+    for what, task_opts, run_opts, message in (
+            ("time-out", "--time-limit 0.3 ", [], r"Task x exceeded its time limit of 0.3 s"),
+            ("abort", "", ["--max-wall-time", "0.01"], r"Max wall time")):
+        dag = c.path("grace-%s.dag" % what)
+        with open(dag, "w") as f:
+            f.write("TASK x %s/bin/sh %s\n" % (task_opts, lead))
+        r = Run(c.work, ["--no-progress", "--host-cpus", "2", "--launch-threads", "2",
+                         "--kill-grace", "0.5"] + run_opts + [dag], timeout=20,
+                env=shim_env(PMC_FAULT_REAP_DELAY_MS=600), tag=what)
+        c.check_run(r, (1,), message, what=what)
+        if "faultshim: delaying reaps" not in r.stderr:
+            c.fail("%s: the shim did not delay a reap" % what)
+
+
 def lost_at_the_end(c, dag, names, args, env, message, ranks=1, rerun_args=None):
     """Every task succeeds, but output is lost when a file is closed or a
     log is written: the run must say so and exit 1 (stat="failed"), the
@@ -666,6 +698,7 @@ CASES = {
     "task-record-enospc": case_task_record_enospc,
     "task-record-enospc-close-eio": case_task_record_enospc_close_eio,
     "capture-full": case_capture_full,
+    "grace-end-during-reap": case_grace_end_during_reap,
     "close-rank-output": case_close_rank_output,
     "close-rank-output-2": case_close_rank_output_2,
     "close-output": case_close_output,

@@ -26,6 +26,13 @@
  *                                 network file system reports a failed
  *                                 write-back
  *
+ * Reaps.
+ *   PMC_FAULT_REAP_DELAY_MS=N     a waitid that waits (no WNOHANG: a
+ *                                 reaper's, spawn_end_task() and
+ *                                 spawn_reap_leader()) sleeps N ms first,
+ *                                 as a reaper preempted after it took the
+ *                                 task's exit
+ *
  * Allocations of pmc-hybrid's own code.  Only calls whose return address
  * lies in the main executable's code are counted (pmc-hybrid links the
  * engine statically, so these are exactly the engine's allocation sites;
@@ -66,12 +73,14 @@
 #include <sys/sendfile.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- configuration ------------------------------------------------------- */
 
 static const char *write_path, *sync_path, *close_path, *report_path;
-static long long write_after = -1, sync_after;
+static long long write_after = -1, sync_after, reap_delay_ms;
 static int write_errno = ENOSPC, sync_errno = EIO;
 static long long malloc_nth;
 static bool malloc_from;
@@ -79,7 +88,7 @@ static uintptr_t text_lo, text_hi; /* the main executable's code */
 
 static _Atomic long long written, syncs, allocs;
 static _Atomic long long writes_failed, syncs_failed, allocs_failed;
-static _Atomic int said_write, said_sync, said_close, said_malloc;
+static _Atomic int said_write, said_sync, said_close, said_malloc, said_reap;
 
 static long long env_ll(const char *name, long long dflt)
 {
@@ -131,6 +140,7 @@ __attribute__((constructor)) static void shim_init(void)
     close_path = getenv("PMC_FAULT_CLOSE_PATH");
     sync_after = env_ll("PMC_FAULT_SYNC_AFTER", 0);
     sync_errno = (int)env_ll("PMC_FAULT_SYNC_ERRNO", EIO);
+    reap_delay_ms = env_ll("PMC_FAULT_REAP_DELAY_MS", 0);
     malloc_nth = env_ll("PMC_FAULT_MALLOC_NTH", 0);
     const char *mode = getenv("PMC_FAULT_MALLOC_MODE");
     malloc_from = mode && strcmp(mode, "from") == 0;
@@ -334,6 +344,20 @@ int close(int fd)
     say_once(&said_close, "faultshim: failing closes\n");
     errno = EIO;
     return -1;
+}
+
+/* ---- reaps ------------------------------------------------------------------ */
+
+int waitid(idtype_t idtype, id_t id, siginfo_t *info, int options)
+{
+    NEXT(int, waitid, (idtype_t, id_t, siginfo_t *, int));
+    if (reap_delay_ms > 0 && !(options & WNOHANG)) {
+        say_once(&said_reap, "faultshim: delaying reaps\n");
+        struct timespec t = {reap_delay_ms / 1000, (reap_delay_ms % 1000) * 1000000L};
+        while (nanosleep(&t, &t) < 0 && errno == EINTR)
+            ;
+    }
+    return next_waitid(idtype, id, info, options);
 }
 
 /* ---- allocations ----------------------------------------------------------- */
