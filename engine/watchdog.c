@@ -150,6 +150,15 @@ static _Noreturn void watchdog_main(int sock, int agent_end, volatile pid_t *tab
                                     char (*names)[WATCHDOG_NAME_MAX], int *fds, int rank)
 {
     close(agent_end);
+    /* the agent's handlers (main.c's stop signals) came with the fork: run
+     * in here they would write to descriptors whose numbers now name lent
+     * files; the watchdog must outlive its agent anyway */
+    static const int stop_signals[] = {SIGTERM, SIGINT, SIGUSR1, SIGUSR2, SIGHUP};
+    struct sigaction ignore;
+    memset(&ignore, 0, sizeof ignore);
+    ignore.sa_handler = SIG_IGN;
+    for (size_t k = 0; k < sizeof stop_signals / sizeof stop_signals[0]; k++)
+        sigaction(stop_signals[k], &ignore, NULL);
     setsid();                                    /* out of the rank's process group and session */
     prctl(PR_SET_NAME, "pmc-watchdog", 0, 0, 0); /* its comm in ps and /proc */
     int null = open("/dev/null", O_RDWR | O_CLOEXEC);

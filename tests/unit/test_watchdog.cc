@@ -243,6 +243,50 @@ TEST_F(Watchdog, OrderlyStopKillsRecordedGroupsAndSparesClearedOnes)
     close(fd_cleared);
 }
 
+// Bits of a /proc/PID/status signal mask line ("SigIgn:\t...").
+unsigned long long status_mask(pid_t pid, const char *field)
+{
+    std::string text = file_text("/proc/" + std::to_string(pid) + "/status");
+    size_t at = text.find(std::string(field) + ":");
+    return at == std::string::npos ? 0
+                                   : strtoull(text.c_str() + at + strlen(field) + 1, nullptr, 16);
+}
+
+void no_op_handler(int) {}
+
+// The agent's process has handlers for the stop signals (main.c); the
+// watchdog, forked from it, must not run them (they would write into
+// descriptors whose numbers now name lent files) and must outlive them.
+TEST_F(Watchdog, IgnoresTheStopSignalsItsAgentHandles)
+{
+    const int sigs[] = {SIGTERM, SIGINT, SIGUSR1, SIGHUP};
+    struct sigaction handler = {}, saved[4];
+    handler.sa_handler = no_op_handler;
+    for (int k = 0; k < 4; k++)
+        ASSERT_EQ(0, sigaction(sigs[k], &handler, &saved[k]));
+    struct pmc_error e;
+    struct watchdog *w = watchdog_start(0, &e);
+    for (int k = 0; k < 4; k++)
+        sigaction(sigs[k], &saved[k], nullptr);
+    ASSERT_NE(nullptr, w) << e.text;
+    pid_t pid = watchdog_pid(w);
+    std::string comm;
+    for (int i = 0; i < 200 && comm != "pmc-watchdog\n"; i++) { // named after the sigactions
+        usleep(5000);
+        comm = file_text("/proc/" + std::to_string(pid) + "/comm");
+    }
+    ASSERT_EQ("pmc-watchdog\n", comm);
+    unsigned long long ign = status_mask(pid, "SigIgn"), cgt = status_mask(pid, "SigCgt");
+    for (int sig : sigs) {
+        EXPECT_TRUE(ign >> (sig - 1) & 1) << "signal " << sig << " not ignored";
+        EXPECT_FALSE(cgt >> (sig - 1) & 1) << "signal " << sig << " runs the agent's handler";
+    }
+    EXPECT_EQ(0, kill(pid, SIGTERM));
+    usleep(50000);
+    EXPECT_EQ(0, kill(pid, 0)) << "a SIGTERM ended the watchdog";
+    watchdog_stop(w);
+}
+
 TEST_F(Watchdog, EntriesOutsideTheTableAndNullAreRefused)
 {
     struct pmc_error e;
