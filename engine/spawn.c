@@ -428,6 +428,10 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
 
 bool spawn_group_alive(pid_t pgid)
 {
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    while (waitid(P_PGID, (id_t)pgid, &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0)
+        memset(&si, 0, sizeof si); /* an orphan of the group that came to us (PID 1) */
     return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 

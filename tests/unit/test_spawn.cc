@@ -30,6 +30,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -276,6 +277,30 @@ TEST_F(SpawnTest, ReapLeaderLeavesWhatItLeftInTheGroup)
     EXPECT_FALSE(left);
     EXPECT_EQ(entry, 0);
     EXPECT_FALSE(spawn_group_alive(pid));
+    close(pidfd);
+    close(out);
+}
+
+// Orphans of a reaped leader's group that come to us (a child subreaper
+// here, PID 1 in a container) are reaped by spawn_group_alive(): their
+// zombies do not keep the group alive.
+TEST_F(SpawnTest, GroupAliveReapsTheGroupsOrphansThatAreOurs)
+{
+    ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+    int out = make_capture("out");
+    pid_t pid = -1;
+    int pidfd = -1;
+    start_and_await_exit(out, "sleep 0.2 & exit 0", &pid, &pidfd);
+    bool left = false;
+    EXPECT_EQ(spawn_reap_leader(pid, pidfd, nullptr, &left), 0);
+    EXPECT_TRUE(left);
+    bool gone = false;
+    for (int i = 0; i < 500 && !gone; i++) { // the sleep ends after 0.2 s, a zombie of ours
+        usleep(10000);
+        gone = !spawn_group_alive(pid);
+    }
+    EXPECT_TRUE(gone) << "the group's zombie, our child, was not reaped";
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     close(pidfd);
     close(out);
 }
