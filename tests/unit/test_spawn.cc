@@ -76,11 +76,10 @@ bool high_pipe(int p[2])
     return p[0] >= 0 && p[1] >= 0;
 }
 
-// spawn_task of /bin/true with an empty environment and both outputs to
-// `out`; the caller waits for it.
-int spawn_true(int out, pid_t *pid, int *pidfd)
+// spawn_task of argv with an empty environment and both outputs to `out`;
+// the caller waits for it.
+int spawn_argv(Argv &&av, int out, pid_t *pid, int *pidfd)
 {
-    Argv av{"/bin/true"};
     Argv ev{};
     struct spawn_request req = {};
     req.argv = av.get();
@@ -88,6 +87,12 @@ int spawn_true(int out, pid_t *pid, int *pidfd)
     req.stdout_fd = out;
     req.stderr_fd = out;
     return spawn_task(&req, pid, pidfd);
+}
+
+// spawn_argv() of /bin/true.
+int spawn_true(int out, pid_t *pid, int *pidfd)
+{
+    return spawn_argv(Argv{"/bin/true"}, out, pid, pidfd);
 }
 
 class SpawnTest : public TempDirTest
@@ -240,14 +245,7 @@ TEST_F(SpawnTest, OwnProcessGroupSeenFromParent)
 // most 10 s) until its first process has exited, unreaped.
 void start_and_await_exit(int out, const char *script, pid_t *pid, int *pidfd)
 {
-    Argv av{"/bin/sh", "-c", script};
-    Argv ev{};
-    struct spawn_request req = {};
-    req.argv = av.get();
-    req.envp = ev.get();
-    req.stdout_fd = out;
-    req.stderr_fd = out;
-    ASSERT_EQ(spawn_task(&req, pid, pidfd), 0);
+    ASSERT_EQ(spawn_argv(Argv{"/bin/sh", "-c", script}, out, pid, pidfd), 0);
     struct pollfd p = {*pidfd, POLLIN, 0};
     ASSERT_EQ(poll(&p, 1, 10000), 1);
 }
