@@ -141,6 +141,13 @@ class LauncherPool : public TempDirTest
         else
             launcher_submit(pool_, i);
     }
+    // Stage argv as slot i's reaped job (launcher_stage()).
+    void stage(uint32_t i, std::vector<std::string> argv)
+    {
+        staged_ = true;
+        submit(i, std::move(argv), true);
+        staged_ = false;
+    }
     // With the agent's mailbox marked asleep, submit argv as slot i
     // (reaped by the pool or not) and wait for its completion: the slot
     // handed back, or UINT32_MAX after 10 s.
@@ -421,9 +428,7 @@ TEST_F(LauncherPool, HeldTaskStartsNoStagedJobWhenItMayHaveFailed)
         SCOPED_TRACE(c.what);
         launcher_destroy(pool_);
         start(1, 4);
-        staged_ = true;
-        submit(1, {"/bin/true"}, true);
-        staged_ = false;
+        stage(1, {"/bin/true"});
         FileForwards fw({adir});
         launcher_job(pool_, 0)->forwards = c.forwards ? fw.f : fwd_task{};
         hold_ = true;
@@ -451,9 +456,7 @@ TEST_F(LauncherPool, HeldTaskStartsNoStagedJobWhenItMayHaveFailed)
 TEST_F(LauncherPool, HeldFailureStopsOtherSlotsFromStartingStagedJobs)
 {
     start(2, 4);
-    staged_ = true;
-    submit(2, {"/bin/true"}, true);
-    staged_ = false;
+    stage(2, {"/bin/true"});
     submit(1, {"/bin/sh", "-c", "sleep 0.3"}, true);
     hold_ = true;
     submit(0, {"/bin/false"}, true);
@@ -472,9 +475,7 @@ TEST_F(LauncherPool, HeldFailureStopsOtherSlotsFromStartingStagedJobs)
     ASSERT_EQ(i, 2u);
     // released: the next reaper starts a staged job again
     launcher_release(pool_, 1);
-    staged_ = true;
-    submit(2, {"/bin/true"}, true);
-    staged_ = false;
+    stage(2, {"/bin/true"});
     submit(1, {"/bin/true"}, true);
     ASSERT_TRUE(take(&i));
     ASSERT_EQ(i, 1u);
@@ -760,9 +761,7 @@ TEST_F(LauncherPool, UnwatchedLaunchLeavesItsPipesToTheCaller)
 TEST_F(LauncherPool, StagedJobStartsWhenAReapedTaskEnds)
 {
     start(2, 4);
-    staged_ = true;
-    submit(1, {"/bin/sh", "-c", "echo staged"}, true);
-    staged_ = false;
+    stage(1, {"/bin/sh", "-c", "echo staged"});
     usleep(100000);
     uint32_t i;
     EXPECT_EQ(launcher_take(pool_, &i), 0) << "a staged job waits for a task to end";
@@ -795,9 +794,7 @@ TEST_F(LauncherPool, StagedJobStartsWhenAReapedTaskEnds)
 TEST_F(LauncherPool, StagedJobStartsBeforeTheExitIsHandedBack)
 {
     start(1, 4);
-    staged_ = true;
-    submit(1, {"/bin/true"}, true);
-    staged_ = false;
+    stage(1, {"/bin/true"});
     submit(0, {"/bin/sh", "-c", "sleep 0.2"}, true);
     uint32_t i;
     ASSERT_TRUE(take(&i));
