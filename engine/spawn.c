@@ -426,12 +426,35 @@ int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
     return spawn_wait_status(pidfd);
 }
 
+/* Do orphans come to this process: is it PID 1, or a child subreaper? */
+static bool spawn_adopts_orphans(void)
+{
+    int sub = 0;
+    return getpid() == 1 || (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0 && sub);
+}
+
+/* Reap the zombies among our children in group pgid, but not one whose pid
+ * is pgid: that is the leader of a group that reuses the number (a task
+ * of ours, watched and reaped through its pidfd). */
+static void spawn_reap_group_orphans(pid_t pgid)
+{
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PGID, (id_t)pgid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
+            si.si_pid == pgid)
+            return;
+        pid_t orphan = si.si_pid;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)orphan, &si, WEXITED | WNOHANG) < 0)
+            return;
+    }
+}
+
 bool spawn_group_alive(pid_t pgid)
 {
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    while (waitid(P_PGID, (id_t)pgid, &si, WEXITED | WNOHANG) == 0 && si.si_pid != 0)
-        memset(&si, 0, sizeof si); /* an orphan of the group that came to us (PID 1) */
+    if (spawn_adopts_orphans())
+        spawn_reap_group_orphans(pgid);
     return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 

@@ -143,12 +143,16 @@ int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *g
 
 /* Has process group pgid any member left (kill(-pgid, 0) succeeds, or
  * fails with EPERM: a member that changed its user id)?  A zombie member
- * counts until its parent reaps it; members that are our own children
- * are reaped first (waitid(P_PGID, WNOHANG)): orphans come to us when we
- * are PID 1 (a container's only process) or a child subreaper, and nobody
- * else would reap them.  Only for a group whose first process was reaped
- * (spawn_reap_leader()): no other reaper waits for its members.  Any
- * thread. */
+ * counts until its parent reaps it; when orphans come to us (we are PID
+ * 1, a container's only process, or a child subreaper) the zombies among
+ * our children in the group are reaped first, since nobody else would,
+ * but never one whose pid is pgid (the leader of a group that reuses the
+ * number: a task of ours, reaped through its pidfd).  Only for a group
+ * whose first process was reaped (spawn_reap_leader()).  Once the group
+ * is empty its number may be handed out again, after a whole wrap of the
+ * PID counter: a caller that looks every few milliseconds sees that only
+ * if the wrap ends in that window (pid_max allocations: 32,768 or
+ * 4,194,304).  Any thread. */
 bool spawn_group_alive(pid_t pgid);
 
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
