@@ -288,12 +288,17 @@ static void launcher_count_hold(struct launcher *l, struct launch_job *j)
     }
 }
 
-/* Job j's -f/-F data and output block, after its task ended. */
+/* Job j's -f/-F data and output block, after its task ended.  A task
+ * whose output was lost, or may have been cut short, fails (the agent
+ * reports it so: agent_output_status()); its status says so now, for its
+ * hold (launcher_count_hold()). */
 static void launcher_write(struct launch_job *j)
 {
     launcher_forward(j);
     j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
+    if (j->output_rc != 0 && j->status == 0)
+        j->status = TASK_IO_FAILED_STATUS;
 }
 
 /* Hand slot i back to the agent, which the push wakes. */
@@ -335,9 +340,11 @@ static void launcher_reap(struct launcher *l, uint32_t i)
      * delays it (the agent may take k's completion, even its exit, before
      * this exit: the loan is settled by handed whenever it comes) */
     uint32_t k;
-    /* a task with forwards may still fail on them (launcher_forward(),
-     * after this start): held then too, the agent starts the staged job */
-    bool hold = j->hold_on_failure && (j->status != 0 || j->forwards.n > 0);
+    /* a held task (-m) may still fail after this start, on its forwards
+     * (launcher_forward()) or its output (a full disk or $TMPDIR:
+     * launcher_write()): its reaper starts nothing, the agent starts the
+     * staged job once it has the result */
+    bool hold = j->hold_on_failure;
     bool hand = !hold && atomic_load_explicit(&l->holds, memory_order_acquire) == 0 &&
                 mpmc_ring_try_pop(l->staged, &k);
     if (hand)

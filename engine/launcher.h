@@ -169,10 +169,11 @@ struct launch_job {
     /* in, reaped launches: wake the agent when the task has started (its
      * completion), for a STARTED notice; otherwise only its exit does */
     bool wake_on_start;
-    /* in, reaped launches: when the task fails, or has forwards (whose
-     * failure would fail it after the start), its reaper starts no staged
-     * job on the CPU it gave up (MSG_TASK_HOLD_ON_FAILURE: the agent holds
-     * its starts until the master answers) */
+    /* in, reaped launches: its reaper starts no staged job on the CPU it
+     * gave up (MSG_TASK_HOLD_ON_FAILURE: a failure, also one that its
+     * forwards or its output make after its exit, holds the node's starts
+     * until the master answers; the agent starts the staged job when it
+     * has the result and no hold) */
     bool hold_on_failure;
     /* out: it failed so (a 0 exit that a forward turned into 256 too): its
      * reaper counted it in the pool's holds (launcher_hold()), which the

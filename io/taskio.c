@@ -15,6 +15,8 @@
 
 #include "io/fdio.h"
 
+#define TASKIO_FULL_MARGIN (1024.0 * 1024.0) /* bytes: taskio_fs_full() */
+
 static const char *taskio_tmpdir(void)
 {
     const char *d = getenv("TMPDIR");
@@ -131,14 +133,23 @@ int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char 
     return taskio_file_write_at(f, taskio_file_reserve(f, n), src_fd, len, trailer, trailer_len);
 }
 
-/* Has the file system of fd no block left for us (root may use the
- * blocks reserved for it)?  false when it cannot be asked. */
+/* Is the file system of fd full: less free for unprivileged users
+ * (f_bavail) than 1 % of its size, at most TASKIO_FULL_MARGIN bytes?  Not
+ * f_bfree for root: ext4 keeps clusters that even root cannot write into
+ * (s_resv_clusters) in it, and root without CAP_SYS_RESOURCE (a container's,
+ * a user namespace's) cannot use the root reserve; the margin covers
+ * delayed allocation, which fails a write with a few blocks still
+ * reported free.  false when it cannot be asked, or has no blocks (tmpfs
+ * without a size, a pipe). */
 static bool taskio_fs_full(int fd)
 {
     struct statvfs st;
-    if (fstatvfs(fd, &st) < 0 || st.f_blocks == 0) /* no blocks: not a disk (a pipe) */
+    if (fstatvfs(fd, &st) < 0 || st.f_blocks == 0)
         return false;
-    return (geteuid() == 0 ? st.f_bfree : st.f_bavail) == 0;
+    double margin = (double)st.f_blocks * (double)st.f_frsize / 100.0;
+    if (margin > TASKIO_FULL_MARGIN)
+        margin = TASKIO_FULL_MARGIN;
+    return (double)st.f_bavail * (double)st.f_frsize < margin || st.f_bavail == 0;
 }
 
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
@@ -151,7 +162,8 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
     int out_fd = b->task_out >= 0 ? b->task_out : b->out_fd;
     off_t out_size = taskio_size(out_fd);
     off_t err_size = b->task_out >= 0 ? 0 : taskio_size(b->err_fd);
-    bool cut = b->task_out < 0 && (out_size > 0 || err_size > 0) && taskio_fs_full(b->out_fd);
+    /* also when nothing was kept: every write may have failed */
+    bool cut = b->task_out < 0 && taskio_fs_full(b->out_fd);
     if (cut && status == 0)
         r.status = TASK_IO_FAILED_STATUS;
     size_t nl = taskio_needs_newline(out_fd, out_size) ? 1 : 0;

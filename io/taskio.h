@@ -91,15 +91,16 @@ struct taskio_block {
  * that file.  *out_len and *err_len get what the capture files held (-1:
  * not measured), for taskio_capture_reset().  0, or -1 with errno when
  * the output or the record could not be written (output was lost: the
- * caller fails the task and the run), or TASKIO_CAPTURE_FULL when the task
- * wrote output and the file system of its capture files ($TMPDIR) had no
- * block left after it (fstatvfs: f_bavail, or f_bfree for root): its
- * writes may have failed there, and a task that ignores such errors (many
- * do) would otherwise be recorded done with its output cut short.  The
- * block is written all the same (what was kept), its record with status
- * TASK_IO_FAILED_STATUS when `status` is 0, and the caller fails the
- * task (not the run: space may come back for its next try).  One
- * fstatvfs per task that wrote anything. */
+ * caller fails the task and the run), or TASKIO_CAPTURE_FULL when the file
+ * system of its capture files ($TMPDIR) was full when it ended (fstatvfs:
+ * less available to unprivileged users than 1 % of its size, at most
+ * 1 MiB): its writes may have failed there (all of them, when it kept
+ * nothing), and a task that ignores such errors (many do) would otherwise
+ * be recorded done with its output cut short or lost.  The block is
+ * written all the same (what was kept), its record with status
+ * TASK_IO_FAILED_STATUS when `status` is 0, and the caller fails the task
+ * (not the run: space may come back for its next try).  One fstatvfs per
+ * task. */
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
                        off_t *err_len);
 

@@ -373,26 +373,42 @@ CUT_DAG = """TASK big /bin/sh -c "head -c 200000 /dev/zero | tr '\\\\0' x; exit 
 TASK small /bin/sh -c "head -c 10000 /dev/zero | tr '\\\\0' y; echo"
 EDGE small big
 """
+CUT_HELD_DAG = """TASK big -p 10 /bin/sh -c "head -c 200000 /dev/zero | tr '\\\\0' x; exit 0"
+TASK b2 /bin/echo b2
+TASK b3 /bin/echo b3
+"""
+
+
+def run_in_small_tmpdir(c, args, tag, fill=False):
+    """pmc-hybrid with a 64 KiB tmpfs as $TMPDIR, in a mount namespace of
+    its own (unshare), filled before the run when asked."""
+    tmp = c.path("tmpfs-" + tag)
+    os.mkdir(tmp)
+    script = ('mount -t tmpfs -o size=64k none "$0" && %sTMPDIR="$0" exec "$@"'
+              % ('{ dd if=/dev/zero of="$0/fill" bs=4k 2>/dev/null; true; } && ' if fill else ""))
+    wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, tmp]
+    return Run(c.work, args, wrap=wrap, tag=tag)
 
 
 def case_capture_full(c):
     """$TMPDIR, where a task's output waits until the task ends, is full (a
-    64 KiB tmpfs in a mount namespace of the run's own: unshare): a task
-    that writes 200 KB to stdout and ignores the failed writes (exit 0)
-    fails with status 256 and 'its output may be cut short', and is not
-    DONE, while its parent (10 KB, run first: two at once could fill the
-    tmpfs together) succeeds; a rerun with room runs it to success.  With
-    and without a launcher pool."""
-    tmp = c.path("tmpfs")
-    os.mkdir(tmp)
-    script = 'mount -t tmpfs -o size=64k none "$0" && TMPDIR="$0" exec "$@"'
-    wrap = ["unshare", "--user", "--map-root-user", "--mount", "sh", "-c", script, tmp]
+    64 KiB tmpfs, run_in_small_tmpdir()).  With and without a launcher pool:
+    - a task that writes 200 KB to stdout and ignores the failed writes
+      (exit 0) fails with status 256 and 'its output may be cut short',
+      and is not DONE, while its parent (10 KB, run first: two at once
+      could fill the tmpfs together) succeeds; a rerun with room runs it
+      to success;
+    - in a $TMPDIR full from the start, a task whose every write failed
+      (nothing kept) fails the same way;
+    - with -m 1 on one CPU, that failure holds the node like any other:
+      the two other tasks never start (with a pool, the reaper would
+      have started a staged one before the block showed the failure)."""
     for threads in ("0", "2"):
         dag = c.path("cut%s.dag" % threads)
         with open(dag, "w") as f:
             f.write(CUT_DAG)
         args = ["--no-progress", "--host-cpus", "2", "--launch-threads", threads]
-        r = Run(c.work, args + [dag], wrap=wrap, tag="cut" + threads)
+        r = run_in_small_tmpdir(c, args + [dag], "cut" + threads)
         c.check_run(r, (1,), r"Task big failed: its output may be cut short: the file system "
                              r"of its capture files")
         statuses = dict(re.findall(r"\[cluster-task name=(\w+), .*?status=(\d+),", r.stdout))
@@ -406,6 +422,26 @@ def case_capture_full(c):
         c.check_run(again, (0,), what="rerun")
         if not re.search(r"\[cluster-task name=big, .*status=0,", again.stdout):
             c.fail("--launch-threads %s: the rerun's big did not succeed" % threads)
+
+        full = c.path("full%s.dag" % threads)
+        with open(full, "w") as f:
+            f.write('TASK report /bin/sh -c "echo result=42; echo done >&2; exit 0"\n')
+        r = run_in_small_tmpdir(c, args + [full], "full" + threads, fill=True)
+        c.check_run(r, (1,), r"Task report failed: its output may be cut short", what="full")
+        if relutil.Rescue(full + ".rescue").done_set:
+            c.fail("--launch-threads %s: a task whose output was all lost is DONE" % threads)
+
+        held = c.path("held%s.dag" % threads)
+        with open(held, "w") as f:
+            f.write(CUT_HELD_DAG)
+        r = run_in_small_tmpdir(c, ["--no-progress", "--host-cpus", "1", "-m", "1",
+                                    "--launch-threads", "1" if threads == "2" else "0", held],
+                                "held" + threads)
+        c.check_run(r, (1,), r"Max failures reached", what="-m 1")
+        ran = sorted(re.findall(r"\[cluster-task name=(\w+),", r.stdout))
+        if ran != ["big"]:
+            c.fail("-m 1 (--launch-threads %s): ran %s, expected big only"
+                   % ("1" if threads == "2" else "0", ran))
 
 
 GRACE_LEADER = """trap 'sleep 0.2; exit 143' TERM
