@@ -133,15 +133,36 @@ int taskio_file_append(struct taskio_file *f, int src_fd, off_t len, const char 
     return taskio_file_write_at(f, taskio_file_reserve(f, n), src_fd, len, trailer, trailer_len);
 }
 
-/* Is the file system of fd full: less free for unprivileged users
- * (f_bavail) than 1 % of its size, at most TASKIO_FULL_MARGIN bytes?  Not
- * f_bfree for root: ext4 keeps clusters that even root cannot write into
- * (s_resv_clusters) in it, and root without CAP_SYS_RESOURCE (a container's,
- * a user namespace's) cannot use the root reserve; the margin covers
- * delayed allocation, which fails a write with a few blocks still
- * reported free.  false when it cannot be asked, or has no blocks (tmpfs
- * without a size, a pipe). */
-static bool taskio_fs_full(int fd)
+/* Can `len` more bytes still be allocated in the file system of fd, a
+ * file of `size` bytes that nobody writes any more?  Probed at its end with
+ * our credentials, which are the task's, then the file is cut back to
+ * `size`.  1 yes, 0 no (ENOSPC, EDQUOT), -1 cannot tell (a file system
+ * without fallocate). */
+static int taskio_can_allocate(int fd, off_t size, off_t len)
+{
+    if (fallocate(fd, 0, size, len) == 0) {
+        if (ftruncate(fd, size) < 0) {
+            /* zeros stay past `size`: no block copies them, and the
+             * capture file's reset removes them */
+        }
+        return 1;
+    }
+    return errno == ENOSPC || errno == EDQUOT ? 0 : -1;
+}
+
+/* Is the file system of capture file fd (`size` bytes) full for the task
+ * that wrote it?  Free space is read first (fstatvfs); only when what
+ * unprivileged users may take (f_bavail) is under a margin (1 % of the
+ * file system, at most TASKIO_FULL_MARGIN bytes) is room for one more
+ * write allocated as a probe (taskio_can_allocate(): a page, or a block if
+ * larger: a task's write that failed left less than that, since the kernel
+ * writes what fits, a page at a time, before it fails one; on ext4 with
+ * 1 KiB blocks a 1-block probe still succeeded there), which counts what
+ * these credentials may use: root may use ext4's root reserve, which
+ * f_bavail leaves out, and a nearly full file system may still take
+ * writes.  Without fallocate, f_bavail == 0 decides.  false when it
+ * cannot be asked, or has no blocks (tmpfs without a size, a pipe). */
+static bool taskio_fs_full(int fd, off_t size)
 {
     struct statvfs st;
     if (fstatvfs(fd, &st) < 0 || st.f_blocks == 0)
@@ -149,7 +170,14 @@ static bool taskio_fs_full(int fd)
     double margin = (double)st.f_blocks * (double)st.f_frsize / 100.0;
     if (margin > TASKIO_FULL_MARGIN)
         margin = TASKIO_FULL_MARGIN;
-    return (double)st.f_bavail * (double)st.f_frsize < margin || st.f_bavail == 0;
+    if (st.f_bavail > 0 && (double)st.f_bavail * (double)st.f_frsize >= margin)
+        return false;
+    long page = sysconf(_SC_PAGESIZE);
+    off_t probe = page > 0 ? page : 4096;
+    if ((off_t)st.f_frsize > probe)
+        probe = (off_t)st.f_frsize;
+    int can = taskio_can_allocate(fd, size, probe);
+    return can == 0 || (can < 0 && st.f_bavail == 0);
 }
 
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
@@ -163,7 +191,7 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
     off_t out_size = taskio_size(out_fd);
     off_t err_size = b->task_out >= 0 ? 0 : taskio_size(b->err_fd);
     /* also when nothing was kept: every write may have failed */
-    bool cut = b->task_out < 0 && taskio_fs_full(b->out_fd);
+    bool cut = b->task_out < 0 && out_size >= 0 && taskio_fs_full(b->out_fd, out_size);
     if (cut && status == 0)
         r.status = TASK_IO_FAILED_STATUS;
     size_t nl = taskio_needs_newline(out_fd, out_size) ? 1 : 0;

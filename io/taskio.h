@@ -92,15 +92,19 @@ struct taskio_block {
  * not measured), for taskio_capture_reset().  0, or -1 with errno when
  * the output or the record could not be written (output was lost: the
  * caller fails the task and the run), or TASKIO_CAPTURE_FULL when the file
- * system of its capture files ($TMPDIR) was full when it ended (fstatvfs:
- * less available to unprivileged users than 1 % of its size, at most
- * 1 MiB): its writes may have failed there (all of them, when it kept
+ * system of its capture files ($TMPDIR) was full for the task when it
+ * ended: its writes may have failed there (all of them, when it kept
  * nothing), and a task that ignores such errors (many do) would otherwise
- * be recorded done with its output cut short or lost.  The block is
- * written all the same (what was kept), its record with status
- * TASK_IO_FAILED_STATUS when `status` is 0, and the caller fails the task
- * (not the run: space may come back for its next try).  One fstatvfs per
- * task. */
+ * be recorded done with its output cut short or lost.  Full: fstatvfs
+ * shows less available to unprivileged users than 1 % of the file system
+ * (at most 1 MiB), and a fallocate() of a page (or a block, if larger)
+ * at the capture file's end, with the task's credentials, fails with
+ * ENOSPC or EDQUOT (or, without
+ * fallocate, nothing is available).  The block is written all the same
+ * (what was kept), its record with status TASK_IO_FAILED_STATUS when
+ * `status` is 0, and the caller fails the task (not the run: space may
+ * come back for its next try).  One fstatvfs per task; the probe only on
+ * a nearly full file system. */
 int taskio_write_block(const struct taskio_block *b, int status, double duration, off_t *out_len,
                        off_t *err_len);
 
