@@ -350,7 +350,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     if (hand)
         launcher_start_staged(l, k);
     launcher_write(j);
-    launcher_count_hold(l, j); /* a forward that failed */
+    launcher_count_hold(l, j); /* its forwards or its output failed it */
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }
 
