@@ -1,8 +1,10 @@
 /* watchdog.c - the process that kills a dead agent's tasks; see watchdog.h.
  *
  * The child of fork() in a threaded process may only make async-signal-safe
- * calls (POSIX fork(2)): it receives, kills, reads and writes files and
- * exits, and formats its messages by hand (its copy buffer is static).
+ * calls (POSIX fork(2)): it receives, kills, copies files with
+ * taskio_file_append() (copy_file_range, else pread and pwrite through a
+ * stack buffer: no allocation, no lock) and exits, and formats its
+ * messages by hand.
  */
 #include "engine/watchdog.h"
 
@@ -15,15 +17,14 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/digits.h"
+#include "io/taskio.h"
 
 #define WATCHDOG_FDS (2 * (WATCHDOG_SLOTS + 1)) /* out, err per slot, then the rank's */
-#define WATCHDOG_COPY 65536                     /* bytes one read of a capture file takes */
 
 struct watchdog {
     pid_t pid;
@@ -93,55 +94,32 @@ static void watchdog_receive(int sock, int *fds)
     }
 }
 
-/* Append len bytes of text to dst at *at. */
-static void watchdog_put(int dst, off_t *at, const char *text, size_t len)
-{
-    while (len > 0) {
-        ssize_t w = pwrite(dst, text, len, *at);
-        if (w <= 0 && errno != EINTR)
-            return;
-        if (w > 0) {
-            text += w;
-            len -= (size_t)w;
-            *at += w;
-        }
-    }
-}
-
 /* Append capture file src (its whole content; nothing when empty and not
- * `always`) to dst at its end, then the note naming the cut task. */
-static void watchdog_save(int src, int dst, const char *name, int rank, bool always)
+ * `always`) to the rank's file dst, then the note naming the cut task:
+ * one block (taskio_file_append(): a kernel copy, no allocation). */
+static void watchdog_save(int src, struct taskio_file *dst, const char *name, int rank, bool always)
 {
-    static char buf[WATCHDOG_COPY];
-    struct stat in, out;
-    if (src < 0 || dst < 0 || fstat(src, &in) < 0 || fstat(dst, &out) < 0 ||
-        (in.st_size == 0 && !always))
+    off_t len = src >= 0 ? taskio_size(src) : -1;
+    if (len < 0 || dst->fd < 0 || (len == 0 && !always))
         return;
-    off_t at = out.st_size, from = 0;
-    char last = '\n';
-    ssize_t r = 1;
-    while (from < in.st_size && r > 0) {
-        r = pread(src, buf, sizeof buf, from);
-        if (r < 0 && errno == EINTR) {
-            r = 1;
-            continue;
-        }
-        if (r > 0) {
-            watchdog_put(dst, &at, buf, (size_t)r);
-            from += r;
-            last = buf[r - 1];
-        }
-    }
     char note[WATCHDOG_NAME_MAX + 160];
-    size_t n = 0;
-    if (last != '\n')
-        note[n++] = '\n';
+    size_t n = taskio_needs_newline(src, len) ? 1 : 0;
+    note[0] = '\n';
     n = watchdog_text(note, sizeof note, n, "pmc-hybrid: task ");
     n = watchdog_text(note, sizeof note, n, name);
     n += watchdog_format(note + n, sizeof note - n, " cut short: the node agent of rank ", rank,
                          " ended while it ran; its output so far is above (");
-    n += watchdog_format(note + n, sizeof note - n, "", (long)in.st_size, " bytes)\n");
-    watchdog_put(dst, &at, note, n);
+    n += watchdog_format(note + n, sizeof note - n, "", (long)len, " bytes)\n");
+    (void)taskio_file_append(dst, src, len, note, n);
+}
+
+/* The rank's file lent at fds[k] (+ 1: 0 is none), to append at its end. */
+static struct taskio_file watchdog_rank_file(const int *fds, int k)
+{
+    struct taskio_file f = {.fd = fds[k] - 1, .end = 0, .path = NULL};
+    if (f.fd >= 0 && (f.end = taskio_size(f.fd)) < 0)
+        f.fd = -1;
+    return f;
 }
 
 /* The watchdog process: take the lent descriptors until end-of-file, kill
@@ -186,13 +164,14 @@ static _Noreturn void watchdog_main(int sock, int agent_end, volatile pid_t *tab
         ssize_t w = write(2, msg, n);
         (void)w;
     }
-    const int *files = &fds[2 * (size_t)WATCHDOG_OUTPUTS];
+    struct taskio_file out = watchdog_rank_file(fds, 2 * WATCHDOG_OUTPUTS);
+    struct taskio_file err = watchdog_rank_file(fds, 2 * WATCHDOG_OUTPUTS + 1);
     for (uint32_t i = 0; killed > 0 && i < WATCHDOG_SLOTS; i++) {
         if (table[i] <= 0)
             continue;
         names[i][WATCHDOG_NAME_MAX - 1] = '\0';
-        watchdog_save(fds[2 * i] - 1, files[0] - 1, names[i], rank, false);
-        watchdog_save(fds[2 * i + 1] - 1, files[1] - 1, names[i], rank, true);
+        watchdog_save(fds[2 * i] - 1, &out, names[i], rank, false);
+        watchdog_save(fds[2 * i + 1] - 1, &err, names[i], rank, true);
     }
     _exit(0);
 }
