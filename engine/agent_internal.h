@@ -55,10 +55,11 @@ struct slot {
     uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
     uint32_t time_limit_ms; /* 0 = none */
     bool timed_out;         /* its limit passed: SIGTERM sent */
-    int signalled;          /* the last signal its group got (0: none; SIGTERM: in its grace) */
-    /* a SIGKILL the pool could not send (its reaper had the task): sent
+    /* the last signal sent to its group (0: none; SIGTERM: in its grace);
+     * for a task the pool reaps, the last one asked of the pool, which
+     * refuses it once its reaper has the task: a refused SIGKILL is sent
      * if the task comes back lingering (agent__linger_begin()) */
-    bool kill_pending;
+    int signalled;
     /* its first process ended in its grace and its group still has
      * members: reaped, not finished (agent_linger.c); linger_status is
      * that process's wait status; linger_pool: the pool's job holds its

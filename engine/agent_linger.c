@@ -34,9 +34,10 @@ void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool)
     s->linger_status = status;
     if (a->lingering++ == 0)
         a->linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
-    /* its grace ended while the pool reaped it (the SIGKILL was refused),
-     * or the abort's did: its group's members still hold the id */
-    if (s->kill_pending || (a->aborting && a->killed_hard))
+    /* its grace ended while the pool reaped it (the pool refused the
+     * SIGKILL: a SIGKILL it sent ends a task without lingering), or the
+     * abort's did: its group's members still hold the id */
+    if (s->signalled == SIGKILL || (a->aborting && a->killed_hard))
         agent__signal(a, i, SIGKILL);
     log_debug("Task %s: its first process ended in its grace; waiting for the rest of its "
               "process group",

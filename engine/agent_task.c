@@ -221,7 +221,6 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
     s->time_limit_ms = t->time_limit_ms;
     s->timed_out = false;
     s->signalled = 0;
-    s->kill_pending = false;
     s->gpus = t->gpus;
     a->cpus_free -= t->cpus;
     a->memory_free -= t->memory_mb;
@@ -378,9 +377,9 @@ void agent__signal(struct agent *a, uint32_t i, int sig)
     struct slot *s = &a->slots[i];
     if (s->pool_reaps) {
         /* refused once its reaper has it: the task ended, but may come
-         * back lingering, its group in a grace that this SIGKILL ends */
-        if (!launcher_signal(a->launcher, i, sig) && sig == SIGKILL)
-            s->kill_pending = true;
+         * back lingering, its group in a grace that a SIGKILL ends */
+        s->signalled = sig;
+        launcher_signal(a->launcher, i, sig);
     } else if (s->pidfd >= 0 || s->lingers) { /* a lingering group holds its id */
         s->signalled = sig;
         kill(-s->pid, sig);
@@ -631,12 +630,11 @@ void agent__reap(struct agent *a, uint32_t i)
     int status = s->signalled == SIGTERM
                      ? spawn_reap_leader(s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers)
                      : spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
-    double duration = agent_elapsed(&s->t0);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     if (lingers)
         agent__linger_begin(a, i, status, false);
     else
-        agent__task_ended(a, i, status, duration);
+        agent__task_ended(a, i, status, agent_elapsed(&s->t0));
 }
 
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
