@@ -104,11 +104,8 @@ static int agent_batch_result(struct agent *a, const struct msg_result *r)
  * result now. */
 static void agent_hold(struct agent *a, const struct slot *s)
 {
-    if (a->launcher) {
-        if (!s->hold_counted) /* its reaper counted it, or it failed here */
-            launcher_hold(a->launcher);
-        a->holds_counted++;
-    }
+    if (a->launcher && !s->hold_counted) /* its reaper counted it, or it failed here */
+        launcher_hold(a->launcher);
     if (a->holds++ == 0)
         agent__unstage_all(a);
     a->hold_unsent = true;
@@ -399,16 +396,16 @@ static void agent_begin_abort(struct agent *a)
     a->kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
-/* The master answered one held failure (RESUME): when none is left
- * unanswered, starts go on. */
+/* The master answered one held failure (RESUME), which the pool counted
+ * (agent_hold()): when none is left unanswered, starts go on. */
 static void agent_resume(struct agent *a)
 {
-    if (a->holds == 0 || --a->holds > 0)
+    if (a->holds == 0)
         return;
     if (a->launcher)
-        launcher_release(a->launcher, a->holds_counted);
-    a->holds_counted = 0;
-    agent_pump(a);
+        launcher_release(a->launcher);
+    if (--a->holds == 0)
+        agent_pump(a);
 }
 
 /* Handle one message; returns true when the mail was kept (TASKS). */

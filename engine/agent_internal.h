@@ -143,9 +143,6 @@ struct agent {
      * the results go at once */
     uint32_t holds;
     bool hold_unsent;
-    /* holds counted in the launcher pool's since the last release
-     * (launcher_hold(): no reaper starts a staged job meanwhile) */
-    uint32_t holds_counted;
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS

@@ -289,16 +289,18 @@ static void launcher_count_hold(struct launcher *l, struct launch_job *j)
 }
 
 /* Job j's -f/-F data and output block, after its task ended.  A task
- * whose output was lost, or may have been cut short, fails (the agent
- * reports it so: agent_output_status()); its status says so now, for its
- * hold (launcher_count_hold()). */
-static void launcher_write(struct launch_job *j)
+ * whose forwards or output were lost, or whose output may have been cut
+ * short, fails (the agent reports it so: agent_output_status()); its
+ * status says so now, and such a failure holds like any other
+ * (launcher_count_hold()). */
+static void launcher_write(struct launcher *l, struct launch_job *j)
 {
     launcher_forward(j);
     j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
     if (j->output_rc != 0 && j->status == 0)
         j->status = TASK_IO_FAILED_STATUS;
+    launcher_count_hold(l, j);
 }
 
 /* Hand slot i back to the agent, which the push wakes. */
@@ -334,7 +336,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
         return;
     }
     launcher_settle(j);
-    launcher_count_hold(l, j); /* before any staged start, here or on another slot */
+    launcher_count_hold(l, j); /* its exit failed: before any staged start, on any slot */
     /* the CPU is free: the oldest staged job starts on it before this
      * task's output is written and the agent is woken, so that neither
      * delays it (the agent may take k's completion, even its exit, before
@@ -349,8 +351,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
                 mpmc_ring_try_pop(l->staged, &k);
     if (hand)
         launcher_start_staged(l, k);
-    launcher_write(j);
-    launcher_count_hold(l, j); /* its forwards or its output failed it */
+    launcher_write(l, j);
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }
 
@@ -358,8 +359,7 @@ void launcher_finish(struct launcher *l, uint32_t i)
 {
     struct launch_job *j = &l->jobs[i];
     launcher_settle(j);
-    launcher_write(j);
-    launcher_count_hold(l, j);
+    launcher_write(l, j);
     j->lingers = false;
 }
 
@@ -368,9 +368,9 @@ void launcher_hold(struct launcher *l)
     atomic_fetch_add_explicit(&l->holds, 1, memory_order_acq_rel);
 }
 
-void launcher_release(struct launcher *l, uint32_t n)
+void launcher_release(struct launcher *l)
 {
-    atomic_fetch_sub_explicit(&l->holds, n, memory_order_acq_rel);
+    atomic_fetch_sub_explicit(&l->holds, 1, memory_order_acq_rel);
 }
 
 /* Wait for work or exits: spin on the submit ring, then sleep in

@@ -175,7 +175,8 @@ struct launch_job {
      * until the master answers; the agent starts the staged job when it
      * has the result and no hold) */
     bool hold_on_failure;
-    /* out: it failed so (a 0 exit that a forward turned into 256 too): its
+    /* out: it failed so (also a 0 exit its forwards or output turned into
+     * 256): its
      * reaper counted it in the pool's holds (launcher_hold()), which the
      * agent releases when the master answers (launcher_release()); the
      * agent sets false at each launch */
@@ -283,10 +284,9 @@ int launcher_take_exited(struct launcher *l, uint32_t *i);
  * failure it found itself (a launch that could not exec); any thread. */
 void launcher_hold(struct launcher *l);
 
-/* The master answered n held failures (the agent's holds fell to 0):
- * reapers may start staged jobs again when no other hold is counted.
- * Agent thread. */
-void launcher_release(struct launcher *l, uint32_t n);
+/* The master answered one counted held failure (RESUME): reapers may
+ * start staged jobs again once no hold is counted.  Agent thread. */
+void launcher_release(struct launcher *l);
 
 /* Finish slot i's job that came back lingering (launch_job.lingers): its
  * group has ended, or was killed at the end of its grace.  Does what its

@@ -444,7 +444,7 @@ TEST_F(LauncherPool, HeldTaskStartsNoStagedJob)
         EXPECT_EQ(j->handed, 0u);
         EXPECT_TRUE(launcher_take_staged(pool_, &i)) << "the staged job waits";
         if (c.fails)
-            launcher_release(pool_, 1);
+            launcher_release(pool_);
         launcher_job(pool_, 0)->forwards = fwd_task{};
     }
 }
@@ -473,7 +473,7 @@ TEST_F(LauncherPool, HeldFailureStopsOtherSlotsFromStartingStagedJobs)
     ASSERT_TRUE(launcher_take_staged(pool_, &i)) << "the staged job waits";
     ASSERT_EQ(i, 2u);
     // released: the next reaper starts a staged job again
-    launcher_release(pool_, 1);
+    launcher_release(pool_);
     stage(2, {"/bin/true"});
     submit(1, {"/bin/true"}, true);
     ASSERT_TRUE(take(&i));
