@@ -98,9 +98,8 @@ __attribute__((section(".preinit_array"), used)) static const preinit_fn preinit
  * MPI job, rescue log flush included, down with it).  The stop signals:
  * SIGTERM, SIGINT, SIGUSR1, and SIGHUP (a closed terminal) unless it was
  * ignored at start (nohup: then it is ignored again).  Installed after
- * MPI's start, so they replace UCX's SIGHUP handler (UCX_DEBUG_SIGNO: it
- * printed debug information and the run went on with nobody to read
- * it). */
+ * MPI's start, so they replace UCX's SIGHUP handler (UCX_DEBUG_SIGNO,
+ * installed as libucs loads: the run went on past a SIGHUP). */
 static void install_signal_handlers(void)
 {
     struct sigaction sa;
