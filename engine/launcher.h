@@ -58,8 +58,9 @@
  * Staged launches (launcher_stage()): when every CPU of the node is busy
  * and tasks wait, the agent prepares the next one and stages it in a
  * third ring instead of submitting it.  The launcher that reaps any task
- * then pops a staged job and starts it at once, on the CPU the ended task
- * gave up, before it writes the ended task's output and hands its exit
+ * (but one held on failure under -m, or while a held failure is
+ * counted: launcher_hold()) then pops a staged job and starts it at once,
+ * on the CPU the ended task gave up, before it writes the ended task's output and hands its exit
  * back (launch_job.handed tells the agent), so the agent may take the
  * staged job's completion, even its exit, before that exit (2-core AMD
  * VM, --host-cpus 2, 10,000 /bin/true: --threads 1 ran 2,585-2,761
