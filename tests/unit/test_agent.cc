@@ -1,0 +1,270 @@
+// test_agent.cc - the node agent (engine/agent.h) driven through its
+// messages alone, with a fake transport: this file implements
+// engine/comm.h's comm_send() and comm_send_mail() (as bench/sim does), so
+// what the agent sends to the master lands in a queue the test reads, and
+// the test plays the master by pushing mails into the agent's mailbox.
+//
+// Checked: the agent says HELLO with its node's CPUs, memory and GPUs; a
+// task that fits runs and comes back in RESULTS with its wait status, its
+// record in DAG.out.0; a TASKS message with a task larger than the node
+// (more CPUs, more memory, or GPUs a node without any) is refused as a bad
+// message (agent_check_task): the agent logs the task and the node's size,
+// sends ABORT, never starts the task, answers the master's ABORT with BYE,
+// and agent_join() reports the failure.  Without the check such a task
+// would wait in the node's queue for ever, and the run with it.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "engine/agent.h"
+#include "engine/mailbox.h"
+#include "io/log.h"
+#include "io/msg.h"
+#include "testutil.h"
+
+// ---- the fake transport -------------------------------------------------------
+
+// What the agent sent to rank 0, in order.
+struct comm {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::vector<uint8_t>> to_master;
+};
+
+extern "C" int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
+{
+    EXPECT_EQ(dst, 0);
+    EXPECT_EQ(box, COMM_TO_MASTER);
+    std::vector<uint8_t> bytes(b->data, b->data + b->len);
+    msg_free(b); // comm_send() takes b's storage
+    *b = msgbuf{};
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->to_master.push_back(std::move(bytes));
+    c->cv.notify_all();
+    return 0;
+}
+
+extern "C" void comm_send_mail(struct comm *c, struct mail *m)
+{
+    EXPECT_EQ(m->peer, 0);
+    EXPECT_EQ(m->tag, COMM_TO_MASTER);
+    std::vector<uint8_t> bytes(m->data, m->data + m->len);
+    mail_free(m);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->to_master.push_back(std::move(bytes));
+    c->cv.notify_all();
+}
+
+namespace
+{
+
+using namespace std::chrono_literals;
+
+// A message the agent sent, decoded: its kind and its reader.
+struct Sent {
+    std::vector<uint8_t> bytes;
+    msg_reader r{};
+    msg_kind kind() const
+    {
+        return (msg_kind)r.kind;
+    }
+};
+
+class AgentTest : public testutil::TempDirTest
+{
+  protected:
+    AgentTest() : TempDirTest("pmc-agent") {}
+
+    ~AgentTest() override
+    {
+        agent_destroy(agent_);
+        log_set_fd(STDERR_FILENO);
+        if (log_fd_ >= 0)
+            close(log_fd_);
+    }
+
+    // An agent of a node of 2 CPUs, 1000 MB and no GPUs, spawning on its own
+    // thread, started and past its HELLO.
+    void start()
+    {
+        log_fd_ = open(path("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        ASSERT_GE(log_fd_, 0);
+        log_set_fd(log_fd_);
+        dag_ = path("wf.dag");
+        agent_config cfg{};
+        cfg.host_ranks = 1;
+        cfg.pu_shares = 1;
+        cfg.hostname = "node7";
+        cfg.cpus = 2;
+        cfg.memory_mb = 1000;
+        cfg.dag_path = dag_.c_str();
+        cfg.task_dir = dir_.c_str();
+        cfg.kill_grace_ms = 1000;
+        pmc_error err{};
+        agent_ = agent_create(&cfg, &err);
+        ASSERT_NE(agent_, nullptr) << err.text;
+        ASSERT_EQ(agent_start(agent_, &comm_, &err), 0) << err.text;
+        Sent hello = next();
+        ASSERT_EQ(hello.kind(), MSG_HELLO);
+        msg_hello h{};
+        ASSERT_EQ(msg_next_hello(&hello.r, &h, &err), 1) << err.text;
+        EXPECT_EQ(h.cpus, 2u);
+        EXPECT_EQ(h.memory_mb, 1000u);
+        EXPECT_EQ(h.gpus, 0u);
+        EXPECT_STREQ(h.hostname, "node7");
+    }
+
+    // The next message the agent sends to the master (fails the test after
+    // 20 s without one).
+    Sent next()
+    {
+        std::unique_lock<std::mutex> lock(comm_.mu);
+        bool any = comm_.cv.wait_for(lock, 20s, [&] { return !comm_.to_master.empty(); });
+        Sent s;
+        if (!any) {
+            ADD_FAILURE() << "the agent sent nothing in 20 s";
+            return s;
+        }
+        s.bytes = std::move(comm_.to_master.front());
+        comm_.to_master.pop_front();
+        pmc_error err{};
+        EXPECT_EQ(msg_open(&s.r, s.bytes.data(), s.bytes.size(), &err), 0) << err.text;
+        return s;
+    }
+
+    // Send the agent a message from the master: one TASKS of `tasks`, or a
+    // message of `kind` with no body.
+    void send(const std::vector<msg_task> &tasks)
+    {
+        msgbuf b{};
+        ASSERT_EQ(msg_begin(&b, MSG_TASKS), 0);
+        for (const msg_task &t : tasks)
+            ASSERT_EQ(msg_add_task(&b, &t), 0);
+        msg_end(&b);
+        mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
+        ASSERT_NE(m, nullptr);
+        mailbox_push(agent_mailbox(agent_), m);
+    }
+    void send(msg_kind kind)
+    {
+        mail *m = mail_control(0, COMM_TO_AGENT, kind);
+        ASSERT_NE(m, nullptr);
+        mailbox_push(agent_mailbox(agent_), m);
+    }
+
+    // A task needing `cpus` CPUs, argv as sh() makes it (which must outlive
+    // the task).
+    static msg_task task(uint32_t id, const char *name, const std::string &argv, uint32_t cpus)
+    {
+        msg_task t{};
+        t.id = id;
+        t.attempt = 1;
+        t.cpus = cpus;
+        t.name = name;
+        t.pegasus_id = "";
+        t.argc = 3;
+        t.argv = argv.c_str();
+        return t;
+    }
+
+    std::string log() const
+    {
+        return testutil::read_file(path("log"));
+    }
+
+    comm comm_;
+    agent *agent_ = nullptr;
+    std::string dag_;
+    int log_fd_ = -1;
+};
+
+// argv of a task: sh -c SCRIPT, NUL-separated (msg_task.argv).
+std::string sh(const std::string &script)
+{
+    return std::string("/bin/sh\0-c\0", 11) + script;
+}
+
+TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
+{
+    start();
+    std::string exit3 = sh("exit 3");
+    send({task(5, "fits", exit3, 2)});
+    Sent results = next();
+    ASSERT_EQ(results.kind(), MSG_RESULTS);
+    msg_result r{};
+    pmc_error err{};
+    ASSERT_EQ(msg_next_result(&results.r, &r, &err), 1) << err.text;
+    EXPECT_EQ(r.id, 5u);
+    EXPECT_EQ(r.exec_errno, 0);
+    ASSERT_TRUE(WIFEXITED(r.status));
+    EXPECT_EQ(WEXITSTATUS(r.status), 3);
+    send(MSG_SHUTDOWN);
+    EXPECT_EQ(next().kind(), MSG_BYE);
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+    std::string out = testutil::read_file(dag_ + ".out.0");
+    EXPECT_EQ(out.find("[cluster-task name=fits, start="), 0u) << out;
+    EXPECT_NE(out.find(", status=768, app=\"/bin/sh\", hostname=\"node7\", slot=0, cpus=2, "
+                       "memory=0]\n"),
+              std::string::npos)
+        << out;
+}
+
+// A task the node could never start: the agent refuses the message as a
+// bad one (its master is broken), starts nothing of it from that task on,
+// and has the master end the run.
+class AgentRefusesTest : public AgentTest
+{
+  protected:
+    // big's argv: any of sh()'s
+    void refuse(msg_task big, const std::string &asks)
+    {
+        start();
+        std::string marker = path("ran");
+        std::string echo = sh("echo ran > '" + marker + "'");
+        send({big, task(2, "small", echo, 1)});
+        Sent abort = next();
+        EXPECT_EQ(abort.kind(), MSG_ABORT);
+        send(MSG_ABORT);
+        EXPECT_EQ(next().kind(), MSG_BYE);
+        EXPECT_EQ(agent_join(agent_), -1);
+        EXPECT_FALSE(std::filesystem::exists(marker)) << "a task of the refused message ran";
+        EXPECT_EQ(testutil::read_file(dag_ + ".out.0").find("cluster-task"), std::string::npos);
+        std::string text = log();
+        EXPECT_NE(text.find("Bad TASKS message from the master: task big asks " + asks +
+                            " of a node of 2, 1000 MB and 0"),
+                  std::string::npos)
+            << text;
+    }
+
+    const std::string exit0_ = sh("exit 0");
+};
+
+TEST_F(AgentRefusesTest, ATaskWithMoreCPUsThanTheNode)
+{
+    refuse(task(1, "big", exit0_, 3), "3 CPUs, 0 MB and 0 GPUs");
+}
+
+TEST_F(AgentRefusesTest, ATaskWithMoreMemoryThanTheNode)
+{
+    msg_task big = task(1, "big", exit0_, 1);
+    big.memory_mb = 1001;
+    refuse(big, "1 CPUs, 1001 MB and 0 GPUs");
+}
+
+TEST_F(AgentRefusesTest, ATaskWithGPUsOnANodeWithoutAny)
+{
+    msg_task big = task(1, "big", exit0_, 1);
+    big.gpus = 1;
+    refuse(big, "1 CPUs, 0 MB and 1 GPUs");
+}
+
+} // namespace
