@@ -402,10 +402,14 @@ static bool master_finished(const struct master *m)
 }
 
 /* Until the next stop condition (wall time, the batch job's end), at most
- * IDLE_WAIT_US. */
+ * IDLE_WAIT_US.  Once the run is stopping they are behind it: a stop time
+ * that has passed would otherwise give 0, a busy loop for as long as the
+ * stopped tasks take to end (their kill grace). */
 static long master_wait_us(const struct master *m)
 {
     double now = pmc_mono_s(), left = IDLE_WAIT_US / 1e6;
+    if (m->aborting)
+        return IDLE_WAIT_US;
     if (m->cfg.max_wall_time > 0 && m->wall_start + m->cfg.max_wall_time - now < left)
         left = m->wall_start + m->cfg.max_wall_time - now;
     if (m->stop_mono > 0 && m->stop_mono - now < left)

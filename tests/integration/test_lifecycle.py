@@ -39,6 +39,12 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
   * signals: the same run, SIGTERM / SIGINT / SIGUSR1 / SIGHUP sent to
     pmc-hybrid (1 rank) once every task has started: same expectations,
     the end within 30 s of the signal.
+  * stop_waits_for_tasks_without_spinning: --max-wall-time 0.02 (1.2 s),
+    and the batch job's end (SLURM_JOB_END_TIME 181 s ahead, --drain-margin
+    180), stop a task that ignores SIGTERM; pmc-hybrid waits the 4 s kill
+    grace for it, exit 1, using at most 1 s of CPU over the run (its
+    threads and the task, from wait4): a master that polled without
+    sleeping once the stop time had passed used a core until the end.
   * sighup_under_nohup: started by nohup, SIGHUP does not stop the run
     (exit 0, no "Caught signal").
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
@@ -413,6 +419,48 @@ class Lifecycle(pmcrun.TestCase):
                     problems.append("the run ended after %.1fs, before its 3 s wall time"
                                     % res.elapsed)
                 self.check(problems, res, case)
+                kill_sleeps(dur)
+
+    def test_stop_waits_for_tasks_without_spinning(self):
+        for i, (case, opts, env) in enumerate((
+                ("--max-wall-time 0.02", ["--max-wall-time", "0.02"], None),
+                ("the batch job's end", ["--drain-margin", "180"], 181))):
+            with self.subTest(case=case):
+                if env is not None:  # the job's end, env s from now
+                    env = {"SLURM_JOB_END_TIME": str(int(time.time()) + env)}
+                dur = unique_sleep(30 + i)
+                self.addCleanup(kill_sleeps, dur)
+                dag_path = self.write("deaf%d.dag" % i, "TASK deaf /bin/sh -c 'trap \"\" TERM; sleep %s'\n"
+                                      % dur)
+                proc = self.launch(opts + ["--host-cpus", "1", "--kill-grace", "4", dag_path], env=env,
+                                   tag="deaf%d" % i)
+                # wait4: the rusage of pmc-hybrid's threads and of the task
+                # it reaped (sh and sleep, ~0 CPU)
+                deadline, status, usage = time.monotonic() + 60, None, None
+                while status is None and time.monotonic() < deadline:
+                    pid, st, ru = os.wait4(proc.pid, os.WNOHANG)
+                    if pid == proc.pid:
+                        status, usage = st, ru
+                    else:
+                        time.sleep(0.05)
+                if status is None:
+                    self.fail("%s: the run did not end within 60 s" % case)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                elapsed = time.monotonic() - proc.t0
+                cpu = usage.ru_utime + usage.ru_stime
+                problems = []
+                if elapsed < 3.9:
+                    problems.append("ended after %.1f s, before the task's 4 s kill grace"
+                                    % elapsed)
+                if proc.returncode != 1:
+                    problems.append("exit status %s, expected 1" % proc.returncode)
+                # the stop (1.2 s) and the grace (4 s): a master that polls
+                # without sleeping takes a whole core for those 4 s
+                if cpu > 1.0:
+                    problems.append("pmc-hybrid used %.2f s of CPU in a %.1f s run that only "
+                                    "waited for a task" % (cpu, elapsed))
+                with open(self.path("deaf%d.stderr" % i)) as f:
+                    self.assertEqual(problems, [], "%s; stderr:\n%s" % (case, f.read()))
                 kill_sleeps(dur)
 
     def signal_case(self, sig, ranks, case_no):
