@@ -7,6 +7,7 @@
 #include "engine/forward.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "engine/spawn.h"
 #include "io/dag.h"
 #include "io/grow.h"
+#include "io/log.h"
 
 static int fwd_add(struct fwd_task *f, uint32_t kind, const char *src)
 {
@@ -139,10 +141,19 @@ void fwd_close_pipe(struct fwd_task *f, uint32_t k)
 }
 
 /* Read a -F source: a regular file (no symlink followed) of at most
- * FWD_FILE_MAX bytes, then delete it. */
-static int fwd_read_file(struct fwd_entry *e, const char *task_name, struct pmc_error *err)
+ * FWD_FILE_MAX bytes, then delete it.  A file the task never wrote is no
+ * error and forwards nothing (*missing; PMC's worker: "we assume that the
+ * user wants to have some tasks exit successfully without producing any
+ * output data"). */
+static int fwd_read_file(struct fwd_entry *e, const char *task_name, bool *missing,
+                         struct pmc_error *err)
 {
+    *missing = false;
     int fd = open(e->src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        *missing = true;
+        return 0;
+    }
     if (fd < 0)
         return errno == ELOOP ? pmc_errorf(err, "Task %s: %s is not a file", task_name, e->src)
                               : pmc_errorf(err, "Task %s: %s: %m", task_name, e->src);
@@ -168,6 +179,19 @@ static int fwd_read_file(struct fwd_entry *e, const char *task_name, struct pmc_
     return rc;
 }
 
+/* Delete every -F source left (a failed task's, or those after one that
+ * could not be forwarded): PMC's worker deletes them "regardless of what
+ * happens" (PMC manual, I/O forwarding caveats: the file is removed when
+ * the task exits).  What cannot be deleted is logged at debug level, as
+ * PMC does. */
+static void fwd_delete_files(const struct fwd_task *f, const char *task_name)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].kind == DAG_FORWARD_FILE && unlink(f->e[i].src) < 0 && errno != ENOENT)
+            log_debug("Task %s: cannot delete the forwarded file %s: %s", task_name, f->e[i].src,
+                      strerror(errno));
+}
+
 int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
                struct pmc_error *err)
 {
@@ -176,19 +200,21 @@ int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msg
             fwd_read_pipe(f, i); /* what is there now; a lingering writer is not waited for */
             fwd_close_pipe(f, i);
         }
-    if (status != 0)
-        return 0; /* data of a failed task is dropped */
-    for (uint32_t i = 0; i < f->n; i++)
+    int rc = 0;
+    for (uint32_t i = 0; i < f->n && status == 0 && rc == 0; i++)
         if (f->e[i].lost)
-            return pmc_errorf(err, "Task %s: forwarding pipe %s: %s", task_name, f->e[i].src,
-                              strerror(f->e[i].lost));
-    for (uint32_t i = 0; i < f->n; i++)
-        if (f->e[i].kind == DAG_FORWARD_FILE && fwd_read_file(&f->e[i], task_name, err) < 0)
-            return -1;
-    for (uint32_t i = 0; i < f->n; i++)
-        if (msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0)
-            return pmc_errorf(err, "Task %s: forwarded data too large", task_name);
-    return 0;
+            rc = pmc_errorf(err, "Task %s: forwarding pipe %s: %s", task_name, f->e[i].src,
+                            strerror(f->e[i].lost));
+    for (uint32_t i = 0; i < f->n && status == 0 && rc == 0; i++) {
+        bool missing = false;
+        if (f->e[i].kind == DAG_FORWARD_FILE)
+            rc = fwd_read_file(&f->e[i], task_name, &missing, err);
+        if (rc == 0 && !missing &&
+            msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0)
+            rc = pmc_errorf(err, "Task %s: forwarded data too large", task_name);
+    }
+    fwd_delete_files(f, task_name); /* data of a failed task is dropped */
+    return rc;
 }
 
 void fwd_reset(struct fwd_task *f)

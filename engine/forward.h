@@ -93,14 +93,15 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most);
 void fwd_close_pipe(struct fwd_task *f, uint32_t k);
 
 /* After the task exited with status (its pipes already out of any epoll
- * set): drain and close the pipes; if status
- * is 0, read and delete the -F files and pack every forward's data into
- * pack (msg_pack_fwd_data blocks; pack->count blocks).  Returns 0, or -1
- * with err "Task NAME: PATH is not a file" (or another reason) when a -F
- * file cannot be forwarded, or "Task NAME: forwarding pipe VAR: REASON"
- * when a pipe's data may be lost (e[k].lost): the task then counts as
- * failed (the engine gives it status 256), never as a success whose
- * output is missing. */
+ * set): drain and close the pipes; if status is 0, read the -F files and
+ * pack every forward's data into pack (msg_pack_fwd_data blocks; one per
+ * forward, none for a -F file the task did not write, as PMC's worker
+ * skips it); then delete every -F file, whatever the status (PMC manual,
+ * I/O forwarding caveats).  Returns 0, or -1 with err "Task NAME: PATH is
+ * not a file" (or another reason) when a -F file cannot be forwarded, or
+ * "Task NAME: forwarding pipe VAR: REASON" when a pipe's data may be lost
+ * (e[k].lost): the task then counts as failed (the engine gives it status
+ * 256), never as a success whose output is missing. */
 int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
                struct pmc_error *err);
 

@@ -640,6 +640,58 @@ TEST(Forward, AFailedPipeReadFailsATaskThatSucceeded)
     msg_free(&pack);
 }
 
+// A failed task's -F files are deleted, their data dropped (PMC manual, I/O
+// forwarding caveats: "the output file is removed when the task exits").
+TEST(Forward, AFailedTasksFilesAreDeleted)
+{
+    TempDir dir("pmc-forward-test");
+    std::string a = dir.file("a", "data a\n"), b = dir.file("b", "data b\n");
+    FileForwards fw({a, b});
+    struct msgbuf pack = {};
+    struct pmc_error err;
+    EXPECT_EQ(fwd_finish(&fw.f, "t0", 1 << 8, &pack, &err), 0);
+    EXPECT_EQ(pack.count, 0u);
+    EXPECT_FALSE(std::filesystem::exists(a));
+    EXPECT_FALSE(std::filesystem::exists(b));
+    msg_free(&pack);
+}
+
+// A -F file the task did not write forwards nothing and fails nothing
+// (PMC's worker skips it); the others are forwarded, each in its own block
+// numbered by its forward, and deleted.
+TEST(Forward, AFileTheTaskDidNotWriteIsSkipped)
+{
+    TempDir dir("pmc-forward-test");
+    std::string b = dir.file("b", "data b\n");
+    FileForwards fw({dir.path("never-written"), b});
+    struct msgbuf pack = {};
+    struct pmc_error err;
+    ASSERT_EQ(fwd_finish(&fw.f, "t0", 0, &pack, &err), 0) << err.text;
+    ASSERT_EQ(pack.count, 1u);
+    auto blocks = pack_blocks(&pack);
+    EXPECT_EQ(blocks, (std::map<uint32_t, std::string>{{1, "data b\n"}}));
+    EXPECT_FALSE(std::filesystem::exists(b));
+    msg_free(&pack);
+}
+
+// One -F source that cannot be forwarded (a directory) fails the task, and
+// the task's other -F files are deleted all the same.
+TEST(Forward, AFileThatCannotBeForwardedFailsTheTaskAndTheOthersAreDeleted)
+{
+    TempDir dir("pmc-forward-test");
+    std::string adir = dir.path("adir");
+    ASSERT_EQ(mkdir(adir.c_str(), 0755), 0);
+    std::string b = dir.file("b", "data b\n");
+    FileForwards fw({adir, b});
+    struct msgbuf pack = {};
+    struct pmc_error err;
+    EXPECT_EQ(fwd_finish(&fw.f, "t0", 0, &pack, &err), -1);
+    EXPECT_EQ(std::string(err.text), "Task t0: " + adir + " is not a file");
+    EXPECT_TRUE(std::filesystem::is_directory(adir)) << "a directory is no file to delete";
+    EXPECT_FALSE(std::filesystem::exists(b));
+    msg_free(&pack);
+}
+
 // What a failed task wrote to its pipes is read while it runs (it would
 // block otherwise) and dropped (PMC manual, I/O forwarding).
 TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
