@@ -108,7 +108,7 @@ static void agent_hold(struct agent *a, const struct slot *s)
         launcher_hold(a->launcher);
     if (a->holds++ == 0)
         agent__unstage_all(a);
-    a->hold_unsent = true;
+    a->send_now = true;
 }
 
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
@@ -175,7 +175,7 @@ static long agent_result_wait_ms(const struct agent *a)
         return -1;
     uint32_t results = agent_results_waiting(a);
     if (results >= RESULT_BATCH || agent_waiting(a) == 0 || a->shutting || a->draining ||
-        a->hold_unsent)
+        a->send_now)
         return 0;
     if (results > 0 && !a->low_water_sent && agent_at_low_water(a))
         return 0; /* the master reopens this node on these results */
@@ -217,7 +217,7 @@ static void agent_flush_results(struct agent *a)
         local_link_notify_master(a->link);
     a->link_results = a->link_starts = 0;
     a->results_release = false;
-    a->hold_unsent = false;
+    a->send_now = false;
     a->low_water_sent |= low;
 }
 
@@ -396,6 +396,31 @@ static void agent_begin_abort(struct agent *a)
     a->kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
+/* RECALL (sched/placement.h, "Recalls"): give back up to the asked
+ * number of queued tasks, from the end of the queue (those this node would
+ * start last), at once.  Staged tasks stay: they hold a launcher slot and
+ * start as soon as a CPU frees.  Nothing to do while draining or aborting:
+ * every queued task goes back then. */
+static void agent_recall(struct agent *a, struct msg_reader *r)
+{
+    uint32_t tasks = 0;
+    struct pmc_error err = {{0}};
+    if (msg_next_recall(r, &tasks, &err) != 1) {
+        log_error("Bad RECALL message from the master: %s", err.text);
+        a->failed = true;
+        return;
+    }
+    struct node_task nt;
+    uint32_t given = 0;
+    while (given < tasks && !a->draining && !a->aborting && nq_pop_back(&a->queue, &nt) == 1) {
+        agent_cancel_task(a, &nt.t);
+        agent__batch_unref(nt.batch);
+        given++;
+    }
+    log_debug("Node agent: the master recalled %u tasks, %u given back", tasks, given);
+    a->send_now |= given > 0;
+}
+
 /* The master answered one held failure (RESUME), which the pool counted
  * (agent_hold()): when none is left unanswered, starts go on. */
 static void agent_resume(struct agent *a)
@@ -434,6 +459,9 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
         break;
     case MSG_RESUME:
         agent_resume(a);
+        break;
+    case MSG_RECALL:
+        agent_recall(a, &r);
         break;
     default:
         log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);

@@ -139,10 +139,11 @@ struct agent {
     bool shutting, aborting, draining, failed, sent_abort;
     /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not answered
      * (RESUME): while > 0 nothing new starts (-m: PMC starts nothing after
-     * the Mth failure); hold_unsent: such a result waits to be sent, so
-     * the results go at once */
+     * the Mth failure) */
     uint32_t holds;
-    bool hold_unsent;
+    /* a result the master waits for (such a failure, or tasks given back at
+     * a RECALL) waits to be sent: the results go at once */
+    bool send_now;
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS

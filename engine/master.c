@@ -444,6 +444,7 @@ bool master_step(struct master *m)
         m->drain_sent = true;
     }
     master__dispatch(m);
+    master__recall(m);
     if (master_finished(m))
         return true;
     monitor_flush(m->monitor);

@@ -59,6 +59,7 @@ struct master_stats {
     uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
     uint64_t result_msgs, results_recv;
     uint64_t tasks_local, results_local; /* handed over in memory (local_link.h) */
+    uint64_t recalls, recalled; /* RECALLs sent; tasks given back unstarted while dispatching */
 };
 
 /* A task that failed for good, for the status and summary JSON. */
@@ -141,6 +142,12 @@ static inline const char *task_name(const struct master *m, uint32_t t)
 /* master_sched.c */
 int master__init_ready(struct master *m);
 void master__dispatch(struct master *m);
+
+/* While dispatching: ask nodes that hold tasks beyond their CPUs to give
+ * some back for CPUs idle elsewhere (RECALL; sched/placement.h,
+ * "Recalls").  A RECALL that cannot be sent only leaves the balance as it
+ * is (a warning). */
+void master__recall(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);
 /* Apply every event the local agent queued on m->link (none without one). */

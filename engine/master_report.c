@@ -115,6 +115,9 @@ static void master_print_stats(const struct master *m, double wall)
              m->st.result_msgs ? (double)m->st.results_recv / m->st.result_msgs : 0.0);
     log_info("Rank 0's own node, no messages: %lu tasks handed over, %lu results taken back",
              (unsigned long)m->st.tasks_local, (unsigned long)m->st.results_local);
+    if (m->st.recalls)
+        log_info("Tasks moved to idle nodes: %lu RECALLs, %lu queued tasks given back",
+                 (unsigned long)m->st.recalls, (unsigned long)m->st.recalled);
 }
 
 static void master_print_summary(const struct master *m, bool failed, double wall)

@@ -181,6 +181,34 @@ void master__dispatch(struct master *m)
     master_send_batches(m);
 }
 
+static int master_recall_cb(void *ctx, int i, uint32_t tasks)
+{
+    struct master *m = ctx;
+    struct node *n = &m->nodes[i];
+    struct msgbuf b = {0};
+    if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, tasks) < 0) {
+        msg_free(&b);
+        return -1;
+    }
+    msg_end(&b);
+    if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &b) < 0) {
+        msg_free(&b);
+        return -1;
+    }
+    m->st.recalls++;
+    log_debug("Recalling up to %u queued tasks from rank %d for idle CPUs elsewhere", tasks,
+              n->rank);
+    return 0;
+}
+
+void master__recall(struct master *m)
+{
+    if (m->stop_dispatch || !m->nodes)
+        return;
+    if (placement_recall(m->place, master_recall_cb, m) < 0)
+        log_warn("Cannot recall tasks from a node (%s): its queue stays there", strerror(errno));
+}
+
 /* ---- results ------------------------------------------------------------ */
 
 static void master_release_children(struct master *m, uint32_t t)
@@ -328,10 +356,12 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     }
     placement_release(m->place, (int)(n - m->nodes), m->dag->cpus[t], m->dag->memory_mb[t],
                       m->dag->gpus[t]);
+    placement_recall_answered(m->place, (int)(n - m->nodes));
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
     m->inflight--;
     if (r->exec_errno == ECANCELED) {
+        m->st.recalled += !m->stop_dispatch;
         master_task_returned(m, t);
         return 0;
     }

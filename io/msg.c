@@ -43,6 +43,7 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
                          * priority */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
 #define STARTED_SIZE 16 /* id, attempt, start: the whole item */
+#define RECALL_SIZE 4   /* tasks: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
 #define FWD_MIN 3       /* a task forward: kind byte and two empty strings */
 
@@ -136,11 +137,12 @@ static const struct kind_info kinds[] = {
     [MSG_DRAIN] = {"DRAIN", 0},
     [MSG_STARTED] = {"STARTED", STARTED_SIZE},
     [MSG_RESUME] = {"RESUME", 0},
+    [MSG_RECALL] = {"RECALL", RECALL_SIZE},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_RESUME;
+    return kind >= MSG_HELLO && kind <= MSG_RECALL;
 }
 
 static const char *kind_name(uint32_t kind)
@@ -295,6 +297,16 @@ int msg_add_started(struct msgbuf *b, const struct msg_started *s)
     return commit(b, STARTED_SIZE);
 }
 
+int msg_add_recall(struct msgbuf *b, uint32_t tasks)
+{
+    assert(b->len >= MSG_HEADER_SIZE && b->data[H_KIND] == MSG_RECALL);
+    uint8_t *p = reserve(b, RECALL_SIZE);
+    if (!p)
+        return -1;
+    put_u32(p, tasks);
+    return commit(b, RECALL_SIZE);
+}
+
 int msg_pack_fwd_data(struct msgbuf *out, uint32_t fwd_index, const void *data, uint32_t len)
 {
     size_t need = sat_add(BLOCK_HEAD, len);
@@ -348,8 +360,8 @@ static int check_count(uint32_t kind, uint32_t count, size_t body, struct pmc_er
         return bad(err, "%s count is 0 but %zu bytes follow the header", name, body);
     if (min_item == 0 && count != 0)
         return bad(err, "%s count is %u, expected 0", name, count);
-    if (kind == MSG_HELLO && count != 1)
-        return bad(err, "HELLO count is %u, expected 1", count);
+    if ((kind == MSG_HELLO || kind == MSG_RECALL) && count != 1)
+        return bad(err, "%s count is %u, expected 1", name, count);
     if (min_item && count > body / min_item)
         return bad(err, "%s count %u cannot fit in the %zu bytes after the header", name, count,
                    body);
@@ -680,6 +692,21 @@ int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_e
     if (decode_started(r, &p, &s, err) < 0 || next_end(r, p, err) < 0)
         return -1;
     *out = s;
+    return 1;
+}
+
+int msg_next_recall(struct msg_reader *r, uint32_t *tasks, struct pmc_error *err)
+{
+    int more = next_begin(r, MSG_RECALL, err);
+    if (more <= 0)
+        return more;
+    const uint8_t *p = r->p;
+    if (left(p, r->end) < RECALL_SIZE) /* msg_open()'s count check rules this out */
+        return item_bad(r, err, "fields run past the end of the message");
+    uint32_t n = get_u32(p);
+    if (next_end(r, p + RECALL_SIZE, err) < 0)
+        return -1;
+    *tasks = n;
     return 1;
 }
 

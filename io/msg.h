@@ -34,6 +34,11 @@
  *   RESUME   (master -> node, count 0): the master took a failure the node
  *            holds for (MSG_TASK_HOLD_ON_FAILURE) and goes on: one RESUME
  *            per such failure, unless a DRAIN or ABORT answers it
+ *   RECALL   (master -> node, count 1): u32 tasks: give back up to `tasks`
+ *            queued tasks unstarted, from the end of the queue (the lowest
+ *            priority, the last come), as DRAIN gives back all of them; the
+ *            master places them again, on nodes with idle CPUs first
+ *            (sched/placement.h, "Recalls")
  *   STARTED  (node -> master): u32 id, u32 attempt, f64 start (seconds since
  *            the Unix epoch when the task's process was started) -- sent only
  *            for tasks whose TASKS item had MSG_TASK_NOTIFY_START; lets the
@@ -43,15 +48,16 @@
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields must be 0;
- * HELLO has count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME count 0 and no body.
+ * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME count 0
+ * and no body.
  *
  * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
  * time_limit_ms.  MSG_VERSION 3: TASKS items carry the task's priority, so
  * that a node starts its queued tasks in priority order (issue 10).  STARTED and
- * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE) came without a bump: messages
- * never outlive a run and every rank of a run is the same executable, so no peer with the older
- * protocol can take part; the version still turns a mixed install into a clear error.  Bump it when
- * an existing item's layout or meaning changes.
+ * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE, and RECALL) came without a bump:
+ * messages never outlive a run and every rank of a run is the same executable, so no peer with the
+ * older protocol can take part; the version still turns a mixed install into a clear error.  Bump
+ * it when an existing item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -81,6 +87,7 @@ enum msg_kind {
     MSG_DRAIN = 7,
     MSG_STARTED = 8,
     MSG_RESUME = 9,
+    MSG_RECALL = 10,
 };
 
 /* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED
@@ -175,6 +182,9 @@ int msg_add_result(struct msgbuf *b, const struct msg_result *r);
 /* A STARTED item is 16 bytes (u32 id, u32 attempt, f64 start in seconds
  * since the Unix epoch, stored bit-exact). */
 int msg_add_started(struct msgbuf *b, const struct msg_started *s);
+/* Append RECALL's one item (b begun as MSG_RECALL): give back up to tasks
+ * queued tasks.  0, or -1 with ENOMEM. */
+int msg_add_recall(struct msgbuf *b, uint32_t tasks);
 
 /* Append one forwarded data block (u32 index, u32 len, bytes) to a packing
  * buffer that becomes msg_result.fwd.  out is a plain byte buffer without a
@@ -221,6 +231,9 @@ int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_err
  * the message); errors read "STARTED item 2: 3 trailing bytes after the last
  * item", "expected a STARTED message, got RESULTS". */
 int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_error *err);
+/* RECALL's item, as msg_next_*(): 1 with *tasks, 0 once read, -1 on a
+ * malformed message. */
+int msg_next_recall(struct msg_reader *r, uint32_t *tasks, struct pmc_error *err);
 
 /* Iterate forwarded data blocks of a decoded result: *pos starts at 0.
  * Returns 1 with the block, 0 at the end, -1 if malformed. */

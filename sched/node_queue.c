@@ -137,6 +137,15 @@ int nq_pop(struct node_queue *q, void *out)
     return 1;
 }
 
+int nq_pop_back(struct node_queue *q, void *out)
+{
+    if (q->len == 0)
+        return 0;
+    memcpy(out, nq_at(q, q->len - 1) + sizeof(struct nq_need), q->item_size);
+    q->len--;
+    return 1;
+}
+
 void nq_free(struct node_queue *q)
 {
     free(q->ring);

@@ -70,6 +70,10 @@ void nq_take_at(struct node_queue *q, size_t pos, void *out);
  * when empty. */
 int nq_pop(struct node_queue *q, void *out);
 
+/* Remove the last task (the lowest priority, the last come: the one this
+ * node would start last), its item into out.  1, or 0 when empty. */
+int nq_pop_back(struct node_queue *q, void *out);
+
 static inline size_t nq_len(const struct node_queue *q)
 {
     return q->len;

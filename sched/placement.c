@@ -17,9 +17,16 @@ struct placement {
     int nnodes, max_nodes;
     int *open_list; /* nopen node indices */
     int nopen;
-    int rr;             /* round-robin start of the next search, a position in open_list */
-    uint64_t room;      /* sum of the open nodes' room, CPUs */
-    uint32_t *deferred; /* scratch for placement_dispatch() */
+    int rr;         /* round-robin start of the next search, a position in open_list */
+    uint64_t room;  /* sum of the open nodes' room, CPUs */
+    int *idle_list; /* nidle indices of the nodes with CPUs free (placement_node.idle) */
+    int nidle;
+    int idle_rr;           /* round-robin start of the next search, a position in idle_list */
+    uint64_t idle_cpus;    /* CPUs free on the idle nodes */
+    uint64_t recall_asked; /* tasks asked back and not answered, all nodes */
+    int nrecallable;       /* nodes queueing beyond their CPUs and not asked */
+    int recall_rr;         /* node index where the next recall search starts */
+    uint32_t *deferred;    /* scratch for placement_dispatch() */
     size_t deferred_cap;
 };
 
@@ -31,7 +38,8 @@ struct placement *placement_create(int max_nodes)
         return NULL;
     p->nodes = calloc(n, sizeof *p->nodes);
     p->open_list = malloc(n * sizeof *p->open_list);
-    if (!p->nodes || !p->open_list) {
+    p->idle_list = malloc(n * sizeof *p->idle_list);
+    if (!p->nodes || !p->open_list || !p->idle_list) {
         placement_destroy(p);
         errno = ENOMEM;
         return NULL;
@@ -45,6 +53,7 @@ void placement_destroy(struct placement *p)
     if (!p)
         return;
     free(p->deferred);
+    free(p->idle_list);
     free(p->open_list);
     free(p->nodes);
     free(p);
@@ -103,12 +112,48 @@ static void open_list_remove(struct placement *p, int i)
     p->nodes[i].open = false;
 }
 
-/* Node i's commitment changed (room_before: its room before the change):
- * keep p->room and the open list true to the hysteresis rule. */
-static void node_changed(struct placement *p, int i, uint32_t room_before)
+static void idle_list_add(struct placement *p, int i)
+{
+    p->nodes[i].idle = true;
+    p->nodes[i].idle_pos = p->nidle;
+    p->idle_list[p->nidle++] = i;
+}
+
+static void idle_list_remove(struct placement *p, int i)
+{
+    int pos = p->nodes[i].idle_pos, last = p->idle_list[--p->nidle];
+    p->idle_list[pos] = last;
+    p->nodes[last].idle_pos = pos;
+    p->nodes[i].idle = false;
+}
+
+/* CPUs node n has free, committing nothing beyond them. */
+static uint32_t node_free_cpus(const struct placement_node *n)
+{
+    return n->committed_cpus < n->cpus ? n->cpus - n->committed_cpus : 0;
+}
+
+/* Tasks queued at node n beyond its CPUs, as the master sees it: CPUs
+ * committed past its own (1 CPU a task). */
+static uint32_t node_excess(const struct placement_node *n)
+{
+    return n->committed_cpus > n->cpus ? n->committed_cpus - n->cpus : 0;
+}
+
+static bool node_recallable(const struct placement_node *n)
+{
+    return node_excess(n) > 0 && n->recall_asked == 0;
+}
+
+/* Node i's commitment changed (room_before: its room before the change,
+ * free_before its free CPUs, recallable_before whether it could be asked
+ * to give tasks back): keep p->room and the open list true to the
+ * hysteresis rule, and the idle list and the recall counts true. */
+static void node_changed(struct placement *p, int i, uint32_t room_before, uint32_t free_before,
+                         bool recallable_before)
 {
     struct placement_node *n = &p->nodes[i];
-    uint32_t room = placement_node_room(n);
+    uint32_t room = placement_node_room(n), free_cpus = node_free_cpus(n);
     if (n->open) {
         p->room = p->room - room_before + room;
         if (room == 0)
@@ -117,6 +162,12 @@ static void node_changed(struct placement *p, int i, uint32_t room_before)
         open_list_add(p, i);
         p->room += room;
     }
+    p->idle_cpus = p->idle_cpus - free_before + free_cpus;
+    if (n->idle && free_cpus == 0)
+        idle_list_remove(p, i);
+    else if (!n->idle && free_cpus > 0)
+        idle_list_add(p, i);
+    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
 }
 
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
@@ -132,7 +183,7 @@ int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, u
         .memory_mb = memory_mb,
         .gpus = gpus,
     };
-    node_changed(p, i, 0);
+    node_changed(p, i, 0, 0, false);
     return i;
 }
 
@@ -147,11 +198,39 @@ int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t m
     return pmc_errorf(err, "No host is capable of running task %s", name);
 }
 
+/* Can node n start a task of cpus/mem/gpus now, on what it has free
+ * (nothing queued ahead of it)? */
+static bool node_has_free(const struct placement_node *n, uint32_t cpus, uint64_t mem,
+                          uint32_t gpus)
+{
+    return n->committed_cpus + cpus <= n->cpus && n->committed_mem + mem <= n->memory_mb &&
+           n->committed_gpus + gpus <= n->gpus;
+}
+
+/* An idle node that can start the task now, looking at most
+ * PLACEMENT_IDLE_SCAN of them from the cursor; -1 when none. */
+static int pick_idle(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
+{
+    int scan = p->nidle < PLACEMENT_IDLE_SCAN ? p->nidle : PLACEMENT_IDLE_SCAN;
+    for (int k = 0; k < scan; k++) {
+        int pos = (p->idle_rr + k) % p->nidle;
+        int i = p->idle_list[pos];
+        if (node_has_free(&p->nodes[i], cpus, memory_mb, gpus)) {
+            p->idle_rr = pos + 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
 int placement_pick(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
 {
+    int i = p->nidle > 0 ? pick_idle(p, cpus, memory_mb, gpus) : -1;
+    if (i >= 0)
+        return i;
     for (int k = 0; k < p->nopen; k++) {
         int pos = (p->rr + k) % p->nopen;
-        int i = p->open_list[pos];
+        i = p->open_list[pos];
         if (node_has_room(&p->nodes[i], cpus, memory_mb, gpus)) {
             p->rr = pos + 1;
             return i;
@@ -163,23 +242,65 @@ int placement_pick(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint3
 void placement_commit(struct placement *p, int i, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
 {
     struct placement_node *n = &p->nodes[i];
-    uint32_t room_before = placement_node_room(n);
+    uint32_t room_before = placement_node_room(n), free_before = node_free_cpus(n);
+    bool recallable_before = node_recallable(n);
     n->committed_cpus += cpus;
     n->committed_mem += memory_mb;
     n->committed_gpus += gpus;
     n->tasks++;
-    node_changed(p, i, room_before);
+    node_changed(p, i, room_before, free_before, recallable_before);
 }
 
 void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
 {
     struct placement_node *n = &p->nodes[i];
-    uint32_t room_before = placement_node_room(n);
+    uint32_t room_before = placement_node_room(n), free_before = node_free_cpus(n);
+    bool recallable_before = node_recallable(n);
     n->committed_cpus -= cpus;
     n->committed_mem -= memory_mb;
     n->committed_gpus -= gpus;
     n->tasks--;
-    node_changed(p, i, room_before);
+    node_changed(p, i, room_before, free_before, recallable_before);
+}
+
+/* ---- recalls -------------------------------------------------------------- */
+
+uint64_t placement_idle_cpus(const struct placement *p)
+{
+    return p->idle_cpus;
+}
+
+int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
+{
+    if (p->nrecallable == 0 || p->idle_cpus <= p->recall_asked)
+        return 0;
+    uint64_t want = p->idle_cpus - p->recall_asked;
+    int start = p->recall_rr;
+    for (int k = 0; k < p->nnodes && want > 0 && p->nrecallable > 0; k++) {
+        int i = (start + k) % p->nnodes;
+        struct placement_node *n = &p->nodes[i];
+        if (!node_recallable(n))
+            continue;
+        uint32_t tasks = node_excess(n) < want ? node_excess(n) : (uint32_t)want;
+        if (ask(ctx, i, tasks) < 0)
+            return -1;
+        n->recall_asked = tasks;
+        p->recall_asked += tasks;
+        p->nrecallable--;
+        want -= tasks;
+        p->recall_rr = i + 1;
+    }
+    return 0;
+}
+
+void placement_recall_answered(struct placement *p, int i)
+{
+    struct placement_node *n = &p->nodes[i];
+    if (n->recall_asked == 0)
+        return;
+    p->recall_asked -= n->recall_asked;
+    n->recall_asked = 0;
+    p->nrecallable += node_recallable(n);
 }
 
 /* ---- the dispatch round ------------------------------------------------- */

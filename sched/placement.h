@@ -27,19 +27,30 @@
  *   - placement_room() == the sum of the open nodes' room.
  * A node with 0 CPUs never opens.
  *
- * Placement: the first open node with room for the task, in round-robin
- * order from just after the node last chosen, so equal nodes take equal
- * shares.  Dispatch order (PMC manual, task option -p): larger priority
- * first, first-in first-out among equal priorities (the ready queue's
- * order; the manual says nothing of ties, FIFO keeps the DAG's order for
- * tasks ready at once).  Deferral (PMC manual, -p: "if a task cannot be
- * matched to an available slot ... but a lower-priority task can, then the
- * task will be deferred and the lower priority task will be executed"): a
- * task that fits no open node now keeps its place at the front of its
- * priority while the tasks behind it, of its priority and lower, are
- * placed.  A task that fits no node at all (placement_check_capable()) is
- * PMC's "No host is capable" error (manual, RESOURCE-BASED SCHEDULING:
- * the workflow is aborted); the master checks every task before the run.
+ * Placement: a node that can start the task now (CPUs, memory and GPUs
+ * free, nothing queued there: the idle list, at most PLACEMENT_IDLE_SCAN
+ * of them looked at), else the first open node with room for the task
+ * (queued behind what it runs), in round-robin order from just after the
+ * node last chosen, so equal nodes take equal shares.
+ *
+ * Recalls.  Tasks queued at a node wait for that node alone: once the
+ * ready queue runs dry, a node that finished early would idle while
+ * another still holds up to its window of tasks (a run's tail; PMC hands
+ * each worker one task at a time and has no such tail).  placement_recall()
+ * asks the nodes that hold tasks beyond their CPUs to give back, from the
+ * end of their queues, as many unstarted tasks as idle CPUs elsewhere could
+ * start now; each comes back through the ready queue and goes to an idle
+ * node first (the idle list).  A node is asked again only after a result
+ * of it arrived (placement_recall_answered()): one with nothing left to
+ * give back sends nothing, and its next result clears the request.  Dispatch order (PMC manual,
+ * task option -p): larger priority first, first-in first-out among equal priorities (the ready
+ * queue's order; the manual says nothing of ties, FIFO keeps the DAG's order for tasks ready at
+ * once).  Deferral (PMC manual, -p: "if a task cannot be matched to an available slot ... but a
+ * lower-priority task can, then the task will be deferred and the lower priority task will be
+ * executed"): a task that fits no open node now keeps its place at the front of its priority while
+ * the tasks behind it, of its priority and lower, are placed.  A task that fits no node at all
+ * (placement_check_capable()) is PMC's "No host is capable" error (manual, RESOURCE-BASED
+ * SCHEDULING: the workflow is aborted); the master checks every task before the run.
  *
  * Units: CPUs and GPUs are counts, memory is MB, time limits are ms and
  * the time left is seconds.
@@ -62,6 +73,7 @@ extern "C" {
 #endif
 
 #define PLACEMENT_PREFETCH_MIN 64 /* CPUs of prefetch window per node, at least */
+#define PLACEMENT_IDLE_SCAN 64    /* idle nodes placement_pick() looks at, at most */
 
 /* The prefetch window W of a node offering cpus CPUs: max(PLACEMENT_PREFETCH_MIN,
  * cpus), in CPUs. */
@@ -91,6 +103,9 @@ struct placement_node {
     uint32_t tasks;          /* tasks committed and not released */
     bool open;               /* on the open list: may be sent tasks */
     int open_pos;            /* its index in the open list (when open) */
+    bool idle;               /* on the idle list: committed_cpus < cpus */
+    int idle_pos;            /* its index in the idle list (when idle) */
+    uint32_t recall_asked;   /* tasks placement_recall() asked back, not answered */
 };
 
 /* What each task asks, as columns indexed by task id (the DAG's struct of
@@ -142,11 +157,12 @@ int placement_nopen(const struct placement *p);
 int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t memory_mb,
                             uint32_t gpus, const char *name, struct pmc_error *err);
 
-/* The open node for a task of cpus, memory_mb (MB) and gpus now: the first
- * one with room for it (within its window), in round-robin order from just
- * after the node picked last; the cursor moves past the node returned.
- * Returns its index, or -1 when none has room now (defer the task).
- * Commits nothing.  O(open nodes). */
+/* The node for a task of cpus, memory_mb (MB) and gpus now: an idle one
+ * that can start it at once (at most PLACEMENT_IDLE_SCAN looked at, from
+ * the idle cursor), else the first open one with room for it (within its
+ * window), in round-robin order from just after the node picked last; the
+ * cursor moves past the node returned.  Returns its index, or -1 when none
+ * has room now (defer the task).  Commits nothing.  O(open nodes). */
 int placement_pick(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus);
 
 /* Account a task of cpus, memory_mb and gpus as sent to node i (i a
@@ -166,6 +182,26 @@ void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memor
  * task t to node i and return 0, or return -1 (e.g. ENOMEM) leaving t as it
  * was.  The policy commits t on node i after a 0 (the callback must not). */
 typedef int (*placement_assign_fn)(void *ctx, uint32_t t, int i);
+
+/* Send node i a request to give back up to `tasks` unstarted tasks (the
+ * caller's message); 0, or -1 (e.g. ENOMEM): nothing was asked. */
+typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t tasks);
+
+/* CPUs free on the nodes that have some (committing nothing beyond them). */
+uint64_t placement_idle_cpus(const struct placement *p);
+
+/* Recalls (see the top of this file): while idle CPUs outnumber the tasks
+ * asked back and not answered, ask nodes holding tasks beyond their CPUs
+ * (committed CPUs past their own, 1 CPU a task), each at most once until
+ * it answers, for up to that excess each, in round-robin order over the
+ * nodes.  O(1) when there is nothing to ask, O(nodes) when there is.
+ * Returns 0, or -1 when ask failed (that node was not asked; those before
+ * it were). */
+int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx);
+
+/* Node i answered (the caller saw a result of it since its recall): it may
+ * be asked again. */
+void placement_recall_answered(struct placement *p, int i);
 
 /* One dispatch round: take the ready tasks of q in its order (priority,
  * then FIFO), place each on placement_pick()'s node, call assign and commit

@@ -83,6 +83,7 @@ struct vnode {
     uint32_t cpus_free, running;
     bool timer, touched, shutting, draining, said_bye;
     bool results_release, low_water_sent; /* agent.c's results_release, low_water_sent */
+    bool send_now;                        /* agent.c's send_now: tasks given back at a RECALL */
 };
 
 struct bins {
@@ -417,6 +418,26 @@ static void sim_node_tasks(struct sim *s, uint32_t i, struct mail *m, struct msg
     batch_unref(b);
 }
 
+/* RECALL: give back up to the asked number of queued tasks, from the end
+ * of the queue, at once (engine/agent.c's agent_recall()). */
+static void sim_node_recall(struct sim *s, uint32_t i, struct msg_reader *r)
+{
+    struct vnode *n = &s->nodes[i];
+    uint32_t tasks = 0;
+    struct pmc_error err = {{0}};
+    if (msg_next_recall(r, &tasks, &err) != 1) {
+        fprintf(stderr, "pmc-sim: node %u: bad RECALL: %s\n", i, err.text);
+        s->failed = true;
+        return;
+    }
+    struct node_task nt;
+    for (uint32_t k = 0; k < tasks && !n->draining && nq_pop_back(&n->queue, &nt) == 1; k++) {
+        sim_cancel(s, i, &nt.t);
+        batch_unref(nt.batch);
+        n->send_now = true;
+    }
+}
+
 /* A message from the master reaches node i. */
 static void sim_node_receive(struct sim *s, uint32_t i, struct mail *m)
 {
@@ -437,6 +458,8 @@ static void sim_node_receive(struct sim *s, uint32_t i, struct mail *m)
         n->draining = true;
         n->shutting = n->shutting || r.kind == MSG_ABORT;
         sim_cancel_queued(s, i);
+    } else if (r.kind == MSG_RECALL) {
+        sim_node_recall(s, i, &r);
     } /* RESUME needs nothing: simulated tasks never fail, so no node holds */
     mail_free(m);
 }
@@ -490,10 +513,11 @@ static void sim_node_flush(struct sim *s, uint32_t i)
         double due = n->first_result + delay;
         bool now = n->results.count >= s->cfg.result_batch ||
                    nq_len(&n->queue) < s->cfg.flush_below || n->shutting || n->draining ||
-                   (low && !n->low_water_sent) || s->now >= due - 1e-12;
+                   n->send_now || (low && !n->low_water_sent) || s->now >= due - 1e-12;
         if (now) {
             sim_node_send(s, i, &n->results);
             n->results_release = false;
+            n->send_now = false;
             n->low_water_sent |= low;
         } else if (!n->timer)
             n->timer = sim_push(s, due, EV_FLUSH, i) != NULL;

@@ -126,6 +126,12 @@ static int next_item(struct msg_reader *r, const struct bounds *b, struct msgbuf
             added = msg_add_started(out, &s);
         break;
     }
+    case MSG_RECALL: {
+        uint32_t tasks;
+        if ((rc = msg_next_recall(r, &tasks, err)) == 1)
+            added = msg_add_recall(out, tasks);
+        break;
+    }
     default:
         return -2;
     }

@@ -65,10 +65,17 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     each and "*" with 3 x as many; per rank at most the host's CPUs run at
     once but together more than one host's; no "mpiexec -ppn 1" / "wait
     idle" advice in the log.
+  * idle_host_takes_tasks_queued_elsewhere: `mpiexec -n 2 --ranks-are-hosts
+    --host-cpus 1`, 40 tasks alternating 0.5 s and 0.05 s (11 s of work):
+    the run succeeds, the busier host's tasks took at most 7.5 s in all
+    (5.5 s is even; before recalls the tasks queued at one host stayed
+    there: 10 s against 1 s), the run ended within 8.5 s of its first
+    task's start, and the log counts the RECALLs and the tasks given back.
 """
 
 import json
 import os
+import re
 import socket
 import sys
 import time
@@ -508,6 +515,32 @@ class Hosts(pmcrun.TestCase):
             self.check(problems, res, "mpiexec -n 2 --master-only")
 
     # ---------------------------------------------------- ranks are hosts
+
+    def test_idle_host_takes_tasks_queued_elsewhere(self):
+        dag_path = self.write("lb.dag", "".join(
+            "TASK t%02d /bin/sleep %s\n" % (i, "0.5" if i % 2 == 0 else "0.05")
+            for i in range(40)))
+        res = self.run_pmc(["--ranks-are-hosts", "--host-cpus", "1", dag_path], ranks=2,
+                           timeout=120)
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        problems += pmcrun.spread_problems(res.tasks, 2)
+        busy = {}
+        for r in res.tasks:
+            slot = int(r.fields.get("slot", -1))
+            busy[slot] = busy.get(slot, 0.0) + r.duration
+        if busy and max(busy.values()) > 7.5:
+            problems.append("one host's tasks took %.2f s of the 11 s of work (%s): the other "
+                            "idled while tasks waited queued there"
+                            % (max(busy.values()), busy))
+        if res.tasks:
+            first = min(r.start for r in res.tasks)
+            last = max(r.start + r.duration for r in res.tasks)
+            if last - first > 8.5:
+                problems.append("the tasks ran over %.2f s, expected about 5.5" % (last - first))
+        if not re.search(r"Tasks moved to idle nodes: [1-9]\d* RECALLs, [1-9]\d* queued tasks "
+                         r"given back", res.stderr):
+            problems.append("the log does not count RECALLs and tasks given back")
+        self.check(problems, res)
 
     def test_ranks_are_hosts(self):
         self.write("task.sh", TASK, 0o755)

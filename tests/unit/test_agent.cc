@@ -11,9 +11,12 @@
 // message (agent_check_task): the agent logs the task and the node's size,
 // sends ABORT, never starts the task, answers the master's ABORT with BYE,
 // and agent_join() reports the failure.  Without the check such a task
-// would wait in the node's queue for ever, and the run with it.
+// would wait in the node's queue for ever, and the run with it.  RECALL
+// gives back the queued tasks the node would start last, at once.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -154,6 +157,16 @@ class AgentTest : public testutil::TempDirTest
         ASSERT_NE(m, nullptr);
         mailbox_push(agent_mailbox(agent_), m);
     }
+    void send_recall(uint32_t tasks)
+    {
+        msgbuf b{};
+        ASSERT_EQ(msg_begin(&b, MSG_RECALL), 0);
+        ASSERT_EQ(msg_add_recall(&b, tasks), 0);
+        msg_end(&b);
+        mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
+        ASSERT_NE(m, nullptr);
+        mailbox_push(agent_mailbox(agent_), m);
+    }
     void send(msg_kind kind)
     {
         mail *m = mail_control(0, COMM_TO_AGENT, kind);
@@ -216,6 +229,56 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
                        "memory=0]\n"),
               std::string::npos)
         << out;
+}
+
+// RECALL: the agent gives back, at once and unstarted (ECANCELED results),
+// up to the asked number of queued tasks from the end of its queue (the
+// lowest priority, the last come: those it would start last); running
+// tasks are not touched, and a RECALL asking more than is queued gives what
+// there is.
+TEST_F(AgentTest, RecallGivesBackTheQueuedTasksItWouldStartLast)
+{
+    start();
+    std::string wait = sh("sleep 30");
+    std::vector<msg_task> tasks = {task(1, "r1", wait, 1), task(2, "r2", wait, 1)};
+    tasks[0].priority = tasks[1].priority = 10; // they start first
+    const std::pair<uint32_t, int32_t> queued[] = {{3, 5}, {4, 0}, {5, 0}, {6, 9}};
+    for (auto [id, prio] : queued) { // queue order: 6, 3, 4, 5
+        tasks.push_back(task(id, "q", wait, 1));
+        tasks.back().priority = prio;
+    }
+    send(tasks);
+    auto given_back = [&](size_t n) {
+        std::vector<uint32_t> ids;
+        while (ids.size() < n && !HasFailure()) {
+            Sent m = next();
+            EXPECT_EQ(m.kind(), MSG_RESULTS);
+            msg_result r{};
+            pmc_error err{};
+            while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+                EXPECT_EQ(r.exec_errno, ECANCELED) << "task " << r.id << " ended";
+                ids.push_back(r.id);
+            }
+        }
+        return ids;
+    };
+    send_recall(3);
+    EXPECT_EQ(given_back(3), (std::vector<uint32_t>{5, 4, 3}));
+    send_recall(5);
+    EXPECT_EQ(given_back(1), (std::vector<uint32_t>{6}));
+    send(MSG_ABORT); // ends r1 and r2
+    std::vector<uint32_t> ended;
+    for (Sent m = next(); m.kind() != MSG_BYE && !HasFailure(); m = next()) {
+        msg_result r{};
+        pmc_error err{};
+        while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+            EXPECT_NE(r.exec_errno, ECANCELED) << "task " << r.id << " was running";
+            ended.push_back(r.id);
+        }
+    }
+    std::sort(ended.begin(), ended.end());
+    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
 // A task the node could never start: the agent refuses the message as a

@@ -150,6 +150,7 @@ Outcome decode_all(const uint8_t *data, size_t len)
         msg_task t{};
         msg_result res{};
         msg_started st{};
+        uint32_t recalled = 0;
         switch (r.kind) {
         case MSG_HELLO:
             if ((rc = msg_next_hello(&r, &h, &err)) == 1)
@@ -165,6 +166,9 @@ Outcome decode_all(const uint8_t *data, size_t len)
             break;
         case MSG_STARTED: /* plain values: nothing to bound */
             rc = msg_next_started(&r, &st, &err);
+            break;
+        case MSG_RECALL:
+            rc = msg_next_recall(&r, &recalled, &err);
             break;
         default:
             rc = 0;
@@ -261,9 +265,19 @@ Bytes started_msg()
     return m;
 }
 
+Bytes recall_msg()
+{
+    msgbuf b{};
+    EXPECT_EQ(0, msg_begin(&b, MSG_RECALL));
+    EXPECT_EQ(0, msg_add_recall(&b, 17));
+    Bytes m = take(&b);
+    msg_free(&b);
+    return m;
+}
+
 std::vector<Bytes> sample_msgs()
 {
-    return {hello_msg(), tasks_msg(), results_msg(), started_msg()};
+    return {hello_msg(), tasks_msg(), results_msg(), started_msg(), recall_msg()};
 }
 
 /* The bits of a double, to compare doubles exactly (NaN payloads, -0.0). */
@@ -475,6 +489,39 @@ TEST(MsgWire, StartedBytes)
     EXPECT_EQ(8, MSG_STARTED);
     EXPECT_EQ(want, take(&b));
     msg_free(&b);
+}
+
+TEST(MsgWire, RecallBytes)
+{
+    // clang-format off
+    Bytes want = {
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 10, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 10 */
+        17, 0, 0, 0,                      /* tasks */
+    };
+    // clang-format on
+    EXPECT_EQ(10, MSG_RECALL);
+    EXPECT_EQ(want, recall_msg());
+    msg_reader r;
+    Bytes m = recall_msg();
+    open_ok(&r, m, MSG_RECALL, 1);
+    uint32_t tasks = 0;
+    pmc_error err{};
+    EXPECT_EQ(1, msg_next_recall(&r, &tasks, &err)) << err.text;
+    EXPECT_EQ(17u, tasks);
+    EXPECT_EQ(0, msg_next_recall(&r, &tasks, &err));
+}
+
+TEST(MsgMalformed, RecallHasExactlyOneItem)
+{
+    Bytes x = recall_msg();
+    put32(x, 12, 0);
+    expect_bad(x, "RECALL count is 0 but 4 bytes follow the header");
+    put32(x, 12, 2);
+    expect_bad(x, "RECALL count is 2, expected 1");
+    x = recall_msg();
+    x.push_back(0);
+    fix_length(x);
+    expect_bad(x, "RECALL item 1: 1 trailing bytes after the last item");
 }
 
 TEST(MsgWire, EmptyKindsAreBareHeaders)
@@ -1141,7 +1188,7 @@ TEST(MsgMalformed, Header)
     x = m;
     x[4] = 7;
     expect_bad(x, "version 7 not supported");
-    for (uint8_t k : {0, 10, 11, 255}) {
+    for (uint8_t k : {0, 11, 12, 255}) {
         x = m;
         x[5] = k;
         expect_bad(x, "unknown kind " + std::to_string(k));

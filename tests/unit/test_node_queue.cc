@@ -8,7 +8,8 @@
 // that fits within NQ_DEFER_SCAN entries starts instead and the skipped ones keep their order; a
 // fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting the tasks of a queue against a
 // free-resource budget (as agent_pump() and the simulator do) never overcommits and, once resources
-// come back, starts the deferred tasks first.  nq_pop ignores fit; the ring keeps its order across
+// come back, starts the deferred tasks first.  nq_pop ignores fit; nq_pop_back takes the task that
+// would start last; the ring keeps its order across
 // growth while wrapped; the batch handle travels with each task.
 #include <gtest/gtest.h>
 
@@ -124,6 +125,30 @@ TEST(NodeQueue, LaterHigherPriorityGoesInFrontOfLowerOnes)
     push(q, task(5, 1, 0, 0, -3));
     push(q, task(6, 1, 0, 0, 1)); // behind 1 and 2, in front of 5
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{4, 0, 3, 1, 2, 6, 5}));
+}
+
+// nq_pop_back() takes the task that would start last: the lowest
+// priority, the last come among equals; across the ring's wrap too.
+TEST(NodeQueue, PopBackTakesWhatWouldStartLast)
+{
+    Queue q;
+    struct node_task nt;
+    EXPECT_EQ(nq_pop_back(&q.q, &nt), 0);
+    for (uint32_t i = 0; i < 60; i++) // move the head near the end of 64 cells
+        push(q, task(1000 + i, 1));
+    for (uint32_t i = 0; i < 60; i++)
+        ASSERT_EQ(nq_pop(&q.q, &nt), 1);
+    push(q, task(0, 1, 0, 0, 5));
+    push(q, task(1, 1, 0, 0, 1));
+    push(q, task(2, 1, 0, 0, 1));
+    push(q, task(3, 1, 0, 0, 5));
+    push(q, task(4, 1, 0, 0, -3));
+    push(q, task(5, 1, 0, 0, 9));
+    std::vector<uint32_t> back;
+    while (nq_pop_back(&q.q, &nt) == 1)
+        back.push_back(nt.t.id);
+    EXPECT_EQ(back, (std::vector<uint32_t>{4, 2, 1, 3, 0, 5}));
+    EXPECT_EQ(nq_len(&q.q), 0u);
 }
 
 TEST(NodeQueue, PriorityOrderHoldsWhileTheRingIsWrapped)
@@ -265,11 +290,19 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
     uint32_t next = 0;
     size_t peak = 0;
     for (int step = 0; step < 20000; step++) {
-        if (rng() % 100 < 55) {
+        unsigned op = rng() % 100;
+        if (op < 55) {
             struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3,
                                      static_cast<int32_t>(rng() % 4));
             push(q, t);
             model.emplace(std::make_pair(-t.priority, t.id), t);
+        } else if (op < 62) { // a recall: the task that would start last
+            struct node_task nt;
+            ASSERT_EQ(nq_pop_back(&q.q, &nt), model.empty() ? 0 : 1);
+            if (!model.empty()) {
+                ASSERT_EQ(nt.t.id, std::prev(model.end())->second.id);
+                model.erase(std::prev(model.end()));
+            }
         } else {
             uint32_t cpus = rng() % 10, gpus = rng() % 3;
             uint64_t mem = rng() % 3000;

@@ -175,6 +175,45 @@ void check_invariants(const struct placement *p)
     ASSERT_EQ(std::unique(seen_pos.begin(), seen_pos.end()), seen_pos.end())
         << "two open nodes share an open-list position";
     ASSERT_EQ(room, placement_room(p));
+    // the idle list: the nodes with CPUs free, and their sum
+    uint64_t idle_cpus = 0;
+    std::vector<int> idle_pos;
+    for (int i = 0; i < placement_nnodes(p); i++) {
+        const struct placement_node *n = placement_node_at(p, i);
+        ASSERT_EQ(n->idle, n->committed_cpus < n->cpus) << "node " << i;
+        if (n->idle) {
+            idle_cpus += n->cpus - n->committed_cpus;
+            idle_pos.push_back(n->idle_pos);
+        }
+    }
+    std::sort(idle_pos.begin(), idle_pos.end());
+    for (size_t k = 0; k < idle_pos.size(); k++)
+        ASSERT_EQ(idle_pos[k], static_cast<int>(k)) << "the idle list's positions are not 0..n-1";
+    ASSERT_EQ(idle_cpus, placement_idle_cpus(p));
+}
+
+// placement_recall()'s requests, in order, from the callback.
+struct Recalls {
+    std::vector<std::pair<int, uint32_t>> asked; // (node, tasks)
+    long fail_at = -1;
+    long calls = 0;
+};
+
+int record_recall(void *ctx, int i, uint32_t tasks)
+{
+    auto *r = static_cast<Recalls *>(ctx);
+    if (r->calls++ == r->fail_at)
+        return -1;
+    r->asked.emplace_back(i, tasks);
+    return 0;
+}
+
+Recalls recall(struct placement *p, long fail_at = -1, int want_rc = 0)
+{
+    Recalls r;
+    r.fail_at = fail_at;
+    EXPECT_EQ(placement_recall(p, record_recall, &r), want_rc);
+    return r;
 }
 
 // ---- nodes ---------------------------------------------------------------
@@ -262,14 +301,53 @@ TEST(Placement, RandomRunKeepsTheInvariants)
     };
     std::vector<Sent> sent;
     std::vector<NodeSpec> model(spec.size(), {0, 0, 0}); // committed per node
+    std::vector<uint32_t> asked(spec.size(), 0);         // recalled, not answered
     for (int step = 0; step < 20000; step++) {
-        bool place = sent.empty() || rng() % 100 < 55;
+        unsigned op = rng() % 100;
+        if (op < 8) { // a recall round: never asks a node twice, nor past its excess
+            uint64_t idle = placement_idle_cpus(p.get()), before = 0, now = 0;
+            for (uint32_t a : asked)
+                before += a;
+            for (auto [i, tasks] : recall(p.get()).asked) {
+                const struct placement_node *n = placement_node_at(p.get(), i);
+                ASSERT_EQ(asked[i], 0u) << "node " << i << " asked twice";
+                ASSERT_GT(tasks, 0u);
+                ASSERT_LE(n->cpus + tasks, n->committed_cpus) << "asked past the excess";
+                ASSERT_EQ(n->recall_asked, tasks);
+                asked[i] = tasks;
+                now += tasks;
+            }
+            ASSERT_LE(before + now, std::max(before, idle)) << "asked more than idle CPUs start";
+            check_invariants(p.get());
+            continue;
+        }
+        if (op < 12) { // an answer
+            int i = static_cast<int>(rng() % spec.size());
+            placement_recall_answered(p.get(), i);
+            asked[i] = 0;
+            ASSERT_EQ(placement_node_at(p.get(), i)->recall_asked, 0u);
+            continue;
+        }
+        bool place = sent.empty() || op < 12 + 50;
         if (place) {
             uint32_t c = 1 + rng() % 16, m = rng() % 3 == 0 ? 0 : rng() % 3000,
                      g = rng() % 4 == 0 ? rng() % 3 : 0;
+            bool can_start_now = false; // on some idle node's free resources
+            for (int j = 0; j < placement_nnodes(p.get()); j++) {
+                const struct placement_node *n = placement_node_at(p.get(), j);
+                can_start_now |= n->committed_cpus + c <= n->cpus &&
+                                 n->committed_mem + m <= n->memory_mb &&
+                                 n->committed_gpus + g <= n->gpus;
+            }
             int i = placement_pick(p.get(), c, m, g);
+            if (can_start_now) { // 12 nodes: within PLACEMENT_IDLE_SCAN
+                ASSERT_GE(i, 0);
+            }
             if (i >= 0) {
                 const struct placement_node *n = placement_node_at(p.get(), i);
+                if (can_start_now) {
+                    ASSERT_LE(n->committed_cpus + c, n->cpus) << "queued while a node was idle";
+                }
                 ASSERT_TRUE(n->open);
                 ASSERT_LE(c, n->cpus);
                 ASSERT_LE(m, n->memory_mb);
@@ -442,6 +520,89 @@ TEST(Placement, NeverFittingTaskStaysReadyWhileOthersRun)
 }
 
 // ---- round-robin ------------------------------------------------------------
+
+// A task goes to a node that can start it now before it queues behind the
+// running tasks of another, whatever the round-robin cursor says; a task no
+// idle node can start now (too many CPUs for what is free) queues on an
+// open node as before.
+TEST(Placement, IdleNodeTakesATaskBeforeABusyNodeQueuesIt)
+{
+    PlacementPtr p = make_placement({{2, 1000, 0}, {2, 1000, 0}, {2, 1000, 0}});
+    placement_commit(p.get(), 0, 2, 0, 0); // node 0 runs 2
+    placement_commit(p.get(), 1, 4, 0, 0); // node 1 runs 2, queues 2
+    placement_commit(p.get(), 2, 1, 0, 0); // node 2 has 1 CPU free
+    for (int round = 0; round < 3; round++)
+        EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 2) << "round " << round;
+    int i = placement_pick(p.get(), 2, 0, 0);
+    EXPECT_GE(i, 0) << "no node queues a task of 2 CPUs";
+    placement_commit(p.get(), 2, 1, 0, 0); // node 2 full too
+    std::map<int, int> picks;
+    for (int k = 0; k < 6; k++)
+        picks[placement_pick(p.get(), 1, 0, 0)]++;
+    EXPECT_EQ(picks.size(), 3u) << "with none idle, round robin over the open nodes";
+    EXPECT_FALSE(placement_node_at(p.get(), 2)->idle);
+    EXPECT_EQ(placement_idle_cpus(p.get()), 0u);
+}
+
+// Recalls: with idle CPUs and a node holding tasks beyond its CPUs, the
+// node is asked for as many as the idle CPUs can start (at most its
+// excess), once until it answers; then again for what is still idle.
+TEST(Placement, RecallAsksForWhatIdleCpusCanStartOnceUntilAnswered)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {1, 1000, 0}, {3, 1000, 0}});
+    placement_commit(p.get(), 0, 1 + 5, 0, 0); // 1 running, 5 queued
+    placement_commit(p.get(), 1, 1 + 2, 0, 0); // 1 running, 2 queued
+    placement_commit(p.get(), 2, 3, 0, 0);     // 3 running
+    EXPECT_TRUE(recall(p.get()).asked.empty()) << "asked with no CPU idle";
+    // node 2's 3 tasks finish: asks node 0 for 3 (round robin from node 0)
+    placement_release(p.get(), 2, 3, 0, 0);
+    EXPECT_EQ(placement_idle_cpus(p.get()), 3u);
+    auto asked = recall(p.get()).asked;
+    EXPECT_EQ(asked, (std::vector<std::pair<int, uint32_t>>{{0, 3}}));
+    EXPECT_TRUE(recall(p.get()).asked.empty()) << "asked again before an answer";
+    // node 0 gives back 3 (each released), which go to node 2
+    for (int k = 0; k < 3; k++) {
+        placement_release(p.get(), 0, 1, 0, 0);
+        placement_recall_answered(p.get(), 0);
+        EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 2);
+        placement_commit(p.get(), 2, 1, 0, 0);
+    }
+    EXPECT_EQ(placement_idle_cpus(p.get()), 0u);
+    EXPECT_TRUE(recall(p.get()).asked.empty()) << "asked with no CPU idle";
+    // node 2 idles again, 2 CPUs: node 1 (next in round robin) gives its 2
+    placement_release(p.get(), 2, 2, 0, 0);
+    asked = recall(p.get()).asked;
+    EXPECT_EQ(asked, (std::vector<std::pair<int, uint32_t>>{{1, 2}}));
+}
+
+// Several idle CPUs and several nodes with little queued: each is asked
+// for its excess until the idle CPUs are covered; nothing is asked of a
+// node with nothing queued beyond its CPUs.
+TEST(Placement, RecallSpreadsOverNodesUpToTheIdleCpus)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {1, 1000, 0}, {1, 1000, 0}, {8, 1000, 0}});
+    placement_commit(p.get(), 0, 1 + 2, 0, 0);
+    placement_commit(p.get(), 1, 1, 0, 0); // nothing queued
+    placement_commit(p.get(), 2, 1 + 3, 0, 0);
+    placement_commit(p.get(), 3, 4, 0, 0); // 4 CPUs idle
+    auto asked = recall(p.get()).asked;
+    EXPECT_EQ(asked, (std::vector<std::pair<int, uint32_t>>{{0, 2}, {2, 2}}));
+}
+
+// An ask that fails (the master could not build or send the RECALL)
+// leaves that node unasked and reports -1; the nodes asked before stay
+// asked.
+TEST(Placement, FailedRecallLeavesThatNodeUnasked)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {1, 1000, 0}, {4, 1000, 0}});
+    placement_commit(p.get(), 0, 1 + 1, 0, 0);
+    placement_commit(p.get(), 1, 1 + 1, 0, 0);
+    auto r = recall(p.get(), 1, -1);
+    EXPECT_EQ(r.asked, (std::vector<std::pair<int, uint32_t>>{{0, 1}}));
+    EXPECT_EQ(placement_node_at(p.get(), 0)->recall_asked, 1u);
+    EXPECT_EQ(placement_node_at(p.get(), 1)->recall_asked, 0u);
+    EXPECT_EQ(recall(p.get()).asked, (std::vector<std::pair<int, uint32_t>>{{1, 1}}));
+}
 
 TEST(Placement, RoundRobinIsFairAcrossEqualNodes)
 {
