@@ -10,6 +10,7 @@
 #include "sched/placement.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 struct placement {
@@ -26,6 +27,9 @@ struct placement {
     uint64_t recall_asked; /* tasks asked back and not answered, all nodes */
     int nrecallable;       /* nodes queueing beyond their CPUs and not asked */
     int recall_rr;         /* node index where the next recall search starts */
+    int nexcess;           /* nodes with CPUs committed beyond their own */
+    int32_t queue_floor;   /* lowest priority queued anywhere since nexcess was 0 */
+    int overflow_rr;       /* node index where the next overflow search starts */
     uint32_t *deferred;    /* scratch for placement_dispatch() */
     size_t deferred_cap;
 };
@@ -45,6 +49,7 @@ struct placement *placement_create(int max_nodes)
         return NULL;
     }
     p->max_nodes = max_nodes > 0 ? max_nodes : 0;
+    p->queue_floor = INT32_MAX;
     return p;
 }
 
@@ -168,6 +173,14 @@ static void node_changed(struct placement *p, int i, uint32_t room_before, uint3
     else if (!n->idle && free_cpus > 0)
         idle_list_add(p, i);
     p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
+    bool excess = node_excess(n) > 0;
+    if (excess != n->queueing) {
+        n->queueing = excess;
+        p->nexcess += excess ? 1 : -1;
+        n->queue_floor = INT32_MAX; /* its queue was empty, or is new */
+        if (p->nexcess == 0)
+            p->queue_floor = INT32_MAX;
+    }
 }
 
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
@@ -333,6 +346,64 @@ static int defer(struct placement *p, size_t k, uint32_t t)
     return 0;
 }
 
+/* Commit task t, of priority prio, on node i: a task that queues there
+ * lowers the node's (and the run's) queue floor. */
+static void commit_task(struct placement *p, const struct placement_demand *d, uint32_t t, int i,
+                        int32_t prio)
+{
+    placement_commit(p, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+    struct placement_node *n = &p->nodes[i];
+    if (n->queueing && prio < n->queue_floor)
+        n->queue_floor = prio;
+    if (n->queueing && prio < p->queue_floor)
+        p->queue_floor = prio;
+}
+
+/* A node whose queue may hold tasks of a priority below prio and that can
+ * take a task of cpus/mem/gpus in its overflow lane (one more round of its
+ * CPUs past its window), round robin over all nodes; -1 when none. */
+static int pick_overflow(struct placement *p, int32_t prio, uint32_t cpus, uint64_t mem,
+                         uint32_t gpus)
+{
+    int start = p->overflow_rr;
+    for (int k = 0; k < p->nnodes; k++) {
+        int i = (start + k) % p->nnodes;
+        const struct placement_node *n = &p->nodes[i];
+        if (n->queueing && n->queue_floor < prio && cpus <= n->cpus && mem <= n->memory_mb &&
+            gpus <= n->gpus && n->committed_cpus + cpus <= n->cpus + n->window + n->cpus &&
+            n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus) {
+            p->overflow_rr = i + 1;
+            return i;
+        }
+    }
+    return -1;
+}
+
+/* Overflow (placement.h, "Priorities past the window"): the tasks of bucket
+ * b that no node has room for, but whose priority is above what some
+ * node's queue may hold, go to such a node past its window; the first
+ * that finds none stops the bucket.  -1 when assign failed (t put back). */
+static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
+                           const struct placement_demand *d, double time_left_s,
+                           placement_assign_fn assign, void *ctx)
+{
+    int32_t prio = rq_bucket_priority(q, b);
+    while (rq_bucket_size(q, b) > 0 && prio > p->queue_floor) {
+        uint32_t t = rq_bucket_pop(q, b);
+        uint32_t limit_ms =
+            d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
+        int i = limit_ms && limit_ms / 1000.0 > time_left_s
+                    ? -1
+                    : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+        if (i < 0 || assign(ctx, t, i) < 0) {
+            (void)rq_push_front(q, t, prio); /* t stays ready */
+            return i < 0 ? 0 : -1;
+        }
+        commit_task(p, d, t, i, prio);
+    }
+    return 0;
+}
+
 /* Dispatch from one priority bucket; tasks that fit nowhere keep their
  * place at the front.  -1 when assign or the scratch failed. */
 static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
@@ -351,7 +422,7 @@ static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
         } else if (i < 0) {
             ndef++;
         } else {
-            placement_commit(p, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+            commit_task(p, d, t, i, prio);
         }
     }
     /* a sized ready queue takes these back without allocating, so a failure
@@ -365,8 +436,16 @@ static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
 int placement_dispatch(struct placement *p, struct ready_queue *q, const struct placement_demand *d,
                        double time_left_s, placement_assign_fn assign, void *ctx)
 {
-    for (size_t b = rq_first_bucket(q); b < rq_buckets(q) && p->room > 0; b++)
-        if (rq_bucket_size(q, b) && dispatch_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
+    for (size_t b = rq_first_bucket(q); b < rq_buckets(q); b++) {
+        if (rq_bucket_size(q, b) == 0)
+            continue;
+        int32_t prio = rq_bucket_priority(q, b);
+        if (p->room == 0 && prio <= p->queue_floor)
+            break; /* nothing of this bucket or below can go anywhere */
+        if (p->room > 0 && dispatch_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
             return -1;
+        if (prio > p->queue_floor && overflow_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
+            return -1;
+    }
     return 0;
 }

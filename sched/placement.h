@@ -33,6 +33,18 @@
  * (queued behind what it runs), in round-robin order from just after the
  * node last chosen, so equal nodes take equal shares.
  *
+ * Priorities past the window.  A full node takes no task until it drained
+ * to its refill mark, so a task that becomes ready with a higher priority
+ * than the tasks queued at the nodes would wait behind ~W/2 of them at
+ * each (PMC starts the larger priority at the next free slot, manual
+ * -p).  Each node keeps the lowest priority sent to it while it queues
+ * (its queue floor, reset when its queue may be empty: committed CPUs
+ * back at its own), the run the lowest over all nodes; a task above the
+ * run's floor that finds no room goes past a window, into an overflow
+ * lane of one more round of the node's CPUs, on a node whose floor is
+ * below it, where the node queue puts it in front (sched/node_queue.h).
+ * With one priority, as most DAGs have, nothing overflows.
+ *
  * Recalls.  Tasks queued at a node wait for that node alone: once the
  * ready queue runs dry, a node that finished early would idle while
  * another still holds up to its window of tasks (a run's tail; PMC hands
@@ -106,6 +118,8 @@ struct placement_node {
     bool idle;               /* on the idle list: committed_cpus < cpus */
     int idle_pos;            /* its index in the idle list (when idle) */
     uint32_t recall_asked;   /* tasks placement_recall() asked back, not answered */
+    bool queueing;           /* committed CPUs beyond its own: tasks may wait there */
+    int32_t queue_floor;     /* lowest priority sent to it while queueing (INT32_MAX: none) */
 };
 
 /* What each task asks, as columns indexed by task id (the DAG's struct of
@@ -209,8 +223,11 @@ void placement_recall_answered(struct placement *p, int i);
  * front of its priority, in its order) while the tasks behind it go.  A
  * task whose time limit (its own, else d->default_limit_ms) exceeds
  * time_left_s (seconds before the batch job ends; INFINITY when none) is
- * deferred too: it could not finish.  The round stops once no open node has
- * room (placement_room() == 0) or every task was looked at once.
+ * deferred too: it could not finish.  A task of a priority above the run's
+ * queue floor that finds no room goes past a window (see "Priorities past
+ * the window" above).  The round stops once no open node has room
+ * (placement_room() == 0) and no priority left is above the floor, or
+ * every task was looked at once.
  * Returns 0, or -1 when assign failed or the deferral scratch could not
  * grow (ENOMEM): the task at hand is put back at the front, the tasks
  * deferred so far regain their places (a sized ready queue takes them back

@@ -24,6 +24,11 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     first; R gates H (-p 10, -c 2) and M (-p 1, -c 1).  H cannot fit while L
     runs, so the lower-priority M starts first (while L is still running) and
     H starts after L ends.
+  * priority_past_the_window: --host-cpus 2, P (-p 50, 0.1 s) gates X
+    (-p 100, 0.01 s), beside 100 tasks of 0.2 s at the default priority,
+    most of them queued at the node when X becomes ready: X starts before
+    any more than 4 of them start after P's end (it went past the node's
+    prefetch window to the front of its queue; it waited behind 33 before).
   * staged_tasks_wait_behind_no_long_task: --host-cpus 2 --launch-threads
     2, L (-p 10, 3 s) and six tasks of 0.15 s: once both CPUs are busy the
     agent stages the short tasks in the launcher pool, and whichever task
@@ -275,6 +280,23 @@ class Resources(pmcrun.TestCase):
         if sched != expected:
             problems.append("'Scheduling task NAME' lines (-v -v) in order %s, expected %s"
                             % (sched, expected))
+        self.check(problems, res)
+
+    def test_priority_past_the_window(self):
+        dag_path = self.write("window.dag", "TASK P -p 50 /bin/sleep 0.1\n"
+                              "TASK X -p 100 /bin/sleep 0.01\nEDGE P X\n" + "".join(
+                                  "TASK t%03d /bin/sleep 0.2\n" % i for i in range(100)))
+        res = self.run_pmc(["--host-cpus", "2", dag_path], timeout=120)
+        problems = self.ok_run_problems(res, dag_path)
+        rec = {r.name: r for r in res.tasks}
+        if "P" in rec and "X" in rec:
+            p_end, x_start = rec["P"].start + rec["P"].duration, rec["X"].start
+            between = sorted(r.name for r in res.tasks
+                             if r.name.startswith("t") and p_end <= r.start < x_start)
+            if len(between) > 4:
+                problems.append("X (-p 100) became ready at P's end and waited %.2f s while %d "
+                                "tasks of priority 0 started: %s" % (
+                                    x_start - p_end, len(between), between))
         self.check(problems, res)
 
     def test_priority_deferral(self):

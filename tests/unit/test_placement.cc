@@ -604,6 +604,68 @@ TEST(Placement, FailedRecallLeavesThatNodeUnasked)
     EXPECT_EQ(recall(p.get()).asked, (std::vector<std::pair<int, uint32_t>>{{1, 1}}));
 }
 
+// A task of a higher priority than those queued at a full node goes past
+// its window, into an overflow lane of one more round of its CPUs; one of
+// the same priority as the queued ones waits for room; once the node's
+// queue may be empty again (committed back at its CPUs) its floor resets.
+TEST(Placement, HigherPriorityGoesPastTheWindowOfANodeQueueingLowerOnes)
+{
+    PlacementPtr p = make_placement({{2, 1000, 0}});
+    Tasks tasks;
+    std::vector<uint32_t> low;
+    for (int k = 0; k < 2 + 64; k++)
+        low.push_back(tasks.add(1));
+    RqPtr q = queue_of(tasks, low);
+    EXPECT_EQ(dispatch(p.get(), q.get(), tasks).assigned.size(), 66u);
+    EXPECT_EQ(placement_room(p.get()), 0u);
+    uint32_t same = tasks.add(1, 0, 0, 0);
+    std::vector<uint32_t> high = {tasks.add(1, 0, 0, 5), tasks.add(1, 0, 0, 5),
+                                  tasks.add(1, 0, 0, 5)};
+    q = queue_of(tasks, {same, high[0], high[1], high[2]});
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    EXPECT_EQ(r.assigned, (std::vector<std::pair<uint32_t, int>>{{high[0], 0}, {high[1], 0}}))
+        << "the lane holds one more round of the node's 2 CPUs";
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{high[2], same}));
+    EXPECT_EQ(placement_node_at(p.get(), 0)->queue_floor, 0);
+    // everything ends: the node's queue is empty, its floor resets; tasks
+    // of priority 5 alone then fill the window and none overflows
+    for (int k = 0; k < 68; k++)
+        placement_release(p.get(), 0, 1, 0, 0);
+    EXPECT_EQ(placement_node_at(p.get(), 0)->queue_floor, INT32_MAX);
+    std::vector<uint32_t> fives;
+    for (int k = 0; k < 2 + 64 + 1; k++)
+        fives.push_back(tasks.add(1, 0, 0, 5));
+    q = queue_of(tasks, fives);
+    EXPECT_EQ(dispatch(p.get(), q.get(), tasks).assigned.size(), 66u);
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{fives.back()}));
+}
+
+// Overflow picks only a node whose queue may hold a lower priority: node 0
+// queues priority 3 tasks and node 1 priority 1 tasks, both full; a
+// priority 3 task overflows onto node 1 only, a priority 1 task nowhere.
+TEST(Placement, OverflowGoesOnlyWhereLowerPrioritiesQueue)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}}, 2);
+    Tasks tasks;
+    std::vector<uint32_t> threes, ones;
+    for (int k = 0; k < 1 + 64; k++)
+        threes.push_back(tasks.add(1, 0, 0, 3));
+    RqPtr q = queue_of(tasks, threes);
+    ASSERT_EQ(dispatch(p.get(), q.get(), tasks).assigned.size(), 65u);
+    ASSERT_EQ(placement_add_node(p.get(), 1, 1000, 0), 1);
+    for (int k = 0; k < 1 + 64; k++)
+        ones.push_back(tasks.add(1, 0, 0, 1));
+    q = queue_of(tasks, ones);
+    ASSERT_EQ(dispatch(p.get(), q.get(), tasks).assigned.size(), 65u);
+    EXPECT_EQ(placement_node_at(p.get(), 0)->queue_floor, 3);
+    EXPECT_EQ(placement_node_at(p.get(), 1)->queue_floor, 1);
+    uint32_t three = tasks.add(1, 0, 0, 3), one = tasks.add(1, 0, 0, 1);
+    q = queue_of(tasks, {three, one});
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    EXPECT_EQ(r.assigned, (std::vector<std::pair<uint32_t, int>>{{three, 1}}));
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{one}));
+}
+
 TEST(Placement, RoundRobinIsFairAcrossEqualNodes)
 {
     for (int nnodes : {1, 2, 3, 7, 16}) {
