@@ -401,8 +401,8 @@ static bool master_finished(const struct master *m)
     return m->abort_sent && master_all_bye(m);
 }
 
-/* Until the next stop condition (wall time, the batch job's end), at most
- * IDLE_WAIT_US.  Once the run is stopping they are behind it: a stop time
+/* Until the next stop condition (wall time, the batch job's end) or a due
+ * recall, at most IDLE_WAIT_US.  Once the run is stopping they are behind it: a stop time
  * that has passed would otherwise give 0, a busy loop for as long as the
  * stopped tasks take to end (their kill grace). */
 static long master_wait_us(const struct master *m)
@@ -414,6 +414,8 @@ static long master_wait_us(const struct master *m)
         left = m->wall_start + m->cfg.max_wall_time - now;
     if (m->stop_mono > 0 && m->stop_mono - now < left)
         left = m->stop_mono - now;
+    if (m->recall_at > 0 && m->recall_at - now < left)
+        left = m->recall_at - now;
     return left <= 0 ? 0 : (long)(left * 1e6) + 1;
 }
 

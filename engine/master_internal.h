@@ -38,6 +38,12 @@
 
 #define HELLO_TIMEOUT_S 120.0
 #define IDLE_WAIT_US 500000
+/* How long CPUs stay idle, while a node queues beyond its CPUs, before the
+ * master recalls tasks (s): longer than the 2 ms a node's results may wait
+ * for companions while it queues less than a round (RESULT_DELAY_MS), so
+ * that results on their way, which free what the master counts as queued,
+ * do not draw a RECALL that finds nothing to give back. */
+#define RECALL_AFTER_S 0.005
 
 enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
 
@@ -121,6 +127,8 @@ struct master {
     struct master_status status;
     double start, start_mono;
     double stop_mono;  /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    double recall_at;  /* CLOCK_MONOTONIC s when a due recall goes out (master__recall()); 0 = none
+                          due */
     double wall_start; /* CLOCK_MONOTONIC s --max-wall-time counts from */
     bool stop_dispatch, max_failures_hit, aborting, fatal;
     bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
@@ -143,10 +151,10 @@ static inline const char *task_name(const struct master *m, uint32_t t)
 int master__init_ready(struct master *m);
 void master__dispatch(struct master *m);
 
-/* While dispatching: ask nodes that hold tasks beyond their CPUs to give
- * some back for CPUs idle elsewhere (RECALL; sched/placement.h,
- * "Recalls").  A RECALL that cannot be sent only leaves the balance as it
- * is (a warning). */
+/* While dispatching: once CPUs have been idle for RECALL_AFTER_S while
+ * nodes hold tasks beyond their CPUs, ask those nodes to give some back
+ * (RECALL; sched/placement.h, "Recalls").  A RECALL that cannot be sent
+ * only leaves the balance as it is (a warning). */
 void master__recall(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);

@@ -203,8 +203,16 @@ static int master_recall_cb(void *ctx, int i, uint32_t tasks)
 
 void master__recall(struct master *m)
 {
-    if (m->stop_dispatch || !m->nodes)
+    if (m->stop_dispatch || !m->nodes || !placement_recall_due(m->place)) {
+        m->recall_at = 0;
         return;
+    }
+    double now = pmc_mono_s();
+    if (m->recall_at == 0)
+        m->recall_at = now + RECALL_AFTER_S;
+    if (now < m->recall_at)
+        return; /* master_wait_us() wakes the master then */
+    m->recall_at = 0;
     if (placement_recall(m->place, master_recall_cb, m) < 0)
         log_warn("Cannot recall tasks from a node (%s): its queue stays there", strerror(errno));
 }

@@ -283,9 +283,14 @@ uint64_t placement_idle_cpus(const struct placement *p)
     return p->idle_cpus;
 }
 
+bool placement_recall_due(const struct placement *p)
+{
+    return p->nrecallable > 0 && p->idle_cpus > p->recall_asked;
+}
+
 int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
 {
-    if (p->nrecallable == 0 || p->idle_cpus <= p->recall_asked)
+    if (!placement_recall_due(p))
         return 0;
     uint64_t want = p->idle_cpus - p->recall_asked;
     int start = p->recall_rr;

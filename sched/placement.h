@@ -204,6 +204,9 @@ typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t tasks);
 /* CPUs free on the nodes that have some (committing nothing beyond them). */
 uint64_t placement_idle_cpus(const struct placement *p);
 
+/* Would placement_recall() ask anything now?  O(1). */
+bool placement_recall_due(const struct placement *p);
+
 /* Recalls (see the top of this file): while idle CPUs outnumber the tasks
  * asked back and not answered, ask nodes holding tasks beyond their CPUs
  * (committed CPUs past their own, 1 CPU a task), each at most once until
