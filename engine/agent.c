@@ -200,6 +200,8 @@ static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
     }
 }
 
+static void agent_answer_recall(struct agent *a);
+
 /* Send the pending notices, then the results (one destination, one
  * thread: the master gets a task's STARTED before its result). */
 static void agent_flush_results(struct agent *a)
@@ -213,6 +215,8 @@ static void agent_flush_results(struct agent *a)
         return;
     agent_send(a, &a->starts, "start notices");
     agent_send(a, &a->results, "results");
+    if (a->recall_answer)
+        agent_answer_recall(a);
     if (a->link_results + a->link_starts > 0)
         local_link_notify_master(a->link);
     a->link_results = a->link_starts = 0;
@@ -396,29 +400,57 @@ static void agent_begin_abort(struct agent *a)
     a->kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
-/* RECALL (sched/placement.h, "Recalls"): give back up to the asked
- * number of queued tasks, from the end of the queue (those this node would
- * start last), at once.  Staged tasks stay: they hold a launcher slot and
- * start as soon as a CPU frees.  Nothing to do while draining or aborting:
- * every queued task goes back then. */
+/* Send the answer to a RECALL: how many tasks were given back (their
+ * results went before it, or on the local link). */
+static void agent_answer_recall(struct agent *a)
+{
+    struct msgbuf b = {0};
+    struct msg_recall rc = {.tasks = a->recall_given};
+    if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
+        log_error("Cannot answer a RECALL: out of memory");
+        a->failed = true;
+    } else {
+        agent_send(a, &b, "the answer to a RECALL");
+    }
+    msg_free(&b);
+    a->recall_answer = false;
+}
+
+/* RECALL (sched/placement.h, "Recalls"): give back, at once, up to the
+ * asked number of queued tasks that fit what the master's idle node has
+ * free, from the end of the queue (those this node would start last), then
+ * staged ones (one CPU each, agent_stage.c; the oldest first, which the
+ * pool hands out); answer with how many, after their results.  Nothing to
+ * give while draining or aborting: every queued task goes back then. */
 static void agent_recall(struct agent *a, struct msg_reader *r)
 {
-    uint32_t tasks = 0;
+    struct msg_recall rc;
     struct pmc_error err = {{0}};
-    if (msg_next_recall(r, &tasks, &err) != 1) {
+    if (msg_next_recall(r, &rc, &err) != 1) {
         log_error("Bad RECALL message from the master: %s", err.text);
         a->failed = true;
         return;
     }
     struct node_task nt;
-    uint32_t given = 0;
-    while (given < tasks && !a->draining && !a->aborting && nq_pop_back(&a->queue, &nt) == 1) {
+    uint32_t given = 0, i;
+    bool open = !a->draining && !a->aborting;
+    while (open && given < rc.tasks &&
+           nq_pop_back_fit(&a->queue, rc.cpus, rc.memory_mb, rc.gpus, &nt) == 1) {
         agent_cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
         given++;
     }
-    log_debug("Node agent: the master recalled %u tasks, %u given back", tasks, given);
+    while (open && given < rc.tasks && rc.cpus > 0 && a->launcher && a->nstaged > 0 &&
+           launcher_take_staged(a->launcher, &i)) {
+        agent__cancel_staged(a, i);
+        given++;
+    }
+    log_debug("Node agent: the master recalled %u tasks, %u given back", rc.tasks, given);
+    a->recall_given = given;
+    a->recall_answer = true;
     a->send_now |= given > 0;
+    if (given == 0)
+        agent_answer_recall(a);
 }
 
 /* The master answered one held failure (RESUME), which the pool counted

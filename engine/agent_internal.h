@@ -144,6 +144,10 @@ struct agent {
     /* a result the master waits for (such a failure, or tasks given back at
      * a RECALL) waits to be sent: the results go at once */
     bool send_now;
+    /* the answer to a RECALL (how many tasks were given back) goes after
+     * their results */
+    bool recall_answer;
+    uint32_t recall_given;
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS
@@ -194,11 +198,13 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
  * whose reaper started it (agent__took_handed()), or when it starts one
  * itself on a CPU that freed another way (agent__start_staged(), first in
  * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
- * an abort).  Agent thread. */
+ * an abort); agent__cancel_staged() gives one back unstarted (ECANCELED),
+ * slot i as launcher_take_staged() handed it (a RECALL).  Agent thread. */
 void agent__stage(struct agent *a);
 void agent__start_staged(struct agent *a);
 void agent__took_handed(struct agent *a, struct slot *s);
 void agent__unstage_all(struct agent *a);
+void agent__cancel_staged(struct agent *a, uint32_t i);
 
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */

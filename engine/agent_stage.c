@@ -117,9 +117,7 @@ void agent__took_handed(struct agent *a, struct slot *s)
     a->nstaged--;
 }
 
-/* Give slot i's staged task back to the master unstarted (ECANCELED), as
- * a queued task at a drain or an abort. */
-static void agent_cancel_staged(struct agent *a, uint32_t i)
+void agent__cancel_staged(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
     s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
@@ -138,5 +136,5 @@ void agent__unstage_all(struct agent *a)
 {
     uint32_t i;
     while (a->launcher && launcher_take_staged(a->launcher, &i))
-        agent_cancel_staged(a, i);
+        agent__cancel_staged(a, i);
 }

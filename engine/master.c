@@ -321,6 +321,8 @@ static void master_handle_mail(struct master *m, struct mail *ml)
         rc = master__handle_results(m, ml, &r);
     } else if (r.kind == MSG_STARTED) {
         rc = master__handle_started(m, ml, &r);
+    } else if (r.kind == MSG_RECALL) {
+        rc = master__handle_recall(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
         int k = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->agent_of_rank[ml->peer] : -1;
         if (k >= 0)

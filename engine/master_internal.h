@@ -158,6 +158,9 @@ void master__dispatch(struct master *m);
 void master__recall(struct master *m);
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);
+/* A node's answer to a RECALL: how many tasks it gave back (their results
+ * come before it, or on the local link).  -1 on a bad message. */
+int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r);
 /* Apply every event the local agent queued on m->link (none without one). */
 void master__drain_local(struct master *m);
 

@@ -181,12 +181,14 @@ void master__dispatch(struct master *m)
     master_send_batches(m);
 }
 
-static int master_recall_cb(void *ctx, int i, uint32_t tasks)
+static int master_recall_cb(void *ctx, int i, uint32_t tasks, const struct placement_fit *fit)
 {
     struct master *m = ctx;
     struct node *n = &m->nodes[i];
     struct msgbuf b = {0};
-    if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, tasks) < 0) {
+    struct msg_recall rc = {
+        .tasks = tasks, .cpus = fit->cpus, .gpus = fit->gpus, .memory_mb = fit->memory_mb};
+    if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
         msg_free(&b);
         return -1;
     }
@@ -196,8 +198,9 @@ static int master_recall_cb(void *ctx, int i, uint32_t tasks)
         return -1;
     }
     m->st.recalls++;
-    log_debug("Recalling up to %u queued tasks from rank %d for idle CPUs elsewhere", tasks,
-              n->rank);
+    log_debug("Recalling up to %u queued tasks of at most %u CPUs, %llu MB and %u GPUs from rank "
+              "%d for idle CPUs elsewhere",
+              tasks, fit->cpus, (unsigned long long)fit->memory_mb, fit->gpus, n->rank);
     return 0;
 }
 
@@ -364,7 +367,6 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     }
     placement_release(m->place, (int)(n - m->nodes), m->dag->cpus[t], m->dag->memory_mb[t],
                       m->dag->gpus[t]);
-    placement_recall_answered(m->place, (int)(n - m->nodes));
     monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
     m->inflight--;
@@ -411,6 +413,21 @@ static int master_apply_started(struct master *m, int rank, const struct msg_sta
         return -1;
     }
     master_task_executed(m, t, st->start);
+    return 0;
+}
+
+int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r)
+{
+    int idx = master_node_index(m, ml->peer, "RECALL");
+    if (idx < 0)
+        return -1;
+    struct msg_recall rc;
+    struct pmc_error err = {{0}};
+    if (msg_next_recall(r, &rc, &err) != 1) {
+        log_error("Bad RECALL from rank %d: %s", ml->peer, err.text);
+        return -1;
+    }
+    placement_recall_answered(m->place, idx, rc.tasks);
     return 0;
 }
 

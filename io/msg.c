@@ -43,7 +43,7 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
                          * priority */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
 #define STARTED_SIZE 16 /* id, attempt, start: the whole item */
-#define RECALL_SIZE 4   /* tasks: the whole item */
+#define RECALL_SIZE 20  /* tasks, cpus, gpus, memory_mb: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
 #define FWD_MIN 3       /* a task forward: kind byte and two empty strings */
 
@@ -297,13 +297,16 @@ int msg_add_started(struct msgbuf *b, const struct msg_started *s)
     return commit(b, STARTED_SIZE);
 }
 
-int msg_add_recall(struct msgbuf *b, uint32_t tasks)
+int msg_add_recall(struct msgbuf *b, const struct msg_recall *rc)
 {
     assert(b->len >= MSG_HEADER_SIZE && b->data[H_KIND] == MSG_RECALL);
     uint8_t *p = reserve(b, RECALL_SIZE);
     if (!p)
         return -1;
-    put_u32(p, tasks);
+    put_u32(p, rc->tasks);
+    put_u32(p + 4, rc->cpus);
+    put_u32(p + 8, rc->gpus);
+    put_u64(p + 12, rc->memory_mb);
     return commit(b, RECALL_SIZE);
 }
 
@@ -695,7 +698,7 @@ int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_e
     return 1;
 }
 
-int msg_next_recall(struct msg_reader *r, uint32_t *tasks, struct pmc_error *err)
+int msg_next_recall(struct msg_reader *r, struct msg_recall *out, struct pmc_error *err)
 {
     int more = next_begin(r, MSG_RECALL, err);
     if (more <= 0)
@@ -703,10 +706,13 @@ int msg_next_recall(struct msg_reader *r, uint32_t *tasks, struct pmc_error *err
     const uint8_t *p = r->p;
     if (left(p, r->end) < RECALL_SIZE) /* msg_open()'s count check rules this out */
         return item_bad(r, err, "fields run past the end of the message");
-    uint32_t n = get_u32(p);
+    struct msg_recall rc = {.tasks = get_u32(p),
+                            .cpus = get_u32(p + 4),
+                            .gpus = get_u32(p + 8),
+                            .memory_mb = get_u64(p + 12)};
     if (next_end(r, p + RECALL_SIZE, err) < 0)
         return -1;
-    *tasks = n;
+    *out = rc;
     return 1;
 }
 

@@ -34,11 +34,15 @@
  *   RESUME   (master -> node, count 0): the master took a failure the node
  *            holds for (MSG_TASK_HOLD_ON_FAILURE) and goes on: one RESUME
  *            per such failure, unless a DRAIN or ABORT answers it
- *   RECALL   (master -> node, count 1): u32 tasks: give back up to `tasks`
- *            queued tasks unstarted, from the end of the queue (the lowest
- *            priority, the last come), as DRAIN gives back all of them; the
- *            master places them again, on nodes with idle CPUs first
- *            (sched/placement.h, "Recalls")
+ *   RECALL   (either way, count 1): u32 tasks, u32 cpus, u32 gpus, u64
+ *            memory_mb.  Master -> node: give back up to `tasks` queued
+ *            tasks unstarted that fit cpus, gpus and memory_mb (MB; the free
+ *            resources of an idle node), from the end of the queue (the
+ *            lowest priority, the last come), as DRAIN gives back all of
+ *            them; the master places them again, on idle nodes first
+ *            (sched/placement.h, "Recalls").  Node -> master, the answer,
+ *            after the RESULTS items of the tasks given back: `tasks` is
+ *            how many (the other fields 0)
  *   STARTED  (node -> master): u32 id, u32 attempt, f64 start (seconds since
  *            the Unix epoch when the task's process was started) -- sent only
  *            for tasks whose TASKS item had MSG_TASK_NOTIFY_START; lets the
@@ -182,9 +186,16 @@ int msg_add_result(struct msgbuf *b, const struct msg_result *r);
 /* A STARTED item is 16 bytes (u32 id, u32 attempt, f64 start in seconds
  * since the Unix epoch, stored bit-exact). */
 int msg_add_started(struct msgbuf *b, const struct msg_started *s);
-/* Append RECALL's one item (b begun as MSG_RECALL): give back up to tasks
- * queued tasks.  0, or -1 with ENOMEM. */
-int msg_add_recall(struct msgbuf *b, uint32_t tasks);
+/* RECALL's one item (see the top of this file). */
+struct msg_recall {
+    uint32_t tasks; /* asked for (master -> node), or given back (the answer) */
+    uint32_t cpus;  /* what a task may need, at most, to be given back */
+    uint32_t gpus;
+    uint64_t memory_mb; /* MB */
+};
+
+/* Append RECALL's one item (b begun as MSG_RECALL).  0, or -1 with ENOMEM. */
+int msg_add_recall(struct msgbuf *b, const struct msg_recall *rc);
 
 /* Append one forwarded data block (u32 index, u32 len, bytes) to a packing
  * buffer that becomes msg_result.fwd.  out is a plain byte buffer without a
@@ -231,9 +242,9 @@ int msg_next_result(struct msg_reader *r, struct msg_result *out, struct pmc_err
  * the message); errors read "STARTED item 2: 3 trailing bytes after the last
  * item", "expected a STARTED message, got RESULTS". */
 int msg_next_started(struct msg_reader *r, struct msg_started *out, struct pmc_error *err);
-/* RECALL's item, as msg_next_*(): 1 with *tasks, 0 once read, -1 on a
+/* RECALL's item, as msg_next_*(): 1 with *out, 0 once read, -1 on a
  * malformed message. */
-int msg_next_recall(struct msg_reader *r, uint32_t *tasks, struct pmc_error *err);
+int msg_next_recall(struct msg_reader *r, struct msg_recall *out, struct pmc_error *err);
 
 /* Iterate forwarded data blocks of a decoded result: *pos starts at 0.
  * Returns 1 with the block, 0 at the end, -1 if malformed. */

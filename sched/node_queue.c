@@ -137,13 +137,19 @@ int nq_pop(struct node_queue *q, void *out)
     return 1;
 }
 
-int nq_pop_back(struct node_queue *q, void *out)
+int nq_pop_back_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
+                    uint32_t gpus_free, void *out)
 {
-    if (q->len == 0)
-        return 0;
-    memcpy(out, nq_at(q, q->len - 1) + sizeof(struct nq_need), q->item_size);
-    q->len--;
-    return 1;
+    for (size_t k = q->len; k-- > 0;) {
+        if (!nq_fits(nq_at(q, k), cpus_free, memory_free, gpus_free))
+            continue;
+        memcpy(out, nq_at(q, k) + sizeof(struct nq_need), q->item_size);
+        for (; k + 1 < q->len; k++)
+            memcpy(nq_at(q, k), nq_at(q, k + 1), q->stride);
+        q->len--;
+        return 1;
+    }
+    return 0;
 }
 
 void nq_free(struct node_queue *q)

@@ -70,9 +70,12 @@ void nq_take_at(struct node_queue *q, size_t pos, void *out);
  * when empty. */
 int nq_pop(struct node_queue *q, void *out);
 
-/* Remove the last task (the lowest priority, the last come: the one this
- * node would start last), its item into out.  1, or 0 when empty. */
-int nq_pop_back(struct node_queue *q, void *out);
+/* Remove the last task that fits cpus_free, memory_free (MB) and gpus_free
+ * (the lowest priority, the last come: of those, the one this node would
+ * start last), its item into out; the others keep their order.  1, or 0
+ * when none fits.  O(queue length). */
+int nq_pop_back_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
+                    uint32_t gpus_free, void *out);
 
 static inline size_t nq_len(const struct node_queue *q)
 {

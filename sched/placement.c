@@ -22,15 +22,17 @@ struct placement {
     uint64_t room;  /* sum of the open nodes' room, CPUs */
     int *idle_list; /* nidle indices of the nodes with CPUs free (placement_node.idle) */
     int nidle;
-    int idle_rr;           /* round-robin start of the next search, a position in idle_list */
-    uint64_t idle_cpus;    /* CPUs free on the idle nodes */
-    uint64_t recall_asked; /* tasks asked back and not answered, all nodes */
-    int nrecallable;       /* nodes queueing beyond their CPUs and not asked */
-    int recall_rr;         /* node index where the next recall search starts */
-    int nexcess;           /* nodes with CPUs committed beyond their own */
-    int32_t queue_floor;   /* lowest priority queued anywhere since nexcess was 0 */
-    int overflow_rr;       /* node index where the next overflow search starts */
-    uint32_t *deferred;    /* scratch for placement_dispatch() */
+    int idle_rr;             /* round-robin start of the next search, a position in idle_list */
+    uint64_t idle_cpus;      /* CPUs free on the idle nodes */
+    uint64_t recall_asked;   /* tasks asked back and not answered, all nodes */
+    int nrecallable;         /* nodes queueing beyond their CPUs and not asked */
+    int recall_rr;           /* node index where the next recall search starts */
+    int nexcess;             /* nodes with CPUs committed beyond their own */
+    int32_t queue_floor;     /* lowest priority queued anywhere since nexcess was 0 */
+    int overflow_rr;         /* node index where the next overflow search starts */
+    int32_t overflow_failed; /* an overflow search for this priority found no node since
+                                a lane could open (INT32_MIN: none) */
+    uint32_t *deferred;      /* scratch for placement_dispatch() */
     size_t deferred_cap;
 };
 
@@ -50,6 +52,7 @@ struct placement *placement_create(int max_nodes)
     }
     p->max_nodes = max_nodes > 0 ? max_nodes : 0;
     p->queue_floor = INT32_MAX;
+    p->overflow_failed = INT32_MIN;
     return p;
 }
 
@@ -147,7 +150,7 @@ static uint32_t node_excess(const struct placement_node *n)
 
 static bool node_recallable(const struct placement_node *n)
 {
-    return node_excess(n) > 0 && n->recall_asked == 0;
+    return node_excess(n) > 0 && n->recall_asked == 0 && !n->recall_futile;
 }
 
 /* Node i's commitment changed (room_before: its room before the change,
@@ -172,15 +175,16 @@ static void node_changed(struct placement *p, int i, uint32_t room_before, uint3
         idle_list_remove(p, i);
     else if (!n->idle && free_cpus > 0)
         idle_list_add(p, i);
-    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
     bool excess = node_excess(n) > 0;
     if (excess != n->queueing) {
         n->queueing = excess;
         p->nexcess += excess ? 1 : -1;
         n->queue_floor = INT32_MAX; /* its queue was empty, or is new */
+        n->recall_futile = false;   /* likewise: worth asking again */
         if (p->nexcess == 0)
             p->queue_floor = INT32_MAX;
     }
+    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
 }
 
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
@@ -274,6 +278,11 @@ void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memor
     n->committed_gpus -= gpus;
     n->tasks--;
     node_changed(p, i, room_before, free_before, recallable_before);
+    if (n->queueing) { /* its overflow lane has room again: the next search starts there */
+        p->overflow_rr = i;
+        if (n->queue_floor < p->overflow_failed)
+            p->overflow_failed = INT32_MIN;
+    }
 }
 
 /* ---- recalls -------------------------------------------------------------- */
@@ -288,11 +297,30 @@ bool placement_recall_due(const struct placement *p)
     return p->nrecallable > 0 && p->idle_cpus > p->recall_asked;
 }
 
+/* What one idle node could start now: the free resources of the idle node
+ * with the most CPUs free (O(idle nodes)).  A task given back must fit
+ * it, or it would only come back to a node that queues it. */
+static struct placement_fit idle_fit(const struct placement *p)
+{
+    struct placement_fit f = {0, 0, 0};
+    for (int k = 0; k < p->nidle; k++) {
+        const struct placement_node *n = &p->nodes[p->idle_list[k]];
+        uint32_t cpus = node_free_cpus(n);
+        if (cpus > f.cpus) {
+            f.cpus = cpus;
+            f.memory_mb = n->committed_mem < n->memory_mb ? n->memory_mb - n->committed_mem : 0;
+            f.gpus = n->committed_gpus < n->gpus ? n->gpus - n->committed_gpus : 0;
+        }
+    }
+    return f;
+}
+
 int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
 {
     if (!placement_recall_due(p))
         return 0;
     uint64_t want = p->idle_cpus - p->recall_asked;
+    struct placement_fit fit = idle_fit(p);
     int start = p->recall_rr;
     for (int k = 0; k < p->nnodes && want > 0 && p->nrecallable > 0; k++) {
         int i = (start + k) % p->nnodes;
@@ -300,7 +328,7 @@ int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
         if (!node_recallable(n))
             continue;
         uint32_t tasks = node_excess(n) < want ? node_excess(n) : (uint32_t)want;
-        if (ask(ctx, i, tasks) < 0)
+        if (ask(ctx, i, tasks, &fit) < 0)
             return -1;
         n->recall_asked = tasks;
         p->recall_asked += tasks;
@@ -311,14 +339,16 @@ int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
     return 0;
 }
 
-void placement_recall_answered(struct placement *p, int i)
+void placement_recall_answered(struct placement *p, int i, uint32_t given)
 {
     struct placement_node *n = &p->nodes[i];
     if (n->recall_asked == 0)
         return;
+    bool recallable_before = node_recallable(n);
     p->recall_asked -= n->recall_asked;
     n->recall_asked = 0;
-    p->nrecallable += node_recallable(n);
+    n->recall_futile = given == 0;
+    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
 }
 
 /* ---- the dispatch round ------------------------------------------------- */
@@ -362,6 +392,8 @@ static void commit_task(struct placement *p, const struct placement_demand *d, u
         n->queue_floor = prio;
     if (n->queueing && prio < p->queue_floor)
         p->queue_floor = prio;
+    if (n->queueing && n->queue_floor < p->overflow_failed)
+        p->overflow_failed = INT32_MIN; /* a node newly below that priority */
 }
 
 /* A node whose queue may hold tasks of a priority below prio and that can
@@ -393,7 +425,7 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
                            placement_assign_fn assign, void *ctx)
 {
     int32_t prio = rq_bucket_priority(q, b);
-    while (rq_bucket_size(q, b) > 0 && prio > p->queue_floor) {
+    while (rq_bucket_size(q, b) > 0 && prio > p->queue_floor && prio > p->overflow_failed) {
         uint32_t t = rq_bucket_pop(q, b);
         uint32_t limit_ms =
             d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
@@ -402,6 +434,8 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
                     : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
         if (i < 0 || assign(ctx, t, i) < 0) {
             (void)rq_push_front(q, t, prio); /* t stays ready */
+            if (i < 0 && !(limit_ms && limit_ms / 1000.0 > time_left_s))
+                p->overflow_failed = prio; /* no lane for it, nor for anything below */
             return i < 0 ? 0 : -1;
         }
         commit_task(p, d, t, i, prio);
@@ -442,11 +476,11 @@ int placement_dispatch(struct placement *p, struct ready_queue *q, const struct 
                        double time_left_s, placement_assign_fn assign, void *ctx)
 {
     for (size_t b = rq_first_bucket(q); b < rq_buckets(q); b++) {
+        int32_t prio = rq_bucket_priority(q, b);
+        if (p->room == 0 && (prio <= p->queue_floor || prio <= p->overflow_failed))
+            break; /* nothing of this bucket or below can go anywhere */
         if (rq_bucket_size(q, b) == 0)
             continue;
-        int32_t prio = rq_bucket_priority(q, b);
-        if (p->room == 0 && prio <= p->queue_floor)
-            break; /* nothing of this bucket or below can go anywhere */
         if (p->room > 0 && dispatch_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)
             return -1;
         if (prio > p->queue_floor && overflow_bucket(p, q, b, d, time_left_s, assign, ctx) < 0)

@@ -43,7 +43,11 @@
  * run's floor that finds no room goes past a window, into an overflow
  * lane of one more round of the node's CPUs, on a node whose floor is
  * below it, where the node queue puts it in front (sched/node_queue.h).
- * With one priority, as most DAGs have, nothing overflows.
+ * With one priority, as most DAGs have, nothing overflows.  A search that
+ * finds no node is not repeated for that priority, or a lower one, until a
+ * lane may have opened (a release at, or a lower floor on, a node queueing
+ * below it); a smaller task than the one that found none then waits for
+ * room as before.
  *
  * Recalls.  Tasks queued at a node wait for that node alone: once the
  * ready queue runs dry, a node that finished early would idle while
@@ -52,9 +56,12 @@
  * asks the nodes that hold tasks beyond their CPUs to give back, from the
  * end of their queues, as many unstarted tasks as idle CPUs elsewhere could
  * start now; each comes back through the ready queue and goes to an idle
- * node first (the idle list).  A node is asked again only after a result
- * of it arrived (placement_recall_answered()): one with nothing left to
- * give back sends nothing, and its next result clears the request.  Dispatch order (PMC manual,
+ * node first (the idle list); only tasks that fit an idle node's free
+ * resources are asked for, so that none comes back to a node that only
+ * queues it again.  A node answers with how many it gave back
+ * (placement_recall_answered()); one that gave nothing (what it queues is
+ * too big, or already starting) is not asked again until its queue is a
+ * new one.  Dispatch order (PMC manual,
  * task option -p): larger priority first, first-in first-out among equal priorities (the ready
  * queue's order; the manual says nothing of ties, FIFO keeps the DAG's order for tasks ready at
  * once).  Deferral (PMC manual, -p: "if a task cannot be matched to an available slot ... but a
@@ -118,6 +125,8 @@ struct placement_node {
     bool idle;               /* on the idle list: committed_cpus < cpus */
     int idle_pos;            /* its index in the idle list (when idle) */
     uint32_t recall_asked;   /* tasks placement_recall() asked back, not answered */
+    bool recall_futile;      /* its last answer gave nothing back: not asked again until its
+                                queue is new */
     bool queueing;           /* committed CPUs beyond its own: tasks may wait there */
     int32_t queue_floor;     /* lowest priority sent to it while queueing (INT32_MAX: none) */
 };
@@ -197,9 +206,19 @@ void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memor
  * was.  The policy commits t on node i after a 0 (the callback must not). */
 typedef int (*placement_assign_fn)(void *ctx, uint32_t t, int i);
 
-/* Send node i a request to give back up to `tasks` unstarted tasks (the
- * caller's message); 0, or -1 (e.g. ENOMEM): nothing was asked. */
-typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t tasks);
+/* What a task may need, at most, to be given back at a recall: the free
+ * CPUs, memory (MB) and GPUs of one idle node. */
+struct placement_fit {
+    uint32_t cpus;
+    uint64_t memory_mb;
+    uint32_t gpus;
+};
+
+/* Send node i a request to give back up to `tasks` unstarted tasks that
+ * fit *fit (the caller's message); 0, or -1 (e.g. ENOMEM): nothing was
+ * asked. */
+typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t tasks,
+                                   const struct placement_fit *fit);
 
 /* CPUs free on the nodes that have some (committing nothing beyond them). */
 uint64_t placement_idle_cpus(const struct placement *p);
@@ -211,14 +230,17 @@ bool placement_recall_due(const struct placement *p);
  * asked back and not answered, ask nodes holding tasks beyond their CPUs
  * (committed CPUs past their own, 1 CPU a task), each at most once until
  * it answers, for up to that excess each, in round-robin order over the
- * nodes.  O(1) when there is nothing to ask, O(nodes) when there is.
- * Returns 0, or -1 when ask failed (that node was not asked; those before
- * it were). */
+ * nodes; a task given back must fit the free resources of the idle node
+ * with the most CPUs free.  O(1) when there is nothing to ask, O(nodes)
+ * when there is.  Returns 0, or -1 when ask failed (that node was not
+ * asked; those before it were). */
 int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx);
 
-/* Node i answered (the caller saw a result of it since its recall): it may
- * be asked again. */
-void placement_recall_answered(struct placement *p, int i);
+/* Node i answered its recall, giving back `given` tasks (their results
+ * come, or came, as results given back unstarted): it may be asked again,
+ * unless it gave nothing, when it is not asked again until its queue is a
+ * new one (its committed CPUs were back at its own). */
+void placement_recall_answered(struct placement *p, int i, uint32_t given);
 
 /* One dispatch round: take the ready tasks of q in its order (priority,
  * then FIFO), place each on placement_pick()'s node, call assign and commit

@@ -84,6 +84,8 @@ struct vnode {
     bool timer, touched, shutting, draining, said_bye;
     bool results_release, low_water_sent; /* agent.c's results_release, low_water_sent */
     bool send_now;                        /* agent.c's send_now: tasks given back at a RECALL */
+    bool recall_answer;                   /* agent.c's recall_answer, recall_given */
+    uint32_t recall_given;
 };
 
 struct bins {
@@ -334,6 +336,19 @@ static void sim_node_send_empty(struct sim *s, uint32_t i, enum msg_kind kind)
     sim_node_send(s, i, &b);
 }
 
+static void sim_node_answer_recall(struct sim *s, uint32_t i)
+{
+    struct msgbuf b = {0};
+    struct msg_recall rc = {.tasks = s->nodes[i].recall_given};
+    if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
+        msg_free(&b);
+        s->failed = true;
+        return;
+    }
+    sim_node_send(s, i, &b);
+    s->nodes[i].recall_answer = false;
+}
+
 /* ---- virtual nodes ------------------------------------------------------ */
 
 static void sim_touch(struct sim *s, uint32_t i)
@@ -418,24 +433,30 @@ static void sim_node_tasks(struct sim *s, uint32_t i, struct mail *m, struct msg
     batch_unref(b);
 }
 
-/* RECALL: give back up to the asked number of queued tasks, from the end
- * of the queue, at once (engine/agent.c's agent_recall()). */
+/* RECALL: give back up to the asked number of queued tasks that fit, from
+ * the end of the queue, at once, and answer with how many after their
+ * results (engine/agent.c's agent_recall()). */
 static void sim_node_recall(struct sim *s, uint32_t i, struct msg_reader *r)
 {
     struct vnode *n = &s->nodes[i];
-    uint32_t tasks = 0;
+    struct msg_recall rc;
     struct pmc_error err = {{0}};
-    if (msg_next_recall(r, &tasks, &err) != 1) {
+    if (msg_next_recall(r, &rc, &err) != 1) {
         fprintf(stderr, "pmc-sim: node %u: bad RECALL: %s\n", i, err.text);
         s->failed = true;
         return;
     }
     struct node_task nt;
-    for (uint32_t k = 0; k < tasks && !n->draining && nq_pop_back(&n->queue, &nt) == 1; k++) {
+    uint32_t given = 0;
+    while (given < rc.tasks && !n->draining &&
+           nq_pop_back_fit(&n->queue, rc.cpus, rc.memory_mb, rc.gpus, &nt) == 1) {
         sim_cancel(s, i, &nt.t);
         batch_unref(nt.batch);
-        n->send_now = true;
+        given++;
     }
+    n->recall_given = given;
+    n->recall_answer = true;
+    n->send_now = given > 0;
 }
 
 /* A message from the master reaches node i. */
@@ -518,10 +539,14 @@ static void sim_node_flush(struct sim *s, uint32_t i)
             sim_node_send(s, i, &n->results);
             n->results_release = false;
             n->send_now = false;
+            if (n->recall_answer)
+                sim_node_answer_recall(s, i);
             n->low_water_sent |= low;
         } else if (!n->timer)
             n->timer = sim_push(s, due, EV_FLUSH, i) != NULL;
     }
+    if (n->recall_answer && n->results.count == 0)
+        sim_node_answer_recall(s, i); /* nothing given back */
     if (n->shutting && !n->said_bye && n->running == 0 && nq_len(&n->queue) == 0) {
         sim_node_send_empty(s, i, MSG_BYE);
         n->said_bye = true;

@@ -127,9 +127,9 @@ static int next_item(struct msg_reader *r, const struct bounds *b, struct msgbuf
         break;
     }
     case MSG_RECALL: {
-        uint32_t tasks;
-        if ((rc = msg_next_recall(r, &tasks, err)) == 1)
-            added = msg_add_recall(out, tasks);
+        struct msg_recall rc_item;
+        if ((rc = msg_next_recall(r, &rc_item, err)) == 1)
+            added = msg_add_recall(out, &rc_item);
         break;
     }
     default:

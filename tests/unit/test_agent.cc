@@ -23,6 +23,8 @@
 #include <deque>
 #include <mutex>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <fcntl.h>
@@ -96,8 +98,9 @@ class AgentTest : public testutil::TempDirTest
     }
 
     // An agent of a node of 2 CPUs, 1000 MB and no GPUs, spawning on its own
-    // thread, started and past its HELLO.
-    void start()
+    // thread (or with launch_threads launchers, staging), started and past
+    // its HELLO.
+    void start(uint32_t launch_threads = 0)
     {
         log_fd_ = open(path("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         ASSERT_GE(log_fd_, 0);
@@ -112,6 +115,8 @@ class AgentTest : public testutil::TempDirTest
         cfg.dag_path = dag_.c_str();
         cfg.task_dir = dir_.c_str();
         cfg.kill_grace_ms = 1000;
+        cfg.launch_threads = launch_threads;
+        cfg.stage_launches = launch_threads > 0;
         pmc_error err{};
         agent_ = agent_create(&cfg, &err);
         ASSERT_NE(agent_, nullptr) << err.text;
@@ -157,11 +162,13 @@ class AgentTest : public testutil::TempDirTest
         ASSERT_NE(m, nullptr);
         mailbox_push(agent_mailbox(agent_), m);
     }
-    void send_recall(uint32_t tasks)
+    // RECALL of up to `tasks` tasks of at most `cpus` CPUs (1000 MB, no GPU).
+    void send_recall(uint32_t tasks, uint32_t cpus)
     {
         msgbuf b{};
+        msg_recall rc{tasks, cpus, 0, 1000};
         ASSERT_EQ(msg_begin(&b, MSG_RECALL), 0);
-        ASSERT_EQ(msg_add_recall(&b, tasks), 0);
+        ASSERT_EQ(msg_add_recall(&b, &rc), 0);
         msg_end(&b);
         mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
         ASSERT_NE(m, nullptr);
@@ -187,6 +194,46 @@ class AgentTest : public testutil::TempDirTest
         t.argc = 3;
         t.argv = argv.c_str();
         return t;
+    }
+
+    // The tasks given back after a RECALL (their results, all ECANCELED) and
+    // the answer that follows them (how many).
+    std::pair<std::vector<uint32_t>, uint32_t> given_back()
+    {
+        std::vector<uint32_t> ids;
+        for (Sent m = next(); !HasFailure(); m = next()) {
+            if (m.kind() == MSG_RECALL) {
+                msg_recall rc{};
+                pmc_error err{};
+                EXPECT_EQ(msg_next_recall(&m.r, &rc, &err), 1) << err.text;
+                return {ids, rc.tasks};
+            }
+            EXPECT_EQ(m.kind(), MSG_RESULTS);
+            msg_result r{};
+            pmc_error err{};
+            while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+                EXPECT_EQ(r.exec_errno, ECANCELED) << "task " << r.id << " ended";
+                ids.push_back(r.id);
+            }
+        }
+        return {ids, 0};
+    }
+
+    // ABORT: the running tasks end (not given back), then BYE.
+    std::vector<uint32_t> abort_run()
+    {
+        send(MSG_ABORT);
+        std::vector<uint32_t> ended;
+        for (Sent m = next(); m.kind() != MSG_BYE && !HasFailure(); m = next()) {
+            msg_result r{};
+            pmc_error err{};
+            while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+                EXPECT_NE(r.exec_errno, ECANCELED) << "task " << r.id << " was running";
+                ended.push_back(r.id);
+            }
+        }
+        std::sort(ended.begin(), ended.end());
+        return ended;
     }
 
     std::string log() const
@@ -232,52 +279,48 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
 }
 
 // RECALL: the agent gives back, at once and unstarted (ECANCELED results),
-// up to the asked number of queued tasks from the end of its queue (the
-// lowest priority, the last come: those it would start last); running
-// tasks are not touched, and a RECALL asking more than is queued gives what
-// there is.
+// up to the asked number of queued tasks that fit what was asked, from the
+// end of its queue (the lowest priority, the last come: those it would
+// start last), and answers with how many after their results; running
+// tasks are not touched; a RECALL nothing fits gets the answer 0.
 TEST_F(AgentTest, RecallGivesBackTheQueuedTasksItWouldStartLast)
 {
     start();
     std::string wait = sh("sleep 30");
     std::vector<msg_task> tasks = {task(1, "r1", wait, 1), task(2, "r2", wait, 1)};
     tasks[0].priority = tasks[1].priority = 10; // they start first
-    const std::pair<uint32_t, int32_t> queued[] = {{3, 5}, {4, 0}, {5, 0}, {6, 9}};
-    for (auto [id, prio] : queued) { // queue order: 6, 3, 4, 5
-        tasks.push_back(task(id, "q", wait, 1));
+    const std::tuple<uint32_t, int32_t, uint32_t> queued[] = {
+        {3, 5, 1}, {4, 0, 2}, {5, 0, 1}, {6, 9, 1}}; // id, priority, CPUs
+    for (auto [id, prio, cpus] : queued) {           // queue order: 6, 3, 4, 5
+        tasks.push_back(task(id, "q", wait, cpus));
         tasks.back().priority = prio;
     }
     send(tasks);
-    auto given_back = [&](size_t n) {
-        std::vector<uint32_t> ids;
-        while (ids.size() < n && !HasFailure()) {
-            Sent m = next();
-            EXPECT_EQ(m.kind(), MSG_RESULTS);
-            msg_result r{};
-            pmc_error err{};
-            while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
-                EXPECT_EQ(r.exec_errno, ECANCELED) << "task " << r.id << " ended";
-                ids.push_back(r.id);
-            }
-        }
-        return ids;
-    };
-    send_recall(3);
-    EXPECT_EQ(given_back(3), (std::vector<uint32_t>{5, 4, 3}));
-    send_recall(5);
-    EXPECT_EQ(given_back(1), (std::vector<uint32_t>{6}));
-    send(MSG_ABORT); // ends r1 and r2
-    std::vector<uint32_t> ended;
-    for (Sent m = next(); m.kind() != MSG_BYE && !HasFailure(); m = next()) {
-        msg_result r{};
-        pmc_error err{};
-        while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
-            EXPECT_NE(r.exec_errno, ECANCELED) << "task " << r.id << " was running";
-            ended.push_back(r.id);
-        }
-    }
-    std::sort(ended.begin(), ended.end());
-    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2}));
+    send_recall(3, 1);
+    EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{5, 3, 6}, 3u));
+    send_recall(5, 1); // 4 needs 2 CPUs
+    EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{}, 0u));
+    send_recall(5, 2);
+    EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{4}, 1u));
+    EXPECT_EQ(abort_run(), (std::vector<uint32_t>{1, 2}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+// With a launcher pool, queued tasks are staged in it (one per CPU) once
+// the CPUs are busy: a RECALL gives back the queue's tasks, then the staged
+// ones.
+TEST_F(AgentTest, RecallGivesBackStagedTasksToo)
+{
+    start(1);
+    std::string wait = sh("sleep 30");
+    std::vector<msg_task> tasks;
+    for (uint32_t id = 1; id <= 6; id++)
+        tasks.push_back(task(id, "t", wait, 1)); // 1 and 2 run, 3 and 4 are staged
+    send(tasks);
+    usleep(300000); // the staging is the agent thread's, after the launches
+    send_recall(10, 1);
+    EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{6, 5, 3, 4}, 4u));
+    EXPECT_EQ(abort_run(), (std::vector<uint32_t>{1, 2}));
     EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 

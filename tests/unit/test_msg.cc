@@ -150,7 +150,7 @@ Outcome decode_all(const uint8_t *data, size_t len)
         msg_task t{};
         msg_result res{};
         msg_started st{};
-        uint32_t recalled = 0;
+        msg_recall recalled{};
         switch (r.kind) {
         case MSG_HELLO:
             if ((rc = msg_next_hello(&r, &h, &err)) == 1)
@@ -269,7 +269,8 @@ Bytes recall_msg()
 {
     msgbuf b{};
     EXPECT_EQ(0, msg_begin(&b, MSG_RECALL));
-    EXPECT_EQ(0, msg_add_recall(&b, 17));
+    msg_recall rc{17, 3, 1, 0x0102030405ull};
+    EXPECT_EQ(0, msg_add_recall(&b, &rc));
     Bytes m = take(&b);
     msg_free(&b);
     return m;
@@ -495,8 +496,11 @@ TEST(MsgWire, RecallBytes)
 {
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 10, 0, 0, 20, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 10 */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 10, 0, 0, 36, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 10 */
         17, 0, 0, 0,                      /* tasks */
+        3, 0, 0, 0,                       /* cpus */
+        1, 0, 0, 0,                       /* gpus */
+        5, 4, 3, 2, 1, 0, 0, 0,           /* memory_mb */
     };
     // clang-format on
     EXPECT_EQ(10, MSG_RECALL);
@@ -504,18 +508,21 @@ TEST(MsgWire, RecallBytes)
     msg_reader r;
     Bytes m = recall_msg();
     open_ok(&r, m, MSG_RECALL, 1);
-    uint32_t tasks = 0;
+    msg_recall rc{};
     pmc_error err{};
-    EXPECT_EQ(1, msg_next_recall(&r, &tasks, &err)) << err.text;
-    EXPECT_EQ(17u, tasks);
-    EXPECT_EQ(0, msg_next_recall(&r, &tasks, &err));
+    EXPECT_EQ(1, msg_next_recall(&r, &rc, &err)) << err.text;
+    EXPECT_EQ(17u, rc.tasks);
+    EXPECT_EQ(3u, rc.cpus);
+    EXPECT_EQ(1u, rc.gpus);
+    EXPECT_EQ(0x0102030405ull, rc.memory_mb);
+    EXPECT_EQ(0, msg_next_recall(&r, &rc, &err));
 }
 
 TEST(MsgMalformed, RecallHasExactlyOneItem)
 {
     Bytes x = recall_msg();
     put32(x, 12, 0);
-    expect_bad(x, "RECALL count is 0 but 4 bytes follow the header");
+    expect_bad(x, "RECALL count is 0 but 20 bytes follow the header");
     put32(x, 12, 2);
     expect_bad(x, "RECALL count is 2, expected 1");
     x = recall_msg();

@@ -8,9 +8,9 @@
 // that fits within NQ_DEFER_SCAN entries starts instead and the skipped ones keep their order; a
 // fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting the tasks of a queue against a
 // free-resource budget (as agent_pump() and the simulator do) never overcommits and, once resources
-// come back, starts the deferred tasks first.  nq_pop ignores fit; nq_pop_back takes the task that
-// would start last; the ring keeps its order across
-// growth while wrapped; the batch handle travels with each task.
+// come back, starts the deferred tasks first.  nq_pop ignores fit; nq_pop_back_fit takes the last
+// task that fits; the ring keeps its order across growth while wrapped; the batch handle travels
+// with each task.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -127,28 +127,29 @@ TEST(NodeQueue, LaterHigherPriorityGoesInFrontOfLowerOnes)
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{4, 0, 3, 1, 2, 6, 5}));
 }
 
-// nq_pop_back() takes the task that would start last: the lowest
-// priority, the last come among equals; across the ring's wrap too.
-TEST(NodeQueue, PopBackTakesWhatWouldStartLast)
+// nq_pop_back_fit() takes the last task that fits (the lowest priority,
+// the last come among equals): across the ring's wrap too, the others
+// keeping their order.
+TEST(NodeQueue, PopBackFitTakesWhatWouldStartLastOfWhatFits)
 {
     Queue q;
     struct node_task nt;
-    EXPECT_EQ(nq_pop_back(&q.q, &nt), 0);
+    EXPECT_EQ(nq_pop_back_fit(&q.q, 8, 1000, 1, &nt), 0);
     for (uint32_t i = 0; i < 60; i++) // move the head near the end of 64 cells
         push(q, task(1000 + i, 1));
     for (uint32_t i = 0; i < 60; i++)
         ASSERT_EQ(nq_pop(&q.q, &nt), 1);
     push(q, task(0, 1, 0, 0, 5));
     push(q, task(1, 1, 0, 0, 1));
-    push(q, task(2, 1, 0, 0, 1));
+    push(q, task(2, 4, 0, 0, 1)); // too big for 2 CPUs
     push(q, task(3, 1, 0, 0, 5));
-    push(q, task(4, 1, 0, 0, -3));
+    push(q, task(4, 1, 500, 0, -3)); // too much memory for 100 MB
     push(q, task(5, 1, 0, 0, 9));
     std::vector<uint32_t> back;
-    while (nq_pop_back(&q.q, &nt) == 1)
+    while (nq_pop_back_fit(&q.q, 2, 100, 0, &nt) == 1)
         back.push_back(nt.t.id);
-    EXPECT_EQ(back, (std::vector<uint32_t>{4, 2, 1, 3, 0, 5}));
-    EXPECT_EQ(nq_len(&q.q), 0u);
+    EXPECT_EQ(back, (std::vector<uint32_t>{1, 3, 0, 5}));
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{2, 4}));
 }
 
 TEST(NodeQueue, PriorityOrderHoldsWhileTheRingIsWrapped)
@@ -298,10 +299,19 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
             model.emplace(std::make_pair(-t.priority, t.id), t);
         } else if (op < 62) { // a recall: the task that would start last
             struct node_task nt;
-            ASSERT_EQ(nq_pop_back(&q.q, &nt), model.empty() ? 0 : 1);
-            if (!model.empty()) {
-                ASSERT_EQ(nt.t.id, std::prev(model.end())->second.id);
-                model.erase(std::prev(model.end()));
+            uint32_t cpus = 1 + rng() % 8, gpus = rng() % 3;
+            uint64_t mem = rng() % 3000;
+            auto it = model.end(); // the last that fits
+            for (auto r = model.rbegin(); r != model.rend(); ++r)
+                if (r->second.cpus <= cpus && r->second.memory_mb <= mem &&
+                    r->second.gpus <= gpus) {
+                    it = std::prev(r.base());
+                    break;
+                }
+            ASSERT_EQ(nq_pop_back_fit(&q.q, cpus, mem, gpus, &nt), it == model.end() ? 0 : 1);
+            if (it != model.end()) {
+                ASSERT_EQ(nt.t.id, it->second.id);
+                model.erase(it);
             }
         } else {
             uint32_t cpus = rng() % 10, gpus = rng() % 3;

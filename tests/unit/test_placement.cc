@@ -195,16 +195,18 @@ void check_invariants(const struct placement *p)
 // placement_recall()'s requests, in order, from the callback.
 struct Recalls {
     std::vector<std::pair<int, uint32_t>> asked; // (node, tasks)
+    std::vector<placement_fit> fits;
     long fail_at = -1;
     long calls = 0;
 };
 
-int record_recall(void *ctx, int i, uint32_t tasks)
+int record_recall(void *ctx, int i, uint32_t tasks, const struct placement_fit *fit)
 {
     auto *r = static_cast<Recalls *>(ctx);
     if (r->calls++ == r->fail_at)
         return -1;
     r->asked.emplace_back(i, tasks);
+    r->fits.push_back(*fit);
     return 0;
 }
 
@@ -302,6 +304,7 @@ TEST(Placement, RandomRunKeepsTheInvariants)
     std::vector<Sent> sent;
     std::vector<NodeSpec> model(spec.size(), {0, 0, 0}); // committed per node
     std::vector<uint32_t> asked(spec.size(), 0);         // recalled, not answered
+    std::vector<bool> futile(spec.size(), false);        // gave nothing since its queue began
     for (int step = 0; step < 20000; step++) {
         unsigned op = rng() % 100;
         if (op < 8) { // a recall round: never asks a node twice, nor past its excess
@@ -311,6 +314,7 @@ TEST(Placement, RandomRunKeepsTheInvariants)
             for (auto [i, tasks] : recall(p.get()).asked) {
                 const struct placement_node *n = placement_node_at(p.get(), i);
                 ASSERT_EQ(asked[i], 0u) << "node " << i << " asked twice";
+                ASSERT_FALSE(futile[i]) << "node " << i << " gave nothing, its queue the same";
                 ASSERT_GT(tasks, 0u);
                 ASSERT_LE(n->cpus + tasks, n->committed_cpus) << "asked past the excess";
                 ASSERT_EQ(n->recall_asked, tasks);
@@ -323,7 +327,10 @@ TEST(Placement, RandomRunKeepsTheInvariants)
         }
         if (op < 12) { // an answer
             int i = static_cast<int>(rng() % spec.size());
-            placement_recall_answered(p.get(), i);
+            uint32_t given = rng() % 3;
+            if (asked[i])
+                futile[i] = given == 0;
+            placement_recall_answered(p.get(), i, given);
             asked[i] = 0;
             ASSERT_EQ(placement_node_at(p.get(), i)->recall_asked, 0u);
             continue;
@@ -374,6 +381,8 @@ TEST(Placement, RandomRunKeepsTheInvariants)
         check_invariants(p.get());
         for (size_t i = 0; i < model.size(); i++) {
             const struct placement_node *n = placement_node_at(p.get(), static_cast<int>(i));
+            if (!n->queueing)
+                futile[i] = false; /* a queue that emptied */
             ASSERT_EQ(n->committed_cpus, model[i].cpus);
             ASSERT_EQ(n->committed_mem, model[i].memory_mb);
             ASSERT_EQ(n->committed_gpus, model[i].gpus);
@@ -563,7 +572,7 @@ TEST(Placement, RecallAsksForWhatIdleCpusCanStartOnceUntilAnswered)
     // node 0 gives back 3 (each released), which go to node 2
     for (int k = 0; k < 3; k++) {
         placement_release(p.get(), 0, 1, 0, 0);
-        placement_recall_answered(p.get(), 0);
+        placement_recall_answered(p.get(), 0, 3);
         EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 2);
         placement_commit(p.get(), 2, 1, 0, 0);
     }
@@ -664,6 +673,41 @@ TEST(Placement, OverflowGoesOnlyWhereLowerPrioritiesQueue)
     Recorder r = dispatch(p.get(), q.get(), tasks);
     EXPECT_EQ(r.assigned, (std::vector<std::pair<uint32_t, int>>{{three, 1}}));
     EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{one}));
+}
+
+// A recall asks only for what an idle node can start: the free CPUs,
+// memory and GPUs of the idle node with the most CPUs free.
+TEST(Placement, RecallAsksForTasksThatFitAnIdleNode)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {4, 800, 1}, {2, 500, 2}});
+    placement_commit(p.get(), 0, 1 + 6, 0, 0);
+    placement_commit(p.get(), 1, 1, 300, 1); // 3 CPUs, 500 MB and no GPU free
+    placement_commit(p.get(), 2, 1, 0, 0);   // 1 CPU, 500 MB and 2 GPUs free
+    Recalls r = recall(p.get());
+    ASSERT_EQ(r.asked, (std::vector<std::pair<int, uint32_t>>{{0, 4}}));
+    EXPECT_EQ(r.fits[0].cpus, 3u);
+    EXPECT_EQ(r.fits[0].memory_mb, 500u);
+    EXPECT_EQ(r.fits[0].gpus, 0u);
+}
+
+// A node whose answer gave nothing back (what it queues does not fit, or
+// already starts) is not asked again while its queue is the same one; once
+// its committed CPUs were back at its own, it may be.
+TEST(Placement, NodeThatGaveNothingIsNotAskedAgainUntilItsQueueIsNew)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {2, 1000, 0}});
+    placement_commit(p.get(), 0, 1 + 3, 0, 0);
+    EXPECT_EQ(recall(p.get()).asked, (std::vector<std::pair<int, uint32_t>>{{0, 2}}));
+    placement_recall_answered(p.get(), 0, 0);
+    EXPECT_FALSE(placement_recall_due(p.get()));
+    EXPECT_TRUE(recall(p.get()).asked.empty());
+    placement_release(p.get(), 0, 1, 0, 0); // still queueing: the same queue
+    EXPECT_TRUE(recall(p.get()).asked.empty());
+    placement_release(p.get(), 0, 2, 0, 0); // back at its CPU
+    placement_commit(p.get(), 0, 2, 0, 0);  // a new queue
+    EXPECT_EQ(recall(p.get()).asked, (std::vector<std::pair<int, uint32_t>>{{0, 2}}));
+    placement_recall_answered(p.get(), 0, 1); // gave some: may be asked again
+    EXPECT_TRUE(placement_recall_due(p.get()));
 }
 
 TEST(Placement, RoundRobinIsFairAcrossEqualNodes)
