@@ -70,7 +70,11 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     the run succeeds, the busier host's tasks took at most 7.5 s in all
     (5.5 s is even; before recalls the tasks queued at one host stayed
     there: 10 s against 1 s), the run ended within 8.5 s of its first
-    task's start, and the log counts the RECALLs and the tasks given back.
+    task's start, and the log counts the RECALLs and the tasks given back.  * recall_only_what_an_idle_host_can_start: two hosts, of 1 and 4 CPUs
+    (PMC_HOST_CPUS per rank), 12 tasks of -c 2: every task runs on the
+    4-CPU host; the idle 1-CPU host draws at most 3 RECALLs in all (each
+    asks only for tasks it could start: a first version sent the 2-CPU
+    tasks back and forth, 900-18,000 RECALLs a run).
 """
 
 import json
@@ -515,6 +519,22 @@ class Hosts(pmcrun.TestCase):
             self.check(problems, res, "mpiexec -n 2 --master-only")
 
     # ---------------------------------------------------- ranks are hosts
+
+    def test_recall_only_what_an_idle_host_can_start(self):
+        dag_path = self.write("big.dag", "".join(
+            "TASK t%02d -c 2 /bin/sleep 0.3\n" % i for i in range(12)))
+        sizes = ("sh", "-c", 'if [ "$PMI_RANK" = 0 ]; then PMC_HOST_CPUS=1; else '
+                 'PMC_HOST_CPUS=4; fi; export PMC_HOST_CPUS; exec "$@"', "sh")
+        res = self.run_pmc(["--ranks-are-hosts", dag_path], ranks=2, timeout=120, wrap=sizes)
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+        slots = pmcrun.slot_counts(res.tasks)
+        if slots != {1: 12}:
+            problems.append("tasks per slot %s, expected all 12 on rank 1 (4 CPUs)" % slots)
+        m = re.search(r"Tasks moved to idle nodes: (\d+) RECALLs", res.stderr)
+        if m and int(m.group(1)) > 3:
+            problems.append("%s RECALLs for tasks the idle 1-CPU host cannot start"
+                            % m.group(1))
+        self.check(problems, res)
 
     def test_idle_host_takes_tasks_queued_elsewhere(self):
         dag_path = self.write("lb.dag", "".join(
