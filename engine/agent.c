@@ -405,7 +405,7 @@ static void agent_begin_abort(struct agent *a)
 static void agent_answer_recall(struct agent *a)
 {
     struct msgbuf b = {0};
-    struct msg_recall rc = {.tasks = a->recall_given};
+    struct msg_recall rc = {.given = a->recall_given};
     if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
         log_error("Cannot answer a RECALL: out of memory");
         a->failed = true;
@@ -416,9 +416,9 @@ static void agent_answer_recall(struct agent *a)
     a->recall_answer = false;
 }
 
-/* RECALL (sched/placement.h, "Recalls"): give back, at once, up to the
- * asked number of queued tasks that fit what the master's idle node has
- * free, from the end of the queue (those this node would start last), then
+/* RECALL (sched/placement.h, "Recalls"): give back, at once, queued tasks
+ * that fit what the master's idle node has free, up to the CPUs asked
+ * for, from the end of the queue (those this node would start last), then
  * staged ones (one CPU each, agent_stage.c; the oldest first, which the
  * pool hands out); answer with how many, after their results.  Nothing to
  * give while draining or aborting: every queued task goes back then. */
@@ -432,20 +432,24 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
         return;
     }
     struct node_task nt;
-    uint32_t given = 0, i;
+    uint32_t given = 0, cpus = 0, i;
     bool open = !a->draining && !a->aborting;
-    while (open && given < rc.tasks &&
-           nq_pop_back_fit(&a->queue, rc.cpus, rc.memory_mb, rc.gpus, &nt) == 1) {
+    while (open && cpus < rc.want_cpus &&
+           nq_pop_back_fit(&a->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
+                           rc.memory_mb, rc.gpus, &nt) == 1) {
+        cpus += nt.t.cpus;
         agent_cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
         given++;
     }
-    while (open && given < rc.tasks && rc.cpus > 0 && a->launcher && a->nstaged > 0 &&
+    while (open && cpus < rc.want_cpus && rc.cpus > 0 && a->launcher && a->nstaged > 0 &&
            launcher_take_staged(a->launcher, &i)) {
         agent__cancel_staged(a, i);
+        cpus++;
         given++;
     }
-    log_debug("Node agent: the master recalled %u tasks, %u given back", rc.tasks, given);
+    log_debug("Node agent: the master recalled %u CPUs of tasks, %u tasks given back", rc.want_cpus,
+              given);
     a->recall_given = given;
     a->recall_answer = true;
     a->send_now |= given > 0;

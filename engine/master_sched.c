@@ -181,13 +181,13 @@ void master__dispatch(struct master *m)
     master_send_batches(m);
 }
 
-static int master_recall_cb(void *ctx, int i, uint32_t tasks, const struct placement_fit *fit)
+static int master_recall_cb(void *ctx, int i, uint32_t cpus, const struct placement_fit *fit)
 {
     struct master *m = ctx;
     struct node *n = &m->nodes[i];
     struct msgbuf b = {0};
     struct msg_recall rc = {
-        .tasks = tasks, .cpus = fit->cpus, .gpus = fit->gpus, .memory_mb = fit->memory_mb};
+        .want_cpus = cpus, .cpus = fit->cpus, .gpus = fit->gpus, .memory_mb = fit->memory_mb};
     if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
         msg_free(&b);
         return -1;
@@ -198,9 +198,9 @@ static int master_recall_cb(void *ctx, int i, uint32_t tasks, const struct place
         return -1;
     }
     m->st.recalls++;
-    log_debug("Recalling up to %u queued tasks of at most %u CPUs, %llu MB and %u GPUs from rank "
-              "%d for idle CPUs elsewhere",
-              tasks, fit->cpus, (unsigned long long)fit->memory_mb, fit->gpus, n->rank);
+    log_debug("Recalling up to %u CPUs of queued tasks of at most %u CPUs, %llu MB and %u GPUs "
+              "from rank %d for idle CPUs elsewhere",
+              cpus, fit->cpus, (unsigned long long)fit->memory_mb, fit->gpus, n->rank);
     return 0;
 }
 
@@ -427,7 +427,7 @@ int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *
         log_error("Bad RECALL from rank %d: %s", ml->peer, err.text);
         return -1;
     }
-    placement_recall_answered(m->place, idx, rc.tasks);
+    placement_recall_answered(m->place, idx, rc.given);
     return 0;
 }
 

@@ -43,7 +43,7 @@ _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 bin
                          * priority */
 #define RESULT_FIXED 36 /* id, attempt, status, exec_errno, start, duration, nfwd */
 #define STARTED_SIZE 16 /* id, attempt, start: the whole item */
-#define RECALL_SIZE 20  /* tasks, cpus, gpus, memory_mb: the whole item */
+#define RECALL_SIZE 24  /* want_cpus, given, cpus, gpus, memory_mb: the whole item */
 #define BLOCK_HEAD 8    /* fwd_index, len of a forwarded data block */
 #define FWD_MIN 3       /* a task forward: kind byte and two empty strings */
 
@@ -303,10 +303,11 @@ int msg_add_recall(struct msgbuf *b, const struct msg_recall *rc)
     uint8_t *p = reserve(b, RECALL_SIZE);
     if (!p)
         return -1;
-    put_u32(p, rc->tasks);
-    put_u32(p + 4, rc->cpus);
-    put_u32(p + 8, rc->gpus);
-    put_u64(p + 12, rc->memory_mb);
+    put_u32(p, rc->want_cpus);
+    put_u32(p + 4, rc->given);
+    put_u32(p + 8, rc->cpus);
+    put_u32(p + 12, rc->gpus);
+    put_u64(p + 16, rc->memory_mb);
     return commit(b, RECALL_SIZE);
 }
 
@@ -706,10 +707,11 @@ int msg_next_recall(struct msg_reader *r, struct msg_recall *out, struct pmc_err
     const uint8_t *p = r->p;
     if (left(p, r->end) < RECALL_SIZE) /* msg_open()'s count check rules this out */
         return item_bad(r, err, "fields run past the end of the message");
-    struct msg_recall rc = {.tasks = get_u32(p),
-                            .cpus = get_u32(p + 4),
-                            .gpus = get_u32(p + 8),
-                            .memory_mb = get_u64(p + 12)};
+    struct msg_recall rc = {.want_cpus = get_u32(p),
+                            .given = get_u32(p + 4),
+                            .cpus = get_u32(p + 8),
+                            .gpus = get_u32(p + 12),
+                            .memory_mb = get_u64(p + 16)};
     if (next_end(r, p + RECALL_SIZE, err) < 0)
         return -1;
     *out = rc;

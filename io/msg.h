@@ -34,15 +34,16 @@
  *   RESUME   (master -> node, count 0): the master took a failure the node
  *            holds for (MSG_TASK_HOLD_ON_FAILURE) and goes on: one RESUME
  *            per such failure, unless a DRAIN or ABORT answers it
- *   RECALL   (either way, count 1): u32 tasks, u32 cpus, u32 gpus, u64
- *            memory_mb.  Master -> node: give back up to `tasks` queued
- *            tasks unstarted that fit cpus, gpus and memory_mb (MB; the free
- *            resources of an idle node), from the end of the queue (the
- *            lowest priority, the last come), as DRAIN gives back all of
- *            them; the master places them again, on idle nodes first
- *            (sched/placement.h, "Recalls").  Node -> master, the answer,
- *            after the RESULTS items of the tasks given back: `tasks` is
- *            how many (the other fields 0)
+ *   RECALL   (either way, count 1): u32 want_cpus, u32 given, u32 cpus,
+ *            u32 gpus, u64 memory_mb.  Master -> node: give back queued
+ *            tasks unstarted, up to want_cpus CPUs of them, each fitting
+ *            cpus, gpus and memory_mb (MB; the free resources of an idle
+ *            node), from the end of the queue (the lowest priority, the
+ *            last come), as DRAIN gives back all of them; the master
+ *            places them again, on idle nodes first (sched/placement.h,
+ *            "Recalls").  Node -> master, the answer, after the RESULTS
+ *            items of the tasks given back: given = how many (the other
+ *            fields 0)
  *   STARTED  (node -> master): u32 id, u32 attempt, f64 start (seconds since
  *            the Unix epoch when the task's process was started) -- sent only
  *            for tasks whose TASKS item had MSG_TASK_NOTIFY_START; lets the
@@ -188,8 +189,9 @@ int msg_add_result(struct msgbuf *b, const struct msg_result *r);
 int msg_add_started(struct msgbuf *b, const struct msg_started *s);
 /* RECALL's one item (see the top of this file). */
 struct msg_recall {
-    uint32_t tasks; /* asked for (master -> node), or given back (the answer) */
-    uint32_t cpus;  /* what a task may need, at most, to be given back */
+    uint32_t want_cpus; /* master -> node: CPUs of tasks to give back, at most */
+    uint32_t given;     /* node -> master: tasks given back */
+    uint32_t cpus;      /* master -> node: what a task may need, at most, to be given back */
     uint32_t gpus;
     uint64_t memory_mb; /* MB */
 };

@@ -32,7 +32,11 @@ struct placement {
     int overflow_rr;         /* node index where the next overflow search starts */
     int32_t overflow_failed; /* an overflow search for this priority found no node since
                                 a lane could open (INT32_MIN: none) */
-    uint32_t *deferred;      /* scratch for placement_dispatch() */
+    struct placement_fit overflow_need; /* what the task whose search failed needs */
+    uint32_t futile_epoch;              /* a node whose futile_epoch is this one gave nothing */
+    bool any_futile;                    /* some node gave nothing in this epoch */
+    struct placement_fit futile_fit;    /* the largest fit such a node was asked for */
+    uint32_t *deferred;                 /* scratch for placement_dispatch() */
     size_t deferred_cap;
 };
 
@@ -53,6 +57,7 @@ struct placement *placement_create(int max_nodes)
     p->max_nodes = max_nodes > 0 ? max_nodes : 0;
     p->queue_floor = INT32_MAX;
     p->overflow_failed = INT32_MIN;
+    p->futile_epoch = 1;
     return p;
 }
 
@@ -105,6 +110,15 @@ static bool node_has_room(const struct placement_node *n, uint32_t cpus, uint64_
            n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
 }
 
+/* Can node n take a task of cpus/mem/gpus in its overflow lane (one more
+ * round of its CPUs past its window; memory and GPUs as in the window)? */
+static bool lane_fits(const struct placement_node *n, uint32_t cpus, uint64_t mem, uint32_t gpus)
+{
+    return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
+           n->committed_cpus + cpus <= n->cpus + n->window + n->cpus &&
+           n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
+}
+
 static void open_list_add(struct placement *p, int i)
 {
     p->nodes[i].open = true;
@@ -148,9 +162,32 @@ static uint32_t node_excess(const struct placement_node *n)
     return n->committed_cpus > n->cpus ? n->committed_cpus - n->cpus : 0;
 }
 
-static bool node_recallable(const struct placement_node *n)
+static bool node_recallable(const struct placement *p, const struct placement_node *n)
 {
-    return node_excess(n) > 0 && n->recall_asked == 0 && !n->recall_futile;
+    return node_excess(n) > 0 && n->recall_asked == 0 && n->futile_epoch != p->futile_epoch;
+}
+
+/* Does node n have more of something free than the fit the nodes that gave
+ * nothing were asked with? */
+static bool node_beyond_futile_fit(const struct placement *p, const struct placement_node *n)
+{
+    uint64_t mem = n->committed_mem < n->memory_mb ? n->memory_mb - n->committed_mem : 0;
+    uint32_t gpus = n->committed_gpus < n->gpus ? n->gpus - n->committed_gpus : 0;
+    return node_free_cpus(n) > p->futile_fit.cpus || mem > p->futile_fit.memory_mb ||
+           gpus > p->futile_fit.gpus;
+}
+
+/* Idle resources grew past what the nodes that gave nothing were asked
+ * for: they may be asked again (a new epoch; O(nodes), once per such
+ * growth after an answer of nothing). */
+static void futile_epoch_end(struct placement *p)
+{
+    p->futile_epoch++;
+    p->any_futile = false;
+    p->futile_fit = (struct placement_fit){0, 0, 0};
+    p->nrecallable = 0;
+    for (int i = 0; i < p->nnodes; i++)
+        p->nrecallable += node_recallable(p, &p->nodes[i]);
 }
 
 /* Node i's commitment changed (room_before: its room before the change,
@@ -180,11 +217,13 @@ static void node_changed(struct placement *p, int i, uint32_t room_before, uint3
         n->queueing = excess;
         p->nexcess += excess ? 1 : -1;
         n->queue_floor = INT32_MAX; /* its queue was empty, or is new */
-        n->recall_futile = false;   /* likewise: worth asking again */
+        n->futile_epoch = 0;        /* likewise: worth asking again */
         if (p->nexcess == 0)
             p->queue_floor = INT32_MAX;
     }
-    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
+    p->nrecallable += (int)node_recallable(p, n) - (int)recallable_before;
+    if (p->any_futile && free_cpus > free_before && node_beyond_futile_fit(p, n))
+        futile_epoch_end(p);
 }
 
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
@@ -260,7 +299,7 @@ void placement_commit(struct placement *p, int i, uint32_t cpus, uint64_t memory
 {
     struct placement_node *n = &p->nodes[i];
     uint32_t room_before = placement_node_room(n), free_before = node_free_cpus(n);
-    bool recallable_before = node_recallable(n);
+    bool recallable_before = node_recallable(p, n);
     n->committed_cpus += cpus;
     n->committed_mem += memory_mb;
     n->committed_gpus += gpus;
@@ -272,16 +311,16 @@ void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memor
 {
     struct placement_node *n = &p->nodes[i];
     uint32_t room_before = placement_node_room(n), free_before = node_free_cpus(n);
-    bool recallable_before = node_recallable(n);
+    bool recallable_before = node_recallable(p, n);
     n->committed_cpus -= cpus;
     n->committed_mem -= memory_mb;
     n->committed_gpus -= gpus;
     n->tasks--;
     node_changed(p, i, room_before, free_before, recallable_before);
-    if (n->queueing) { /* its overflow lane has room again: the next search starts there */
+    if (n->queueing && n->queue_floor < p->overflow_failed &&
+        lane_fits(n, p->overflow_need.cpus, p->overflow_need.memory_mb, p->overflow_need.gpus)) {
+        p->overflow_failed = INT32_MIN; /* the task that found no lane fits this one now */
         p->overflow_rr = i;
-        if (n->queue_floor < p->overflow_failed)
-            p->overflow_failed = INT32_MIN;
     }
 }
 
@@ -298,13 +337,15 @@ bool placement_recall_due(const struct placement *p)
 }
 
 /* What one idle node could start now: the free resources of the idle node
- * with the most CPUs free (O(idle nodes)).  A task given back must fit
- * it, or it would only come back to a node that queues it. */
+ * with the most CPUs free among those placement_pick() looks at next
+ * (PLACEMENT_IDLE_SCAN from its cursor).  A task given back must fit it,
+ * or it would only come back to a node that queues it. */
 static struct placement_fit idle_fit(const struct placement *p)
 {
     struct placement_fit f = {0, 0, 0};
-    for (int k = 0; k < p->nidle; k++) {
-        const struct placement_node *n = &p->nodes[p->idle_list[k]];
+    int scan = p->nidle < PLACEMENT_IDLE_SCAN ? p->nidle : PLACEMENT_IDLE_SCAN;
+    for (int k = 0; k < scan; k++) {
+        const struct placement_node *n = &p->nodes[p->idle_list[(p->idle_rr + k) % p->nidle]];
         uint32_t cpus = node_free_cpus(n);
         if (cpus > f.cpus) {
             f.cpus = cpus;
@@ -325,15 +366,16 @@ int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx)
     for (int k = 0; k < p->nnodes && want > 0 && p->nrecallable > 0; k++) {
         int i = (start + k) % p->nnodes;
         struct placement_node *n = &p->nodes[i];
-        if (!node_recallable(n))
+        if (!node_recallable(p, n))
             continue;
-        uint32_t tasks = node_excess(n) < want ? node_excess(n) : (uint32_t)want;
-        if (ask(ctx, i, tasks, &fit) < 0)
+        uint32_t cpus = node_excess(n) < want ? node_excess(n) : (uint32_t)want;
+        if (ask(ctx, i, cpus, &fit) < 0)
             return -1;
-        n->recall_asked = tasks;
-        p->recall_asked += tasks;
+        n->recall_asked = cpus;
+        n->asked_fit = fit;
+        p->recall_asked += cpus;
         p->nrecallable--;
-        want -= tasks;
+        want -= cpus;
         p->recall_rr = i + 1;
     }
     return 0;
@@ -344,11 +386,20 @@ void placement_recall_answered(struct placement *p, int i, uint32_t given)
     struct placement_node *n = &p->nodes[i];
     if (n->recall_asked == 0)
         return;
-    bool recallable_before = node_recallable(n);
+    bool recallable_before = node_recallable(p, n);
     p->recall_asked -= n->recall_asked;
     n->recall_asked = 0;
-    n->recall_futile = given == 0;
-    p->nrecallable += (int)node_recallable(n) - (int)recallable_before;
+    if (given == 0) { /* nothing of it fits what was asked: not again until that grows */
+        n->futile_epoch = p->futile_epoch;
+        p->any_futile = true;
+        if (n->asked_fit.cpus > p->futile_fit.cpus)
+            p->futile_fit.cpus = n->asked_fit.cpus;
+        if (n->asked_fit.memory_mb > p->futile_fit.memory_mb)
+            p->futile_fit.memory_mb = n->asked_fit.memory_mb;
+        if (n->asked_fit.gpus > p->futile_fit.gpus)
+            p->futile_fit.gpus = n->asked_fit.gpus;
+    }
+    p->nrecallable += (int)node_recallable(p, n) - (int)recallable_before;
 }
 
 /* ---- the dispatch round ------------------------------------------------- */
@@ -406,9 +457,7 @@ static int pick_overflow(struct placement *p, int32_t prio, uint32_t cpus, uint6
     for (int k = 0; k < p->nnodes; k++) {
         int i = (start + k) % p->nnodes;
         const struct placement_node *n = &p->nodes[i];
-        if (n->queueing && n->queue_floor < prio && cpus <= n->cpus && mem <= n->memory_mb &&
-            gpus <= n->gpus && n->committed_cpus + cpus <= n->cpus + n->window + n->cpus &&
-            n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus) {
+        if (n->queueing && n->queue_floor < prio && lane_fits(n, cpus, mem, gpus)) {
             p->overflow_rr = i + 1;
             return i;
         }
@@ -434,8 +483,10 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
                     : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
         if (i < 0 || assign(ctx, t, i) < 0) {
             (void)rq_push_front(q, t, prio); /* t stays ready */
-            if (i < 0 && !(limit_ms && limit_ms / 1000.0 > time_left_s))
+            if (i < 0 && !(limit_ms && limit_ms / 1000.0 > time_left_s)) {
                 p->overflow_failed = prio; /* no lane for it, nor for anything below */
+                p->overflow_need = (struct placement_fit){d->cpus[t], d->memory_mb[t], d->gpus[t]};
+            }
             return i < 0 ? 0 : -1;
         }
         commit_task(p, d, t, i, prio);

@@ -54,22 +54,20 @@
  * another still holds up to its window of tasks (a run's tail; PMC hands
  * each worker one task at a time and has no such tail).  placement_recall()
  * asks the nodes that hold tasks beyond their CPUs to give back, from the
- * end of their queues, as many unstarted tasks as idle CPUs elsewhere could
- * start now; each comes back through the ready queue and goes to an idle
- * node first (the idle list); only tasks that fit an idle node's free
- * resources are asked for, so that none comes back to a node that only
- * queues it again.  A node answers with how many it gave back
- * (placement_recall_answered()); one that gave nothing (what it queues is
- * too big, or already starting) is not asked again until its queue is a
- * new one.  Dispatch order (PMC manual,
- * task option -p): larger priority first, first-in first-out among equal priorities (the ready
- * queue's order; the manual says nothing of ties, FIFO keeps the DAG's order for tasks ready at
- * once).  Deferral (PMC manual, -p: "if a task cannot be matched to an available slot ... but a
- * lower-priority task can, then the task will be deferred and the lower priority task will be
- * executed"): a task that fits no open node now keeps its place at the front of its priority while
- * the tasks behind it, of its priority and lower, are placed.  A task that fits no node at all
- * (placement_check_capable()) is PMC's "No host is capable" error (manual, RESOURCE-BASED
- * SCHEDULING: the workflow is aborted); the master checks every task before the run.
+ * end of their queues, unstarted tasks of as many CPUs as idle elsewhere; each comes back through
+ * the ready queue and goes to an idle node first (the idle list); only tasks that fit an idle
+ * node's free resources are asked for, so that none comes back to a node that only queues it again.
+ * A node answers with how many it gave back (placement_recall_answered()); one that gave nothing
+ * (what it queues is too big, or already starting) is not asked again until its queue is a new one
+ * or an idle node has more free than it was asked for.  Dispatch order (PMC manual, task option
+ * -p): larger priority first, first-in first-out among equal priorities (the ready queue's order;
+ * the manual says nothing of ties, FIFO keeps the DAG's order for tasks ready at once).  Deferral
+ * (PMC manual, -p: "if a task cannot be matched to an available slot ... but a lower-priority task
+ * can, then the task will be deferred and the lower priority task will be executed"): a task that
+ * fits no open node now keeps its place at the front of its priority while the tasks behind it, of
+ * its priority and lower, are placed.  A task that fits no node at all (placement_check_capable())
+ * is PMC's "No host is capable" error (manual, RESOURCE-BASED SCHEDULING: the workflow is aborted);
+ * the master checks every task before the run.
  *
  * Units: CPUs and GPUs are counts, memory is MB, time limits are ms and
  * the time left is seconds.
@@ -110,25 +108,35 @@ static inline uint64_t placement_refill_mark(uint32_t cpus)
     return (uint64_t)cpus + placement_window(cpus) / 2;
 }
 
+/* What a task may need, at most, to be given back at a recall: the free
+ * CPUs, memory (MB) and GPUs of one idle node. */
+struct placement_fit {
+    uint32_t cpus;
+    uint64_t memory_mb;
+    uint32_t gpus;
+};
+
 /* A node as the policy sees it.  Read only to callers (placement_node_at()). */
 struct placement_node {
-    uint32_t cpus;           /* CPUs the node offers */
-    uint32_t window;         /* prefetch window, CPUs: max(PLACEMENT_PREFETCH_MIN, cpus) */
-    uint32_t committed_cpus; /* of the tasks committed and not released */
-    uint64_t memory_mb;      /* memory the node offers, MB */
-    uint64_t committed_mem;  /* MB, of the tasks committed and not released */
-    uint32_t gpus;           /* GPUs the node offers */
-    uint32_t committed_gpus; /* of the tasks committed and not released */
-    uint32_t tasks;          /* tasks committed and not released */
-    bool open;               /* on the open list: may be sent tasks */
-    int open_pos;            /* its index in the open list (when open) */
-    bool idle;               /* on the idle list: committed_cpus < cpus */
-    int idle_pos;            /* its index in the idle list (when idle) */
-    uint32_t recall_asked;   /* tasks placement_recall() asked back, not answered */
-    bool recall_futile;      /* its last answer gave nothing back: not asked again until its
-                                queue is new */
-    bool queueing;           /* committed CPUs beyond its own: tasks may wait there */
-    int32_t queue_floor;     /* lowest priority sent to it while queueing (INT32_MAX: none) */
+    uint32_t cpus;                  /* CPUs the node offers */
+    uint32_t window;                /* prefetch window, CPUs: max(PLACEMENT_PREFETCH_MIN, cpus) */
+    uint32_t committed_cpus;        /* of the tasks committed and not released */
+    uint64_t memory_mb;             /* memory the node offers, MB */
+    uint64_t committed_mem;         /* MB, of the tasks committed and not released */
+    uint32_t gpus;                  /* GPUs the node offers */
+    uint32_t committed_gpus;        /* of the tasks committed and not released */
+    uint32_t tasks;                 /* tasks committed and not released */
+    bool open;                      /* on the open list: may be sent tasks */
+    int open_pos;                   /* its index in the open list (when open) */
+    bool idle;                      /* on the idle list: committed_cpus < cpus */
+    int idle_pos;                   /* its index in the idle list (when idle) */
+    uint32_t recall_asked;          /* tasks placement_recall() asked back, not answered */
+    uint32_t futile_epoch;          /* its answer gave nothing back in this epoch of the placement
+                                       (0: none): not asked again until its queue is new, or idle
+                                       resources grew past what it was asked for */
+    struct placement_fit asked_fit; /* what its last recall asked for */
+    bool queueing;                  /* committed CPUs beyond its own: tasks may wait there */
+    int32_t queue_floor; /* lowest priority sent to it while queueing (INT32_MAX: none) */
 };
 
 /* What each task asks, as columns indexed by task id (the DAG's struct of
@@ -206,18 +214,10 @@ void placement_release(struct placement *p, int i, uint32_t cpus, uint64_t memor
  * was.  The policy commits t on node i after a 0 (the callback must not). */
 typedef int (*placement_assign_fn)(void *ctx, uint32_t t, int i);
 
-/* What a task may need, at most, to be given back at a recall: the free
- * CPUs, memory (MB) and GPUs of one idle node. */
-struct placement_fit {
-    uint32_t cpus;
-    uint64_t memory_mb;
-    uint32_t gpus;
-};
-
-/* Send node i a request to give back up to `tasks` unstarted tasks that
- * fit *fit (the caller's message); 0, or -1 (e.g. ENOMEM): nothing was
- * asked. */
-typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t tasks,
+/* Send node i a request to give back unstarted tasks of up to `cpus` CPUs
+ * in all, each fitting *fit (the caller's message); 0, or -1 (e.g.
+ * ENOMEM): nothing was asked. */
+typedef int (*placement_recall_fn)(void *ctx, int i, uint32_t cpus,
                                    const struct placement_fit *fit);
 
 /* CPUs free on the nodes that have some (committing nothing beyond them). */
@@ -227,19 +227,20 @@ uint64_t placement_idle_cpus(const struct placement *p);
 bool placement_recall_due(const struct placement *p);
 
 /* Recalls (see the top of this file): while idle CPUs outnumber the tasks
- * asked back and not answered, ask nodes holding tasks beyond their CPUs
- * (committed CPUs past their own, 1 CPU a task), each at most once until
- * it answers, for up to that excess each, in round-robin order over the
+ * (CPUs) asked back and not answered, ask nodes holding tasks beyond
+ * their CPUs (committed CPUs past their own), each at most once until it
+ * answers, for up to that excess each, in round-robin order over the
  * nodes; a task given back must fit the free resources of the idle node
- * with the most CPUs free.  O(1) when there is nothing to ask, O(nodes)
- * when there is.  Returns 0, or -1 when ask failed (that node was not
- * asked; those before it were). */
+ * with the most CPUs free (of those placement_pick() looks at next).  O(1) when there is nothing to
+ * ask, O(nodes) when there is.  Returns 0, or -1 when ask failed (that node was not asked; those
+ * before it were). */
 int placement_recall(struct placement *p, placement_recall_fn ask, void *ctx);
 
 /* Node i answered its recall, giving back `given` tasks (their results
  * come, or came, as results given back unstarted): it may be asked again,
  * unless it gave nothing, when it is not asked again until its queue is a
- * new one (its committed CPUs were back at its own). */
+ * new one (its committed CPUs were back at its own) or an idle node has
+ * more free than it was asked for. */
 void placement_recall_answered(struct placement *p, int i, uint32_t given);
 
 /* One dispatch round: take the ready tasks of q in its order (priority,

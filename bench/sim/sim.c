@@ -339,7 +339,7 @@ static void sim_node_send_empty(struct sim *s, uint32_t i, enum msg_kind kind)
 static void sim_node_answer_recall(struct sim *s, uint32_t i)
 {
     struct msgbuf b = {0};
-    struct msg_recall rc = {.tasks = s->nodes[i].recall_given};
+    struct msg_recall rc = {.given = s->nodes[i].recall_given};
     if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
         msg_free(&b);
         s->failed = true;
@@ -447,9 +447,11 @@ static void sim_node_recall(struct sim *s, uint32_t i, struct msg_reader *r)
         return;
     }
     struct node_task nt;
-    uint32_t given = 0;
-    while (given < rc.tasks && !n->draining &&
-           nq_pop_back_fit(&n->queue, rc.cpus, rc.memory_mb, rc.gpus, &nt) == 1) {
+    uint32_t given = 0, cpus = 0;
+    while (cpus < rc.want_cpus && !n->draining &&
+           nq_pop_back_fit(&n->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
+                           rc.memory_mb, rc.gpus, &nt) == 1) {
+        cpus += nt.t.cpus;
         sim_cancel(s, i, &nt.t);
         batch_unref(nt.batch);
         given++;
@@ -457,6 +459,8 @@ static void sim_node_recall(struct sim *s, uint32_t i, struct msg_reader *r)
     n->recall_given = given;
     n->recall_answer = true;
     n->send_now = given > 0;
+    if (given == 0)
+        sim_node_answer_recall(s, i); /* at once, as the agent */
 }
 
 /* A message from the master reaches node i. */

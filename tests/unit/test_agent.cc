@@ -162,11 +162,12 @@ class AgentTest : public testutil::TempDirTest
         ASSERT_NE(m, nullptr);
         mailbox_push(agent_mailbox(agent_), m);
     }
-    // RECALL of up to `tasks` tasks of at most `cpus` CPUs (1000 MB, no GPU).
-    void send_recall(uint32_t tasks, uint32_t cpus)
+    // RECALL of tasks of up to want_cpus CPUs in all, each of at most `cpus`
+    // CPUs (1000 MB, no GPU).
+    void send_recall(uint32_t want_cpus, uint32_t cpus)
     {
         msgbuf b{};
-        msg_recall rc{tasks, cpus, 0, 1000};
+        msg_recall rc{want_cpus, 0, cpus, 0, 1000};
         ASSERT_EQ(msg_begin(&b, MSG_RECALL), 0);
         ASSERT_EQ(msg_add_recall(&b, &rc), 0);
         msg_end(&b);
@@ -206,7 +207,7 @@ class AgentTest : public testutil::TempDirTest
                 msg_recall rc{};
                 pmc_error err{};
                 EXPECT_EQ(msg_next_recall(&m.r, &rc, &err), 1) << err.text;
-                return {ids, rc.tasks};
+                return {ids, rc.given};
             }
             EXPECT_EQ(m.kind(), MSG_RESULTS);
             msg_result r{};
@@ -279,7 +280,7 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
 }
 
 // RECALL: the agent gives back, at once and unstarted (ECANCELED results),
-// up to the asked number of queued tasks that fit what was asked, from the
+// queued tasks that fit what was asked, up to the CPUs asked for, from the
 // end of its queue (the lowest priority, the last come: those it would
 // start last), and answers with how many after their results; running
 // tasks are not touched; a RECALL nothing fits gets the answer 0.
@@ -299,6 +300,8 @@ TEST_F(AgentTest, RecallGivesBackTheQueuedTasksItWouldStartLast)
     send_recall(3, 1);
     EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{5, 3, 6}, 3u));
     send_recall(5, 1); // 4 needs 2 CPUs
+    EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{}, 0u));
+    send_recall(1, 2); // 2 CPUs would be more than the 1 asked for
     EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{}, 0u));
     send_recall(5, 2);
     EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{4}, 1u));

@@ -269,7 +269,7 @@ Bytes recall_msg()
 {
     msgbuf b{};
     EXPECT_EQ(0, msg_begin(&b, MSG_RECALL));
-    msg_recall rc{17, 3, 1, 0x0102030405ull};
+    msg_recall rc{17, 6, 3, 1, 0x0102030405ull};
     EXPECT_EQ(0, msg_add_recall(&b, &rc));
     Bytes m = take(&b);
     msg_free(&b);
@@ -496,8 +496,9 @@ TEST(MsgWire, RecallBytes)
 {
     // clang-format off
     Bytes want = {
-        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 10, 0, 0, 36, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 10 */
-        17, 0, 0, 0,                      /* tasks */
+        0x48, 0x43, 0x4d, 0x50, MSG_VERSION, 10, 0, 0, 40, 0, 0, 0, 1, 0, 0, 0,  /* header, kind 10 */
+        17, 0, 0, 0,                      /* want_cpus */
+        6, 0, 0, 0,                       /* given */
         3, 0, 0, 0,                       /* cpus */
         1, 0, 0, 0,                       /* gpus */
         5, 4, 3, 2, 1, 0, 0, 0,           /* memory_mb */
@@ -511,7 +512,8 @@ TEST(MsgWire, RecallBytes)
     msg_recall rc{};
     pmc_error err{};
     EXPECT_EQ(1, msg_next_recall(&r, &rc, &err)) << err.text;
-    EXPECT_EQ(17u, rc.tasks);
+    EXPECT_EQ(17u, rc.want_cpus);
+    EXPECT_EQ(6u, rc.given);
     EXPECT_EQ(3u, rc.cpus);
     EXPECT_EQ(1u, rc.gpus);
     EXPECT_EQ(0x0102030405ull, rc.memory_mb);
@@ -522,7 +524,7 @@ TEST(MsgMalformed, RecallHasExactlyOneItem)
 {
     Bytes x = recall_msg();
     put32(x, 12, 0);
-    expect_bad(x, "RECALL count is 0 but 20 bytes follow the header");
+    expect_bad(x, "RECALL count is 0 but 24 bytes follow the header");
     put32(x, 12, 2);
     expect_bad(x, "RECALL count is 2, expected 1");
     x = recall_msg();

@@ -305,13 +305,19 @@ TEST(Placement, RandomRunKeepsTheInvariants)
     std::vector<NodeSpec> model(spec.size(), {0, 0, 0}); // committed per node
     std::vector<uint32_t> asked(spec.size(), 0);         // recalled, not answered
     std::vector<bool> futile(spec.size(), false);        // gave nothing since its queue began
+    std::vector<placement_fit> fit_of(spec.size());      // what its last recall asked for
+    placement_fit futile_fit{0, 0, 0}; // the largest fit a node that gave nothing was asked for
+    bool any_futile = false;           // some node gave nothing since the last growth
     for (int step = 0; step < 20000; step++) {
         unsigned op = rng() % 100;
         if (op < 8) { // a recall round: never asks a node twice, nor past its excess
             uint64_t idle = placement_idle_cpus(p.get()), before = 0, now = 0;
             for (uint32_t a : asked)
                 before += a;
-            for (auto [i, tasks] : recall(p.get()).asked) {
+            Recalls r = recall(p.get());
+            for (size_t k = 0; k < r.asked.size(); k++) {
+                auto [i, tasks] = r.asked[k];
+                fit_of[i] = r.fits[k];
                 const struct placement_node *n = placement_node_at(p.get(), i);
                 ASSERT_EQ(asked[i], 0u) << "node " << i << " asked twice";
                 ASSERT_FALSE(futile[i]) << "node " << i << " gave nothing, its queue the same";
@@ -328,8 +334,15 @@ TEST(Placement, RandomRunKeepsTheInvariants)
         if (op < 12) { // an answer
             int i = static_cast<int>(rng() % spec.size());
             uint32_t given = rng() % 3;
-            if (asked[i])
+            if (asked[i]) {
                 futile[i] = given == 0;
+                if (given == 0) {
+                    any_futile = true;
+                    futile_fit.cpus = std::max(futile_fit.cpus, fit_of[i].cpus);
+                    futile_fit.memory_mb = std::max(futile_fit.memory_mb, fit_of[i].memory_mb);
+                    futile_fit.gpus = std::max(futile_fit.gpus, fit_of[i].gpus);
+                }
+            }
             placement_recall_answered(p.get(), i, given);
             asked[i] = 0;
             ASSERT_EQ(placement_node_at(p.get(), i)->recall_asked, 0u);
@@ -377,6 +390,18 @@ TEST(Placement, RandomRunKeepsTheInvariants)
             model[s.node].cpus -= s.cpus;
             model[s.node].memory_mb -= s.mem;
             model[s.node].gpus -= s.gpus;
+            // an idle node with more free than the nodes that gave nothing
+            // were asked for: they may be asked again
+            const NodeSpec &o = spec[s.node], &c = model[s.node];
+            if (any_futile && c.cpus < o.cpus &&
+                (o.cpus - c.cpus > futile_fit.cpus ||
+                 (c.memory_mb < o.memory_mb ? o.memory_mb - c.memory_mb : 0) >
+                     futile_fit.memory_mb ||
+                 (c.gpus < o.gpus ? o.gpus - c.gpus : 0) > futile_fit.gpus)) {
+                std::fill(futile.begin(), futile.end(), false);
+                futile_fit = {0, 0, 0};
+                any_futile = false;
+            }
         }
         check_invariants(p.get());
         for (size_t i = 0; i < model.size(); i++) {
@@ -708,6 +733,24 @@ TEST(Placement, NodeThatGaveNothingIsNotAskedAgainUntilItsQueueIsNew)
     EXPECT_EQ(recall(p.get()).asked, (std::vector<std::pair<int, uint32_t>>{{0, 2}}));
     placement_recall_answered(p.get(), 0, 1); // gave some: may be asked again
     EXPECT_TRUE(placement_recall_due(p.get()));
+}
+
+// A node that gave nothing for a fit of 1 CPU is asked again once an idle
+// node has 2 CPUs free: what it queues may fit now.
+TEST(Placement, NodeThatGaveNothingIsAskedAgainWhenIdleResourcesGrow)
+{
+    PlacementPtr p = make_placement({{1, 1000, 0}, {4, 1000, 0}});
+    placement_commit(p.get(), 0, 1 + 4, 0, 0);
+    placement_commit(p.get(), 1, 3, 0, 0); // 1 CPU free
+    Recalls r = recall(p.get());
+    ASSERT_EQ(r.asked, (std::vector<std::pair<int, uint32_t>>{{0, 1}}));
+    EXPECT_EQ(r.fits[0].cpus, 1u);
+    placement_recall_answered(p.get(), 0, 0); // its tasks need 2 CPUs
+    EXPECT_FALSE(placement_recall_due(p.get()));
+    placement_release(p.get(), 1, 1, 0, 0); // 2 CPUs free
+    r = recall(p.get());
+    ASSERT_EQ(r.asked, (std::vector<std::pair<int, uint32_t>>{{0, 2}}));
+    EXPECT_EQ(r.fits[0].cpus, 2u);
 }
 
 TEST(Placement, RoundRobinIsFairAcrossEqualNodes)
