@@ -155,8 +155,8 @@ static uint32_t node_free_cpus(const struct placement_node *n)
     return n->committed_cpus < n->cpus ? n->cpus - n->committed_cpus : 0;
 }
 
-/* Tasks queued at node n beyond its CPUs, as the master sees it: CPUs
- * committed past its own (1 CPU a task). */
+/* What node n queues beyond its CPUs, as the master sees it: the CPUs
+ * committed past its own (results on their way count until they come). */
 static uint32_t node_excess(const struct placement_node *n)
 {
     return n->committed_cpus > n->cpus ? n->committed_cpus - n->cpus : 0;
