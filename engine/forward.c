@@ -179,14 +179,15 @@ static int fwd_read_file(struct fwd_entry *e, const char *task_name, bool *missi
     return rc;
 }
 
-/* Delete every -F source left (a failed task's, or those after one that
- * could not be forwarded): PMC's worker deletes them "regardless of what
+/* Delete the -F sources from entry first on (a failed task's, or from the
+ * one that could not be forwarded on; those read before were deleted as
+ * they were read): PMC's worker deletes them "regardless of what
  * happens" (PMC manual, I/O forwarding caveats: the file is removed when
  * the task exits).  What cannot be deleted is logged at debug level, as
  * PMC does. */
-static void fwd_delete_files(const struct fwd_task *f, const char *task_name)
+static void fwd_delete_files(const struct fwd_task *f, uint32_t first, const char *task_name)
 {
-    for (uint32_t i = 0; i < f->n; i++)
+    for (uint32_t i = first; i < f->n; i++)
         if (f->e[i].kind == DAG_FORWARD_FILE && unlink(f->e[i].src) < 0 && errno != ENOENT)
             log_debug("Task %s: cannot delete the forwarded file %s: %s", task_name, f->e[i].src,
                       strerror(errno));
@@ -205,15 +206,19 @@ int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msg
         if (f->e[i].lost)
             rc = pmc_errorf(err, "Task %s: forwarding pipe %s: %s", task_name, f->e[i].src,
                             strerror(f->e[i].lost));
-    for (uint32_t i = 0; i < f->n && status == 0 && rc == 0; i++) {
+    uint32_t i = 0; /* the -F files before i were read and deleted */
+    for (; i < f->n && status == 0 && rc == 0; i++) {
         bool missing = false;
         if (f->e[i].kind == DAG_FORWARD_FILE)
             rc = fwd_read_file(&f->e[i], task_name, &missing, err);
         if (rc == 0 && !missing &&
             msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0)
             rc = pmc_errorf(err, "Task %s: forwarded data too large", task_name);
+        if (rc != 0)
+            break; /* i: the one that could not be forwarded */
     }
-    fwd_delete_files(f, task_name); /* data of a failed task is dropped */
+    if (status != 0 || rc != 0) /* a failed task's data is dropped */
+        fwd_delete_files(f, i, task_name);
     return rc;
 }
 

@@ -65,7 +65,7 @@ struct master_stats {
     uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
     uint64_t result_msgs, results_recv;
     uint64_t tasks_local, results_local; /* handed over in memory (local_link.h) */
-    uint64_t recalls, recalled; /* RECALLs sent; tasks given back unstarted while dispatching */
+    uint64_t recalls, recalled;          /* RECALLs sent; tasks their answers gave back */
 };
 
 /* A task that failed for good, for the status and summary JSON. */

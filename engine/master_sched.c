@@ -371,7 +371,6 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
                          -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
     m->inflight--;
     if (r->exec_errno == ECANCELED) {
-        m->st.recalled += !m->stop_dispatch;
         master_task_returned(m, t);
         return 0;
     }
@@ -428,6 +427,7 @@ int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *
         return -1;
     }
     placement_recall_answered(m->place, idx, rc.given);
+    m->st.recalled += rc.given;
     return 0;
 }
 

@@ -404,14 +404,21 @@ void placement_recall_answered(struct placement *p, int i, uint32_t given)
 
 /* ---- the dispatch round ------------------------------------------------- */
 
-/* The node for task t now, or -1 (no room anywhere, or its time limit would
- * pass the batch job's end: it is not started). */
-static int pick_task(struct placement *p, const struct placement_demand *d, uint32_t t,
-                     double time_left_s)
+/* Would task t's time limit (its own, else the run's) pass the batch
+ * job's end, time_left_s from now?  Then it is not started. */
+static bool task_outlasts(const struct placement_demand *d, uint32_t t, double time_left_s)
 {
     uint32_t limit_ms =
         d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
-    if (limit_ms && limit_ms / 1000.0 > time_left_s)
+    return limit_ms && limit_ms / 1000.0 > time_left_s;
+}
+
+/* The node for task t now, or -1 (no room anywhere, or it outlasts the
+ * batch job). */
+static int pick_task(struct placement *p, const struct placement_demand *d, uint32_t t,
+                     double time_left_s)
+{
+    if (task_outlasts(d, t, time_left_s))
         return -1;
     return placement_pick(p, d->cpus[t], d->memory_mb[t], d->gpus[t]);
 }
@@ -439,11 +446,13 @@ static void commit_task(struct placement *p, const struct placement_demand *d, u
 {
     placement_commit(p, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
     struct placement_node *n = &p->nodes[i];
-    if (n->queueing && prio < n->queue_floor)
+    if (!n->queueing)
+        return; /* t starts there at once */
+    if (prio < n->queue_floor)
         n->queue_floor = prio;
-    if (n->queueing && prio < p->queue_floor)
+    if (prio < p->queue_floor)
         p->queue_floor = prio;
-    if (n->queueing && n->queue_floor < p->overflow_failed)
+    if (n->queue_floor < p->overflow_failed)
         p->overflow_failed = INT32_MIN; /* a node newly below that priority */
 }
 
@@ -476,14 +485,11 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
     int32_t prio = rq_bucket_priority(q, b);
     while (rq_bucket_size(q, b) > 0 && prio > p->queue_floor && prio > p->overflow_failed) {
         uint32_t t = rq_bucket_pop(q, b);
-        uint32_t limit_ms =
-            d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
-        int i = limit_ms && limit_ms / 1000.0 > time_left_s
-                    ? -1
-                    : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+        bool outlasts = task_outlasts(d, t, time_left_s);
+        int i = outlasts ? -1 : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
         if (i < 0 || assign(ctx, t, i) < 0) {
             (void)rq_push_front(q, t, prio); /* t stays ready */
-            if (i < 0 && !(limit_ms && limit_ms / 1000.0 > time_left_s)) {
+            if (i < 0 && !outlasts) {
                 p->overflow_failed = prio; /* no lane for it, nor for anything below */
                 p->overflow_need = (struct placement_fit){d->cpus[t], d->memory_mb[t], d->gpus[t]};
             }

@@ -549,8 +549,6 @@ static void sim_node_flush(struct sim *s, uint32_t i)
         } else if (!n->timer)
             n->timer = sim_push(s, due, EV_FLUSH, i) != NULL;
     }
-    if (n->recall_answer && n->results.count == 0)
-        sim_node_answer_recall(s, i); /* nothing given back */
     if (n->shutting && !n->said_bye && n->running == 0 && nq_len(&n->queue) == 0) {
         sim_node_send_empty(s, i, MSG_BYE);
         n->said_bye = true;

@@ -692,6 +692,25 @@ TEST(Forward, AFileThatCannotBeForwardedFailsTheTaskAndTheOthersAreDeleted)
     msg_free(&pack);
 }
 
+// A -F file that cannot be forwarded because it is too large (over the 1 MB
+// limit) is deleted too, as PMC's worker deletes every -F file whatever
+// happens; the file read before it was forwarded.
+TEST(Forward, AFileTooLargeToForwardIsDeletedToo)
+{
+    TempDir dir("pmc-forward-test");
+    std::string a = dir.file("a", "data a\n"),
+                big = dir.file("big", std::string((1 << 20) + 1, 'x'));
+    FileForwards fw({a, big});
+    struct msgbuf pack = {};
+    struct pmc_error err;
+    EXPECT_EQ(fwd_finish(&fw.f, "t0", 0, &pack, &err), -1);
+    EXPECT_EQ(std::string(err.text),
+              "Task t0: " + big + " is larger than the 1 MB forwarding limit");
+    EXPECT_FALSE(std::filesystem::exists(a));
+    EXPECT_FALSE(std::filesystem::exists(big));
+    msg_free(&pack);
+}
+
 // What a failed task wrote to its pipes is read while it runs (it would
 // block otherwise) and dropped (PMC manual, I/O forwarding).
 TEST_F(LauncherPool, ReapedLaunchThatFailsDropsWhatItsPipeGave)
