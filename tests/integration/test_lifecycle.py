@@ -71,6 +71,7 @@ have without the behaviour under test; none is a performance figure.
 """
 
 import glob
+import math
 import os
 import re
 import signal
@@ -422,16 +423,21 @@ class Lifecycle(pmcrun.TestCase):
                 kill_sleeps(dur)
 
     def test_stop_waits_for_tasks_without_spinning(self):
+        # Each stop comes 2-3 s after the launch, so that the task has
+        # started on a slow machine (a sanitizer build beside other tests)
         for i, (case, opts, env) in enumerate((
-                ("--max-wall-time 0.02", ["--max-wall-time", "0.02"], None),
-                ("the batch job's end", ["--drain-margin", "180"], 181))):
+                ("--max-wall-time 0.04", ["--max-wall-time", "0.04"], None),
+                ("the batch job's end", ["--drain-margin", "180"], 182))):
             with self.subTest(case=case):
-                if env is not None:  # the job's end, env s from now
-                    env = {"SLURM_JOB_END_TIME": str(int(time.time()) + env)}
+                if env is not None:  # the job's end, at least env s from now
+                    # whole seconds: rounded up, or the stop can come at once
+                    env = {"SLURM_JOB_END_TIME": str(math.ceil(time.time()) + env)}
                 dur = unique_sleep(30 + i)
                 self.addCleanup(kill_sleeps, dur)
-                dag_path = self.write("deaf%d.dag" % i, "TASK deaf /bin/sh -c 'trap \"\" TERM; sleep %s'\n"
-                                      % dur)
+                started = self.path("deaf%d.started" % i)
+                dag_path = self.write("deaf%d.dag" % i,
+                                      "TASK deaf /bin/sh -c 'trap \"\" TERM; touch %s; sleep %s'\n"
+                                      % (started, dur))
                 proc = self.launch(opts + ["--host-cpus", "1", "--kill-grace", "4", dag_path], env=env,
                                    tag="deaf%d" % i)
                 # wait4: the rusage of pmc-hybrid's threads and of the task
@@ -449,12 +455,14 @@ class Lifecycle(pmcrun.TestCase):
                 elapsed = time.monotonic() - proc.t0
                 cpu = usage.ru_utime + usage.ru_stime
                 problems = []
+                if not os.path.exists(started):
+                    problems.append("the task never started: the stop came first")
                 if elapsed < 3.9:
                     problems.append("ended after %.1f s, before the task's 4 s kill grace"
                                     % elapsed)
                 if proc.returncode != 1:
                     problems.append("exit status %s, expected 1" % proc.returncode)
-                # the stop (1.2 s) and the grace (4 s): a master that polls
+                # the stop (2-3 s) and the grace (4 s): a master that polls
                 # without sleeping takes a whole core for those 4 s
                 if cpu > 1.0:
                     problems.append("pmc-hybrid used %.2f s of CPU in a %.1f s run that only "
