@@ -39,9 +39,10 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
   * signals: the same run, SIGTERM / SIGINT / SIGUSR1 / SIGHUP sent to
     pmc-hybrid (1 rank) once every task has started: same expectations,
     the end within 30 s of the signal.
-  * stop_waits_for_tasks_without_spinning: --max-wall-time 0.02 (1.2 s),
-    and the batch job's end (SLURM_JOB_END_TIME 181 s ahead, --drain-margin
-    180), stop a task that ignores SIGTERM; pmc-hybrid waits the 4 s kill
+  * stop_waits_for_tasks_without_spinning: --max-wall-time 0.04 (2.4 s),
+    and the batch job's end (SLURM_JOB_END_TIME 182-183 s ahead,
+    --drain-margin 180), stop a task that ignores SIGTERM once it started
+    (it touches a file); pmc-hybrid waits the 4 s kill
     grace for it, exit 1, using at most 1 s of CPU over the run (its
     threads and the task, from wait4): a master that polled without
     sleeping once the stop time had passed used a core until the end.
