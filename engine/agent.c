@@ -279,6 +279,8 @@ static void agent_pump(struct agent *a)
 {
     if (a->holds > 0)
         return; /* a failure the master has not answered (-m) */
+    if (a->requeue_due)
+        agent__requeue_staged(a);
     agent__start_staged(a);
     struct node_task nt;
     /* holds: a launch that fails at once (a missing program) holds too */
@@ -316,8 +318,13 @@ static void agent_queue_task(struct agent *a, const struct msg_task *t, struct b
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
                      &(struct node_task){.t = *t, .batch = b}) < 0)
         a->failed = true;
-    else if (b)
-        b->refs++;
+    else {
+        if (b)
+            b->refs++;
+        /* it would start after staged tasks of lower priority: they go
+         * back into the queue at the next pump (agent_stage.c) */
+        a->requeue_due |= a->nstaged > 0 && t->priority > a->staged_floor;
+    }
 }
 
 /* The tasks the master handed over on the local link (local_link.h): the

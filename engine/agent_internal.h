@@ -98,6 +98,10 @@ struct slot {
     uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */
     uint32_t ngpu;
     size_t gpu_cap;
+    /* while staged: the task as it left the queue, to queue it again when
+     * one of higher priority comes (agent__requeue_staged()) */
+    struct msg_task staged_task;
+    uint32_t requeue_next; /* agent__requeue_staged()'s list: the next slot */
 };
 
 struct agent {
@@ -127,6 +131,8 @@ struct agent {
     struct taskio_file out, err;
     struct node_queue queue; /* received, not started (prefetch window) */
     uint32_t nstaged;        /* jobs staged in the pool, not known to have started */
+    int32_t staged_floor;    /* the lowest priority staged since nstaged was 0 */
+    bool requeue_due;        /* a task above staged_floor came: agent__requeue_staged() */
     uint32_t cpus_free;      /* local accounting of the host's resources */
     uint64_t memory_free;
     uint32_t gpus_free;
@@ -199,12 +205,18 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
  * itself on a CPU that freed another way (agent__start_staged(), first in
  * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
  * an abort); agent__cancel_staged() gives one back unstarted (ECANCELED),
- * slot i as launcher_take_staged() handed it (a RECALL).  Agent thread. */
+ * slot i as launcher_take_staged() handed it (a RECALL).
+ * agent__requeue_staged() takes every one not started back into the queue,
+ * in its place, once a task of higher priority than one of them came
+ * (requeue_due), so that the pump starts that task first, as PMC would
+ * start it on the next free slot; the next agent__stage() stages again in
+ * the queue's order.  Agent thread. */
 void agent__stage(struct agent *a);
 void agent__start_staged(struct agent *a);
 void agent__took_handed(struct agent *a, struct slot *s);
 void agent__unstage_all(struct agent *a);
 void agent__cancel_staged(struct agent *a, uint32_t i);
+void agent__requeue_staged(struct agent *a);
 
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */

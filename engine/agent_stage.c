@@ -25,8 +25,12 @@
  * --set-affinity).  Only the task the pump would start next is staged,
  * so staging keeps the queue's priority order and PMC's deferral rule;
  * when that task needs more, staging stops and it waits for the pump.
- * Up to one task per CPU is committed ahead, so a task of higher priority
- * that arrives meanwhile starts after those.  Not with --per-task-stdio:
+ * Up to one task per CPU is committed ahead; a task of higher priority
+ * than one of them that arrives meanwhile takes them all back into the
+ * queue, in their places (agent__requeue_staged()), so that it starts on
+ * the next CPU that frees, as PMC starts the highest priority on the next
+ * free slot.  Without that, it waited a whole round behind them: on a node
+ * of 1-hour tasks, an hour.  Not with --per-task-stdio:
  * a staged task has its files made, and one cancelled at a drain or an
  * abort would leave them empty behind.
  *
@@ -74,8 +78,11 @@ static bool agent_stage_one(struct agent *a)
         return false;
     }
     a->cpus_free++; /* the loan: agent__launch() claims it */
+    uint32_t i = agent__next_free_slot(a);
     if (agent__launch(a, &nt.t, nt.batch, true)) {
-        a->nstaged++;
+        a->slots[i].staged_task = nt.t;
+        if (a->nstaged++ == 0 || nt.t.priority < a->staged_floor)
+            a->staged_floor = nt.t.priority;
         return true;
     }
     /* it could not start: reported failed, its slot (if any) released */
@@ -117,19 +124,58 @@ void agent__took_handed(struct agent *a, struct slot *s)
     a->nstaged--;
 }
 
-void agent__cancel_staged(struct agent *a, uint32_t i)
+/* Staged slot i, as launcher_take_staged() handed it, not started: free
+ * it and end its loan.  Its TASKS message, whose reference passes to the
+ * caller. */
+static struct batch *agent_unstage(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
     s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
     a->nstaged--;
     agent__limit_end(a, i); /* its limit was armed when it was staged */
-    agent__add_cancelled(a, s);
     s->launching = false;
-    agent__batch_unref(s->batch);
+    struct batch *b = s->batch;
     s->batch = NULL;
     a->running--;
     fwd_close_write_ends(&s->fwd);
     agent__slot_release(a, s);
+    return b;
+}
+
+void agent__cancel_staged(struct agent *a, uint32_t i)
+{
+    agent__add_cancelled(a, &a->slots[i]);
+    agent__batch_unref(agent_unstage(a, i));
+}
+
+void agent__requeue_staged(struct agent *a)
+{
+    a->requeue_due = false;
+    uint32_t top = UINT32_MAX, i, n = 0;
+    /* the oldest comes first: a list through the slots puts them back in
+     * reverse order, each in front of its priority (nq_push_front()) */
+    while (a->launcher && launcher_take_staged(a->launcher, &i)) {
+        a->slots[i].requeue_next = top;
+        top = i;
+    }
+    for (i = top; i != UINT32_MAX; n++) {
+        uint32_t next = a->slots[i].requeue_next;
+        struct node_task nt = {.t = a->slots[i].staged_task};
+        nt.batch = agent_unstage(a, i);
+        if (!nt.batch) { /* a local task's forwards are packed again when it starts */
+            nt.t.fwd = NULL;
+            nt.t.fwd_len = 0;
+        }
+        if (nq_push_front(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) <
+            0) { /* the master has it run elsewhere, or again */
+            log_error("Out of memory for the node's queue: task %s goes back to the master",
+                      nt.t.name);
+            agent__add_cancelled(a, &(struct slot){.id = nt.t.id, .attempt = nt.t.attempt});
+            agent__batch_unref(nt.batch);
+        }
+        i = next;
+    }
+    log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", n);
 }
 
 void agent__unstage_all(struct agent *a)

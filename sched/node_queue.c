@@ -48,21 +48,50 @@ static int32_t nq_prio(const unsigned char *e)
     return n.prio;
 }
 
-int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
-            const void *item)
+/* Room for one more entry: 0, or -1 with ENOMEM. */
+static int nq_reserve(struct node_queue *q)
 {
     if ((!q->ring || q->len == q->mask + 1) && nq_grow(q) < 0) {
         errno = ENOMEM;
         return -1;
     }
-    size_t k = q->len; /* entries of lower priority move back one place */
-    for (; k > 0 && nq_prio(nq_at(q, k - 1)) < prio; k--)
-        memcpy(nq_at(q, k), nq_at(q, k - 1), q->stride);
+    return 0;
+}
+
+/* Fill entry k, whose place the caller made. */
+static void nq_put(struct node_queue *q, size_t k, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+                   int32_t prio, const void *item)
+{
     unsigned char *e = nq_at(q, k);
     struct nq_need need = {.cpus = cpus, .gpus = gpus, .memory_mb = memory_mb, .prio = prio};
     memcpy(e, &need, sizeof need);
     memcpy(e + sizeof need, item, q->item_size);
+}
+
+int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
+            const void *item)
+{
+    if (nq_reserve(q) < 0)
+        return -1;
+    size_t k = q->len; /* entries of lower priority move back one place */
+    for (; k > 0 && nq_prio(nq_at(q, k - 1)) < prio; k--)
+        memcpy(nq_at(q, k), nq_at(q, k - 1), q->stride);
+    nq_put(q, k, cpus, memory_mb, gpus, prio, item);
     q->len++;
+    return 0;
+}
+
+int nq_push_front(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+                  int32_t prio, const void *item)
+{
+    if (nq_reserve(q) < 0)
+        return -1;
+    q->head = (q->head - 1) & q->mask; /* a place in front; entries of */
+    q->len++;                          /* higher priority move up one */
+    size_t k = 0;
+    for (; k + 1 < q->len && nq_prio(nq_at(q, k + 1)) > prio; k++)
+        memcpy(nq_at(q, k), nq_at(q, k + 1), q->stride);
+    nq_put(q, k, cpus, memory_mb, gpus, prio, item);
     return 0;
 }
 

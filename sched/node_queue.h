@@ -48,6 +48,15 @@ void nq_init(struct node_queue *q, size_t item_size);
 int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
             const void *item);
 
+/* Queue a copy of item as nq_push() does, but in front of every entry of
+ * priority <= prio, behind the others: a task that left the queue's front
+ * and comes back (a staged launch taken back, engine/agent_stage.c) takes
+ * its place again ahead of tasks of its priority that came after it.
+ * Several such tasks go back in reverse order, the last taken first.  0,
+ * or -1 with ENOMEM.  O(entries of higher priority). */
+int nq_push_front(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
+                  int32_t prio, const void *item);
+
 /* Remove the first task that fits cpus_free, memory_free (MB) and
  * gpus_free, looking at most NQ_DEFER_SCAN entries deep, and copy its item
  * to out.  1 when one was taken, 0 when none fits (or the queue is empty). */

@@ -12,7 +12,8 @@
 // sends ABORT, never starts the task, answers the master's ABORT with BYE,
 // and agent_join() reports the failure.  Without the check such a task
 // would wait in the node's queue for ever, and the run with it.  RECALL
-// gives back the queued tasks the node would start last, at once.
+// gives back the queued tasks the node would start last, at once.  A task
+// of higher priority than staged ones starts before them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -220,8 +221,10 @@ class AgentTest : public testutil::TempDirTest
         return {ids, 0};
     }
 
-    // ABORT: the running tasks end (not given back), then BYE.
-    std::vector<uint32_t> abort_run()
+    // ABORT: the running tasks end (not given back), then BYE; the results
+    // that came before too.  Tasks given back unstarted go to *cancelled,
+    // sorted (none may come when cancelled is null).
+    std::vector<uint32_t> abort_run(std::vector<uint32_t> *cancelled = nullptr)
     {
         send(MSG_ABORT);
         std::vector<uint32_t> ended;
@@ -229,12 +232,38 @@ class AgentTest : public testutil::TempDirTest
             msg_result r{};
             pmc_error err{};
             while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+                if (cancelled && r.exec_errno == ECANCELED) {
+                    cancelled->push_back(r.id);
+                    continue;
+                }
                 EXPECT_NE(r.exec_errno, ECANCELED) << "task " << r.id << " was running";
                 ended.push_back(r.id);
             }
         }
         std::sort(ended.begin(), ended.end());
+        if (cancelled)
+            std::sort(cancelled->begin(), cancelled->end());
         return ended;
+    }
+
+    // The lines of file `name` once it has n of them (fails the test after
+    // 20 s).
+    std::vector<std::string> lines_once(const std::string &name, size_t n)
+    {
+        std::vector<std::string> lines;
+        for (int k = 0; k < 2000; k++, usleep(10000)) {
+            lines.clear();
+            std::string text = testutil::read_file(path(name)), line;
+            for (char c : text)
+                if (c == '\n')
+                    lines.push_back(line), line.clear();
+                else
+                    line += c;
+            if (lines.size() >= n)
+                return lines;
+        }
+        ADD_FAILURE() << name << " has " << lines.size() << " lines after 20 s, not " << n;
+        return lines;
     }
 
     std::string log() const
@@ -324,6 +353,38 @@ TEST_F(AgentTest, RecallGivesBackStagedTasksToo)
     send_recall(10, 1);
     EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{6, 5, 3, 4}, 4u));
     EXPECT_EQ(abort_run(), (std::vector<uint32_t>{1, 2}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+// A task of higher priority than tasks staged in the pool takes them back
+// into the queue: it starts on the next CPU that frees, as PMC starts the
+// highest priority on the next free slot, and the staged ones keep their
+// order behind it.  Before, it waited a whole round behind them (here 3
+// and 4 started when 1 and 2 ended, 5 only after one of them).
+TEST_F(AgentTest, HigherPriorityGoesAheadOfStagedTasks)
+{
+    start(1);
+    std::string order = path("order");
+    std::vector<std::string> argv;
+    for (uint32_t id = 1; id <= 5; id++)
+        argv.push_back(sh("echo " + std::to_string(id) + " >> '" + order + "'; sleep " +
+                          (id <= 2 ? "1" : "30")));
+    std::vector<msg_task> tasks;
+    for (uint32_t id = 1; id <= 4; id++)
+        tasks.push_back(task(id, "t", argv[id - 1], 1)); // 1 and 2 run, 3 and 4 are staged
+    send(tasks);
+    lines_once("order", 2);
+    usleep(200000); // the staging is the agent thread's, after the launches
+    msg_task high = task(5, "high", argv[4], 1);
+    high.priority = 10;
+    send({high});
+    std::vector<std::string> started = lines_once("order", 4); // 1 and 2 ended
+    ASSERT_EQ(started.size(), 4u);
+    EXPECT_EQ(started[2], "5") << "the higher priority did not start on the first CPU that freed";
+    EXPECT_EQ(started[3], "3") << "the staged tasks lost their order";
+    std::vector<uint32_t> cancelled;
+    EXPECT_EQ(abort_run(&cancelled), (std::vector<uint32_t>{1, 2, 3, 5}));
+    EXPECT_EQ(cancelled, (std::vector<uint32_t>{4}));
     EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 

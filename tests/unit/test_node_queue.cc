@@ -9,7 +9,8 @@
 // fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting the tasks of a queue against a
 // free-resource budget (as agent_pump() and the simulator do) never overcommits and, once resources
 // come back, starts the deferred tasks first.  nq_pop ignores fit; nq_pop_back_fit takes the last
-// task that fits; the ring keeps its order across growth while wrapped; the batch handle travels
+// task that fits; nq_push_front puts a task back ahead of its priority; the ring keeps its order
+// across growth while wrapped; the batch handle travels
 // with each task.
 #include <gtest/gtest.h>
 
@@ -150,6 +151,44 @@ TEST(NodeQueue, PopBackFitTakesWhatWouldStartLastOfWhatFits)
         back.push_back(nt.t.id);
     EXPECT_EQ(back, (std::vector<uint32_t>{1, 3, 0, 5}));
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{2, 4}));
+}
+
+// nq_push_front(): a task taken from the front goes back in front of every
+// task of its priority or lower, behind higher ones, across the ring's
+// start and through a growth; several go back last taken first, so that
+// the queue is as before with the higher ones that came meanwhile ahead.
+TEST(NodeQueue, PushFrontGoesAheadOfItsPriorityBehindHigherOnes)
+{
+    Queue empty; // its head at 0: each push front wraps to the ring's end
+    for (uint32_t i = 0; i < 3; i++) {
+        struct node_task nt = {task(i, 1, 0, 0, i < 2 ? 1 : 5), nullptr};
+        ASSERT_EQ(nq_push_front(&empty.q, 1, 0, 0, nt.t.priority, &nt), 0);
+    }
+    EXPECT_EQ(drain(empty), (std::vector<uint32_t>{2, 1, 0}));
+    Queue q;
+    for (uint32_t i = 0; i < 6; i++)
+        push(q, task(i, 1, 0, 0, i < 3 ? 5 : 1));
+    struct node_task taken[2];
+    ASSERT_EQ(nq_pop(&q.q, &taken[0]), 1); // 0 and 1, as if staged
+    ASSERT_EQ(nq_pop(&q.q, &taken[1]), 1);
+    push(q, task(6, 1, 0, 0, 5)); // the same priority: behind 2
+    push(q, task(7, 1, 0, 0, 9)); // higher: in front of everything
+    for (int k = 1; k >= 0; k--) {
+        const struct msg_task &t = taken[k].t;
+        ASSERT_EQ(nq_push_front(&q.q, t.cpus, t.memory_mb, t.gpus, t.priority, &taken[k]), 0);
+    }
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{7, 0, 1, 2, 6, 3, 4, 5}));
+    for (uint32_t i = 0; i < 64; i++) // full: the next push front grows it
+        push(q, task(100 + i, 1, 0, 0, i % 2 ? 3 : 8));
+    struct node_task back = {task(99, 1, 0, 0, 3), nullptr};
+    ASSERT_EQ(nq_push_front(&q.q, 1, 0, 0, 3, &back), 0);
+    std::vector<uint32_t> want;
+    for (uint32_t i = 0; i < 64; i += 2)
+        want.push_back(100 + i);
+    want.push_back(99);
+    for (uint32_t i = 1; i < 64; i += 2)
+        want.push_back(100 + i);
+    EXPECT_EQ(drain(q), want);
 }
 
 TEST(NodeQueue, PriorityOrderHoldsWhileTheRingIsWrapped)
