@@ -28,6 +28,7 @@ standard library only.
 
 import argparse
 import datetime
+import fcntl
 import os
 import re
 import shutil
@@ -213,6 +214,36 @@ def wait_session_gone(sid, timeout=10.0):
             return True
         time.sleep(0.02)
     return not session_pids(sid)
+
+
+def wait_pids_gone(pids, timeout=10.0):
+    """Wait until none of pids is alive (a zombie counts as gone: its
+    threads have exited and its descriptors are closed); True if none is."""
+    deadline = time.monotonic() + timeout
+    while True:
+        live = [pid for pid in pids
+                if (stat_fields("/proc/%d/stat" % pid) or ["Z"])[0] != "Z"]
+        if not live or time.monotonic() >= deadline:
+            return not live
+        time.sleep(0.01)
+
+
+def wait_unlocked(path, timeout=10.0):
+    """Wait until no process holds a lock on file path (the engine's lock
+    on its DAG, io/daglock.c, an OFD lock, which a POSIX lock probe meets;
+    the kernel drops it once the last descriptor of its holder closes);
+    True if none does."""
+    deadline = time.monotonic() + timeout
+    with open(path, "rb+") as f:
+        while True:
+            try:
+                fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.lockf(f, fcntl.LOCK_UN)
+                return True
+            except OSError:
+                if time.monotonic() >= deadline:
+                    return False
+                time.sleep(0.005)
 
 
 def pool_args(args):

@@ -359,11 +359,16 @@ class Beyond(pmcrun.TestCase):
         and a wrapper's program its grace (--kill-grace 8) to end; the run
         ends when the groups are empty, long before the grace."""
         dag, marker = self.wrapper_tasks()
-        self.write_dag("one.dag", file_lines(dag)[0])
+        # without wrap.dag's time limit, which would race the signal
+        self.write_dag("one.dag", file_lines(dag)[0].replace(" --time-limit 0.5", ""))
         proc = self.start_pmc(["--host-cpus", "2", "--kill-grace", "8", self.path("one.dag")])
         deadline = time.monotonic() + 20
         while not os.path.exists(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
+        if not os.path.exists(marker):
+            pmcrun.kill_session(proc)
+            self.fail("the wrapped program did not start within 20 s\n%s"
+                      % pmcrun.finish(proc, timeout=10).describe())
         t0 = time.monotonic()
         proc.send_signal(15)
         try:

@@ -25,9 +25,9 @@ from the NAME.out.NNN files beside the DAG.
       - DAG.dagman.out has the same ULOG_SUBMIT / ULOG_EXECUTE lines (same
         sequence numbers), each ULOG_EXECUTE's second within 1 s of the
         record's start, and "failed with status 3" for the failing task.
-  * stop_with_queued_tasks: --host-cpus 1, six `sleep 0.5` tasks with -t 2,
-    stopped while four of them wait at the node: by --max-wall-time 0.02 (1
-    rank and mpiexec -n 2) and by SIGTERM (to pmc-hybrid, 1 rank; to rank 0,
+  * stop_with_queued_tasks: --host-cpus 1, six `sleep 1` tasks with -t 2,
+    stopped while some of them wait at the node: by --max-wall-time 0.05 (3
+    s, so that a slow start still runs a task first; 1 rank and mpiexec -n 2) and by SIGTERM (to pmc-hybrid, 1 rank; to rank 0,
     the master, and to mpiexec, 2 ranks) once the second task has its
     EXECUTE.  The run exits 1 (not checked for SIGTERM to mpiexec: MPICH's
     hydra then exits 0 although rank 0 exits 1) with one cluster-summary
@@ -256,8 +256,8 @@ class Events(pmcrun.TestCase):
 
     def test_stop_with_queued_tasks(self):
         # term: None, "proc" (pmc-hybrid or mpiexec) or "rank0" (the master)
-        cases = (("--max-wall-time, 1 rank", ["--max-wall-time", "0.02"], 1, None),
-                 ("--max-wall-time, mpiexec -n 2", ["--max-wall-time", "0.02"], 2, None),
+        cases = (("--max-wall-time, 1 rank", ["--max-wall-time", "0.05"], 1, None),
+                 ("--max-wall-time, mpiexec -n 2", ["--max-wall-time", "0.05"], 2, None),
                  ("SIGTERM, 1 rank", [], 1, "proc"),
                  ("SIGTERM to rank 0, mpiexec -n 2", [], 2, "rank0"),
                  ("SIGTERM to mpiexec, 2 ranks", [], 2, "proc"),
@@ -272,7 +272,7 @@ class Events(pmcrun.TestCase):
                     if "-m" in opts:  # its failure stops the run (PMC's -m)
                         f.write('TASK bad -p 10 /bin/sh -c "sleep 0.1; exit 1"\n')
                     for k in range(6):
-                        f.write("TASK q%d -t 2 /bin/sleep 0.5\n" % k)
+                        f.write("TASK q%d -t 2 /bin/sleep 1\n" % k)
                 jobstate = os.path.join(folder, "jobstate.log")
                 proc = pmcrun.start(opts + ["--host-cpus", "1", "--jobstate-log",
                                             "--monitord-hack", dag_path],

@@ -67,10 +67,12 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
     idle" advice in the log.
   * idle_host_takes_tasks_queued_elsewhere: `mpiexec -n 2 --ranks-are-hosts
     --host-cpus 1`, 40 tasks alternating 0.5 s and 0.05 s (11 s of work):
-    the run succeeds, the busier host's tasks took at most 7.5 s in all
-    (5.5 s is even; before recalls the tasks queued at one host stayed
-    there: 10 s against 1 s), the run ended within 8.5 s of its first
-    task's start, and the log counts the RECALLs and the tasks given back.  * recall_only_what_an_idle_host_can_start: two hosts, of 1 and 4 CPUs
+    the run succeeds, the busier host's tasks took at most 0.68 of the
+    work's seconds (0.50 is even; before recalls the tasks queued at one
+    host stayed there: 10 s against 1 s), the run ended within 3 s more
+    than the busier host's work after its first task's start, and the log
+    counts the RECALLs and the tasks given back.
+  * recall_only_what_an_idle_host_can_start: two hosts, of 1 and 4 CPUs
     (PMC_HOST_CPUS per rank), 12 tasks of -c 2: every task runs on the
     4-CPU host; the idle 1-CPU host draws at most 3 RECALLs in all (each
     asks only for tasks it could start: a first version sent the 2-CPU
@@ -548,15 +550,18 @@ class Hosts(pmcrun.TestCase):
         for r in res.tasks:
             slot = int(r.fields.get("slot", -1))
             busy[slot] = busy.get(slot, 0.0) + r.duration
-        if busy and max(busy.values()) > 7.5:
-            problems.append("one host's tasks took %.2f s of the 11 s of work (%s): the other "
+        # shares, not seconds: a loaded machine lengthens every task alike
+        # (0.50 of the work each here; 0.91 on one host without recalls)
+        if busy and max(busy.values()) > 0.68 * sum(busy.values()):
+            problems.append("one host's tasks took %.2f s of the %.2f s of work (%s): the other "
                             "idled while tasks waited queued there"
-                            % (max(busy.values()), busy))
-        if res.tasks:
+                            % (max(busy.values()), sum(busy.values()), busy))
+        if busy and res.tasks:
             first = min(r.start for r in res.tasks)
             last = max(r.start + r.duration for r in res.tasks)
-            if last - first > 8.5:
-                problems.append("the tasks ran over %.2f s, expected about 5.5" % (last - first))
+            if last - first > max(busy.values()) + 3.0:
+                problems.append("the tasks ran over %.2f s, the busier host's work %.2f s"
+                                % (last - first, max(busy.values())))
         if not re.search(r"Tasks moved to idle nodes: [1-9]\d* RECALLs, [1-9]\d* queued tasks "
                          r"given back", res.stderr):
             problems.append("the log does not count RECALLs and tasks given back")

@@ -27,8 +27,11 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
   * priority_past_the_window: --host-cpus 2, P (-p 50, 0.1 s) gates X
     (-p 100, 0.01 s), beside 100 tasks of 0.2 s at the default priority,
     most of them queued at the node when X becomes ready: X starts before
-    any more than 4 of them start after P's end (it went past the node's
-    prefetch window to the front of its queue; it waited behind 33 before).
+    any more than 8 of them start after P's end (it went past the node's
+    prefetch window to the front of its queue; it waited behind 33 before;
+    1 here, plain or under ThreadSanitizer, with or without a launcher
+    pool: a CPU frees every 0.1 s, so each 0.1 s of delay on a loaded
+    machine adds one).
   * staged_tasks_wait_behind_no_long_task: --host-cpus 2 --launch-threads
     2, L (-p 10, 3 s) and six tasks of 0.15 s: once both CPUs are busy the
     agent stages the short tasks in the launcher pool, and whichever task
@@ -293,7 +296,7 @@ class Resources(pmcrun.TestCase):
             p_end, x_start = rec["P"].start + rec["P"].duration, rec["X"].start
             between = sorted(r.name for r in res.tasks
                              if r.name.startswith("t") and p_end <= r.start < x_start)
-            if len(between) > 4:
+            if len(between) > 8:
                 problems.append("X (-p 100) became ready at P's end and waited %.2f s while %d "
                                 "tasks of priority 0 started: %s" % (
                                     x_start - p_end, len(between), between))

@@ -6,8 +6,10 @@ started; once the rescue file holds at least 8 complete DONE records the run
 is killed with SIGKILL: the pmc-hybrid process itself with 1 rank, the
 mpiexec process group with 4 ranks (`mpiexec -n 4 --ranks-are-hosts`: four
 node agents, three of them remote, each with its own per-rank stdio files;
-the restart must run tasks on at least two ranks).  The DONE set on disk at
-that moment (a torn last line does not count) is the snapshot.  The same
+the restart must run tasks on at least two ranks), and with them every
+rank, which hydra starts in a session of its own.  Once every process of
+the killed run is gone and the DAG is no longer locked, the DONE set on
+disk (a torn last line does not count) is the snapshot.  The same
 command is run again and must exit 0 with stat="ok"; no task of the snapshot
 may run again, every other task runs exactly once successfully in dependency
 order, and the final rescue file lists all 60 tasks.
@@ -62,14 +64,22 @@ class Restart(pmcrun.TestCase):
             first = pmcrun.finish(proc, timeout=5)
             self.fail("no %d DONE records in the rescue file after 60 s (had %d)\n%s"
                       % (KILL_AFTER, len(done), first.describe()))
+        # every process of the run, mpiexec's ranks too (hydra puts them in
+        # sessions of their own, and they outlive mpiexec by some ms): the
+        # snapshot must be the rescue log's last state, and the restart
+        # must not meet the killed run's lock on the DAG
+        tree = pmcrun.descendant_pids(proc.pid) + [proc.pid]
         if ranks == 1:
             os.kill(proc.pid, signal.SIGKILL)
         else:
-            os.killpg(proc.pid, signal.SIGKILL)
+            pmcrun.kill_session(proc)
         proc.wait(timeout=10)
+        if not pmcrun.wait_pids_gone(tree, timeout=10):
+            self.fail("processes of the killed run are still alive 10 s after SIGKILL")
+        if not pmcrun.wait_unlocked(dag_path, timeout=10):
+            self.fail("the DAG is still locked 10 s after every process of the killed run "
+                      "ended")
         snapshot = pmcrun.parse_rescue(rescue, complete_only=True).done_set
-        if ranks > 1 and not pmcrun.wait_session_gone(proc.pid, timeout=10):
-            pmcrun.kill_session(proc)  # ranks that outlived their mpiexec
         pmcrun.finish(proc, timeout=5)
         self.assertLess(len(snapshot), NTASKS, "every task was DONE before the kill")
 

@@ -464,7 +464,7 @@ def case_grace_end_during_reap(c):
         f.write(GRACE_LEADER)
     for what, task_opts, run_opts, message in (
             ("time-out", "--time-limit 0.3 ", [], r"Task x exceeded its time limit of 0.3 s"),
-            ("abort", "", ["--max-wall-time", "0.01"], r"Max wall time")):
+            ("abort", "", ["--max-wall-time", "0.02"], r"Max wall time")):
         dag = c.path("grace-%s.dag" % what)
         with open(dag, "w") as f:
             f.write("TASK x %s/bin/sh %s\n" % (task_opts, lead))
