@@ -771,6 +771,12 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
+    a->staged_cap = cfg->cpus ? cfg->cpus : 1; /* agent__stage(): one per CPU at most */
+    if (a->launcher && !(a->staged_order = calloc(a->staged_cap, sizeof *a->staged_order))) {
+        pmc_errorf(err, "cannot create the node agent: out of memory");
+        agent_destroy(a);
+        return NULL;
+    }
     if (!cfg->null_executor)
         log_debug("Rank %d: %u CPUs, %u launch threads%s", cfg->rank, cfg->cpus,
                   a->launcher ? cfg->launch_threads : 0,
@@ -851,6 +857,7 @@ void agent_destroy(struct agent *a)
     free(a->free_slots);
     free(a->base_env);
     free(a->gpu_busy);
+    free(a->staged_order);
     deadlines_free(&a->deadlines);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1)

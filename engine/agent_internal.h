@@ -101,7 +101,6 @@ struct slot {
     /* while staged: the task as it left the queue, to queue it again when
      * one of higher priority comes (agent__requeue_staged()) */
     struct msg_task staged_task;
-    uint32_t requeue_next; /* agent__requeue_staged()'s list: the next slot */
 };
 
 struct agent {
@@ -132,6 +131,8 @@ struct agent {
     struct node_queue queue; /* received, not started (prefetch window) */
     uint32_t nstaged;        /* jobs staged in the pool, not known to have started */
     int32_t staged_floor;    /* the lowest priority staged since nstaged was 0 */
+    uint32_t *staged_order;  /* agent__requeue_staged()'s scratch: staged_cap slot indices */
+    uint32_t staged_cap;     /* the most staged at once: the node's CPUs */
     bool requeue_due;        /* a task above staged_floor came: agent__requeue_staged() */
     uint32_t cpus_free;      /* local accounting of the host's resources */
     uint64_t memory_free;
@@ -206,11 +207,11 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
  * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
  * an abort); agent__cancel_staged() gives one back unstarted (ECANCELED),
  * slot i as launcher_take_staged() handed it (a RECALL).
- * agent__requeue_staged() takes every one not started back into the queue,
- * in its place, once a task of higher priority than one of them came
- * (requeue_due), so that the pump starts that task first, as PMC would
- * start it on the next free slot; the next agent__stage() stages again in
- * the queue's order.  Agent thread. */
+ * agent__requeue_staged(), once a task of higher priority than one of
+ * them came (requeue_due), stages the queue's higher tasks ahead of those
+ * not started, each displacing the lowest back into the queue in its
+ * place, so that the reapers start them first, as PMC would start them on
+ * the next free slot.  Agent thread. */
 void agent__stage(struct agent *a);
 void agent__start_staged(struct agent *a);
 void agent__took_handed(struct agent *a, struct slot *s);

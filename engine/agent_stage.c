@@ -26,11 +26,15 @@
  * so staging keeps the queue's priority order and PMC's deferral rule;
  * when that task needs more, staging stops and it waits for the pump.
  * Up to one task per CPU is committed ahead; a task of higher priority
- * than one of them that arrives meanwhile takes them all back into the
- * queue, in their places (agent__requeue_staged()), so that it starts on
- * the next CPU that frees, as PMC starts the highest priority on the next
- * free slot.  Without that, it waited a whole round behind them: on a node
- * of 1-hour tasks, an hour.  Not with --per-task-stdio:
+ * than some of them that arrives meanwhile is staged ahead of those, and
+ * the lowest staged task goes back into the queue, in its place
+ * (agent__requeue_staged()), so that it starts on the next CPU that
+ * frees, as PMC starts the highest priority on the next free slot.
+ * Without that, it waited a whole round behind them: on a node of 1-hour
+ * tasks, an hour.  The cost is one staging undone and one made per task
+ * that goes ahead (Pegasus gives deeper levels higher priorities, so each
+ * batch of children may do so); the others are only pushed again.  Not
+ * with --per-task-stdio:
  * a staged task has its files made, and one cancelled at a drain or an
  * abort would leave them empty behind.
  *
@@ -45,6 +49,7 @@
 #include "engine/agent_internal.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "io/clock.h"
@@ -56,20 +61,29 @@ static bool agent_next_slot_has_job(struct agent *a)
     return launcher_job(a->launcher, agent__next_free_slot(a)) != NULL;
 }
 
-/* Stage the task the pump would start on the next CPU that frees (the
- * queue's order and PMC's deferral rule: nq_take_fit() with one CPU and
- * the free memory and GPUs), if it needs one CPU, no memory and no GPU.
- * false when there is none, or it is another (it waits in the queue for
- * the pump, and nothing more is staged in this round). */
-static bool agent_stage_one(struct agent *a)
+/* The task the pump would start on the next CPU that frees (the queue's
+ * order and PMC's deferral rule: nq_take_fit() with one CPU and the free
+ * memory and GPUs), if it needs one CPU, no memory and no GPU: its place
+ * in *pos.  NULL when there is none, or it is another (it waits in the
+ * queue for the pump). */
+static const struct node_task *agent_stageable_next(const struct agent *a, size_t *pos)
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
-    size_t pos;
     const struct node_task *next =
-        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, &pos);
+        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
     if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
-        return false; /* (too many forwards: agent__launch() would spawn it now) */
+        return NULL; /* (too many forwards: agent__launch() would spawn it now) */
+    return next;
+}
+
+/* Stage agent_stageable_next()'s task.  false when there is none (nothing
+ * more is staged in this round), or it could not start (reported failed). */
+static bool agent_stage_one(struct agent *a)
+{
+    size_t pos;
+    if (!agent_stageable_next(a, &pos))
+        return false;
     struct node_task nt;
     nq_take_at(&a->queue, pos, &nt);
     if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
@@ -96,7 +110,7 @@ void agent__stage(struct agent *a)
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
         a->aborting || a->draining || a->failed || a->holds > 0)
         return;
-    uint32_t most = a->cfg.cpus ? a->cfg.cpus : 1; /* one per CPU of the node */
+    uint32_t most = a->staged_cap; /* one per CPU of the node */
     while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&
            agent_next_slot_has_job(a) && agent_stage_one(a))
         ;
@@ -148,34 +162,60 @@ void agent__cancel_staged(struct agent *a, uint32_t i)
     agent__batch_unref(agent_unstage(a, i));
 }
 
+/* Staged slot i back into the queue, in its place: ahead of the tasks of
+ * its priority that came after it (nq_push_front()). */
+static void agent_requeue_one(struct agent *a, uint32_t i)
+{
+    struct node_task nt = {.t = a->slots[i].staged_task};
+    nt.batch = agent_unstage(a, i);
+    if (!nt.batch) { /* a local task's forwards are packed again when it starts */
+        nt.t.fwd = NULL;
+        nt.t.fwd_len = 0;
+    }
+    if (nq_push_front(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) < 0) {
+        log_error("Out of memory for the node's queue: task %s goes back to the master",
+                  nt.t.name); /* it runs elsewhere, or here again */
+        agent__add_cancelled(a, &(struct slot){.id = nt.t.id, .attempt = nt.t.attempt});
+        agent__batch_unref(nt.batch);
+    }
+}
+
 void agent__requeue_staged(struct agent *a)
 {
     a->requeue_due = false;
-    uint32_t top = UINT32_MAX, i, n = 0;
-    /* the oldest comes first: a list through the slots puts them back in
-     * reverse order, each in front of its priority (nq_push_front()) */
-    while (a->launcher && launcher_take_staged(a->launcher, &i)) {
-        a->slots[i].requeue_next = top;
-        top = i;
-    }
-    for (i = top; i != UINT32_MAX; n++) {
-        uint32_t next = a->slots[i].requeue_next;
-        struct node_task nt = {.t = a->slots[i].staged_task};
-        nt.batch = agent_unstage(a, i);
-        if (!nt.batch) { /* a local task's forwards are packed again when it starts */
-            nt.t.fwd = NULL;
-            nt.t.fwd_len = 0;
+    if (!a->launcher)
+        return;
+    /* the staged jobs not started, oldest (highest priority) first */
+    uint32_t n = 0, i;
+    while (n < a->staged_cap && launcher_take_staged(a->launcher, &i))
+        a->staged_order[n++] = i;
+    /* staged again in one order, merged by priority with the queue's
+     * stageable tasks of a higher one: each of those displaces the lowest
+     * job left, which goes back into the queue (first, so that the slot it
+     * frees is there for the new one).  Jobs merely pushed again cost an
+     * atomic push each; a job is made or undone only per displacement. */
+    uint32_t lo = 0, hi = n, moved = 0;
+    int32_t prio, floor = INT32_MAX; /* the lowest priority staged again */
+    size_t pos;
+    while (lo < hi) {
+        int32_t next = a->slots[a->staged_order[lo]].staged_task.priority;
+        const struct node_task *q = agent_stageable_next(a, &pos);
+        if (q && (prio = q->t.priority) > next) {
+            agent_requeue_one(a, a->staged_order[--hi]);
+            moved++;
+            if (!agent_next_slot_has_job(a) || !agent_stage_one(a))
+                break; /* (a task that could not start was reported failed) */
+        } else {
+            launcher_stage(a->launcher, a->staged_order[lo++]);
+            prio = next;
         }
-        if (nq_push_front(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) <
-            0) { /* the master has it run elsewhere, or again */
-            log_error("Out of memory for the node's queue: task %s goes back to the master",
-                      nt.t.name);
-            agent__add_cancelled(a, &(struct slot){.id = nt.t.id, .attempt = nt.t.attempt});
-            agent__batch_unref(nt.batch);
-        }
-        i = next;
+        floor = prio < floor ? prio : floor;
     }
-    log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", n);
+    while (lo < hi) /* after a failed start: the rest as they were */
+        launcher_stage(a->launcher, a->staged_order[lo++]);
+    if (floor != INT32_MAX)
+        a->staged_floor = floor;
+    log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", moved);
 }
 
 void agent__unstage_all(struct agent *a)

@@ -356,36 +356,69 @@ TEST_F(AgentTest, RecallGivesBackStagedTasksToo)
     EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
-// A task of higher priority than tasks staged in the pool takes them back
-// into the queue: it starts on the next CPU that frees, as PMC starts the
-// highest priority on the next free slot, and the staged ones keep their
-// order behind it.  Before, it waited a whole round behind them (here 3
-// and 4 started when 1 and 2 ended, 5 only after one of them).
-TEST_F(AgentTest, HigherPriorityGoesAheadOfStagedTasks)
+// A task of higher priority than tasks staged in the pool goes ahead of
+// them: it starts on the next CPU that frees, as PMC starts the highest
+// priority on the next free slot, while staged tasks of a higher priority
+// than its own keep their places; the lowest staged task goes back into
+// the queue for it.  Before, it waited a whole round behind every staged
+// task (here the tasks staged first started when 1 and 2 ended).
+class AgentStagedTest : public AgentTest
 {
-    start(1);
-    std::string order = path("order");
-    std::vector<std::string> argv;
-    for (uint32_t id = 1; id <= 5; id++)
-        argv.push_back(sh("echo " + std::to_string(id) + " >> '" + order + "'; sleep " +
-                          (id <= 2 ? "1" : "30")));
-    std::vector<msg_task> tasks;
-    for (uint32_t id = 1; id <= 4; id++)
-        tasks.push_back(task(id, "t", argv[id - 1], 1)); // 1 and 2 run, 3 and 4 are staged
-    send(tasks);
-    lines_once("order", 2);
-    usleep(200000); // the staging is the agent thread's, after the launches
-    msg_task high = task(5, "high", argv[4], 1);
-    high.priority = 10;
-    send({high});
-    std::vector<std::string> started = lines_once("order", 4); // 1 and 2 ended
-    ASSERT_EQ(started.size(), 4u);
-    EXPECT_EQ(started[2], "5") << "the higher priority did not start on the first CPU that freed";
-    EXPECT_EQ(started[3], "3") << "the staged tasks lost their order";
-    std::vector<uint32_t> cancelled;
-    EXPECT_EQ(abort_run(&cancelled), (std::vector<uint32_t>{1, 2, 3, 5}));
-    EXPECT_EQ(cancelled, (std::vector<uint32_t>{4}));
-    EXPECT_EQ(agent_join(agent_), 0) << log();
+  protected:
+    // 1 and 2 run (1 s, priority 100), 3 and 4 (p3, p4) are staged, then 5
+    // (p5) comes: the ids of the two that start when 1 and 2 end, and the
+    // one given back at the abort.
+    std::pair<std::vector<std::string>, std::vector<uint32_t>> run(int32_t p3, int32_t p4,
+                                                                   int32_t p5)
+    {
+        start(1);
+        int level = log_get_level();
+        log_set_level(PMC_LOG_DEBUG); // the requeue's line
+        std::string order = path("order");
+        std::vector<std::string> argv;
+        for (uint32_t id = 1; id <= 5; id++)
+            argv.push_back(sh("echo " + std::to_string(id) + " >> '" + order + "'; sleep " +
+                              (id <= 2 ? "1" : "30")));
+        std::vector<msg_task> tasks;
+        for (uint32_t id = 1; id <= 4; id++)
+            tasks.push_back(task(id, "t", argv[id - 1], 1));
+        tasks[0].priority = tasks[1].priority = 100; // they start first
+        tasks[2].priority = p3;
+        tasks[3].priority = p4;
+        send(tasks);
+        lines_once("order", 2);
+        usleep(200000); // the staging is the agent thread's, after the launches
+        msg_task high = task(5, "high", argv[4], 1);
+        high.priority = p5;
+        send({high});
+        std::vector<std::string> started = lines_once("order", 4); // 1 and 2 ended
+        started.erase(started.begin(), started.begin() + std::min<size_t>(2, started.size()));
+        std::vector<uint32_t> cancelled;
+        std::vector<uint32_t> ended = abort_run(&cancelled);
+        EXPECT_EQ(agent_join(agent_), 0) << log();
+        log_set_level(level);
+        EXPECT_EQ(ended.size(), 4u) << "1, 2 and the two that started";
+        // one staged task made way, the other was only pushed again
+        std::string text = log();
+        EXPECT_NE(text.find("Node agent: 1 staged tasks back in the queue"), std::string::npos)
+            << text;
+        return {started, cancelled};
+    }
+};
+
+TEST_F(AgentStagedTest, HigherPriorityGoesAheadOfStagedTasks)
+{
+    auto [started, back] = run(0, 0, 10);
+    EXPECT_EQ(started, (std::vector<std::string>{"5", "3"}))
+        << "the higher priority did not start on the first CPU that freed";
+    EXPECT_EQ(back, std::vector<uint32_t>{4});
+}
+
+TEST_F(AgentStagedTest, StagedTaskOfAHigherPriorityKeepsItsPlace)
+{
+    auto [started, back] = run(5, 1, 3);
+    EXPECT_EQ(started, (std::vector<std::string>{"3", "5"}));
+    EXPECT_EQ(back, std::vector<uint32_t>{4});
 }
 
 // A task the node could never start: the agent refuses the message as a
