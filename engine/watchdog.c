@@ -164,9 +164,13 @@ static _Noreturn void watchdog_main(int sock, int agent_end, volatile pid_t *tab
         ssize_t w = write(2, msg, n);
         (void)w;
     }
+    /* every task still recorded was cut short, killed here or already by
+     * its PR_SET_PDEATHSIG (spawn.c) and perhaps reaped by whoever
+     * inherited it, which a failed kill does not tell apart from a group
+     * gone: its output is saved all the same */
     struct taskio_file out = watchdog_rank_file(fds, 2 * WATCHDOG_OUTPUTS);
     struct taskio_file err = watchdog_rank_file(fds, 2 * WATCHDOG_OUTPUTS + 1);
-    for (uint32_t i = 0; killed > 0 && i < WATCHDOG_SLOTS; i++) {
+    for (uint32_t i = 0; i < WATCHDOG_SLOTS; i++) {
         if (table[i] <= 0)
             continue;
         names[i][WATCHDOG_NAME_MAX - 1] = '\0';

@@ -32,7 +32,10 @@
  * as it makes the slot, and the rank's DAG.out.R and DAG.err.R once
  * (watchdog_lend(): SCM_RIGHTS over the socket whose end-of-file is the
  * signal), and copies each task's name into a shared table as it starts
- * it (watchdog_name()).  For each group it killed, the watchdog appends
+ * it (watchdog_name()).  For each recorded group, whether its kill found
+ * it or not (the task's first process may have died of its
+ * PR_SET_PDEATHSIG with the agent, and been reaped by whoever inherited
+ * it, before the watchdog looked), the watchdog appends
  * the task's captured stdout to DAG.out.R and its captured stderr to
  * DAG.err.R, each followed by a line that names the task and says it was
  * cut short (no [cluster-task] record: the task did not end, and is not
