@@ -811,6 +811,11 @@ void agent_set_local_link(struct agent *a, struct local_link *l)
     a->link = l;
 }
 
+void agent__fail_next_start(struct agent *a, int err)
+{
+    atomic_store_explicit(&a->fail_next_start, err, memory_order_relaxed);
+}
+
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
 {
     a->comm = c;

@@ -9,6 +9,7 @@
 #define PMC_AGENT_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -128,13 +129,14 @@ struct agent {
     char *fwd_scratch;       /* a local task's forwards in wire form (msg.h) */
     size_t fwd_scratch_cap;
     struct taskio_file out, err;
-    struct node_queue queue; /* received, not started (prefetch window) */
-    uint32_t nstaged;        /* jobs staged in the pool, not known to have started */
-    int32_t staged_floor;    /* the lowest priority staged since nstaged was 0 */
-    uint32_t *staged_order;  /* agent__requeue_staged()'s scratch: staged_cap slot indices */
-    uint32_t staged_cap;     /* the most staged at once: the node's CPUs */
-    bool requeue_due;        /* a task above staged_floor came: agent__requeue_staged() */
-    uint32_t cpus_free;      /* local accounting of the host's resources */
+    struct node_queue queue;    /* received, not started (prefetch window) */
+    uint32_t nstaged;           /* jobs staged in the pool, not known to have started */
+    int32_t staged_floor;       /* the lowest priority staged since nstaged was 0 */
+    uint32_t *staged_order;     /* agent__requeue_staged()'s scratch: staged_cap slot indices */
+    atomic_int fail_next_start; /* agent__fail_next_start() */
+    uint32_t staged_cap;        /* the most staged at once: the node's CPUs */
+    bool requeue_due;           /* a task above staged_floor came: agent__requeue_staged() */
+    uint32_t cpus_free;         /* local accounting of the host's resources */
     uint64_t memory_free;
     uint32_t gpus_free;
     bool *gpu_busy;               /* per host GPU id: held by a running task */

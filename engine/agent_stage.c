@@ -183,7 +183,7 @@ static void agent_requeue_one(struct agent *a, uint32_t i)
 void agent__requeue_staged(struct agent *a)
 {
     a->requeue_due = false;
-    if (!a->launcher)
+    if (!a->launcher || a->failed)
         return;
     /* the staged jobs not started, oldest (highest priority) first */
     uint32_t n = 0, i;
@@ -193,26 +193,32 @@ void agent__requeue_staged(struct agent *a)
      * stageable tasks of a higher one: each of those displaces the lowest
      * job left, which goes back into the queue (first, so that the slot it
      * frees is there for the new one).  Jobs merely pushed again cost an
-     * atomic push each; a job is made or undone only per displacement. */
+     * atomic push each; a job is made or undone only per displacement,
+     * whose nq_push_front() moves the queue's higher entries (at most a
+     * prefetch window of them) one place each. */
     uint32_t lo = 0, hi = n, moved = 0;
-    int32_t prio, floor = INT32_MAX; /* the lowest priority staged again */
+    int32_t floor = INT32_MAX; /* the lowest priority staged again */
     size_t pos;
-    while (lo < hi) {
+    while (lo < hi && !a->failed && a->holds == 0) {
         int32_t next = a->slots[a->staged_order[lo]].staged_task.priority;
         const struct node_task *q = agent_stageable_next(a, &pos);
-        if (q && (prio = q->t.priority) > next) {
+        int32_t prio = q ? q->t.priority : INT32_MIN; /* q moves with the queue */
+        if (prio > next && agent_next_slot_has_job(a)) {
             agent_requeue_one(a, a->staged_order[--hi]);
             moved++;
-            if (!agent_next_slot_has_job(a) || !agent_stage_one(a))
-                break; /* (a task that could not start was reported failed) */
+            /* a task that cannot start is reported failed, and the next
+             * one is looked at */
+            if (agent_stage_one(a))
+                floor = prio < floor ? prio : floor;
         } else {
             launcher_stage(a->launcher, a->staged_order[lo++]);
-            prio = next;
+            floor = next < floor ? next : floor;
         }
-        floor = prio < floor ? prio : floor;
     }
-    while (lo < hi) /* after a failed start: the rest as they were */
-        launcher_stage(a->launcher, a->staged_order[lo++]);
+    /* a failure that holds the node's starts (-m) took back what was
+     * staged (agent_hold()): these too */
+    while (lo < hi)
+        agent__cancel_staged(a, a->staged_order[lo++]);
     if (floor != INT32_MAX)
         a->staged_floor = floor;
     log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", moved);

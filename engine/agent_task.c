@@ -256,6 +256,11 @@ static void agent_exec_failed(struct agent *a, struct slot *s, int e)
 static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     struct pmc_error err;
+    if (atomic_load_explicit(&a->fail_next_start, memory_order_relaxed)) { /* a test's */
+        errno = atomic_exchange_explicit(&a->fail_next_start, 0, memory_order_relaxed);
+        log_error("Task %s: cannot create a pipe: %s", t->name, strerror(errno));
+        return -1;
+    }
     if (t->nfwd > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) {
         log_error("Task %s: more than %zu forwards", t->name,
                   sizeof s->fwd_fds / sizeof s->fwd_fds[0]);

@@ -250,11 +250,13 @@ void launcher_submit(struct launcher *l, uint32_t i);
  * on that task's CPU (first in, first out; see above).  Every staged job
  * must fit in what any reaped launch frees: one CPU, no memory or GPU, no
  * CPU binding.  Never fails; at most one submit or stage per slot until
- * launcher_take() returned it.  Agent thread. */
+ * launcher_take() returned it, or launcher_take_staged() handed it back
+ * (then it may be staged again).  Agent thread. */
 void launcher_stage(struct launcher *l, uint32_t i);
 
-/* The oldest staged job not yet started into *i (the caller submits or
- * cancels it): true, or false when none.  Agent thread. */
+/* The oldest staged job not yet started into *i (the caller submits it,
+ * cancels it, or stages it again: engine/agent_stage.c reorders them so):
+ * true, or false when none.  Agent thread. */
 bool launcher_take_staged(struct launcher *l, uint32_t *i);
 
 /* Staged jobs the pool's reapers started so far.  Any thread. */

@@ -359,66 +359,113 @@ TEST_F(AgentTest, RecallGivesBackStagedTasksToo)
 // A task of higher priority than tasks staged in the pool goes ahead of
 // them: it starts on the next CPU that frees, as PMC starts the highest
 // priority on the next free slot, while staged tasks of a higher priority
-// than its own keep their places; the lowest staged task goes back into
-// the queue for it.  Before, it waited a whole round behind every staged
-// task (here the tasks staged first started when 1 and 2 ended).
+// than its own keep their places; for each one that goes ahead the lowest
+// staged task goes back into the queue, in its place.  Before, it waited
+// a whole round behind every staged task (here the tasks staged first
+// started when 1 and 2 ended).
 class AgentStagedTest : public AgentTest
 {
   protected:
-    // 1 and 2 run (1 s, priority 100), 3 and 4 (p3, p4) are staged, then 5
-    // (p5) comes: the ids of the two that start when 1 and 2 end, and the
-    // one given back at the abort.
-    std::pair<std::vector<std::string>, std::vector<uint32_t>> run(int32_t p3, int32_t p4,
-                                                                   int32_t p5)
+    struct Spec {
+        uint32_t id;
+        int32_t priority;
+        const char *sleep; // seconds
+    };
+
+    // 1 and 2 (priority 100) run for 1 s and 2 s, `staged` (two) are
+    // staged, then `arriving` come in one TASKS message (the first of them
+    // cannot start when fail_first).  The ids that start after 1 and 2,
+    // once n of them did; the ids that ended (sorted) in *ended and those
+    // given back at the abort in *back.  `moved`: staged tasks that made
+    // way, from the agent's log.
+    std::vector<std::string> run(const std::vector<Spec> &staged, const std::vector<Spec> &arriving,
+                                 size_t n, uint32_t moved, std::vector<uint32_t> *ended,
+                                 std::vector<uint32_t> *back, bool fail_first = false)
     {
         start(1);
         int level = log_get_level();
         log_set_level(PMC_LOG_DEBUG); // the requeue's line
-        std::string order = path("order");
-        std::vector<std::string> argv;
-        for (uint32_t id = 1; id <= 5; id++)
-            argv.push_back(sh("echo " + std::to_string(id) + " >> '" + order + "'; sleep " +
-                              (id <= 2 ? "1" : "30")));
-        std::vector<msg_task> tasks;
-        for (uint32_t id = 1; id <= 4; id++)
-            tasks.push_back(task(id, "t", argv[id - 1], 1));
-        tasks[0].priority = tasks[1].priority = 100; // they start first
-        tasks[2].priority = p3;
-        tasks[3].priority = p4;
-        send(tasks);
+        std::vector<Spec> first = {{1, 100, "1"}, {2, 100, "2"}};
+        first.insert(first.end(), staged.begin(), staged.end());
+        send(tasks(first));
         lines_once("order", 2);
         usleep(200000); // the staging is the agent thread's, after the launches
-        msg_task high = task(5, "high", argv[4], 1);
-        high.priority = p5;
-        send({high});
-        std::vector<std::string> started = lines_once("order", 4); // 1 and 2 ended
+        if (fail_first)
+            agent__fail_next_start(agent_, EMFILE);
+        send(tasks(arriving));
+        std::vector<std::string> started = lines_once("order", 2 + n);
         started.erase(started.begin(), started.begin() + std::min<size_t>(2, started.size()));
-        std::vector<uint32_t> cancelled;
-        std::vector<uint32_t> ended = abort_run(&cancelled);
+        *ended = abort_run(back);
         EXPECT_EQ(agent_join(agent_), 0) << log();
         log_set_level(level);
-        EXPECT_EQ(ended.size(), 4u) << "1, 2 and the two that started";
-        // one staged task made way, the other was only pushed again
         std::string text = log();
-        EXPECT_NE(text.find("Node agent: 1 staged tasks back in the queue"), std::string::npos)
+        EXPECT_NE(
+            text.find("Node agent: " + std::to_string(moved) + " staged tasks back in the queue"),
+            std::string::npos)
             << text;
-        return {started, cancelled};
+        return started;
     }
+
+    // TASKS items: each writes its id to the file "order" as it starts,
+    // then sleeps.
+    std::vector<msg_task> tasks(const std::vector<Spec> &specs)
+    {
+        std::vector<msg_task> items;
+        for (const Spec &sp : specs) {
+            names_.push_back("t" + std::to_string(sp.id));
+            argv_.push_back(sh("echo " + std::to_string(sp.id) + " >> '" + path("order") +
+                               "'; sleep " + sp.sleep));
+            items.push_back(task(sp.id, names_.back().c_str(), argv_.back(), 1));
+            items.back().priority = sp.priority;
+        }
+        return items;
+    }
+
+    std::deque<std::string> names_, argv_; // (a deque: they do not move)
 };
 
 TEST_F(AgentStagedTest, HigherPriorityGoesAheadOfStagedTasks)
 {
-    auto [started, back] = run(0, 0, 10);
-    EXPECT_EQ(started, (std::vector<std::string>{"5", "3"}))
+    std::vector<uint32_t> ended, back;
+    EXPECT_EQ(run({{3, 0, "30"}, {4, 0, "30"}}, {{5, 10, "30"}}, 2, 1, &ended, &back),
+              (std::vector<std::string>{"5", "3"}))
         << "the higher priority did not start on the first CPU that freed";
+    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2, 3, 5}));
     EXPECT_EQ(back, std::vector<uint32_t>{4});
 }
 
 TEST_F(AgentStagedTest, StagedTaskOfAHigherPriorityKeepsItsPlace)
 {
-    auto [started, back] = run(5, 1, 3);
-    EXPECT_EQ(started, (std::vector<std::string>{"3", "5"}));
+    std::vector<uint32_t> ended, back;
+    EXPECT_EQ(run({{3, 5, "30"}, {4, 1, "30"}}, {{5, 3, "30"}}, 2, 1, &ended, &back),
+              (std::vector<std::string>{"3", "5"}));
+    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2, 3, 5}));
     EXPECT_EQ(back, std::vector<uint32_t>{4});
+}
+
+// Two go ahead; the two staged tasks that made way start after them in
+// their own order (3 was staged first).
+TEST_F(AgentStagedTest, TasksThatMadeWayKeepTheirOrder)
+{
+    std::vector<uint32_t> ended, back;
+    EXPECT_EQ(
+        run({{3, 0, "30"}, {4, 0, "30"}}, {{5, 10, "0.5"}, {6, 10, "0.5"}}, 4, 2, &ended, &back),
+        (std::vector<std::string>{"5", "6", "3", "4"}));
+    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2, 3, 4, 5, 6}));
+    EXPECT_TRUE(back.empty());
+}
+
+// The first task that goes ahead cannot start (reported failed): the
+// next one still goes ahead of the staged task of a lower priority.
+TEST_F(AgentStagedTest, ATaskThatCannotStartLetsTheNextGoAhead)
+{
+    std::vector<uint32_t> ended, back;
+    EXPECT_EQ(run({{3, 30, "30"}, {4, 10, "30"}}, {{5, 40, "30"}, {6, 35, "30"}}, 2, 2, &ended,
+                  &back, true),
+              (std::vector<std::string>{"6", "3"}));
+    EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2, 3, 5, 6})) << "5 is reported failed";
+    EXPECT_EQ(back, std::vector<uint32_t>{4});
+    EXPECT_NE(log().find("Task t5: cannot create a pipe"), std::string::npos) << log();
 }
 
 // A task the node could never start: the agent refuses the message as a

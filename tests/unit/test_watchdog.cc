@@ -215,9 +215,9 @@ TEST_F(Watchdog, KilledAgentLeavesItsTasksOutputInTheRankFiles)
     expect_output_saved(false);
 }
 
-// Before, the watchdog saved only the tasks whose group its own kill
-// found: under ThreadSanitizer the test reaped task-a first in 16 of 30
-// runs of the test above, and nothing was saved.
+// Before, the watchdog saved nothing when its own kill found no group:
+// under ThreadSanitizer the test reaped task-a first in 16 of 30 runs of
+// the test above, and nothing was saved.
 TEST_F(Watchdog, TaskAlreadyGoneWhenTheWatchdogLooksHasItsOutputSaved)
 {
     expect_output_saved(true);
