@@ -246,6 +246,22 @@ class AgentTest : public testutil::TempDirTest
         return ended;
     }
 
+    // Wait until the agent's log holds text n times (fails the test after
+    // 20 s).
+    void log_once(const std::string &text, size_t n = 1)
+    {
+        for (int k = 0; k < 2000; k++, usleep(10000)) {
+            std::string all = log();
+            size_t found = 0;
+            for (size_t at = all.find(text); at != std::string::npos; at = all.find(text, at + 1))
+                found++;
+            if (found >= n)
+                return;
+        }
+        ADD_FAILURE() << "not " << n << " times '" << text << "' in the agent's log after 20 s:\n"
+                      << log();
+    }
+
     // The lines of file `name` once it has n of them (fails the test after
     // 20 s).
     std::vector<std::string> lines_once(const std::string &name, size_t n)
@@ -348,8 +364,11 @@ TEST_F(AgentTest, RecallGivesBackStagedTasksToo)
     std::vector<msg_task> tasks;
     for (uint32_t id = 1; id <= 6; id++)
         tasks.push_back(task(id, "t", wait, 1)); // 1 and 2 run, 3 and 4 are staged
+    int level = log_get_level();
+    log_set_level(PMC_LOG_DEBUG);
     send(tasks);
-    usleep(300000); // the staging is the agent thread's, after the launches
+    log_once("Staging task t\n", 2); // the agent thread's, after the launches
+    log_set_level(level);
     send_recall(10, 1);
     EXPECT_EQ(given_back(), std::make_pair(std::vector<uint32_t>{6, 5, 3, 4}, 4u));
     EXPECT_EQ(abort_run(), (std::vector<uint32_t>{1, 2}));
@@ -389,7 +408,7 @@ class AgentStagedTest : public AgentTest
         first.insert(first.end(), staged.begin(), staged.end());
         send(tasks(first));
         lines_once("order", 2);
-        usleep(200000); // the staging is the agent thread's, after the launches
+        log_once("Staging task t" + std::to_string(staged.back().id)); // (debug)
         if (fail_first)
             agent__fail_next_start(agent_, EMFILE);
         send(tasks(arriving));
@@ -466,6 +485,42 @@ TEST_F(AgentStagedTest, ATaskThatCannotStartLetsTheNextGoAhead)
     EXPECT_EQ(ended, (std::vector<uint32_t>{1, 2, 3, 5, 6})) << "5 is reported failed";
     EXPECT_EQ(back, std::vector<uint32_t>{4});
     EXPECT_NE(log().find("Task t5: cannot create a pipe"), std::string::npos) << log();
+}
+
+// A task that goes ahead, cannot start, and holds the node's starts (-m:
+// MSG_TASK_HOLD_ON_FAILURE): the staged task not yet pushed again is given
+// back with its failure, as the hold gives back those in the pool; before,
+// it stayed staged through the hold.
+TEST_F(AgentStagedTest, AHoldDuringTheMergeGivesBackTheStagedTasks)
+{
+    start(1);
+    int level = log_get_level();
+    log_set_level(PMC_LOG_DEBUG); // "Staging task"
+    send(tasks({{1, 100, "30"}, {2, 100, "30"}, {3, 30, "30"}, {4, 10, "30"}}));
+    lines_once("order", 2);
+    log_once("Staging task t4");
+    log_set_level(level);
+    agent__fail_next_start(agent_, EMFILE);
+    std::vector<msg_task> bad = tasks({{5, 40, "30"}});
+    bad[0].flags = MSG_TASK_HOLD_ON_FAILURE;
+    send(bad);
+    std::vector<uint32_t> cancelled;
+    bool failed = false;
+    while (!failed && !HasFailure()) {
+        Sent m = next();
+        msg_result r{};
+        pmc_error err{};
+        while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+            if (r.exec_errno == ECANCELED)
+                cancelled.push_back(r.id);
+            failed |= r.id == 5 && r.status == 256;
+        }
+    }
+    EXPECT_EQ(cancelled, std::vector<uint32_t>{3}) << "given back with the failure";
+    std::vector<uint32_t> back;
+    EXPECT_EQ(abort_run(&back), (std::vector<uint32_t>{1, 2}));
+    EXPECT_EQ(back, std::vector<uint32_t>{4}) << "the task that made way, queued";
+    EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
 // A task the node could never start: the agent refuses the message as a
