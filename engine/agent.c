@@ -257,8 +257,7 @@ void agent__add_cancelled(struct agent *a, struct slot *s)
     agent__add_result(a, s, 0, ECANCELED, 0.0);
 }
 
-/* Give a task back to the master unstarted (after DRAIN or ABORT). */
-static void agent_cancel_task(struct agent *a, const struct msg_task *t)
+void agent__cancel_task(struct agent *a, const struct msg_task *t)
 {
     agent__add_cancelled(a, &(struct slot){.id = t->id, .attempt = t->attempt});
 }
@@ -302,7 +301,7 @@ static void agent_cancel_queued(struct agent *a)
     agent__unstage_all(a);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1) {
-        agent_cancel_task(a, &nt.t);
+        agent__cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
     }
 }
@@ -314,7 +313,7 @@ static void agent_queue_task(struct agent *a, const struct msg_task *t, struct b
     if (a->cfg.null_executor)
         agent_null_task(a, t);
     else if (a->aborting || a->draining)
-        agent_cancel_task(a, t);
+        agent__cancel_task(a, t);
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
                      &(struct node_task){.t = *t, .batch = b}) < 0)
         a->failed = true;
@@ -445,7 +444,7 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
            nq_pop_back_fit(&a->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
                            rc.memory_mb, rc.gpus, &nt) == 1) {
         cpus += nt.t.cpus;
-        agent_cancel_task(a, &nt.t);
+        agent__cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
         given++;
     }

@@ -303,6 +303,9 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
 /* The task in s goes back to the master unstarted (ECANCELED, at a drain
  * or an abort): its start becomes now, the result is queued. */
 void agent__add_cancelled(struct agent *a, struct slot *s);
+/* Give task t back to the master unstarted (a DRAIN, an ABORT, a RECALL,
+ * or a queue that cannot take it back): its ECANCELED result. */
+void agent__cancel_task(struct agent *a, const struct msg_task *t);
 /* The task in s started: queue its STARTED notice if the master asked. */
 void agent__started(struct agent *a, const struct slot *s);
 

@@ -175,7 +175,7 @@ static void agent_requeue_one(struct agent *a, uint32_t i)
     if (nq_push_front(&a->queue, nt.t.cpus, nt.t.memory_mb, nt.t.gpus, nt.t.priority, &nt) < 0) {
         log_error("Out of memory for the node's queue: task %s goes back to the master",
                   nt.t.name); /* it runs elsewhere, or here again */
-        agent__add_cancelled(a, &(struct slot){.id = nt.t.id, .attempt = nt.t.attempt});
+        agent__cancel_task(a, &nt.t);
         agent__batch_unref(nt.batch);
     }
 }

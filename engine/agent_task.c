@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/agent_internal.h"
+#include "engine/planted.h"
 #include "engine/spawn.h"
 #include "io/grow.h"
 #include "io/log.h"
@@ -256,9 +257,10 @@ static void agent_exec_failed(struct agent *a, struct slot *s, int e)
 static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     struct pmc_error err;
-    if (atomic_load_explicit(&a->fail_next_start, memory_order_relaxed)) { /* a test's */
-        errno = atomic_exchange_explicit(&a->fail_next_start, 0, memory_order_relaxed);
-        log_error("Task %s: cannot create a pipe: %s", t->name, strerror(errno));
+    int planted = planted_take(&a->fail_next_start); /* a test's */
+    if (planted) {
+        log_error("Task %s: cannot create a pipe: %s", t->name, strerror(planted));
+        errno = planted;
         return -1;
     }
     if (t->nfwd > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) {

@@ -12,6 +12,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "engine/planted.h"
 #include "io/clock.h"
 #include "sched/mpmc_ring.h"
 
@@ -88,15 +89,6 @@ static uint32_t launcher_claim(struct launcher *l, uint32_t i, int to, uint32_t 
     }
 }
 
-/* A test's planted errno (launcher__fail_next_watch(), _rearm()), taken
- * once; 0 when none (one relaxed load, no write). */
-static int take_planted_failure(atomic_int *planted)
-{
-    return atomic_load_explicit(planted, memory_order_relaxed)
-               ? atomic_exchange_explicit(planted, 0, memory_order_relaxed)
-               : 0;
-}
-
 /* Take watched slot i back to JOB_IDLE: no more signals or pipe reads. */
 static void launcher_unwatch(struct launcher *l, uint32_t i)
 {
@@ -146,7 +138,7 @@ static int launcher_watch(struct launcher *l, uint32_t i, uint32_t gen)
             e = errno;
     }
     if (e == 0)
-        e = take_planted_failure(&l->fail_watch);
+        e = planted_take(&l->fail_watch);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT, .data.u64 = i};
     if (e == 0 && epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->pidfd, &ev) < 0)
         e = errno;
@@ -222,7 +214,7 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint3
         unsigned hold = atomic_load_explicit(&l->hold_reads_us, memory_order_relaxed);
         if (hold) /* a test's: the slot stays JOB_READING meanwhile */
             usleep(hold);
-        int planted = rc == 0 ? take_planted_failure(&l->fail_rearm) : 0;
+        int planted = rc == 0 ? planted_take(&l->fail_rearm) : 0;
         if (rc == 0 && (planted || epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) < 0)) {
             /* unwatched, the task would block on it: it fails */
             f->e[k].lost = planted ? planted : errno;

@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -246,20 +247,30 @@ class AgentTest : public testutil::TempDirTest
         return ended;
     }
 
+    // Poll done() every 10 ms until it is true: false after 20 s.
+    static bool within_20s(const std::function<bool()> &done)
+    {
+        for (int k = 0; k < 2000; k++, usleep(10000))
+            if (done())
+                return true;
+        return false;
+    }
+
     // Wait until the agent's log holds text n times (fails the test after
     // 20 s).
     void log_once(const std::string &text, size_t n = 1)
     {
-        for (int k = 0; k < 2000; k++, usleep(10000)) {
+        auto found = [&] {
             std::string all = log();
-            size_t found = 0;
+            size_t count = 0;
             for (size_t at = all.find(text); at != std::string::npos; at = all.find(text, at + 1))
-                found++;
-            if (found >= n)
-                return;
-        }
-        ADD_FAILURE() << "not " << n << " times '" << text << "' in the agent's log after 20 s:\n"
-                      << log();
+                count++;
+            return count >= n;
+        };
+        if (!within_20s(found))
+            ADD_FAILURE() << "not " << n << " times '" << text
+                          << "' in the agent's log after 20 s:\n"
+                          << log();
     }
 
     // The lines of file `name` once it has n of them (fails the test after
@@ -267,7 +278,7 @@ class AgentTest : public testutil::TempDirTest
     std::vector<std::string> lines_once(const std::string &name, size_t n)
     {
         std::vector<std::string> lines;
-        for (int k = 0; k < 2000; k++, usleep(10000)) {
+        auto enough = [&] {
             lines.clear();
             std::string text = testutil::read_file(path(name)), line;
             for (char c : text)
@@ -275,10 +286,10 @@ class AgentTest : public testutil::TempDirTest
                     lines.push_back(line), line.clear();
                 else
                     line += c;
-            if (lines.size() >= n)
-                return lines;
-        }
-        ADD_FAILURE() << name << " has " << lines.size() << " lines after 20 s, not " << n;
+            return lines.size() >= n;
+        };
+        if (!within_20s(enough))
+            ADD_FAILURE() << name << " has " << lines.size() << " lines after 20 s, not " << n;
         return lines;
     }
 
