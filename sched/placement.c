@@ -100,23 +100,29 @@ uint32_t placement_node_room(const struct placement_node *n)
     return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
 }
 
-/* Can node n take a task of cpus/mem/gpus now (within its window: its CPUs
- * plus the prefetch window, its memory and GPUs twice over)? */
-static bool node_has_room(const struct placement_node *n, uint32_t cpus, uint64_t mem,
-                          uint32_t gpus)
+/* Can node n take a task of cpus/mem/gpus with `past` CPUs committed
+ * beyond its CPUs plus the prefetch window (its memory and GPUs twice
+ * over)? */
+static inline bool node_fits(const struct placement_node *n, uint32_t cpus, uint64_t mem,
+                             uint32_t gpus, uint32_t past)
 {
     return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
-           n->committed_cpus + cpus <= n->cpus + n->window &&
+           n->committed_cpus + cpus <= n->cpus + n->window + past &&
            n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
 }
 
+/* Can node n take a task of cpus/mem/gpus now, within its window? */
+static bool node_has_room(const struct placement_node *n, uint32_t cpus, uint64_t mem,
+                          uint32_t gpus)
+{
+    return node_fits(n, cpus, mem, gpus, 0);
+}
+
 /* Can node n take a task of cpus/mem/gpus in its overflow lane (one more
- * round of its CPUs past its window; memory and GPUs as in the window)? */
+ * round of its CPUs past its window)? */
 static bool lane_fits(const struct placement_node *n, uint32_t cpus, uint64_t mem, uint32_t gpus)
 {
-    return cpus <= n->cpus && mem <= n->memory_mb && gpus <= n->gpus &&
-           n->committed_cpus + cpus <= n->cpus + n->window + n->cpus &&
-           n->committed_mem + mem <= 2 * n->memory_mb && n->committed_gpus + gpus <= 2 * n->gpus;
+    return node_fits(n, cpus, mem, gpus, n->cpus);
 }
 
 static void open_list_add(struct placement *p, int i)
