@@ -86,9 +86,17 @@ static void agent_link_result(struct agent *a, const struct msg_result *r)
     agent_link_event(a, &ev);
 }
 
-/* Queue r in the RESULTS message being built.  0, or -1 (out of memory). */
+static void agent_send(struct agent *a, struct msgbuf *b, const char *what);
+
+/* Queue r in the RESULTS message being built, after sending that message
+ * (its task's start notices first) when r's forwarded data would take it
+ * past RESULTS_SPLIT_BYTES.  0, or -1 (out of memory). */
 static int agent_batch_result(struct agent *a, const struct msg_result *r)
 {
+    if (a->results.count > 0 && a->results.len + r->fwd_len > RESULTS_SPLIT_BYTES) {
+        agent_send(a, &a->starts, "start notices");
+        agent_send(a, &a->results, "results");
+    }
     if (a->results.count == 0) {
         if (msg_begin(&a->results, MSG_RESULTS) < 0)
             return -1;

@@ -33,6 +33,12 @@
 #define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
 #define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
+/* A RESULTS message of this many bytes or more takes no other result: the
+ * batch goes first (agent_batch_result()).  Only forwarded data (-f/-F, up
+ * to FWD_TASK_MAX per task) makes results this big, and several such tasks
+ * batched together would pass MSG_MAX_BYTES, which one MPI message cannot
+ * carry: with this, a message holds at most 16 MB + one task's data. */
+#define RESULTS_SPLIT_BYTES ((size_t)16 << 20)
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {

@@ -107,17 +107,47 @@ int fwd_read_pipe(struct fwd_task *f, uint32_t k)
     return fwd_read_pipe_some(f, k, SIZE_MAX);
 }
 
+/* The most task f may forward (FWD_TASK_MAX unless a test set less). */
+static size_t fwd_limit(const struct fwd_task *f)
+{
+    return f->limit ? f->limit : FWD_TASK_MAX;
+}
+
+/* Entry e's data is dropped: freed now, not held until the task ends. */
+static void fwd_drop_data(struct fwd_task *f, struct fwd_entry *e)
+{
+    f->held -= e->len;
+    free(e->data);
+    e->data = NULL;
+    e->len = e->cap = 0;
+}
+
 int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
 {
     struct fwd_entry *e = &f->e[k];
     for (size_t got = 0; got < most;) {
-        if (pmc_grow((void **)&e->data, &e->cap, e->len + 65536, 1) < 0) {
-            e->lost = ENOMEM;
+        /* held <= the limit; at it, one byte more read into probe shows
+         * the task passed it (the buffer never grows past the limit) */
+        size_t left = fwd_limit(f) - f->held, room = 1;
+        uint8_t probe, *to = &probe;
+        if (left > 0) {
+            if (pmc_grow((void **)&e->data, &e->cap, e->len + (left < 65536 ? left : 65536), 1) <
+                0) {
+                e->lost = ENOMEM;
+                return -1;
+            }
+            to = e->data + e->len;
+            room = e->cap - e->len < left ? e->cap - e->len : left;
+        }
+        ssize_t r = read(e->rfd, to, room);
+        if (r > 0 && left == 0) {
+            fwd_drop_data(f, e);
+            e->lost = EFBIG;
             return -1;
         }
-        ssize_t r = read(e->rfd, e->data + e->len, e->cap - e->len);
         if (r > 0) {
             e->len += (size_t)r;
+            f->held += (size_t)r;
             got += (size_t)r;
             continue;
         }
@@ -140,13 +170,22 @@ void fwd_close_pipe(struct fwd_task *f, uint32_t k)
     f->e[k].rfd = -1;
 }
 
+/* The error of a task whose forwarded data passed its limit. */
+static int fwd_too_much(const struct fwd_task *f, const char *task_name, struct pmc_error *err)
+{
+    return pmc_errorf(err,
+                      "Task %s: forwarded more than %zu MB, the most one task may forward "
+                      "(-f and -F together): its data is dropped and it fails",
+                      task_name, fwd_limit(f) >> 20);
+}
+
 /* Read a -F source: a regular file (no symlink followed) of at most
  * FWD_FILE_MAX bytes, then delete it.  A file the task never wrote is no
  * error and forwards nothing (*missing; PMC's worker: "we assume that the
  * user wants to have some tasks exit successfully without producing any
  * output data"). */
-static int fwd_read_file(struct fwd_entry *e, const char *task_name, bool *missing,
-                         struct pmc_error *err)
+static int fwd_read_file(struct fwd_task *f, struct fwd_entry *e, const char *task_name,
+                         bool *missing, struct pmc_error *err)
 {
     *missing = false;
     int fd = open(e->src, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
@@ -164,6 +203,8 @@ static int fwd_read_file(struct fwd_entry *e, const char *task_name, bool *missi
     else if (st.st_size > FWD_FILE_MAX)
         rc = pmc_errorf(err, "Task %s: %s is larger than the 1 MB forwarding limit", task_name,
                         e->src);
+    else if ((size_t)st.st_size > fwd_limit(f) - f->held)
+        rc = fwd_too_much(f, task_name, err);
     else if (pmc_grow((void **)&e->data, &e->cap, (size_t)st.st_size + 1, 1) < 0)
         rc = pmc_errorf(err, "Task %s: out of memory reading %s", task_name, e->src);
     for (ssize_t r; rc == 0 && e->len < (size_t)st.st_size; e->len += (size_t)r) {
@@ -174,6 +215,7 @@ static int fwd_read_file(struct fwd_entry *e, const char *task_name, bool *missi
             r = 0;
     }
     close(fd);
+    f->held += e->len;
     if (rc == 0 && unlink(e->src) < 0)
         rc = pmc_errorf(err, "Task %s: cannot delete %s: %m", task_name, e->src);
     return rc;
@@ -202,17 +244,20 @@ int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msg
             fwd_close_pipe(f, i);
         }
     int rc = 0;
-    for (uint32_t i = 0; i < f->n && status == 0 && rc == 0; i++)
-        if (f->e[i].lost)
+    for (uint32_t i = 0; i < f->n && rc == 0; i++)
+        if (f->e[i].lost == EFBIG) /* whatever the status: the pipe was closed under it */
+            rc = fwd_too_much(f, task_name, err);
+        else if (f->e[i].lost && status == 0)
             rc = pmc_errorf(err, "Task %s: forwarding pipe %s: %s", task_name, f->e[i].src,
                             strerror(f->e[i].lost));
     uint32_t i = 0; /* the -F files before i were read and deleted */
     for (; i < f->n && status == 0 && rc == 0; i++) {
         bool missing = false;
         if (f->e[i].kind == DAG_FORWARD_FILE)
-            rc = fwd_read_file(&f->e[i], task_name, &missing, err);
+            rc = fwd_read_file(f, &f->e[i], task_name, &missing, err);
         if (rc == 0 && !missing &&
-            msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0)
+            (f->e[i].len > UINT32_MAX ||
+             msg_pack_fwd_data(pack, i, f->e[i].data, (uint32_t)f->e[i].len) < 0))
             rc = pmc_errorf(err, "Task %s: forwarded data too large", task_name);
         if (rc != 0)
             break; /* i: the one that could not be forwarded */
@@ -235,6 +280,7 @@ void fwd_reset(struct fwd_task *f)
     }
     f->n = 0;
     f->npipes = 0;
+    f->held = 0;
 }
 
 void fwd_free(struct fwd_task *f)

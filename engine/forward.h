@@ -37,6 +37,12 @@ extern "C" {
 #endif
 
 #define FWD_FILE_MAX (1024 * 1024) /* PMC's limit for -F files */
+/* The most one task may forward, its pipes and files together: 1 GiB.  Its
+ * data travels in one result, so it must fit one message (MSG_MAX_BYTES, 2
+ * GiB - 1) beside the results batched with it; and the node holds it in
+ * memory until the task ends.  PMC sets no limit: past 2 GiB its MPI send
+ * fails (an int count), and that aborts the whole job. */
+#define FWD_TASK_MAX ((size_t)1 << 30)
 
 struct fwd_entry {
     uint32_t kind; /* DAG_FORWARD_PIPE or DAG_FORWARD_FILE */
@@ -53,7 +59,9 @@ struct fwd_task {
     struct fwd_entry *e;
     uint32_t n, cap;
     uint32_t npipes;
-    char *env; /* "VAR=3\0VAR2=4\0", one per pipe */
+    size_t held;  /* bytes of data held by all entries (at most limit) */
+    size_t limit; /* the most they may hold: FWD_TASK_MAX when 0 (tests set less) */
+    char *env;    /* "VAR=3\0VAR2=4\0", one per pipe */
     size_t env_cap;
 };
 
@@ -76,7 +84,10 @@ void fwd_close_write_ends(struct fwd_task *f);
 
 /* Read what pipe k (an index into e[]) has now.  Returns 1 at end of file,
  * 0 when it would block, -1 on a read error or out of memory (recorded in
- * e[k].lost: data may be lost, so fwd_finish() fails the task).  The read end
+ * e[k].lost: data may be lost, so fwd_finish() fails the task), or when the
+ * task's data passes its limit (FWD_TASK_MAX: lost is EFBIG, the pipe's data
+ * is freed at once, and closing the pipe gives the writer EPIPE or SIGPIPE,
+ * as a reader that stops does).  The read end
  * stays open: the caller takes it out of its epoll set first, then calls
  * fwd_close_pipe() (closing first would let another thread's new
  * descriptor, a launcher's pidfd for one, take the number before the
@@ -100,8 +111,10 @@ void fwd_close_pipe(struct fwd_task *f, uint32_t k);
  * I/O forwarding caveats).  Returns 0, or -1 with err "Task NAME: PATH is
  * not a file" (or another reason) when a -F file cannot be forwarded, or
  * "Task NAME: forwarding pipe VAR: REASON" when a pipe's data may be lost
- * (e[k].lost): the task then counts as failed (the engine gives it status
- * 256), never as a success whose output is missing. */
+ * (e[k].lost), or "Task NAME: forwarded more than 1024 MB ..." when its
+ * data passed FWD_TASK_MAX (whatever its status: its pipe was closed under
+ * it): the task then counts as failed (the engine gives it status 256),
+ * never as a success whose output is missing. */
 int fwd_finish(struct fwd_task *f, const char *task_name, int status, struct msgbuf *pack,
                struct pmc_error *err);
 

@@ -25,6 +25,7 @@
 #include <assert.h>
 #include <endian.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,6 @@
 
 _Static_assert(sizeof(double) == sizeof(uint64_t), "doubles must be IEEE-754 binary64");
 
-#define MSG_MAX_LEN ((size_t)UINT32_MAX) /* the header's u32 length */
 #define INITIAL_CAP 512
 #define HELLO_FIXED 24 /* host_rank, host_ranks, cpus, gpus, memory_mb */
 #define TASK_FIXED                                                                                 \
@@ -161,7 +161,7 @@ static size_t sat_add(size_t a, size_t b)
 /* Room for need more bytes at b->data + b->len, or NULL with errno. */
 static uint8_t *reserve(struct msgbuf *b, size_t need)
 {
-    if (b->len > MSG_MAX_LEN || need > MSG_MAX_LEN - b->len) {
+    if (b->len > MSG_MAX_BYTES || need > MSG_MAX_BYTES - b->len) {
         errno = EMSGSIZE;
         return NULL;
     }
@@ -326,7 +326,7 @@ int msg_pack_fwd_data(struct msgbuf *out, uint32_t fwd_index, const void *data, 
 
 size_t msg_end(struct msgbuf *b)
 {
-    assert(b->len >= MSG_HEADER_SIZE && b->len <= MSG_MAX_LEN);
+    assert(b->len >= MSG_HEADER_SIZE && b->len <= MSG_MAX_BYTES);
     put_u32(b->data + H_LENGTH, (uint32_t)b->len);
     put_u32(b->data + H_COUNT, b->count);
     return b->len;

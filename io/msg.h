@@ -7,7 +7,9 @@
  *   u16 reserved (0)                u32 length (whole message, header
  *                                   included)                  u32 count
  *
- * so a message is at most 4 GiB - 1 bytes long.
+ * so a message is at most MSG_MAX_BYTES (INT_MAX, 2 GiB - 1) bytes long: it
+ * travels as one MPI message of bytes, whose count is an int (a longer one
+ * would make MPI's send fail, which aborts the whole job).
  *
  * All integers are little-endian fixed width; strings are NUL-terminated and
  * their NUL lies inside the message; doubles are IEEE-754 binary64 in
@@ -69,6 +71,7 @@
 #ifndef PMC_MSG_H
 #define PMC_MSG_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -81,6 +84,7 @@ extern "C" {
 #define MSG_MAGIC 0x504d4348u
 #define MSG_VERSION 3
 #define MSG_HEADER_SIZE 16
+#define MSG_MAX_BYTES ((size_t)INT_MAX) /* the longest message: one MPI count */
 
 enum msg_kind {
     MSG_HELLO = 1,
@@ -176,7 +180,7 @@ int msg_begin(struct msgbuf *b, enum msg_kind kind);
 /* Append one item to b, which must have been begun with the matching kind
  * (asserted).  The item is copied: the caller keeps ownership of *h, *t, *r,
  * *s and what they point to.  Returns 0, or -1 with ENOMEM, or EMSGSIZE when
- * the message would pass 4 GiB - 1 bytes (b is then unchanged).  Strings are
+ * the message would pass MSG_MAX_BYTES (b is then unchanged).  Strings are
  * copied up to their NUL; a NULL pegasus_id is sent as "". */
 int msg_add_hello(struct msgbuf *b, const struct msg_hello *h);
 /* t->flags may hold only MSG_TASK_FLAGS_KNOWN bits (asserted). */

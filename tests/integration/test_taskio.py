@@ -31,6 +31,9 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * forward_unwritable_dest: DEST under a regular file (pipe and file
     forwarding): "Task NAME failed due to collective I/O errors", the task
     fails (not DONE, counted failed), an unrelated task succeeds, exit 1.
+  * forward_past_the_task_limit: a task forwards 1 GiB + 1 byte through a
+    pipe: it fails with 256 and "forwarded more than 1024 MB", its DEST is
+    never written; a small forward beside it arrives.
   * pipe_writers_large_and_cut_off: 16 tasks write 150-173 KB each through
     a pipe (more than it holds, so it must be read while they run) and 8
     write without end until their 0.3 s time limit stops them: every byte
@@ -434,6 +437,35 @@ class TaskIO(pmcrun.TestCase):
             problems.append("rescue DONE set %s, expected ['fine']" % sorted(done))
         self.check(problems, res)
 
+    def test_forward_past_the_task_limit(self):
+        """A task that forwards more than FWD_TASK_MAX (1 GiB, pipes and
+        files together; engine/forward.h) fails with status 256 and a
+        message naming it and the limit, and nothing of its data reaches
+        DEST; a task beside it forwards as usual.  Before the limit, a task
+        forwarding 4 GiB + 100 bytes had 100 of them written and counted as
+        a success (the data block's u32 length)."""
+        dag_path = self.write_dag("limit.dag", """
+            TASK huge -f OUT={t}/huge.out /bin/sh -c 'head -c 1073741825 /dev/zero >&$OUT'
+            TASK small -f OUT={t}/small.out /bin/sh -c 'echo small >&$OUT'
+            """.format(t=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", dag_path], timeout=120)
+        problems = []
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        want = ("Task huge: forwarded more than 1024 MB, the most one task may forward "
+                "(-f and -F together): its data is dropped and it fails")
+        if want not in res.stderr:
+            problems.append("stderr lacks %r" % want)
+        status = {r.name: r.status for r in res.tasks}
+        if status.get("huge") != 256:
+            problems.append("huge: status %s, expected 256" % status.get("huge"))
+        if os.path.exists(self.path("huge.out")):
+            problems.append("huge.out exists: data of a failed task was written")
+        if status.get("small") != 0 or read_text(self.path("small.out")) != "small\n":
+            problems.append("the task beside it: status %s" % status.get("small"))
+        problems += failed_summary_problems(res, tasks=2, succeeded=1, failed=1)
+        self.check(problems, res)
+
     def test_pipe_writers_large_and_cut_off(self):
         """Tasks writing far more than a pipe holds, some stopped by their
         time limit while their pipe is being read (with launcher threads,
@@ -445,8 +477,11 @@ class TaskIO(pmcrun.TestCase):
             n = "pw%02d" % i
             if i % 3 == 0:
                 cut.add(n)
+                # never ends, however fast the pipe: at most ~100 MB/s, so
+                # its 0.3 s stay far below the task's forwarding limit
                 lines.append("TASK %s --time-limit 0.3 -f OUT=%s/cut.%s /bin/sh -c "
-                             "'head -c 400000000 /dev/zero >&$OUT'\n" % (n, self.tmp, n))
+                             "'while :; do head -c 1000000 /dev/zero; sleep 0.01; done "
+                             ">&$OUT'\n" % (n, self.tmp, n))
             else:
                 sizes[n] = 150000 + 1000 * i
                 lines.append("TASK %s -f OUT=%s/big.%s /bin/sh -c "

@@ -34,6 +34,7 @@
 
 #include "engine/agent.h"
 #include "engine/mailbox.h"
+#include "io/dag.h"
 #include "io/log.h"
 #include "io/msg.h"
 #include "testutil.h"
@@ -333,6 +334,68 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
                        "memory=0]\n"),
               std::string::npos)
         << out;
+}
+
+// Results carrying forwarded data are not batched past RESULTS_SPLIT_BYTES
+// (16 MB): two tasks that forward 12 MB each through a pipe and end
+// together, while a full round of tasks is queued (so a result waits up to
+// RESULT_DELAY_LEAF_MS for companions), come back in two RESULTS messages,
+// each with its data whole.  Batched together, tasks forwarding up to 1 GiB
+// each (FWD_TASK_MAX) would pass what one MPI message can carry (an int
+// count), and MPI_Isend's failure would abort the whole job.
+TEST_F(AgentTest, ResultsWithBigForwardedDataGoInMessagesOfTheirOwn)
+{
+    start();
+    // the node's first result goes at once (it is at the master's refill
+    // mark); later ones wait for companions
+    std::string quick = sh("exit 0");
+    send({task(1, "first", quick, 1)});
+    ASSERT_EQ(next().kind(), MSG_RESULTS);
+    const size_t kBytes = 12000000;
+    std::string fwd = std::string(1, static_cast<char>(DAG_FORWARD_PIPE)) + "OUT" +
+                      std::string(1, '\0') + path("dest") + std::string(1, '\0');
+    auto forwarding = [&](const std::string &name) {
+        return sh("head -c " + std::to_string(kBytes) + " /dev/zero >&$OUT && touch " +
+                  path(name + ".ready") + " && while [ ! -e " + path("go") +
+                  " ]; do sleep 0.01; done");
+    };
+    std::string a = forwarding("a"), b = forwarding("b"), sleeper = sh("sleep 30");
+    std::vector<msg_task> tasks = {task(2, "a", a, 1), task(3, "b", b, 1)};
+    for (msg_task &t : tasks) {
+        t.nfwd = 1;
+        t.fwd = fwd.data();
+    }
+    for (uint32_t id = 4; id < 8; id++)
+        tasks.push_back(task(id, "queued", sleeper, 1));
+    send(tasks);
+    ASSERT_TRUE(within_20s([&] {
+        return access(path("a.ready").c_str(), F_OK) == 0 &&
+               access(path("b.ready").c_str(), F_OK) == 0;
+    })) << log();
+    testutil::write_file(path("go"), "");
+    std::vector<std::vector<uint32_t>> messages; // the forwarding tasks' ids, by message
+    for (size_t got = 0; got < 2 && !HasFailure();) {
+        Sent m = next();
+        ASSERT_EQ(m.kind(), MSG_RESULTS);
+        messages.emplace_back();
+        msg_result r{};
+        pmc_error err{};
+        while (msg_next_result(&m.r, &r, &err) == 1) {
+            EXPECT_EQ(r.status, 0) << "task " << r.id;
+            size_t pos = 0, forwarded = 0;
+            uint32_t index = 0, len = 0;
+            const uint8_t *data = nullptr;
+            while (msg_result_next_fwd(&r, &pos, &index, &data, &len) == 1)
+                forwarded += len;
+            EXPECT_EQ(forwarded, kBytes) << "task " << r.id;
+            messages.back().push_back(r.id);
+            got++;
+        }
+    }
+    ASSERT_EQ(messages.size(), 2u) << "the two results came in one message";
+    std::vector<uint32_t> cancelled;
+    abort_run(&cancelled);
+    EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
 // RECALL: the agent gives back, at once and unstarted (ECANCELED results),
