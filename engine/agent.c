@@ -90,10 +90,13 @@ static void agent_send(struct agent *a, struct msgbuf *b, const char *what);
 
 /* Queue r in the RESULTS message being built, after sending that message
  * (its task's start notices first) when r's forwarded data would take it
- * past RESULTS_SPLIT_BYTES.  0, or -1 (out of memory). */
+ * past MSG_SPLIT_BYTES: only forwarded data (-f/-F, up to FWD_TASK_MAX a
+ * task) makes results this big, and several such batched together would
+ * pass MSG_MAX_BYTES, which one MPI message cannot carry.  0, or -1 (out of
+ * memory). */
 static int agent_batch_result(struct agent *a, const struct msg_result *r)
 {
-    if (a->results.count > 0 && a->results.len + r->fwd_len > RESULTS_SPLIT_BYTES) {
+    if (a->results.count > 0 && a->results.len + r->fwd_len > MSG_SPLIT_BYTES) {
         agent_send(a, &a->starts, "start notices");
         agent_send(a, &a->results, "results");
     }

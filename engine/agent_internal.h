@@ -33,12 +33,6 @@
 #define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
 #define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
-/* A RESULTS message of this many bytes or more takes no other result: the
- * batch goes first (agent_batch_result()).  Only forwarded data (-f/-F, up
- * to FWD_TASK_MAX per task) makes results this big, and several such tasks
- * batched together would pass MSG_MAX_BYTES, which one MPI message cannot
- * carry: with this, a message holds at most 16 MB + one task's data. */
-#define RESULTS_SPLIT_BYTES ((size_t)16 << 20)
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {
@@ -96,10 +90,10 @@ struct slot {
     size_t envp_cap;
     char *envbuf;
     size_t envbuf_cap;
-    struct fwd_task fwd;    /* -f/-F of the running task */
-    int fwd_fds[64];        /* write ends handed to the child */
-    int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
-    bool bound;             /* cpuset taken from the agent's pool */
+    struct fwd_task fwd;        /* -f/-F of the running task */
+    int fwd_fds[DAG_MAX_PIPES]; /* write ends handed to the child */
+    int task_out, task_err;     /* --per-task-stdio files, -1 otherwise */
+    bool bound;                 /* cpuset taken from the agent's pool */
     cpu_set_t cpuset;
     uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
     uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */

@@ -263,13 +263,13 @@ static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task 
         errno = planted;
         return -1;
     }
-    if (t->nfwd > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) {
-        log_error("Task %s: more than %zu forwards", t->name,
-                  sizeof s->fwd_fds / sizeof s->fwd_fds[0]);
-        return -1;
-    }
     if (t->nfwd && fwd_prepare(&s->fwd, t, &err) < 0) {
         log_error("%s", err.text);
+        return -1;
+    }
+    if (s->fwd.npipes > sizeof s->fwd_fds / sizeof s->fwd_fds[0]) { /* the DAG allows no more */
+        log_error("Task %s: more than %zu -f pipes", t->name,
+                  sizeof s->fwd_fds / sizeof s->fwd_fds[0]);
         return -1;
     }
     fwd_child_fds(&s->fwd, s->fwd_fds);

@@ -106,6 +106,7 @@
 #include "engine/forward.h"
 #include "engine/mailbox.h"
 #include "engine/spawn.h"
+#include "io/dag.h"
 #include "io/error.h"
 #include "io/taskio.h"
 
@@ -153,7 +154,7 @@ extern "C" {
  * at once (spawn_thread_short_slice()).  Past 16 cores nothing was
  * measured.  Pure. */
 uint32_t launcher_default_threads(uint32_t cpus);
-#define LAUNCHER_MAX_FORWARDS 64 /* forward descriptors a job can carry */
+#define LAUNCHER_MAX_FORWARDS DAG_MAX_PIPES /* forward descriptors a job can carry */
 
 /* One slot's launch: the request (its pointers must stay valid until the
  * job completes; forward_fds and affinity may point at the copies below),

@@ -16,8 +16,9 @@ struct local_link {
 struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct mailbox *master_box,
                                      struct mailbox *agent_box, struct pmc_error *err)
 {
-    /* the most tasks committed to the node at once: placement.h */
-    uint64_t most = (uint64_t)cpus + placement_window(cpus);
+    /* the most tasks committed to the node at once, the overflow lane
+     * included (a ring of cpus + W overflowed when the lane was full) */
+    uint64_t most = placement_most_committed(cpus);
     struct local_link *l = calloc(1, sizeof *l);
     if (l && most <= SPSC_RING_MAX / 2) {
         l->tasks = spsc_ring_create((uint32_t)most, sizeof(struct local_task));

@@ -25,8 +25,9 @@
  * master by the same batching rule as it sends RESULTS to a remote master (agent.c), the master
  * notifies the agent once per dispatch round.
  *
- * Capacity: the master commits at most a node's CPUs plus its prefetch
- * window to it (sched/placement.h), every task at least 1 CPU; each
+ * Capacity: the master commits at most a node's CPUs, its prefetch window
+ * and its overflow lane to it (placement_most_committed() in
+ * sched/placement.h), every task at least 1 CPU; each
  * committed task is at most one record in `tasks` and two (STARTED,
  * RESULT) in `events`.  local_link_create() sizes the rings from that
  * bound, so a full ring is a broken invariant (reported, never waited on).

@@ -494,8 +494,10 @@ static int master_prepare(struct master *m)
                                           .memory_mb = m->dag->memory_mb,
                                           .gpus = m->dag->gpus,
                                           .time_limit_ms = m->dag->time_limit_ms,
+                                          /* rounded up, as the DAG's --time-limit:
+                                           * 0.0004 s is 1 ms, not 0 (none) */
                                           .default_limit_ms =
-                                              (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5)};
+                                              (uint32_t)ceil(m->cfg.task_time_limit * 1000.0)};
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
     return 0;

@@ -36,6 +36,8 @@
 #include "sched/progress.h"
 #include "sched/ready_queue.h"
 
+_Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "master.attempts counts in 16 bits");
+
 #define HELLO_TIMEOUT_S 120.0
 #define IDLE_WAIT_US 500000
 /* How long CPUs stay idle, while a node queues beyond its CPUs, before the
@@ -55,6 +57,7 @@ struct node {
     uint32_t host; /* index of its host in the monitor */
     char *hostname;
     struct msgbuf batch; /* TASKS being built this round */
+    bool batch_listed;   /* in master.batch_list this round */
 };
 
 struct master_stats {
@@ -106,7 +109,7 @@ struct master {
     uint32_t ndone_before;
     uint32_t *remaining;
     uint8_t *state;
-    uint16_t *attempts;
+    uint16_t *attempts; /* per task; -t is at most DAG_MAX_TRIES (asserted below) */
     struct ready_queue *ready;
     struct node *nodes;
     int nnodes;

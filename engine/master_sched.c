@@ -60,7 +60,7 @@ static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
 {
     if (m->dag->time_limit_ms[t])
         return m->dag->time_limit_ms[t];
-    return (uint32_t)(m->cfg.task_time_limit * 1000.0 + 0.5);
+    return m->demand.default_limit_ms;
 }
 
 /* Does a failure of task t's current attempt count toward -m (its last
@@ -109,6 +109,23 @@ static int master_hand_over(struct master *m, uint32_t t)
     return 0;
 }
 
+/* Node n's TASKS batch goes now (nothing when it is empty). */
+static void master_send_batch(struct master *m, struct node *n)
+{
+    if (n->batch.count == 0)
+        return;
+    m->st.task_msgs++;
+    m->st.tasks_sent += n->batch.count;
+    msg_end(&n->batch);
+    if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->batch) < 0) {
+        log_fatal("Cannot send tasks to rank %d: %s", n->rank, strerror(errno));
+        m->fatal = true;
+    }
+}
+
+/* Add task t to node n's TASKS batch; a batch of MSG_SPLIT_BYTES or more
+ * goes at once, so that a message stays far below MSG_MAX_BYTES (tasks of
+ * long command lines passed it: "Message too long" stopped the run). */
 static int master_batch_task(struct master *m, struct node *n, uint32_t t)
 {
     if (m->link && n->rank == 0)
@@ -119,9 +136,15 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
     if (n->batch.count == 0) {
         if (msg_begin(&n->batch, MSG_TASKS) < 0)
             return -1;
-        m->batch_list[m->nbatch++] = (int)(n - m->nodes);
+        if (!n->batch_listed)
+            m->batch_list[m->nbatch++] = (int)(n - m->nodes);
+        n->batch_listed = true;
     }
-    return msg_add_task(&n->batch, &mt);
+    if (msg_add_task(&n->batch, &mt) < 0)
+        return -1;
+    if (n->batch.len >= MSG_SPLIT_BYTES)
+        master_send_batch(m, n);
+    return 0;
 }
 
 /* Batch task t for node i (placement_dispatch() then commits it on the
@@ -155,13 +178,8 @@ static void master_send_batches(struct master *m)
 {
     for (int k = 0; k < m->nbatch; k++) {
         struct node *n = &m->nodes[m->batch_list[k]];
-        m->st.task_msgs++;
-        m->st.tasks_sent += n->batch.count;
-        msg_end(&n->batch);
-        if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->batch) < 0) {
-            log_fatal("Cannot send tasks to rank %d: %s", n->rank, strerror(errno));
-            m->fatal = true;
-        }
+        master_send_batch(m, n);
+        n->batch_listed = false;
     }
     m->nbatch = 0;
     if (m->link_sent)

@@ -37,6 +37,8 @@ typedef uint32_t dag_task_t; /* dense task id, 0 .. ntasks-1 */
 
 #define DAG_NO_STRING 0u /* arena offset 0 is always the empty string */
 #define DAG_MAX_TASKS 0x7fffffffu
+#define DAG_MAX_TRIES 65535u /* -t: the master counts a task's attempts in 16 bits */
+#define DAG_MAX_PIPES 64     /* -f of one task: descriptors 3 .. 66 in the task */
 
 enum dag_forward_kind {
     DAG_FORWARD_PIPE = 0, /* -f VAR=FILE: a pipe whose fd number goes in $VAR */

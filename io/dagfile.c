@@ -331,7 +331,7 @@ static bool opt_tries(struct parser *p, struct dag_task_spec *spec, const char *
 {
     (void)p;
     long long v;
-    if (!parse_int(val, 1, INT32_MAX, &v))
+    if (!parse_int(val, 1, DAG_MAX_TRIES, &v))
         return false;
     spec->tries = (uint32_t)v;
     return true;
@@ -378,10 +378,15 @@ static bool add_forward(struct parser *p, struct dag_task_spec *spec, uint32_t k
     const char *eq = strchr(val, '=');
     if (!eq || eq == val || eq[1] == '\0')
         return false;
-    for (uint32_t k = 0; k < spec->nforwards; k++)
+    uint32_t pipes = 0;
+    for (uint32_t k = 0; k < spec->nforwards; k++) {
+        pipes += p->fwd[k].kind == DAG_FORWARD_PIPE;
         if (p->fwd[k].kind == kind && p->fwd[k].src_len == (size_t)(eq - val) &&
             memcmp(p->fwd[k].src, val, p->fwd[k].src_len) == 0)
             return false;
+    }
+    if (kind == DAG_FORWARD_PIPE && pipes == DAG_MAX_PIPES)
+        return false;
     p->fwd[spec->nforwards++] =
         (struct dag_forward_spec){kind, val, (size_t)(eq - val), eq + 1, strlen(eq + 1)};
     return true;
@@ -407,9 +412,9 @@ struct task_option {
 static const struct task_option task_options[] = {
     {'m', "request-memory", opt_memory, "a number of MB >= 0"},
     {'c', "request-cpus", opt_cpus, "a number of CPUs > 0"},
-    {'t', "tries", opt_tries, "an integer >= 1"},
+    {'t', "tries", opt_tries, "an integer from 1 to 65535"},
     {'p', "priority", opt_priority, "an integer"},
-    {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once"},
+    {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once, at most 64 a task"},
     {'F', "file-forward", opt_file, "SRC=DEST, each SRC once"},
     {'g', "request-gpus", opt_gpus, "a whole number of GPUs >= 0"},
     {0, "time-limit", opt_time_limit, "a number of seconds > 0"},

@@ -85,6 +85,11 @@ extern "C" {
 #define MSG_VERSION 3
 #define MSG_HEADER_SIZE 16
 #define MSG_MAX_BYTES ((size_t)INT_MAX) /* the longest message: one MPI count */
+/* A batch of TASKS or RESULTS items of this many bytes goes at once, and a
+ * RESULTS batch takes no result that would carry it past this: a message
+ * then holds at most this plus one item (a result's forwarded data is at
+ * most 1 GiB: engine/forward.h), far below MSG_MAX_BYTES. */
+#define MSG_SPLIT_BYTES ((size_t)16 << 20)
 
 enum msg_kind {
     MSG_HELLO = 1,

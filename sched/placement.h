@@ -99,6 +99,14 @@ static inline uint32_t placement_window(uint32_t cpus)
     return cpus > PLACEMENT_PREFETCH_MIN ? cpus : PLACEMENT_PREFETCH_MIN;
 }
 
+/* The most CPUs the master commits to a node offering cpus CPUs: its CPUs,
+ * its prefetch window W and the overflow lane (one more round of its CPUs),
+ * so also the most tasks it has committed at once (each at least 1 CPU). */
+static inline uint64_t placement_most_committed(uint32_t cpus)
+{
+    return 2 * (uint64_t)cpus + placement_window(cpus);
+}
+
 /* The refill mark of such a node: a full node reopens for dispatch once its
  * committed CPUs fell to cpus + W/2 (the hysteresis).  A node agent that
  * knows its own load flushes its results there (engine/agent.c), and the

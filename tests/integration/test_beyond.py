@@ -426,6 +426,18 @@ class Beyond(pmcrun.TestCase):
             problems.append("slow ran %d times, expected once" % len(res.records_of("slow")))
         self.check(problems, res)
 
+    def test_task_time_limit_below_a_millisecond(self):
+        """--task-time-limit 0.0004 is a limit of 1 ms, rounded up as the
+        DAG's --time-limit is: it was rounded to 0 ms, which means none, so
+        the task ran to its end and succeeded."""
+        dag = self.write_dag("tiny.dag", "TASK tiny /bin/sleep 20\n")
+        res = self.run_pmc(["--kill-grace", "1", "--task-time-limit", "0.0004", dag])
+        problems = []
+        if res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        problems += timed_out_problems(res, "tiny", "0.001")
+        self.check(problems, res)
+
     # ------------------------------------------------------ batch job's end
 
     def test_batch_end(self):

@@ -336,7 +336,7 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
         << out;
 }
 
-// Results carrying forwarded data are not batched past RESULTS_SPLIT_BYTES
+// Results carrying forwarded data are not batched past MSG_SPLIT_BYTES
 // (16 MB): two tasks that forward 12 MB each through a pipe and end
 // together, while a full round of tasks is queued (so a result waits up to
 // RESULT_DELAY_LEAF_MS for companions), come back in two RESULTS messages,

@@ -59,6 +59,15 @@ Dag parse(const std::string &text, const char *name = "t.dag")
 }
 
 // The error text of a DAG that must not parse.
+// n -f options, V0=/f0 .. V(n-1)=/f(n-1), separated by spaces.
+std::string pipes(int n)
+{
+    std::string s;
+    for (int i = 0; i < n; i++)
+        s += (i ? " -f V" : "-f V") + std::to_string(i) + "=/f" + std::to_string(i);
+    return s;
+}
+
 std::string parse_error(const std::string &text)
 {
     Dag r = parse(text);
@@ -374,9 +383,10 @@ TEST(DagFile, BadOptionValues)
 {
     const std::string m = "for -m/--request-memory (expected a number of MB >= 0)";
     const std::string c = "for -c/--request-cpus (expected a number of CPUs > 0)";
-    const std::string t = "for -t/--tries (expected an integer >= 1)";
+    const std::string t = "for -t/--tries (expected an integer from 1 to 65535)";
     const std::string p = "for -p/--priority (expected an integer)";
-    const std::string f = "for -f/--pipe-forward (expected VAR=FILE, each VAR once)";
+    const std::string f =
+        "for -f/--pipe-forward (expected VAR=FILE, each VAR once, at most 64 a task)";
     const std::string F = "for -F/--file-forward (expected SRC=DEST, each SRC once)";
     const BadOpt cases[] = {
         {"-m abc", "bad value 'abc' " + m},
@@ -399,6 +409,8 @@ TEST(DagFile, BadOptionValues)
         {"-t 1.5", "bad value '1.5' " + t},
         {"--tries=x", "bad value 'x' " + t},
         {"-t 2147483648", "bad value '2147483648' " + t},
+        // the master counts attempts in 16 bits: 65537 tries retried for ever
+        {"-t 65536", "bad value '65536' " + t},
         {"-p 1.5", "bad value '1.5' " + p},
         {"-p 2147483648", "bad value '2147483648' " + p},
         {"-p -2147483649", "bad value '-2147483649' " + p},
@@ -413,6 +425,7 @@ TEST(DagFile, BadOptionValues)
         // same source would fail the task, or leave the first pipe empty
         {"-F s=d1 -F s=d2", "bad value 's=d2' " + F},
         {"-f V=a -f V=b", "bad value 'V=b' " + f},
+        {pipes(65), "bad value 'V64=/f64' " + f},
     };
     for (const BadOpt &b : cases) {
         EXPECT_EQ("t.dag:1: task A: " + b.message,
@@ -427,8 +440,8 @@ TEST(DagFile, MissingOptionValue)
         {"TASK A -m\n", "t.dag:1: task A: -m/--request-memory needs a value"},
         {"TASK A -c 1 --file-forward\n", "t.dag:1: task A: -F/--file-forward needs a value"},
         // The value is taken from the next word even if it looks like the program.
-        {"TASK A -t /bin/true\n",
-         "t.dag:1: task A: bad value '/bin/true' for -t/--tries (expected an integer >= 1)"},
+        {"TASK A -t /bin/true\n", "t.dag:1: task A: bad value '/bin/true' for -t/--tries (expected "
+                                  "an integer from 1 to 65535)"},
     });
 }
 
@@ -508,15 +521,19 @@ TEST(DagFile, LongLinesAndManyArguments)
     EXPECT_EQ((Args{"/bin/echo", "short"}), args_of(r, 1));
 }
 
+// -F files need no descriptor in the task: any number of them, beside the
+// most -f pipes a task may have (DAG_MAX_PIPES, 64; one more is refused in
+// DagFile.BadOptionValues).
 TEST(DagFile, ManyForwardsOnOneLine)
 {
-    std::string line = "TASK A";
+    std::string line = "TASK A " + pipes(64);
     for (int i = 0; i < 1000; i++)
-        line += " -f V" + std::to_string(i) + "=/f" + std::to_string(i);
+        line += " -F S" + std::to_string(i) + "=/f" + std::to_string(i);
     Dag r = parse(line + " /bin/true\n");
     ASSERT_NE(nullptr, r.d) << r.error;
-    ASSERT_EQ(1000u, r->nfwd[0]);
-    EXPECT_STREQ("V999", r->arena + r->fwd[r->fwd_first[0] + 999].src);
+    ASSERT_EQ(1064u, r->nfwd[0]);
+    EXPECT_STREQ("V63", r->arena + r->fwd[r->fwd_first[0] + 63].src);
+    EXPECT_STREQ("S999", r->arena + r->fwd[r->fwd_first[0] + 1063].src);
 }
 
 // ---- errors -------------------------------------------------------------------

@@ -398,6 +398,14 @@ TEST_F(OptionsTest, BadEnvironmentValueNamesTheVariable)
 {
     setenv("PMC_HOST_CPUS", "many", 1);
     expect_rejected({"wf.dag"}, {"PMC_HOST_CPUS", "many"});
+    setenv("PMC_HOST_CPUS", "2147483648", 1);
+    expect_rejected({"wf.dag"}, {"PMC_HOST_CPUS", "up to 65536"});
+    setenv("PMC_HOST_CPUS", "65536", 1);
+    EXPECT_EQ(parse({"wf.dag"}), 0) << err();
+    unsetenv("PMC_HOST_CPUS");
+    setenv("PMC_HOST_GPUS", "5000", 1);
+    expect_rejected({"wf.dag"}, {"PMC_HOST_GPUS", "up to 1024"});
+    unsetenv("PMC_HOST_GPUS");
     unsetenv("PMC_HOST_CPUS");
     setenv("PMC_MAX_WALL_TIME", "-2", 1);
     expect_rejected({"wf.dag"}, {"PMC_MAX_WALL_TIME"});
@@ -440,6 +448,17 @@ INSTANTIATE_TEST_SUITE_P(
         {"MissingValueLong", {"wf.dag", "--host-cpus"}, {"--host-cpus", "needs a value"}},
         {"TriesZero", {"-t", "0", "wf.dag"}, {"--tries", "'0'"}},
         {"HostCpusNegative", {"--host-cpus", "-2", "wf.dag"}, {"--host-cpus", "'-2'"}},
+        // past 65536, a node's CPUs plus its window could wrap in 32 bits
+        // (2^31 made a run that never started a task)
+        {"HostCpusPastTheMost",
+         {"--host-cpus", "65537", "wf.dag"},
+         {"--host-cpus", "'65537'", "up to 65536"}},
+        // a host keeps at most 1024 GPU ids (GPUS_MAX); more were dropped
+        {"HostGpusPastTheMost",
+         {"--host-gpus", "1025", "wf.dag"},
+         {"--host-gpus", "'1025'", "up to 1024"}},
+        // the master counts attempts in 16 bits: 65537 retried for ever
+        {"TriesPastTheMost", {"-t", "65536", "wf.dag"}, {"--tries", "'65536'", "1 to 65535"}},
         {"SetAffinityWithHostCpus",
          {"--set-affinity", "--host-cpus", "4", "wf.dag"},
          {"--set-affinity", "--host-cpus"}},
