@@ -486,6 +486,11 @@ void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
     agent__limit_end(a, i);
     int exec_errno = 0;
     agent__limit_note(s, &status, &exec_errno);
+    /* a task the engine stopped (an abort, the wall time, the batch job's
+     * end) that then exits 0 may have cut its work short: it counts as
+     * killed by the signal it got, never DONE (as a time-out's 124) */
+    if (status == 0 && s->signalled && !s->timed_out)
+        status = s->signalled;
     struct pmc_error err;
     if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
         log_error("%s", err.text);

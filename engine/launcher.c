@@ -258,12 +258,15 @@ static void launcher_forward(struct launch_job *j)
     }
 }
 
-/* Job j's task ended with j->status: the time-out status and note, and
- * its duration (to now). */
+/* Job j's task ended with j->status: the time-out status and note, a
+ * stopped task's signal for its exit 0 (agent__task_ended()), and its
+ * duration (to now). */
 static void launcher_settle(struct launch_job *j)
 {
     if (j->timed_out)
         j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
+    else if (j->status == 0 && j->signalled)
+        j->status = j->signalled;
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);

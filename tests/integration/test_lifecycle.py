@@ -430,6 +430,40 @@ class Lifecycle(pmcrun.TestCase):
                 self.check(problems, res, case)
                 kill_sleeps(dur)
 
+    def test_stopped_task_that_exits_0_is_not_done(self):
+        """A task that the engine stops (SIGTERM to pmc-hybrid, or the wall
+        time) and that traps the signal and exits 0 may have cut its work
+        short: it counts as killed by SIGTERM (status 15), is not DONE in
+        the rescue log (the next run runs it again), and its forwarded data
+        is dropped as a failed task's.  It was DONE, with only its partial
+        output forwarded."""
+        for i, (case, opts) in enumerate((("SIGTERM", []),
+                                          ("--max-wall-time", ["--max-wall-time", "0.05"]))):
+            with self.subTest(case=case):
+                dag_path = self.write("stop%d.dag" % i, (
+                    "TASK trapper -f A=%s/fwd%d.txt /bin/sh -c "
+                    "\"trap 'echo partial >&$A; exit 0' TERM; touch %s/started.trap%d; "
+                    "sleep 60 & wait; echo all-work >&$A\"\n") % (self.tmp, i, self.tmp, i))
+                proc = self.launch(opts + ["--kill-grace", "5", dag_path], tag="stop%d" % i)
+                started = self.wait_for(lambda: os.path.exists(self.path("started.trap%d" % i)),
+                                        30, proc)
+                if started and not opts:
+                    os.kill(proc.pid, signal.SIGTERM)
+                res = self.wait_run(proc, timeout=60)
+                problems = [] if started else ["the task never started"]
+                if res.timed_out or res.returncode != 1:
+                    problems.append("exit status %s, expected 1" % res.returncode)
+                status = [r.status for r in res.records_of("trapper")]
+                if status != [signal.SIGTERM]:
+                    problems.append("trapper's records' statuses %s, expected [%d] (SIGTERM)"
+                                    % (status, signal.SIGTERM))
+                done = pmcrun.parse_rescue(dag_path + ".rescue").done_set
+                if done:
+                    problems.append("rescue DONE %s, expected none" % sorted(done))
+                if os.path.exists(self.path("fwd%d.txt" % i)):
+                    problems.append("the stopped task's forwarded data was written")
+                self.check(problems, res, case)
+
     def test_stop_waits_for_tasks_without_spinning(self):
         # Each stop comes 3-4 s after the launch, so that the task has
         # started on a slow machine (a sanitizer build beside other tests)
