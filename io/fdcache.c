@@ -32,7 +32,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define OPEN_FLAGS (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC)
+/* O_NONBLOCK: a FIFO without a reader fails at once (ENXIO) instead of
+ * blocking the master for ever, deaf to the stop signals; cleared after
+ * the open, so that writes block as usual (open_dest()). */
+#define OPEN_FLAGS (O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK)
 #define FILE_MODE 0644
 #define DIR_MODE 0777
 #define BUCKETS_MIN 16u
@@ -341,8 +344,15 @@ static int open_dest(struct fdcache *c, const char *path, struct pmc_error *err)
     bool made = false;
     for (;;) {
         int fd = open(path, OPEN_FLAGS, FILE_MODE);
+        if (fd >= 0 && fcntl(fd, F_SETFL, O_APPEND) < 0) {
+            pmc_errorf(err, "%s: %s", path, strerror(errno));
+            close(fd);
+            return -1;
+        }
         if (fd >= 0)
             return fd;
+        if (errno == ENXIO)
+            return pmc_errorf(err, "%s: a FIFO with no reader", path);
         if (errno == ENOENT && !made) {
             made = true;
             if (make_parents(path, err) < 0)

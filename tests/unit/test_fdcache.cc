@@ -142,6 +142,31 @@ TEST_F(FdcacheTest, AppendsNeverTruncate)
     EXPECT_EQ(read_file(p), "old line\nfirst second\nthird\n");
 }
 
+// A FIFO with no reader fails at once with a clear error (its open would
+// block the master for ever, and the stop signals with it); with a reader,
+// a block larger than the pipe holds arrives whole: the descriptor blocks
+// as a file's does (O_NONBLOCK only for the open).
+TEST_F(FdcacheTest, FifoWithoutAReaderFailsAndWithOneGetsEveryByte)
+{
+    std::string p = path("fifo");
+    ASSERT_EQ(mkfifo(p.c_str(), 0644), 0) << strerror(errno);
+    auto c = make_cache(4);
+    pmc_error err{};
+    EXPECT_EQ(fdcache_write(c.get(), p.c_str(), "x", 1, &err), -1);
+    EXPECT_EQ(std::string(err.text), p + ": a FIFO with no reader");
+    std::string got;
+    std::thread reader([&] { got = read_file(p); });
+    std::string block(1 << 20, 'f'); // 16 times a pipe's 64 KiB
+    pmc_error err2{};
+    int rc = -1;
+    for (int k = 0; k < 2000 && rc < 0; k++, usleep(1000)) // until the reader opened it
+        rc = fdcache_write(c.get(), p.c_str(), block.data(), block.size(), &err2);
+    EXPECT_EQ(rc, 0) << err2.text;
+    ASSERT_EQ(fdcache_close_all(c.get(), &err2), 0) << err2.text;
+    reader.join();
+    EXPECT_EQ(got.size(), block.size());
+}
+
 TEST_F(FdcacheTest, NewFileIsMode0644)
 {
     std::string p = path("new.txt");
