@@ -610,6 +610,7 @@ void master_destroy(struct master *m)
         mailbox_destroy(&m->box);
     free(m->rescue_path);
     fdcache_destroy(m->fdcache);
+    free(m->written);
     (void)monitor_close(m->monitor);
     free(m->seq);
     free(m->executed);

@@ -90,11 +90,21 @@ struct master_status {
     bool file_failed;            /* --status could not be written (said once) */
 };
 
+/* A block of forwarded data written for the result at hand: where it went
+ * (the DAG's string) and where it began (fdcache_last_start()), to undo it
+ * when a later block fails (master_sched.c). */
+struct fwd_written {
+    const char *dest;
+    int64_t start;
+};
+
 struct master {
     struct master_config cfg;
-    uint64_t run_cpu_ns;     /* master_run()'s thread CPU, set as it returns */
-    uint64_t rescue_cpu_ns;  /* the rescue writer's CPU, read as it ends */
-    struct fdcache *fdcache; /* I/O forwarding destinations */
+    uint64_t run_cpu_ns;         /* master_run()'s thread CPU, set as it returns */
+    uint64_t rescue_cpu_ns;      /* the rescue writer's CPU, read as it ends */
+    struct fdcache *fdcache;     /* I/O forwarding destinations */
+    struct fwd_written *written; /* the blocks of the result being written */
+    size_t written_cap;
     struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
     uint32_t *seq;           /* submit sequence number per task (monitor only) */
     uint8_t *executed;       /* EXECUTE written for the current attempt (monitor only) */

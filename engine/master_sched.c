@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "engine/master_internal.h"
+#include "io/grow.h"
 #include "io/log.h"
 
 /* Put t in the ready queue.  A new attempt gets a new submit sequence number
@@ -334,30 +335,53 @@ static void master_task_succeeded(struct master *m, uint32_t t)
     master_release_children(m, t);
 }
 
+/* Cut the n blocks written of task t's result off their files again, the
+ * last first (two blocks may share a file): a failed task leaves none of
+ * its data, so that its retry does not append it twice. */
+static void master_undo_forwards(struct master *m, uint32_t t, size_t n)
+{
+    while (n-- > 0) {
+        struct pmc_error err;
+        const struct fwd_written *w = &m->written[n];
+        if (w->start >= 0 && fdcache_truncate(m->fdcache, w->dest, w->start, &err) < 0)
+            log_error("Task %s: its forwarded data stays in %s: %s", task_name(m, t), w->dest,
+                      err.text);
+    }
+}
+
 /* Append the forwarded data of a successful task to its destinations (each
  * block whole, through the descriptor cache).  -1 when a block could not be
- * written: the task then fails (PMC manual, I/O forwarding caveats). */
+ * written: the task then fails (PMC manual, I/O forwarding caveats), and
+ * its blocks written before are cut off again (master_undo_forwards()). */
 static int master_write_forwards(struct master *m, uint32_t t, const struct msg_result *r)
 {
     const struct dag *d = m->dag;
-    size_t pos = 0;
+    size_t pos = 0, n = 0;
     uint32_t idx, len;
     const uint8_t *data;
-    int rc = 0, more;
+    int more;
     while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
+        struct pmc_error err;
         if (idx >= d->nfwd[t]) {
             log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
                       d->nfwd[t]);
-            return -1;
+            break;
         }
-        struct pmc_error err;
         const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
+        if (pmc_grow((void **)&m->written, &m->written_cap, n + 1, sizeof *m->written) < 0) {
+            log_error("Task %s: out of memory for its forwarded data", task_name(m, t));
+            break;
+        }
         if (fdcache_write(m->fdcache, dest, data, len, &err) < 0) {
             log_error("%s", err.text);
-            rc = -1;
+            break;
         }
+        m->written[n++] = (struct fwd_written){dest, fdcache_last_start(m->fdcache)};
     }
-    return more < 0 ? -1 : rc;
+    if (more == 0)
+        return 0;
+    master_undo_forwards(m, t, n);
+    return -1;
 }
 
 /* Node n held its starts on a failure that counts toward -m, which was

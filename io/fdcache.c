@@ -22,6 +22,7 @@
  */
 #include "io/fdcache.h"
 #include "io/fdio.h"
+#include "io/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -52,6 +53,7 @@ struct fd_entry {
     size_t len, cap; /* strlen(path), size of the path buffer */
     char *path;
     int fd;
+    bool regular; /* a regular file: a failed block is cut off (fdcache_write()) */
 };
 
 struct fdcache {
@@ -61,6 +63,7 @@ struct fdcache {
     size_t nbuckets; /* a power of two */
     struct fd_entry *spare;
     uint64_t hits, misses;
+    int64_t last_start;           /* fdcache_last_start() */
     bool evict_failed;            /* a close(2) at an eviction failed: */
     struct pmc_error evict_error; /* its "PATH: <strerror>", for fdcache_close_all() */
 };
@@ -386,6 +389,8 @@ static struct fd_entry *entry_open(struct fdcache *c, const char *path, size_t l
             c->spare = e;
         return NULL;
     }
+    struct stat st;
+    e->regular = fstat(e->fd, &st) == 0 && S_ISREG(st.st_mode);
     e->hash = hash;
     table_insert(c, e);
     lru_push_front(c, &e->lru);
@@ -396,8 +401,8 @@ static struct fd_entry *entry_open(struct fdcache *c, const char *path, size_t l
 
 /* ---- writing ------------------------------------------------------------- */
 
-int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
-                  struct pmc_error *err)
+/* path's entry, opened if it is not open; NULL with err. */
+static struct fd_entry *entry_for_path(struct fdcache *c, const char *path, struct pmc_error *err)
 {
     size_t plen = strlen(path);
     uint64_t hash = hash_path(path, plen);
@@ -405,17 +410,43 @@ int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t 
     if (e) {
         c->hits++;
         lru_touch(c, e);
-    } else {
-        c->misses++;
-        if (!(e = entry_open(c, path, plen, hash, err)))
-            return -1;
+        return e;
     }
+    c->misses++;
+    return entry_open(c, path, plen, hash, err);
+}
+
+int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
+                  struct pmc_error *err)
+{
+    struct fd_entry *e = entry_for_path(c, path, err);
+    if (!e)
+        return -1;
+    c->last_start = e->regular ? (int64_t)lseek(e->fd, 0, SEEK_END) : -1;
     int rc = fdio_write_all(e->fd, data, len);
     if (rc) {
+        if (c->last_start >= 0 && ftruncate(e->fd, (off_t)c->last_start) < 0)
+            log_error("%s: cannot remove the part of a block written before: %s", path,
+                      strerror(errno));
         entry_drop(c, e);
         errno = rc;
         return pmc_errorf(err, "%s: %s", path, strerror(rc));
     }
+    return 0;
+}
+
+int64_t fdcache_last_start(const struct fdcache *c)
+{
+    return c->last_start;
+}
+
+int fdcache_truncate(struct fdcache *c, const char *path, int64_t size, struct pmc_error *err)
+{
+    struct fd_entry *e = entry_for_path(c, path, err);
+    if (!e)
+        return -1;
+    if (e->regular && ftruncate(e->fd, (off_t)size) < 0)
+        return pmc_errorf(err, "%s: %s", path, strerror(errno));
     return 0;
 }
 

@@ -56,10 +56,23 @@ uint32_t fdcache__auto_maxfds(uint64_t soft_limit);
  * errno and err "PATH: <strerror>" ("PATH: Is a directory",
  * "PATH: Not a directory", "PATH: No space left on device"; a parent that
  * cannot be created: "PATH: cannot create directory DIR: <strerror>").
- * After a failed write(2) part of the block may be in the file; the file is
- * closed so the next block reopens it. */
+ * After a failed write(2) a regular file is cut back to its size before the
+ * block (ftruncate(2); no part of the block stays, as none of a failed
+ * task's data may), and the file is closed so the next block reopens it.
+ * The master is the only writer of its destinations, so that size is the
+ * file's end as the block began. */
 int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
                   struct pmc_error *err);
+
+/* Where the last block that fdcache_write() wrote began in its file (its
+ * size before the block), or -1 when that file is not a regular one (a
+ * FIFO, a device): what fdcache_truncate() takes to undo the block. */
+int64_t fdcache_last_start(const struct fdcache *c);
+
+/* Cut path back to size bytes (from fdcache_last_start()): the undoing of
+ * blocks of a task whose later block failed, so that its retry does not
+ * append them twice.  0, or -1 with err "PATH: <strerror>". */
+int fdcache_truncate(struct fdcache *c, const char *path, int64_t size, struct pmc_error *err);
 
 /* Close every open file; the cache stays usable (and keeps its counters).
  * 0, or -1 with err "PATH: <strerror>" for the first close(2) that failed

@@ -31,6 +31,9 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * forward_unwritable_dest: DEST under a regular file (pipe and file
     forwarding): "Task NAME failed due to collective I/O errors", the task
     fails (not DONE, counted failed), an unrelated task succeeds, exit 1.
+  * failed_forward_leaves_none_of_its_blocks: -f A=ok.txt -f B=blocker/x.txt
+    with blocker a regular file: the attempt fails, ok.txt is cut back; the
+    retry (which removes blocker) leaves one record in each file.
   * forward_past_the_task_limit: a task forwards 1 GiB + 1 byte through a
     pipe: it fails with 256 and "forwarded more than 1024 MB", its DEST is
     never written; a small forward beside it arrives.
@@ -435,6 +438,34 @@ class TaskIO(pmcrun.TestCase):
         done = pmcrun.parse_rescue(dag_path + ".rescue").done_set
         if done != {"fine"}:
             problems.append("rescue DONE set %s, expected ['fine']" % sorted(done))
+        self.check(problems, res)
+
+    def test_failed_forward_leaves_none_of_its_blocks(self):
+        """A task's second destination cannot be written (its parent is a
+        regular file) after its first was: the first block is cut off
+        again, so the retry (-t 2, which removes the blocker) leaves each
+        record in each file once.  Before, ok.txt held the first attempt's
+        record too."""
+        self.write("blocker", "a regular file\n")
+        dag_path = self.write_dag("undo.dag", """
+            TASK two -t 2 -f A={t}/ok.txt -f B={t}/blocker/x.txt /bin/sh -c 'if [ -e {t}/tried ]; then rm {t}/blocker; else touch {t}/tried; fi; echo record >&$A; echo other >&$B'
+            """.format(t=self.tmp))
+        res = self.run_pmc(["--host-cpus", "2", dag_path], timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 0:
+            problems.append("exit status %s, expected 0" % res.returncode)
+        if len(res.records_of("two")) != 2:
+            problems.append("%d attempts, expected 2" % len(res.records_of("two")))
+        if "blocker/x.txt: Not a directory" not in res.stderr:
+            problems.append("stderr lacks 'blocker/x.txt: Not a directory'")
+        if pmcrun.parse_rescue(dag_path + ".rescue").done_set != {"two"}:
+            problems.append("rescue DONE %s" % sorted(pmcrun.parse_rescue(dag_path + ".rescue")
+                                                      .done_set))
+        if read_text(self.path("ok.txt")) != "record\n":
+            problems.append("ok.txt holds %r, expected one record"
+                            % read_text(self.path("ok.txt")))
+        if read_text(self.path("blocker/x.txt")) != "other\n":
+            problems.append("blocker/x.txt holds %r" % read_text(self.path("blocker/x.txt")))
         self.check(problems, res)
 
     def test_forward_past_the_task_limit(self):

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -165,6 +166,37 @@ TEST_F(FdcacheTest, FifoWithoutAReaderFailsAndWithOneGetsEveryByte)
     ASSERT_EQ(fdcache_close_all(c.get(), &err2), 0) << err2.text;
     reader.join();
     EXPECT_EQ(got.size(), block.size());
+}
+
+// A block that cannot be written whole (here the file size limit,
+// RLIMIT_FSIZE, cuts it) leaves nothing of itself: the file is cut back to
+// its size before the block, and fdcache_last_start() of the block before
+// it undoes that one too (fdcache_truncate()).
+TEST_F(FdcacheTest, FailedBlockLeavesNothingAndABlockCanBeUndone)
+{
+    std::string p = path("out.txt");
+    auto c = make_cache(4);
+    put(c.get(), p, "before\n");
+    put(c.get(), p, "undone\n");
+    EXPECT_EQ(fdcache_last_start(c.get()), 7);
+    struct rlimit saved {
+    };
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+    struct rlimit small = saved;
+    small.rlim_cur = 4096;
+    auto old = signal(SIGXFSZ, SIG_IGN); // EFBIG instead
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    std::string block(10000, 'b');
+    pmc_error err{};
+    int rc = fdcache_write(c.get(), p.c_str(), block.data(), block.size(), &err);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, old);
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(std::string(err.text), p + ": File too large");
+    EXPECT_EQ(read_file(p), "before\nundone\n") << "part of the failed block stayed";
+    ASSERT_EQ(fdcache_truncate(c.get(), p.c_str(), 7, &err), 0) << err.text;
+    put(c.get(), p, "after\n");
+    EXPECT_EQ(read_file(p), "before\nafter\n");
 }
 
 TEST_F(FdcacheTest, NewFileIsMode0644)
