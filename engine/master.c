@@ -15,6 +15,7 @@
 #include "io/daglock.h"
 #include "io/dagfile.h"
 #include "io/fdio.h"
+#include "io/grow.h"
 #include "io/clock.h"
 #include "io/log.h"
 
@@ -71,6 +72,8 @@ static char *master_default_rescue(const char *dag_path)
     return p;
 }
 
+static const char *master_forward_guard(void *ctx, const struct stat *st);
+
 struct master *master_create(const struct master_config *cfg, struct pmc_error *err)
 {
     struct master *m = calloc(1, sizeof *m);
@@ -104,6 +107,7 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->fdcache = fdcache_create(cfg->maxfds, err);
     if (!m->fdcache)
         goto fail;
+    fdcache_set_guard(m->fdcache, master_forward_guard, m);
     if (!cfg->skip_rescue && fdio_not_regular(m->rescue_path)) { /* a FIFO would block */
         pmc_errorf(err, "%s: not a regular file (the rescue log is replaced at start)",
                    m->rescue_path);
@@ -177,6 +181,48 @@ static int master_open_monitor(struct master *m)
         }
     }
     return 0;
+}
+
+/* Add the file of st, if any, to the run's own files as `what`. */
+static void master_own_add(struct master *m, const struct stat *st, bool ok, const char *what)
+{
+    if (ok && pmc_grow((void **)&m->own, &m->own_cap, m->nown + 1, sizeof *m->own) == 0)
+        m->own[m->nown++] = (struct own_file){st->st_dev, st->st_ino, what};
+}
+
+/* The run's own files as they are now: the DAG, the rescue log, -o, -e and
+ * every rank's output files (DAG.out.R, DAG.err.R; those a rank has not
+ * made yet are missed). */
+static void master_own_list(struct master *m)
+{
+    struct stat st;
+    master_own_add(m, &st, stat(m->cfg.dag_path, &st) == 0, "the DAG file");
+    master_own_add(m, &st, stat(m->rescue_path, &st) == 0, "the rescue log");
+    master_own_add(m, &st, m->out_fd > 2 && fstat(m->out_fd, &st) == 0, "the -o file");
+    master_own_add(m, &st, m->err_fd > 2 && fstat(m->err_fd, &st) == 0, "the -e file");
+    char path[PATH_MAX];
+    for (int r = 0; r < m->cfg.nranks; r++)
+        for (int k = 0; k < 2; k++) {
+            snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
+            master_own_add(m, &st, stat(path, &st) == 0, "a rank's output file");
+        }
+}
+
+/* fdcache's guard (fdcache_set_guard()): a forward's destination may not be
+ * one of the run's own files.  Written there, forwarded data was lost (the
+ * -o merge truncates, the next task's block overwrites a rank file's) or
+ * corrupted them (a line in the rescue log or the DAG).  The list is made
+ * at the first destination opened, when every rank has made its files. */
+static const char *master_forward_guard(void *ctx, const struct stat *st)
+{
+    struct master *m = ctx;
+    if (!m->own_listed)
+        master_own_list(m);
+    m->own_listed = true;
+    for (size_t k = 0; k < m->nown; k++)
+        if (m->own[k].dev == st->st_dev && m->own[k].ino == st->st_ino)
+            return m->own[k].what;
+    return NULL;
 }
 
 /* Do descriptors a and b open the same file (-o log -e ./log)? */
@@ -611,6 +657,7 @@ void master_destroy(struct master *m)
     free(m->rescue_path);
     fdcache_destroy(m->fdcache);
     free(m->written);
+    free(m->own);
     (void)monitor_close(m->monitor);
     free(m->seq);
     free(m->executed);

@@ -93,6 +93,14 @@ struct master_status {
 /* A block of forwarded data written for the result at hand: where it went
  * (the DAG's string) and where it began (fdcache_last_start()), to undo it
  * when a later block fails (master_sched.c). */
+/* A file of the run itself (the DAG, its rescue log, -o, -e, a rank's
+ * output): what it is, by identity (master_forward_guard()). */
+struct own_file {
+    dev_t dev;
+    ino_t ino;
+    const char *what;
+};
+
 struct fwd_written {
     const char *dest;
     int64_t start;
@@ -104,6 +112,9 @@ struct master {
     uint64_t rescue_cpu_ns;      /* the rescue writer's CPU, read as it ends */
     struct fdcache *fdcache;     /* I/O forwarding destinations */
     struct fwd_written *written; /* the blocks of the result being written */
+    struct own_file *own;        /* the run's own files, forwards may not write (master.c) */
+    size_t nown, own_cap;
+    bool own_listed;
     size_t written_cap;
     struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
     uint32_t *seq;           /* submit sequence number per task (monitor only) */

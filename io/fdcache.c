@@ -63,7 +63,9 @@ struct fdcache {
     size_t nbuckets; /* a power of two */
     struct fd_entry *spare;
     uint64_t hits, misses;
-    int64_t last_start;           /* fdcache_last_start() */
+    int64_t last_start;     /* fdcache_last_start() */
+    fdcache_guard_fn guard; /* fdcache_set_guard() */
+    void *guard_ctx;
     bool evict_failed;            /* a close(2) at an eviction failed: */
     struct pmc_error evict_error; /* its "PATH: <strerror>", for fdcache_close_all() */
 };
@@ -368,6 +370,16 @@ static int open_dest(struct fdcache *c, const char *path, struct pmc_error *err)
     }
 }
 
+/* Entry e (from entry_get(), never inserted) is not needed: kept as the
+ * spare, or freed. */
+static void entry_unused(struct fdcache *c, struct fd_entry *e)
+{
+    if (c->spare)
+        entry_free(e);
+    else
+        c->spare = e;
+}
+
 /* Open path into a new most-recent entry, first closing the least recently
  * used file if the cache is full.  NULL with err. */
 static struct fd_entry *entry_open(struct fdcache *c, const char *path, size_t len, uint64_t hash,
@@ -383,14 +395,20 @@ static struct fd_entry *entry_open(struct fdcache *c, const char *path, size_t l
     }
     e->fd = open_dest(c, path, err);
     if (e->fd < 0) {
-        if (c->spare)
-            entry_free(e);
-        else
-            c->spare = e;
+        entry_unused(c, e);
         return NULL;
     }
     struct stat st;
-    e->regular = fstat(e->fd, &st) == 0 && S_ISREG(st.st_mode);
+    bool known = fstat(e->fd, &st) == 0;
+    const char *what = known && c->guard ? c->guard(c->guard_ctx, &st) : NULL;
+    if (what) {
+        pmc_errorf(err, "%s is %s: forwarded data may not go there", path, what);
+        close(e->fd);
+        entry_unused(c, e);
+        errno = EPERM;
+        return NULL;
+    }
+    e->regular = known && S_ISREG(st.st_mode);
     e->hash = hash;
     table_insert(c, e);
     lru_push_front(c, &e->lru);
@@ -433,6 +451,12 @@ int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t 
         return pmc_errorf(err, "%s: %s", path, strerror(rc));
     }
     return 0;
+}
+
+void fdcache_set_guard(struct fdcache *c, fdcache_guard_fn fn, void *ctx)
+{
+    c->guard = fn;
+    c->guard_ctx = ctx;
 }
 
 int64_t fdcache_last_start(const struct fdcache *c)

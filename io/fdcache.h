@@ -64,6 +64,14 @@ uint32_t fdcache__auto_maxfds(uint64_t soft_limit);
 int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
                   struct pmc_error *err);
 
+/* A check of every file the cache opens, given its fstat(2): NULL to
+ * accept it, or what the file is ("the rescue log") to refuse it (the
+ * write then fails with err "PATH is WHAT: forwarded data may not go
+ * there").  Called on the caller's thread, at most once per open. */
+struct stat;
+typedef const char *(*fdcache_guard_fn)(void *ctx, const struct stat *st);
+void fdcache_set_guard(struct fdcache *c, fdcache_guard_fn fn, void *ctx);
+
 /* Where the last block that fdcache_write() wrote began in its file (its
  * size before the block), or -1 when that file is not a regular one (a
  * FIFO, a device): what fdcache_truncate() takes to undo the block. */

@@ -34,6 +34,9 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * failed_forward_leaves_none_of_its_blocks: -f A=ok.txt -f B=blocker/x.txt
     with blocker a regular file: the attempt fails, ok.txt is cut back; the
     retry (which removes blocker) leaves one record in each file.
+  * forward_to_the_runs_own_files_is_refused: -f to -o, DAG.out.0, the
+    rescue log and the DAG fail their tasks, naming the file; the files are
+    untouched; a forward beside them arrives.
   * forward_past_the_task_limit: a task forwards 1 GiB + 1 byte through a
     pipe: it fails with 256 and "forwarded more than 1024 MB", its DEST is
     never written; a small forward beside it arrives.
@@ -466,6 +469,42 @@ class TaskIO(pmcrun.TestCase):
                             % read_text(self.path("ok.txt")))
         if read_text(self.path("blocker/x.txt")) != "other\n":
             problems.append("blocker/x.txt holds %r" % read_text(self.path("blocker/x.txt")))
+        self.check(problems, res)
+
+    def test_forward_to_the_runs_own_files_is_refused(self):
+        """Forward destinations that are the run's own files (-o, a rank's
+        output file, the rescue log, the DAG) fail their task with the file
+        named, and the files are untouched; before, the data was lost (the
+        -o merge, the next block) or corrupted the rescue log and the DAG,
+        and the run succeeded."""
+        t = self.tmp
+        dag_path = self.write_dag("own.dag", """
+            TASK a -f A={t}/out.txt /bin/sh -c 'echo fwd-a >&$A'
+            TASK b -f A={t}/own.dag.out.0 /bin/sh -c 'echo fwd-b >&$A'
+            TASK c -f A={t}/own.dag.rescue /bin/sh -c 'echo fwd-c >&$A'
+            TASK d -f A={t}/own.dag /bin/sh -c 'echo TASK injected /bin/true >&$A'
+            TASK e -f A={t}/fine.txt /bin/sh -c 'echo fwd-e >&$A'
+            """.format(t=t))
+        dag_text = read_text(dag_path)
+        res = self.run_pmc(["--host-cpus", "2", "-o", self.path("out.txt"), dag_path],
+                           timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        for path, what in (("out.txt", "the -o file"), ("own.dag.out.0", "a rank's output file"),
+                           ("own.dag.rescue", "the rescue log"), ("own.dag", "the DAG file")):
+            want = "%s is %s: forwarded data may not go there" % (self.path(path), what)
+            if want not in res.stderr:
+                problems.append("stderr lacks %r" % want)
+        if read_text(dag_path) != dag_text:
+            problems.append("the DAG file was changed")
+        done = pmcrun.parse_rescue(dag_path + ".rescue").done_set
+        if done != {"e"}:
+            problems.append("rescue DONE %s, expected ['e']" % sorted(done))
+        if "fwd-a" in (read_text(self.path("out.txt")) or ""):
+            problems.append("out.txt holds forwarded data")
+        if read_text(self.path("fine.txt")) != "fwd-e\n":
+            problems.append("fine.txt holds %r" % read_text(self.path("fine.txt")))
         self.check(problems, res)
 
     def test_forward_past_the_task_limit(self):
