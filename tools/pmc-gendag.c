@@ -414,7 +414,8 @@ static void emit_task(struct gd *g, const struct gd_stage *st, uint64_t id, uint
     if (g->opt->prio != PRIO_NONE) {
         uint64_t level = g->opt->prio == PRIO_UP ? depth : g->depth_max - depth;
         out_str(o, " -p ");
-        out_int(o, 20 + 10 * (int64_t)level);
+        int64_t prio = 20 + 10 * (int64_t)level; /* a chain of 300M: past -p's int32 */
+        out_int(o, prio < INT32_MAX ? prio : INT32_MAX);
     }
     out_ch(o, ' ');
     out_command(g, st, id);

@@ -215,6 +215,21 @@ class Shapes(GendagCase):
         self.assertNotIn("#@", text)
         self.assertNotIn(" -c ", text)
 
+    def test_priorities_of_a_deep_dag_stay_in_range(self):
+        """A chain of 300M tasks with --priorities down starts at -p 20 +
+        10 x 299,999,999, past the DAG's int32 -p: the generator clamps it
+        to 2147483647 (pmc-hybrid refused the DAG).  Only the first lines
+        are read."""
+        args = ["--shape", "chain", "--tasks", "300000000", "--priorities", "down"]
+        with subprocess.Popen([pmcrun.CONFIG.gendag] + args, stdout=subprocess.PIPE) as proc:
+            prio = None
+            for line in proc.stdout:
+                if line.startswith(b"TASK "):
+                    prio = int(line.split()[line.split().index(b"-p") + 1])
+                    break
+            proc.kill()
+        self.assertEqual(prio, 2147483647)
+
     def test_deterministic(self):
         args = ["--shape", "layered", "--tasks", "500", "--edges-per-task", "2"]
         a, b = gen(args)[1], gen(args)[1]
