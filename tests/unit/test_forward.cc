@@ -108,6 +108,23 @@ class ForwardLimitTest : public testutil::TempDirTest
         return rc;
     }
 
+    // A task with 500 bytes through a pipe and a -F file (data.txt) of
+    // file_bytes, its limit 1000 bytes: fwd_finish()'s answer, its error
+    // in *text.
+    int pipe_and_file(size_t file_bytes, std::string *text)
+    {
+        std::string src = file("data.txt", std::string(file_bytes, 'f'));
+        prepare({{DAG_FORWARD_PIPE, "OUT", path("out")}, {DAG_FORWARD_FILE, src, path("dest")}},
+                1000);
+        write_into(0, 500);
+        EXPECT_EQ(read_to_end(0), 1);
+        writer_.join();
+        pmc_error err{};
+        int rc = fwd_finish(&f_, "big", 0, &pack_, &err);
+        *text = rc < 0 ? err.text : "";
+        return rc;
+    }
+
     fwd_task f_{};
     msgbuf pack_{};
     std::string fwd_;
@@ -162,27 +179,17 @@ TEST_F(ForwardLimitTest, PastTheLimitIsReportedWhenTheTaskDiedOfItsClosedPipe)
 
 TEST_F(ForwardLimitTest, FilesCountTowardTheLimitWithThePipes)
 {
-    std::string src = file("data.txt", std::string(600, 'f'));
-    prepare({{DAG_FORWARD_PIPE, "OUT", path("out")}, {DAG_FORWARD_FILE, src, path("dest")}}, 1000);
-    write_into(0, 500);
-    EXPECT_EQ(read_to_end(0), 1);
-    writer_.join();
-    pmc_error err{};
-    ASSERT_EQ(fwd_finish(&f_, "big", 0, &pack_, &err), -1);
-    EXPECT_NE(std::string(err.text).find("Task big: forwarded more than"), std::string::npos)
-        << err.text;
-    EXPECT_NE(access(src.c_str(), F_OK), 0) << "the -F file of a failed task was not deleted";
+    std::string text;
+    ASSERT_EQ(pipe_and_file(600, &text), -1);
+    EXPECT_NE(text.find("Task big: forwarded more than"), std::string::npos) << text;
+    EXPECT_NE(access(path("data.txt").c_str(), F_OK), 0)
+        << "the -F file of a failed task was not deleted";
 }
 
 TEST_F(ForwardLimitTest, FilesWithinTheLimitAreForwarded)
 {
-    std::string src = file("data.txt", std::string(400, 'f'));
-    prepare({{DAG_FORWARD_PIPE, "OUT", path("out")}, {DAG_FORWARD_FILE, src, path("dest")}}, 1000);
-    write_into(0, 500);
-    EXPECT_EQ(read_to_end(0), 1);
-    writer_.join();
-    pmc_error err{};
-    ASSERT_EQ(fwd_finish(&f_, "big", 0, &pack_, &err), 0) << err.text;
+    std::string text;
+    ASSERT_EQ(pipe_and_file(400, &text), 0) << text;
     EXPECT_EQ(pack_.count, 2u);
     EXPECT_EQ(pack_.len, 8u + 500u + 8u + 400u);
 }
