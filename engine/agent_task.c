@@ -387,8 +387,9 @@ void agent__signal(struct agent *a, uint32_t i, int sig)
          * back lingering, its group in a grace that a SIGKILL ends */
         s->signalled = sig;
         launcher_signal(a->launcher, i, sig);
-    } else if (s->pidfd >= 0 || s->lingers) { /* a lingering group holds its id */
-        s->signalled = sig;
+    } else if (s->pidfd >= 0 || s->lingers) {      /* a lingering group holds its id */
+        if (s->lingers || !spawn_exited(s->pidfd)) /* else it ended before: not stopped */
+            s->signalled = sig;
         kill(-s->pid, sig);
         if (s->lingers && sig == SIGKILL)
             a->linger_due_ns = 0; /* its grace is over: finish it at the next look */
@@ -429,7 +430,9 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
                                 struct batch *batch, bool staged)
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
-    if (!j || req->nforward > LAUNCHER_MAX_FORWARDS)
+    /* the pool's pipe events keep a forward's index (-F files counted) in
+     * 8 bits (launcher.c pipe_event()): a task of more forwards runs here */
+    if (!j || req->nforward > LAUNCHER_MAX_FORWARDS || a->slots[i].fwd.n > LAUNCHER_MAX_FORWARDS)
         return false;
     j->req = *req;
     for (int k = 0; k < req->nforward; k++)
@@ -486,9 +489,10 @@ void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
     agent__limit_end(a, i);
     int exec_errno = 0;
     agent__limit_note(s, &status, &exec_errno);
-    /* a task the engine stopped (an abort, the wall time, the batch job's
-     * end) that then exits 0 may have cut its work short: it counts as
-     * killed by the signal it got, never DONE (as a time-out's 124) */
+    /* a task the engine stopped while it ran (an abort, the wall time, the
+     * batch job's end) that then exits 0 may have cut its work short: it
+     * counts as killed by the signal it got, never DONE (as a time-out's
+     * 124) */
     if (status == 0 && s->signalled && !s->timed_out)
         status = s->signalled;
     struct pmc_error err;

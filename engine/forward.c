@@ -125,6 +125,11 @@ static void fwd_drop_data(struct fwd_task *f, struct fwd_entry *e)
 int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
 {
     struct fwd_entry *e = &f->e[k];
+    if (f->over) { /* another pipe passed the limit: the task fails anyway */
+        fwd_drop_data(f, e);
+        e->lost = EFBIG;
+        return -1;
+    }
     for (size_t got = 0; got < most;) {
         /* held <= the limit; at it, one byte more read into probe shows
          * the task passed it (the buffer never grows past the limit) */
@@ -143,6 +148,7 @@ int fwd_read_pipe_some(struct fwd_task *f, uint32_t k, size_t most)
         if (r > 0 && left == 0) {
             fwd_drop_data(f, e);
             e->lost = EFBIG;
+            f->over = true;
             return -1;
         }
         if (r > 0) {
@@ -281,6 +287,7 @@ void fwd_reset(struct fwd_task *f)
     f->n = 0;
     f->npipes = 0;
     f->held = 0;
+    f->over = false;
 }
 
 void fwd_free(struct fwd_task *f)

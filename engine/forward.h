@@ -26,6 +26,7 @@
 #ifndef PMC_FORWARD_H
 #define PMC_FORWARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,6 +62,7 @@ struct fwd_task {
     uint32_t npipes;
     size_t held;  /* bytes of data held by all entries (at most limit) */
     size_t limit; /* the most they may hold: FWD_TASK_MAX when 0 (tests set less) */
+    bool over;    /* passed it: every pipe's data is dropped, and the pipe closed */
     char *env;    /* "VAR=3\0VAR2=4\0", one per pipe */
     size_t env_cap;
 };

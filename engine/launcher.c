@@ -553,7 +553,8 @@ static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool ti
         return false;
     if (time_out)
         l->jobs[i].timed_out = true;
-    l->jobs[i].signalled = sig;
+    if (time_out || !spawn_exited(l->jobs[i].pidfd)) /* else it ended before: not stopped */
+        l->jobs[i].signalled = sig;
     kill(-l->jobs[i].pid, sig);
     atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;

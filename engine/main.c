@@ -599,7 +599,7 @@ int main(int argc, char **argv)
     /* a rank that caught a stop signal, idle ranks too (they wait in the
      * finalize), took part in a stopped run: not 0, or mpiexec, which may
      * hear from such a rank before rank 0 (hydra), could call the stopped
-     * run a success (it did, 4 times in 5) */
+     * run a success (it did 6 times in 8; 3 in 14 since: docs/batch.md) */
     if (rc == 0 && caught_signal && ri.rank != 0)
         rc = 1;
     return rc;

@@ -212,7 +212,10 @@ static void master_own_list(struct master *m)
  * one of the run's own files.  Written there, forwarded data was lost (the
  * -o merge truncates, the next task's block overwrites a rank file's) or
  * corrupted them (a line in the rescue log or the DAG).  The list is made
- * at the first destination opened, when every rank has made its files. */
+ * at the first destination opened, by then every rank has usually made
+ * its files; not listed: those a rank makes later (or that a network file
+ * system does not show the master yet), and an earlier run's leftovers of
+ * ranks this run does not have. */
 static const char *master_forward_guard(void *ctx, const struct stat *st)
 {
     struct master *m = ctx;

@@ -90,9 +90,6 @@ struct master_status {
     bool file_failed;            /* --status could not be written (said once) */
 };
 
-/* A block of forwarded data written for the result at hand: where it went
- * (the DAG's string) and where it began (fdcache_last_start()), to undo it
- * when a later block fails (master_sched.c). */
 /* A file of the run itself (the DAG, its rescue log, -o, -e, a rank's
  * output): what it is, by identity (master_forward_guard()). */
 struct own_file {
@@ -101,6 +98,9 @@ struct own_file {
     const char *what;
 };
 
+/* A block of forwarded data written for the result at hand: where it went
+ * (the DAG's string) and where it began (fdcache_last_start()), to undo it
+ * when a later block fails (master_sched.c). */
 struct fwd_written {
     const char *dest;
     int64_t start;
@@ -130,7 +130,7 @@ struct master {
     uint32_t ndone_before;
     uint32_t *remaining;
     uint8_t *state;
-    uint16_t *attempts; /* per task; -t is at most DAG_MAX_TRIES (asserted below) */
+    uint16_t *attempts; /* per task; -t is at most DAG_MAX_TRIES (asserted above) */
     struct ready_queue *ready;
     struct node *nodes;
     int nnodes;

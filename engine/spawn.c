@@ -418,6 +418,13 @@ static int spawn_wait_status(int pidfd)
     return (si.si_status & 0x7f) | (si.si_code == CLD_DUMPED ? 0x80 : 0);
 }
 
+bool spawn_exited(int pidfd)
+{
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    return waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0;
+}
+
 int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid)
 {
     kill(-pid, SIGKILL);

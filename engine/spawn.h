@@ -125,6 +125,12 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd);
  * process (waitid waits for other threads' children too). */
 int spawn_end_task(pid_t pid, int pidfd, volatile pid_t *record_pgid);
 
+/* Has the first process of a task (its pidfd from spawn_task()) exited,
+ * not yet reaped?  waitid(WNOWAIT): nothing is reaped.  False on an error.
+ * A stop signal sent to a task that had ended already does not make its
+ * exit 0 a stopped task's (agent__signal(), launcher.c).  Any thread. */
+bool spawn_exited(int pidfd);
+
 /* Reap the first process (pid, pidfd from spawn_task()) of a task whose
  * group got SIGTERM and is in its grace (--kill-grace), killing nothing:
  * what it left running in its group (a wrapper shell's program, which the

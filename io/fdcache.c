@@ -356,7 +356,8 @@ static int open_dest(struct fdcache *c, const char *path, struct pmc_error *err)
         }
         if (fd >= 0)
             return fd;
-        if (errno == ENXIO)
+        struct stat st;
+        if (errno == ENXIO && stat(path, &st) == 0 && S_ISFIFO(st.st_mode))
             return pmc_errorf(err, "%s: a FIFO with no reader", path);
         if (errno == ENOENT && !made) {
             made = true;
@@ -466,12 +467,21 @@ int64_t fdcache_last_start(const struct fdcache *c)
 
 int fdcache_truncate(struct fdcache *c, const char *path, int64_t size, struct pmc_error *err)
 {
-    struct fd_entry *e = entry_for_path(c, path, err);
-    if (!e)
-        return -1;
-    if (e->regular && ftruncate(e->fd, (off_t)size) < 0)
-        return pmc_errorf(err, "%s: %s", path, strerror(errno));
-    return 0;
+    size_t plen = strlen(path);
+    struct fd_entry *e = table_find(c, path, plen, hash_path(path, plen));
+    /* closed since (a small cache): opened again, never made (O_CREAT would
+     * make a file of size zeros where someone deleted it) */
+    int fd = e ? e->fd : open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    int rc = 0;
+    if (fd < 0 && errno != ENOENT)
+        rc = pmc_errorf(err, "%s: %s", path, strerror(errno));
+    else if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+             ftruncate(fd, (off_t)size) < 0)
+        rc = pmc_errorf(err, "%s: %s", path, strerror(errno));
+    if (!e && fd >= 0)
+        close(fd);
+    return rc;
 }
 
 /* ---- statistics ---------------------------------------------------------- */

@@ -79,7 +79,9 @@ int64_t fdcache_last_start(const struct fdcache *c);
 
 /* Cut path back to size bytes (from fdcache_last_start()): the undoing of
  * blocks of a task whose later block failed, so that its retry does not
- * append them twice.  0, or -1 with err "PATH: <strerror>". */
+ * append them twice.  A path no longer there is left so (nothing to undo);
+ * one that is not a regular file is not cut.  0, or -1 with err
+ * "PATH: <strerror>". */
 int fdcache_truncate(struct fdcache *c, const char *path, int64_t size, struct pmc_error *err);
 
 /* Close every open file; the cache stays usable (and keeps its counters).

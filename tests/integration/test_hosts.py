@@ -521,22 +521,23 @@ class Hosts(pmcrun.TestCase):
             self.check(problems, res, "mpiexec -n 2 --master-only")
 
     def test_long_command_lines_split_the_tasks_message(self):
-        """30 tasks of 1 MB command lines (8 arguments of 128 KB), all ready
-        at once for rank 1's node (--master-only): the master sends them in
-        TASKS messages of at most 16 MB + one task (MSG_SPLIT_BYTES), 2 or
-        more, not one of 30 MB; every task runs.  Unsplit, 1,500 such tasks
-        made a 2 GiB message: "Cannot dispatch tasks: Message too long"."""
-        arg = "x" * (128 * 1024 - 1)
+        """60 tasks of 512 KB command lines (8 arguments of 64 KB: far below
+        exec's limits), all ready at once for rank 1's node (--master-only):
+        the master sends them in TASKS messages of at most 16 MB + one task
+        (MSG_SPLIT_BYTES), 2 or more, not one of 30 MB; every task runs.
+        Unsplit, 1,500 tasks of 1.5 MB made a 2 GiB message: "Cannot
+        dispatch tasks: Message too long"."""
+        arg = "x" * (64 * 1024 - 1)
         dag_path = self.write("long.dag", "".join(
-            "TASK l%02d /bin/true %s\n" % (i, " ".join([arg] * 8)) for i in range(30)))
+            "TASK l%02d /bin/true %s\n" % (i, " ".join([arg] * 8)) for i in range(60)))
         res = self.run_pmc(["--master-only", "--host-cpus", "64", dag_path], ranks=2,
                            timeout=120)
         problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
         m = re.search(r"Messages to nodes: (\d+) TASKS carrying (\d+) tasks", res.stderr)
         if not m:
             problems.append("no 'Messages to nodes' line")
-        elif int(m.group(2)) != 30 or int(m.group(1)) < 2:
-            problems.append("%s TASKS messages carrying %s tasks: expected 30 tasks in 2 or "
+        elif int(m.group(2)) != 60 or int(m.group(1)) < 2:
+            problems.append("%s TASKS messages carrying %s tasks: expected 60 tasks in 2 or "
                             "more" % (m.group(1), m.group(2)))
         self.check(problems, res)
 

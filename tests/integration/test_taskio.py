@@ -37,6 +37,8 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * forward_to_the_runs_own_files_is_refused: -f to -o, DAG.out.0, the
     rescue log and the DAG fail their tasks, naming the file; the files are
     untouched; a forward beside them arrives.
+  * pipe_after_many_file_forwards: a -f pipe after 300 -F files forwards
+    200 KB whole, without and with a launcher pool.
   * forward_past_the_task_limit: a task forwards 1 GiB + 1 byte through a
     pipe: it fails with 256 and "forwarded more than 1024 MB", its DEST is
     never written; a small forward beside it arrives.
@@ -506,6 +508,30 @@ class TaskIO(pmcrun.TestCase):
         if read_text(self.path("fine.txt")) != "fwd-e\n":
             problems.append("fine.txt holds %r" % read_text(self.path("fine.txt")))
         self.check(problems, res)
+
+    def test_pipe_after_many_file_forwards(self):
+        """A -f pipe after 300 -F files (which need no descriptor, so a task
+        may have any number): its 200 KB, more than the pipe holds, arrive
+        whole, with a launcher pool too.  The pool's pipe events keep the
+        forward's index in 8 bits: such a task runs on the agent's path
+        (before, its pipe event named another forward and the task hung)."""
+        files = " ".join("-F %s/src%d=%s/dst%d" % (self.tmp, k, self.tmp, k) for k in range(300))
+        dag_path = self.write("many.dag",
+                              "TASK many %s -f OUT=%s/many.out /bin/sh -c "
+                              "'head -c 200000 /dev/zero >&$OUT'\n" % (files, self.tmp))
+        for pool in ("0", "1"):
+            with self.subTest(launch_threads=pool):
+                for f in (dag_path + ".rescue", self.path("many.out")):
+                    if os.path.exists(f):
+                        os.unlink(f)
+                res = self.run_pmc(["--launch-threads", pool, "--host-cpus", "2", dag_path],
+                                   timeout=60)
+                problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+                size = os.path.getsize(self.path("many.out")) if os.path.exists(
+                    self.path("many.out")) else None
+                if size != 200000:
+                    problems.append("many.out holds %s bytes, expected 200000" % size)
+                self.check(problems, res, "--launch-threads %s" % pool)
 
     def test_forward_past_the_task_limit(self):
         """A task that forwards more than FWD_TASK_MAX (1 GiB, pipes and

@@ -165,6 +165,25 @@ TEST_F(ForwardLimitTest, PipePastTheLimitIsClosedAndFailsTheTask)
     EXPECT_EQ(pack_.count, 0u);
 }
 
+// Once one pipe passed the limit the task fails: its other pipes hold
+// nothing more (they are closed at their next read), so that a failed task
+// does not fill the node's memory through them up to the limit again.
+TEST_F(ForwardLimitTest, PastTheLimitOnePipeTheOthersHoldNothing)
+{
+    prepare({{DAG_FORWARD_PIPE, "A", path("a")}, {DAG_FORWARD_PIPE, "B", path("b")}}, 100000);
+    ASSERT_EQ(write(f_.e[1].wfd, "held", 4), 4);
+    ASSERT_EQ(fwd_read_pipe(&f_, 1), 0);
+    EXPECT_EQ(f_.e[1].len, 4u);
+    write_into(0, 300000);
+    EXPECT_EQ(read_to_end(0), -1);
+    writer_.join();
+    ASSERT_EQ(write(f_.e[1].wfd, "more", 4), 4);
+    EXPECT_EQ(fwd_read_pipe(&f_, 1), -1);
+    EXPECT_EQ(f_.e[1].lost, EFBIG);
+    EXPECT_EQ(f_.e[1].data, nullptr) << "the other pipe still holds data";
+    EXPECT_EQ(f_.held, 0u);
+}
+
 TEST_F(ForwardLimitTest, PastTheLimitIsReportedWhenTheTaskDiedOfItsClosedPipe)
 {
     prepare({{DAG_FORWARD_PIPE, "OUT", path("out")}}, 3u << 20);
