@@ -224,6 +224,24 @@ class Outputs(pmcrun.TestCase):
                  "Unable to open {path}: " + EISDIR, ranks=3, hosts=True,
                  setup=rank_dir(".out.2"))
 
+    def test_rank_file_deleted_during_the_run(self):
+        """A task deletes the rank's output files before the merge: the
+        run fails, naming them, instead of merging them as "no output"
+        (the -o file empty, exit 0)."""
+        dag_path = self.write("del.dag",
+                              "TASK a /bin/echo hello\n"
+                              "TASK cleanup /bin/sh -c \"rm -f %s.out.* %s.err.*\"\n"
+                              "EDGE a cleanup\n" % (self.path("del.dag"), self.path("del.dag")))
+        res = pmcrun.run(["-o", self.path("out.txt"), dag_path], cwd=self.tmp, timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 1:
+            problems.append("exit status %s, expected 1" % res.returncode)
+        for k in ("out", "err"):
+            want = "Task output lost: %s.%s.0 was deleted during the run" % (dag_path, k)
+            if want not in res.stderr:
+                problems.append("stderr lacks %r" % want)
+        self.check(problems, res)
+
     # ------------------------------------------------ read-only as nobody
 
     def traversable_problems(self):
