@@ -282,6 +282,14 @@ int master_open_outputs(struct master *m)
 
 /* ---- nodes: HELLO and capability ---------------------------------------- */
 
+/* Is rank's DAG.out.R (k 0) or DAG.err.R (k 1) there? */
+static bool master_rank_file_exists(const struct master *m, int rank, int k)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", rank);
+    return access(path, F_OK) == 0;
+}
+
 static int master_add_node(struct master *m, int rank, const struct msg_hello *h)
 {
     if (!m->nodes)
@@ -296,6 +304,8 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->host_rank = h->host_rank;
     n->hostname = strdup(h->hostname);
     n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
+    for (int k = 0; k < 2; k++) /* an agent makes them before its HELLO (master_merge_stdio()) */
+        n->files_seen[k] = master_rank_file_exists(m, rank, k);
     m->node_of_rank[rank] = m->nnodes++;
     (void)placement_add_node(m->place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
     m->cpus_total += h->cpus;

@@ -58,6 +58,7 @@ struct node {
     char *hostname;
     struct msgbuf batch; /* TASKS being built this round */
     bool batch_listed;   /* in master.batch_list this round */
+    bool files_seen[2];  /* its DAG.out.R, DAG.err.R were there at its HELLO */
 };
 
 struct master_stats {

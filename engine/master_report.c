@@ -89,12 +89,12 @@ static int master_merge_stdio(struct master *m)
     for (int r = 0; r < m->cfg.nranks; r++) {
         for (int k = 0; k < 2; k++) {
             snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
-            /* a node's agent made its files before its HELLO: gone now,
-             * something deleted them (a task's rm), and its tasks' output
-             * with them; a missing file is "no output" only for a rank
-             * that ran no agent */
-            if (m->node_of_rank && m->node_of_rank[r] >= 0 && access(path, F_OK) < 0 &&
-                errno == ENOENT) {
+            /* a node's file that was there at its HELLO and is gone now:
+             * something deleted it (a task's rm), and its tasks' output
+             * with it; a file never seen is "no output" (a rank without an
+             * agent, the simulator's nodes) */
+            int i = m->node_of_rank ? m->node_of_rank[r] : -1;
+            if (i >= 0 && m->nodes[i].files_seen[k] && access(path, F_OK) < 0 && errno == ENOENT) {
                 log_error("Task output lost: %s was deleted during the run", path);
                 rc = -1;
                 continue;
