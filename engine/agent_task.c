@@ -21,10 +21,10 @@
 int agent__open_outputs(struct agent *a, struct pmc_error *err)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s.out.%d", a->cfg.dag_path, a->cfg.rank);
+    taskio_rank_path(path, sizeof path, a->cfg.dag_path, 0, a->cfg.rank);
     if (taskio_file_open(&a->out, path, err) < 0)
         return -1;
-    snprintf(path, sizeof path, "%s.err.%d", a->cfg.dag_path, a->cfg.rank);
+    taskio_rank_path(path, sizeof path, a->cfg.dag_path, 1, a->cfg.rank);
     return taskio_file_open(&a->err, path, err);
 }
 
@@ -431,8 +431,9 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
     /* the pool's pipe events keep a forward's index (-F files counted) in
-     * 8 bits (launcher.c pipe_event()): a task of more forwards runs here */
-    if (!j || req->nforward > LAUNCHER_MAX_FORWARDS || a->slots[i].fwd.n > LAUNCHER_MAX_FORWARDS)
+     * 8 bits (launcher.c pipe_event()): a task of more forwards runs here;
+     * its pipes, req->nforward, are among them (j->forward_fds' bound) */
+    if (!j || a->slots[i].fwd.n > LAUNCHER_MAX_FORWARDS)
         return false;
     j->req = *req;
     for (int k = 0; k < req->nforward; k++)
@@ -635,9 +636,7 @@ void agent__reap(struct agent *a, uint32_t i)
     struct slot *s = &a->slots[i];
     if (s->launching || s->pidfd < 0) /* a stale event: the slot was reused */
         return;
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    if (waitid(P_PIDFD, (id_t)s->pidfd, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0)
+    if (!spawn_exited(s->pidfd))
         return; /* not exited yet (spurious wake-up) */
     /* the task is over when its first process is (the pool ends its
      * launches the same way: launcher.c), unless that process ended in

@@ -41,8 +41,8 @@ extern "C" {
 /* The most one task may forward, its pipes and files together: 1 GiB.  Its
  * data travels in one result, so it must fit one message (MSG_MAX_BYTES, 2
  * GiB - 1) beside the results batched with it; and the node holds it in
- * memory until the task ends.  PMC sets no limit: past 2 GiB its MPI send
- * fails (an int count), and that aborts the whole job. */
+ * memory until the task ends.  PMC sets no limit of its own (its worker
+ * holds a pipe's data whole, in a string). */
 #define FWD_TASK_MAX ((size_t)1 << 30)
 
 struct fwd_entry {

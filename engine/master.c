@@ -18,6 +18,7 @@
 #include "io/grow.h"
 #include "io/clock.h"
 #include "io/log.h"
+#include "io/taskio.h"
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
 
@@ -190,9 +191,9 @@ static void master_own_add(struct master *m, const struct stat *st, bool ok, con
         m->own[m->nown++] = (struct own_file){st->st_dev, st->st_ino, what};
 }
 
-/* The run's own files as they are now: the DAG, the rescue log, -o, -e and
- * every rank's output files (DAG.out.R, DAG.err.R; those a rank has not
- * made yet are missed). */
+/* The run's own files that exist from the start: the DAG, the rescue log,
+ * -o and -e (each node's output files join at its HELLO:
+ * master_add_node()). */
 static void master_own_list(struct master *m)
 {
     struct stat st;
@@ -200,22 +201,16 @@ static void master_own_list(struct master *m)
     master_own_add(m, &st, stat(m->rescue_path, &st) == 0, "the rescue log");
     master_own_add(m, &st, m->out_fd > 2 && fstat(m->out_fd, &st) == 0, "the -o file");
     master_own_add(m, &st, m->err_fd > 2 && fstat(m->err_fd, &st) == 0, "the -e file");
-    char path[PATH_MAX];
-    for (int r = 0; r < m->cfg.nranks; r++)
-        for (int k = 0; k < 2; k++) {
-            snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
-            master_own_add(m, &st, stat(path, &st) == 0, "a rank's output file");
-        }
 }
 
 /* fdcache's guard (fdcache_set_guard()): a forward's destination may not be
  * one of the run's own files.  Written there, forwarded data was lost (the
  * -o merge truncates, the next task's block overwrites a rank file's) or
- * corrupted them (a line in the rescue log or the DAG).  The list is made
- * at the first destination opened, by then every rank has usually made
- * its files; not listed: those a rank makes later (or that a network file
- * system does not show the master yet), and an earlier run's leftovers of
- * ranks this run does not have. */
+ * corrupted them (a line in the rescue log or the DAG).  The first four are
+ * listed at the first destination opened; a node's files, as its HELLO
+ * comes, before any task runs there.  Not listed: a node's files that a
+ * network file system did not show the master at its HELLO, and an
+ * earlier run's leftovers of ranks this run does not have. */
 static const char *master_forward_guard(void *ctx, const struct stat *st)
 {
     struct master *m = ctx;
@@ -282,14 +277,6 @@ int master_open_outputs(struct master *m)
 
 /* ---- nodes: HELLO and capability ---------------------------------------- */
 
-/* Is rank's DAG.out.R (k 0) or DAG.err.R (k 1) there? */
-static bool master_rank_file_exists(const struct master *m, int rank, int k)
-{
-    char path[PATH_MAX];
-    snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", rank);
-    return access(path, F_OK) == 0;
-}
-
 static int master_add_node(struct master *m, int rank, const struct msg_hello *h)
 {
     if (!m->nodes)
@@ -304,8 +291,13 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     n->host_rank = h->host_rank;
     n->hostname = strdup(h->hostname);
     n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
-    for (int k = 0; k < 2; k++) /* an agent makes them before its HELLO (master_merge_stdio()) */
-        n->files_seen[k] = master_rank_file_exists(m, rank, k);
+    for (int k = 0; k < 2; k++) { /* an agent makes them before its HELLO */
+        char path[PATH_MAX];
+        struct stat st;
+        taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, rank);
+        n->files_seen[k] = stat(path, &st) == 0; /* master_merge_stdio() */
+        master_own_add(m, &st, n->files_seen[k], "a rank's output file");
+    }
     m->node_of_rank[rank] = m->nnodes++;
     (void)placement_add_node(m->place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
     m->cpus_total += h->cpus;

@@ -88,7 +88,7 @@ static int master_merge_stdio(struct master *m)
     int rc = 0;
     for (int r = 0; r < m->cfg.nranks; r++) {
         for (int k = 0; k < 2; k++) {
-            snprintf(path, sizeof path, "%s.%s.%d", m->cfg.dag_path, k ? "err" : "out", r);
+            taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, r);
             /* a node's file that was there at its HELLO and is gone now:
              * something deleted it (a task's rm), and its tasks' output
              * with it; a file never seen is "no output" (a rank without an

@@ -164,35 +164,31 @@ static int parse_u64(const char *s, uint64_t min, uint64_t *out)
     return 0;
 }
 
-static int parse_u32(const char *s, uint32_t min, uint32_t *out)
+/* A whole number from min to max; 0, or -1 (*out unchanged). */
+static int parse_u32_range(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 {
     uint64_t v;
-    if (parse_u64(s, min, &v) < 0 || v > UINT32_MAX)
+    if (parse_u64(s, min, &v) < 0 || v > max)
         return -1;
     *out = (uint32_t)v;
     return 0;
 }
 
-/* A host's CPUs (--host-cpus, PMC_HOST_CPUS): at most HOST_CPUS_MAX, so
- * that a node's CPUs and prefetch window, and the hosts' sum, stay far
- * inside 32 bits (2^31 wrapped the node's room to 0: a run that never
- * started a task).  0, or -1. */
-#define HOST_CPUS_MAX 65536u
-#define HOST_CPUS_EXPECTED "must be a whole number up to 65536 (0: detect)"
-static int parse_host_cpus(const char *s, uint32_t *out)
+static int parse_u32(const char *s, uint32_t min, uint32_t *out)
 {
-    return parse_u32(s, 0, out) < 0 || *out > HOST_CPUS_MAX ? -1 : 0;
+    return parse_u32_range(s, min, UINT32_MAX, out);
 }
 
-/* A host's GPUs (--host-gpus, PMC_HOST_GPUS): at most GPUS_MAX, the ids a
- * host keeps (more were dropped silently).  0, or -1. */
+/* A host's CPUs (--host-cpus, PMC_HOST_CPUS) are at most HOST_CPUS_MAX, so
+ * that a node's CPUs and prefetch window, and the hosts' sum, stay far
+ * inside 32 bits (2^31 wrapped the node's room to 0: a run that never
+ * started a task); its GPUs at most GPUS_MAX, the ids a host keeps (more
+ * were dropped silently). */
+#define HOST_CPUS_MAX 65536u
+#define HOST_CPUS_EXPECTED "must be a whole number up to 65536 (0: detect)"
 #define HOST_GPUS_EXPECTED "must be a whole number up to 1024 (0: none)"
 _Static_assert(GPUS_MAX == 1024, "HOST_GPUS_EXPECTED names GPUS_MAX");
 _Static_assert(DAG_MAX_TRIES == 65535, "the -t/--tries message names DAG_MAX_TRIES");
-static int parse_host_gpus(const char *s, uint32_t *out)
-{
-    return parse_u32(s, 0, out) < 0 || *out > GPUS_MAX ? -1 : 0;
-}
 
 /* A finite decimal number >= 0 (minutes or seconds). */
 static int parse_nonneg(const char *s, double *out)
@@ -221,10 +217,11 @@ static int options_from_env(struct options *o, struct pmc_error *err)
         o->host_script = v;
     if ((v = getenv("PMC_HOST_MEMORY")) && *v && parse_u64(v, 0, &o->host_memory) < 0)
         return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB (0: detect)");
-    if ((v = getenv("PMC_HOST_CPUS")) && *v && parse_host_cpus(v, &o->host_cpus) < 0)
+    if ((v = getenv("PMC_HOST_CPUS")) && *v &&
+        parse_u32_range(v, 0, HOST_CPUS_MAX, &o->host_cpus) < 0)
         return bad_value(err, "PMC_HOST_CPUS", v, HOST_CPUS_EXPECTED);
     if ((v = getenv("PMC_HOST_GPUS")) && *v) {
-        if (parse_host_gpus(v, &o->host_gpus) < 0)
+        if (parse_u32_range(v, 0, GPUS_MAX, &o->host_gpus) < 0)
             return bad_value(err, "PMC_HOST_GPUS", v, HOST_GPUS_EXPECTED);
         o->host_gpus_set = true;
     }
@@ -330,11 +327,11 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    ? bad_value(err, "-m/--max-failures", v, "must be a whole number >= 0")
                    : 0;
     case 't':
-        return parse_u32(v, 1, &o->tries) < 0 || o->tries > DAG_MAX_TRIES
+        return parse_u32_range(v, 1, DAG_MAX_TRIES, &o->tries) < 0
                    ? bad_value(err, "-t/--tries", v, "must be a whole number from 1 to 65535")
                    : 0;
     case OPT_HOST_CPUS:
-        return parse_host_cpus(v, &o->host_cpus) < 0
+        return parse_u32_range(v, 0, HOST_CPUS_MAX, &o->host_cpus) < 0
                    ? bad_value(err, "--host-cpus", v, HOST_CPUS_EXPECTED)
                    : 0;
     case OPT_HOST_MEMORY:
@@ -347,7 +344,7 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    : 0;
     case OPT_HOST_GPUS:
         o->host_gpus_set = true;
-        return parse_host_gpus(v, &o->host_gpus) < 0
+        return parse_u32_range(v, 0, GPUS_MAX, &o->host_gpus) < 0
                    ? bad_value(err, "--host-gpus", v, HOST_GPUS_EXPECTED)
                    : 0;
     case OPT_TASK_TIME_LIMIT:

@@ -90,6 +90,11 @@ static int taskio_copy_to_file(int dst, int src, off_t len, off_t *doff)
     return 0;
 }
 
+void taskio_rank_path(char *buf, size_t n, const char *dag_path, int stream, int rank)
+{
+    snprintf(buf, n, "%s.%s.%d", dag_path, stream ? "err" : "out", rank);
+}
+
 int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err)
 {
     f->path = NULL;

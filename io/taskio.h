@@ -53,6 +53,12 @@ struct taskio_file {
     char *path;
 };
 
+/* The per-rank file of rank (stream 0: stdout, DAG.out.R; 1: stderr,
+ * DAG.err.R) of the DAG at dag_path, written into buf (n bytes, truncated
+ * to fit, NUL-terminated; PATH_MAX is enough for any real path).  PMC's
+ * names. */
+void taskio_rank_path(char *buf, size_t n, const char *dag_path, int stream, int rank);
+
 /* Open (create if needed, never truncate) path for appending.  0, or -1 with
  * err "PATH: <strerror>". */
 int taskio_file_open(struct taskio_file *f, const char *path, struct pmc_error *err);
