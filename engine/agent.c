@@ -652,18 +652,25 @@ static void agent_ask_short_slice(void)
 
 /* Close the rank's DAG.out.R and DAG.err.R after its last task.  A close
  * that fails (a network file system reports a failed write-back there) may
- * have cut task output short: the master hears of it (an ABORT before the
- * BYE) and the run fails. */
+ * have cut task output short: the master hears of it (a LOST before the
+ * BYE, even after an ABORT), the run fails, and the tasks this node
+ * reported done run again next time (their records taken back from the
+ * rescue log). */
 static void agent_close_outputs(struct agent *a)
 {
     struct taskio_file *files[2] = {&a->out, &a->err};
+    bool lost = false;
     for (int k = 0; k < 2; k++) {
         char path[4096];
         snprintf(path, sizeof path, "%s", files[k]->path ? files[k]->path : "");
         if (taskio_file_close(files[k]) < 0 && errno != EINTR) {
             log_error("Task output may be lost: closing %s failed: %s", path, strerror(errno));
-            a->failed = true;
+            a->failed = lost = true;
         }
+    }
+    if (lost) {
+        agent_send_control(a, &a->lost_mail);
+        a->sent_abort = true;
     }
     if (a->failed && !a->sent_abort) {
         agent_send_control(a, &a->abort_mail);
@@ -748,7 +755,8 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);
     a->abort_mail = mail_control(0, COMM_TO_MASTER, MSG_ABORT);
     a->bye_mail = mail_control(0, COMM_TO_MASTER, MSG_BYE);
-    if (!a->abort_mail || !a->bye_mail || !a->cfg.hostname || !a->cfg.dag_path ||
+    a->lost_mail = mail_control(0, COMM_TO_MASTER, MSG_LOST);
+    if (!a->abort_mail || !a->bye_mail || !a->lost_mail || !a->cfg.hostname || !a->cfg.dag_path ||
         !a->cfg.task_dir || a->epfd < 0 || !a->gpu_busy || mailbox_init(&a->box) < 0 ||
         agent__snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
@@ -880,6 +888,7 @@ void agent_destroy(struct agent *a)
     nq_free(&a->queue);
     mail_free(a->abort_mail);
     mail_free(a->bye_mail);
+    mail_free(a->lost_mail);
     msg_free(&a->results);
     msg_free(&a->starts);
     free(a->fwd_scratch);

@@ -164,6 +164,7 @@ struct agent {
      * send never complete (engine/comm.h)) */
     bool heard_end;
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
+    struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
     struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
     struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */

@@ -59,6 +59,7 @@ struct node {
     struct msgbuf batch; /* TASKS being built this round */
     bool batch_listed;   /* in master.batch_list this round */
     bool files_seen[2];  /* its DAG.out.R, DAG.err.R were there at its HELLO */
+    bool output_lost;    /* its tasks' output was found lost (LOST, a deleted file) */
 };
 
 struct master_stats {
@@ -128,6 +129,7 @@ struct master {
     char *rescue_path;
     struct dag *dag;
     uint8_t *done_before; /* from the old rescue log */
+    uint32_t *ran_on;     /* per task: the node whose attempt succeeded (NULL: null executor) */
     uint32_t ndone_before;
     uint32_t *remaining;
     uint8_t *state;

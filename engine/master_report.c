@@ -96,6 +96,7 @@ static int master_merge_stdio(struct master *m)
             int i = m->node_of_rank ? m->node_of_rank[r] : -1;
             if (i >= 0 && m->nodes[i].files_seen[k] && access(path, F_OK) < 0 && errno == ENOENT) {
                 log_error("Task output lost: %s was deleted during the run", path);
+                m->nodes[i].output_lost = true;
                 rc = -1;
                 continue;
             }
@@ -189,6 +190,49 @@ static int master_close_forwards(struct master *m)
     return -1;
 }
 
+/* Whether task t, done in this run, lost its output: on its node (a LOST,
+ * a deleted rank file), in -o / -e (all: one failed to close) or in a
+ * forwarding destination (forwards: one failed to close; which one is not
+ * told, so every task that forwards). */
+static bool master_output_lost(const struct master *m, uint32_t t, bool all, bool forwards)
+{
+    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes[m->ran_on[t]].output_lost;
+}
+
+/* Output found lost at the end must not stay vouched for: the DONE records
+ * of this run's tasks whose output was lost are taken out of the rescue
+ * log (rescue_replace(): the log is always the old one or the new one), so
+ * that the next run runs them again instead of succeeding without their
+ * output.  The run fails anyway; this only logs.  Tasks done in earlier
+ * runs keep their records (a rank file they left, merged now, is not
+ * told apart). */
+static void master_take_back_lost(struct master *m, bool all, bool forwards)
+{
+    const struct dag *d = m->dag;
+    uint8_t *keep = m->ran_on ? malloc(d->ntasks) : NULL;
+    uint32_t n = 0, first = 0;
+    for (uint32_t t = 0; keep && t < d->ntasks; t++) {
+        keep[t] = m->state[t] == TASK_DONE;
+        if (keep[t] && !m->done_before[t] && master_output_lost(m, t, all, forwards)) {
+            keep[t] = 0;
+            first = n++ ? first : t;
+        }
+    }
+    struct pmc_error err;
+    if (!m->ran_on || (keep && n == 0)) {
+        /* the null executor records nothing; or nothing was lost */
+    } else if (!keep) {
+        log_error("Out of memory: %s still lists the tasks whose output was lost", m->rescue_path);
+    } else if (rescue_replace(m->rescue_path, d, keep, &err) < 0) {
+        log_error("%s still lists %u tasks whose output was lost: %s", m->rescue_path, n, err.text);
+    } else {
+        log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "
+                  "of %s",
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+    }
+    free(keep);
+}
+
 int master__finish(struct master *m)
 {
     if (m->rescue) { /* the writer's CPU, its work done, before it ends */
@@ -206,6 +250,7 @@ int master__finish(struct master *m)
     bool merged = master_merge_stdio(m) == 0;
     bool closed = master_close_outputs(m) == 0;
     bool forwarded = master_close_forwards(m) == 0;
+    master_take_back_lost(m, !closed, !forwarded);
     bool ok = master_workflow_ok(m) && merged && closed && forwarded && !monitor_failed(m->monitor);
     monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
     if (monitor_close(m->monitor) < 0)

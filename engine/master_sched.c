@@ -322,8 +322,10 @@ static void master_task_returned(struct master *m, uint32_t t)
     }
 }
 
-static void master_task_succeeded(struct master *m, uint32_t t)
+static void master_task_succeeded(struct master *m, const struct node *n, uint32_t t)
 {
+    if (m->ran_on)
+        m->ran_on[t] = (uint32_t)(n - m->nodes);
     log_debug("Task %s finished", task_name(m, t));
     if (m->seq)
         monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
@@ -430,7 +432,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     } else if (master_write_forwards(m, t, r) < 0)
         master_task_failed(m, t, r, true);
     else
-        master_task_succeeded(m, t);
+        master_task_succeeded(m, n, t);
     return 0;
 }
 

@@ -138,11 +138,12 @@ static const struct kind_info kinds[] = {
     [MSG_STARTED] = {"STARTED", STARTED_SIZE},
     [MSG_RESUME] = {"RESUME", 0},
     [MSG_RECALL] = {"RECALL", RECALL_SIZE},
+    [MSG_LOST] = {"LOST", 0},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_RECALL;
+    return kind >= MSG_HELLO && kind <= MSG_LOST;
 }
 
 static const char *kind_name(uint32_t kind)

@@ -30,6 +30,11 @@
  *   SHUTDOWN (master -> node, count 0): finish and reply BYE
  *   BYE      (node -> master, count 0): the node's output files are closed
  *   ABORT    (either way, count 0): stop at once
+ *   LOST     (node -> master, count 0): closing the node's DAG.out.R or
+ *            DAG.err.R failed (a write-back error), so the output of the
+ *            tasks it reported done may be lost; an ABORT in effect (the
+ *            run fails) whose tasks the master takes back from the rescue
+ *            log at the end (engine/master_report.c)
  *   DRAIN    (master -> node, count 0): start nothing more; return every
  *            queued task unstarted (a RESULTS item with exec_errno
  *            ECANCELED), let running tasks finish
@@ -55,16 +60,16 @@
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields must be 0;
- * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME count 0
+ * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME/LOST count 0
  * and no body.
  *
  * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
  * time_limit_ms.  MSG_VERSION 3: TASKS items carry the task's priority, so
  * that a node starts its queued tasks in priority order (issue 10).  STARTED and
- * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE, and RECALL) came without a bump:
- * messages never outlive a run and every rank of a run is the same executable, so no peer with the
- * older protocol can take part; the version still turns a mixed install into a clear error.  Bump
- * it when an existing item's layout or meaning changes.
+ * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE, RECALL and LOST) came
+ * without a bump: messages never outlive a run and every rank of a run is the same executable, so
+ * no peer with the older protocol can take part; the version still turns a mixed install into a
+ * clear error.  Bump it when an existing item's layout or meaning changes.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -102,6 +107,7 @@ enum msg_kind {
     MSG_STARTED = 8,
     MSG_RESUME = 9,
     MSG_RECALL = 10,
+    MSG_LOST = 11,
 };
 
 /* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED

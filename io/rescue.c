@@ -754,6 +754,44 @@ static void writer_abort(struct rescue_writer *w, bool started, bool renamed)
     writer_free(w);
 }
 
+/* Rename w->tmp over w->path and make the rename durable: 0, or -1 with
+ * err (after a failed directory sync path already holds the new log). */
+static int writer_install(struct rescue_writer *w, const char *path, struct pmc_error *err,
+                          bool *renamed)
+{
+    char eb[128];
+    *renamed = false;
+    if (rename(w->tmp, w->path) < 0)
+        return pmc_errorf(err, "%s: cannot rename to %s: %s", w->tmp, w->path,
+                          errstr(errno, eb, sizeof eb));
+    *renamed = true;
+    if (fsync_dir(w->dir) < 0) /* too late to restore path: the caller fails the run */
+        return pmc_errorf(err, "%s: cannot sync directory %s: %s", path, w->dir,
+                          errstr(errno, eb, sizeof eb));
+    return 0;
+}
+
+int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
+                   struct pmc_error *err)
+{
+    char eb[128];
+    if (fdio_not_regular(path))
+        return pmc_errorf(err, "%s: not a regular file (the rescue log is replaced)", path);
+    struct rescue_writer *w = writer_alloc(path, dag);
+    if (!w)
+        return pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
+    bool renamed = false;
+    int rc = rewrite(w, done, err) < 0 ? -1 : writer_install(w, path, err, &renamed);
+    if (rc == 0) { /* synced already: a close error is a late write-back error */
+        int closed = close(w->fd);
+        w->fd = -1;
+        if (closed < 0)
+            rc = pmc_errorf(err, "%s: close failed: %s", path, errstr(errno, eb, sizeof eb));
+    }
+    writer_abort(w, false, renamed);
+    return rc;
+}
+
 struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag,
                                          const uint8_t *done, struct pmc_error *err)
 {
@@ -777,16 +815,9 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
         writer_abort(w, false, false);
         return NULL;
     }
-    if (rename(w->tmp, w->path) < 0) {
-        pmc_errorf(err, "%s: cannot rename to %s: %s", w->tmp, w->path,
-                   errstr(errno, eb, sizeof eb));
-        writer_abort(w, true, false);
-        return NULL;
-    }
-    if (fsync_dir(w->dir) < 0) { /* too late to restore path: the caller fails the run */
-        pmc_errorf(err, "%s: cannot sync directory %s: %s", path, w->dir,
-                   errstr(errno, eb, sizeof eb));
-        writer_abort(w, true, true);
+    bool renamed;
+    if (writer_install(w, path, err, &renamed) < 0) {
+        writer_abort(w, true, renamed);
         return NULL;
     }
     return w;

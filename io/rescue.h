@@ -69,6 +69,19 @@ extern "C" {
 int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t *ndone,
                 uint32_t *ntorn, struct pmc_error *err);
 
+/* Replace the log at path with one holding exactly the tasks with
+ * done[t] != 0 (done: dag->ntasks bytes), as rescue_writer_open() writes
+ * its first version: PATH.tmp in task id order, fsync, rename over path,
+ * fsync of the directory; no writer thread.  For taking records back once
+ * the writer is closed: tasks whose output was found lost at the end of a
+ * run must run again (engine/master_report.c).  0, or -1 with err
+ * ("PATH.tmp: write failed: No space left on device"); before the rename
+ * PATH.tmp is removed and path is left as it was, after it (a failed
+ * directory sync or close) path holds the new log.  Nothing else may
+ * write path meanwhile (the DAG lock); reentrant otherwise. */
+int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
+                   struct pmc_error *err);
+
 struct rescue_writer;
 
 /* Before a run: can rescue_writer_open(path, ...) create PATH.tmp beside

@@ -227,11 +227,16 @@ class Outputs(pmcrun.TestCase):
     def test_rank_file_deleted_during_the_run(self):
         """A task deletes the rank's output files before the merge: the
         run fails, naming them, instead of merging them as "no output"
-        (the -o file empty, exit 0)."""
+        (the -o file empty, exit 0); and the tasks of this run are taken
+        out of the rescue log, so that the rerun runs them again, while
+        the task done in an earlier run keeps its record."""
         dag_path = self.write("del.dag",
+                              "TASK early /bin/true\n"
                               "TASK a /bin/echo hello\n"
                               "TASK cleanup /bin/sh -c \"rm -f %s.out.* %s.err.*\"\n"
+                              "EDGE early a\n"
                               "EDGE a cleanup\n" % (self.path("del.dag"), self.path("del.dag")))
+        self.write("del.dag.rescue", "DONE early\n")
         res = pmcrun.run(["-o", self.path("out.txt"), dag_path], cwd=self.tmp, timeout=60)
         problems = []
         if res.timed_out or res.returncode != 1:
@@ -240,6 +245,14 @@ class Outputs(pmcrun.TestCase):
             want = "Task output lost: %s.%s.0 was deleted during the run" % (dag_path, k)
             if want not in res.stderr:
                 problems.append("stderr lacks %r" % want)
+        want = "Task output lost: 2 tasks (a, ...) will run again, their records taken out of %s" \
+            % (dag_path + ".rescue")
+        if want not in res.stderr:
+            problems.append("stderr lacks %r" % want)
+        with open(dag_path + ".rescue") as f:
+            rescue = f.read()
+        if rescue != "DONE early\n":
+            problems.append("rescue log %r, expected only the earlier run's 'DONE early'" % rescue)
         self.check(problems, res)
 
     # ------------------------------------------------ read-only as nobody

@@ -476,31 +476,55 @@ def case_grace_end_during_reap(c):
             c.fail("%s: the shim did not delay a reap" % what)
 
 
-def lost_at_the_end(c, dag, names, args, env, message, ranks=1, rerun_args=None):
+def lost_at_the_end(c, dag, names, args, env, message, lost, ranks=1, rerun_args=None):
     """Every task succeeds, but output is lost when a file is closed or a
     log is written: the run must say so and exit 1 (stat="failed"), the
-    rescue log stays consistent, and a rerun without the fault exits 0."""
+    rescue log stays consistent and lists exactly the tasks whose output
+    was not lost (lost(r): the names whose output was, from the run r),
+    and a rerun without the fault exits 0, running exactly those."""
     r = Run(c.work, ["--host-cpus", "4", "--no-progress"] + args + [dag], timeout=60, env=env,
             ranks=ranks)
     c.check_run(r, (1,), message)
     if 'stat="failed"' not in r.stdout:
         c.fail("no [cluster-summary stat=\"failed\"] record: %s" % r.stdout[-300:])
     done = c.check_rescue(dag, names)
-    c.figures["done"] = len(done)
+    gone = lost(r)
+    c.figures["done"], c.figures["lost"] = len(done), len(gone)
+    if done != names - gone:
+        c.fail("%d tasks DONE, expected the %d whose output was not lost (%d DONE of those lost, "
+               "%d not DONE of the others)" % (len(done), len(names - gone), len(done & gone),
+                                                len(names - gone - done)))
+    if gone and not re.search(r"Task output lost: %d tasks \(\w+(, \.\.\.)?\) will run again"
+                              % len(gone), r.stderr):
+        c.fail("no \"Task output lost: %d tasks ... will run again\" in its log" % len(gone))
     c.rerun_completes(dag, names, done, rerun_args)
+
+
+def ran_on_slot(r, slot):
+    """The tasks whose [cluster-task] records say rank `slot` ran them."""
+    return set(re.findall(r"\[cluster-task name=(\w+),.*slot=%d," % slot, r.stdout))
 
 
 def case_close_rank_output(c):
     dag, names = c.ledger_dag(100, stdout=True)
     lost_at_the_end(c, dag, names, [], shim_env(PMC_FAULT_CLOSE_PATH="wf.dag.out.0"),
                     r"Task output may be lost: closing \S*wf.dag.out.0 failed: "
-                    r"Input/output error")
+                    r"Input/output error", lambda r: names)
 
 
 def case_close_rank_output_2(c):
+    """Two hosts (--ranks-are-hosts): only the tasks rank 1 ran lost their
+    output; rank 0's stay DONE."""
     dag, names = c.ledger_dag(100, stdout=True)
+
+    def lost(r):
+        ones, zeros = ran_on_slot(r, 1), ran_on_slot(r, 0)
+        if not ones or not zeros or ones | zeros != names:
+            c.fail("rank 0 ran %d tasks and rank 1 %d, of %d: both must run some"
+                   % (len(zeros), len(ones), len(names)))
+        return ones
     lost_at_the_end(c, dag, names, [], shim_env(PMC_FAULT_CLOSE_PATH="wf.dag.out.1"),
-                    r"closing \S*wf.dag.out.1 failed: Input/output error", ranks=2)
+                    r"closing \S*wf.dag.out.1 failed: Input/output error", lost, ranks=2)
 
 
 def case_close_output(c):
@@ -508,31 +532,39 @@ def case_close_output(c):
     out = ["-o", c.path("out.txt")]
     lost_at_the_end(c, dag, names, out, shim_env(PMC_FAULT_CLOSE_PATH="out.txt"),
                     r"Task output may be lost: closing \S*out.txt failed: Input/output error",
-                    rerun_args=out)
+                    lambda r: names, rerun_args=out)
 
 
 def case_close_forward(c):
     """Forwarded files (-F) to 30 destinations through --maxfds 4: the
-    close at an eviction fails once."""
+    close at an eviction fails once.  Which destination failed is not
+    told, so the 30 tasks that forward run again; 10 that do not stay
+    DONE."""
     dag = c.path("wf.dag")
-    names = set()
+    names, forwarders = set(), set()
     with open(dag, "w") as f:
         for i in range(30):
             n = "t%07d" % i
-            names.add(n)
+            forwarders.add(n)
             f.write("TASK %s -F %s=%s /bin/sh -c 'echo %s >> %s; echo %s > %s'\n"
                     % (n, c.path("src." + n), c.path("dest/lost.%d" % i if i == 3 else
                                                       "dest/%s" % n),
                        n, c.path("ledger"), n, c.path("src." + n)))
+        for i in range(30, 40):
+            f.write("TASK t%07d /bin/sh -c 'echo t%07d >> %s'\n" % (i, i, c.path("ledger")))
+            names.add("t%07d" % i)
+    names |= forwarders
     lost_at_the_end(c, dag, names, ["--maxfds", "4"], shim_env(PMC_FAULT_CLOSE_PATH="lost.3"),
-                    r"Forwarded output may be lost: \S*lost.3: Input/output error")
+                    r"Forwarded output may be lost: \S*lost.3: Input/output error",
+                    lambda r: forwarders)
 
 
 def case_jobstate_enospc(c):
     dag, names = c.ledger_dag(100, stdout=False)
     lost_at_the_end(c, dag, names, ["--jobstate-log"],
                     shim_env(PMC_FAULT_WRITE_PATH="jobstate.log", PMC_FAULT_WRITE_AFTER=2000),
-                    r"jobstate.log: \S*jobstate.log: .*No space left on device")
+                    r"jobstate.log: \S*jobstate.log: .*No space left on device",
+                    lambda r: set())  # Pegasus's log lost lines, no task its output
 
 
 def relutil_stdio_files(dag):

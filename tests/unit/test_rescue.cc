@@ -699,6 +699,48 @@ TEST_F(RescueTest, RewriteThatCannotFinishLeavesPathAlone)
     EXPECT_FALSE(fs::exists(path_ + ".tmp"));
 }
 
+// rescue_replace(): the records a finished run takes back (tasks whose
+// output was found lost at its end) are gone, the others stay, in id order.
+TEST_F(RescueTest, ReplaceWritesExactlyTheGivenSet)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("task1"));
+    rescue_writer_append(w, id("c"));
+    ASSERT_EQ(rescue_writer_close(w), 0);
+    ASSERT_EQ(read_file(path_), "DONE a\nDONE task1\nDONE c\n");
+    write_file(path_ + ".tmp", "stale from a crash");
+    auto keep = done_set({"c", "a"});
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), keep.data(), &err), 0) << err.text;
+    EXPECT_EQ(read_file(path_), "DONE a\nDONE c\n");
+    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+    auto none = done_set({});
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), &err), 0) << err.text;
+    EXPECT_TRUE(fs::exists(path_));
+    EXPECT_EQ(read_file(path_), "");
+}
+
+TEST_F(RescueTest, ReplaceThatCannotFinishLeavesTheLogAsItWas)
+{
+    auto names = numbered("task-%05zu", 1000); // 16,000 bytes of records
+    DagPtr big = make_dag(names);
+    write_file(path_, "DONE task-00007\n");
+    std::vector<uint8_t> done(big->ntasks, 1);
+    pmc_error err{};
+    int rc;
+    {
+        FileSizeLimit limit(4096);
+        rc = rescue_replace(path_.c_str(), big.get(), done.data(), &err);
+    }
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
+    EXPECT_EQ(read_file(path_), "DONE task-00007\n");
+    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+    EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), &err), -1);
+    EXPECT_STREQ(err.text, "/dev/null: not a regular file (the rescue log is replaced)");
+}
+
 TEST_F(RescueTest, WriteErrorSetsFailedAndDropsLaterRecords)
 {
     auto names = numbered("t%04zu", 300); // "DONE tNNNN\n" is 11 bytes
