@@ -680,25 +680,6 @@ TEST_F(RescueTest, OpenFailsInAReadOnlyDirectory)
     EXPECT_EQ(read_file(path_), "DONE a\n");
 }
 
-TEST_F(RescueTest, RewriteThatCannotFinishLeavesPathAlone)
-{
-    auto names = numbered("task-%05zu", 1000); // 16,000 bytes of records
-    DagPtr big = make_dag(names);
-    write_file(path_, "DONE task-00007\n");
-    std::vector<uint8_t> done(big->ntasks, 1);
-    pmc_error err{};
-    rescue_writer *w;
-    {
-        FileSizeLimit limit(4096);
-        w = rescue_writer_open(path_.c_str(), big.get(), done.data(), &err);
-    }
-    EXPECT_EQ(w, nullptr);
-    rescue_writer_close(w);
-    EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
-    EXPECT_EQ(read_file(path_), "DONE task-00007\n");
-    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
-}
-
 // rescue_replace(): the records a finished run takes back (tasks whose
 // output was found lost at its end) are gone, the others stay, in id order.
 TEST_F(RescueTest, ReplaceWritesExactlyTheGivenSet)
@@ -721,22 +702,34 @@ TEST_F(RescueTest, ReplaceWritesExactlyTheGivenSet)
     EXPECT_EQ(read_file(path_), "");
 }
 
-TEST_F(RescueTest, ReplaceThatCannotFinishLeavesTheLogAsItWas)
+// A new log that cannot be written whole (a file size limit), at open or
+// at a replace, leaves the old one as it was and no PATH.tmp behind.
+TEST_F(RescueTest, ARewriteThatCannotFinishLeavesPathAlone)
 {
     auto names = numbered("task-%05zu", 1000); // 16,000 bytes of records
     DagPtr big = make_dag(names);
-    write_file(path_, "DONE task-00007\n");
     std::vector<uint8_t> done(big->ntasks, 1);
-    pmc_error err{};
-    int rc;
-    {
-        FileSizeLimit limit(4096);
-        rc = rescue_replace(path_.c_str(), big.get(), done.data(), &err);
+    for (bool replace : {false, true}) {
+        SCOPED_TRACE(replace ? "rescue_replace" : "rescue_writer_open");
+        write_file(path_, "DONE task-00007\n");
+        pmc_error err{};
+        int rc;
+        {
+            FileSizeLimit limit(4096);
+            if (replace) {
+                rc = rescue_replace(path_.c_str(), big.get(), done.data(), &err);
+            } else {
+                rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), done.data(), &err);
+                rc = w ? 0 : -1;
+                rescue_writer_close(w);
+            }
+        }
+        EXPECT_EQ(rc, -1);
+        EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
+        EXPECT_EQ(read_file(path_), "DONE task-00007\n");
+        EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     }
-    EXPECT_EQ(rc, -1);
-    EXPECT_EQ(std::string(err.text), path_ + ".tmp: write failed: File too large");
-    EXPECT_EQ(read_file(path_), "DONE task-00007\n");
-    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+    pmc_error err{};
     EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), &err), -1);
     EXPECT_STREQ(err.text, "/dev/null: not a regular file (the rescue log is replaced)");
 }
