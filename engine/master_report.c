@@ -209,27 +209,28 @@ static bool master_output_lost(const struct master *m, uint32_t t, bool all, boo
 static void master_take_back_lost(struct master *m, bool all, bool forwards)
 {
     const struct dag *d = m->dag;
-    uint8_t *keep = m->ran_on ? malloc(d->ntasks) : NULL;
     uint32_t n = 0, first = 0;
-    for (uint32_t t = 0; keep && t < d->ntasks; t++) {
-        keep[t] = m->state[t] == TASK_DONE;
-        if (keep[t] && !m->done_before[t] && master_output_lost(m, t, all, forwards)) {
-            keep[t] = 0;
-            first = n++ ? first : t;
-        }
+    for (uint32_t t = 0; m->ran_on && t < d->ntasks; t++) { /* the null executor records none */
+        if (m->state[t] == TASK_DONE && !m->done_before[t] &&
+            master_output_lost(m, t, all, forwards) && n++ == 0)
+            first = t;
     }
+    if (n == 0)
+        return;
     struct pmc_error err;
-    if (!m->ran_on || (keep && n == 0)) {
-        /* the null executor records nothing; or nothing was lost */
-    } else if (!keep) {
-        log_error("Out of memory: %s still lists the tasks whose output was lost", m->rescue_path);
-    } else if (rescue_replace(m->rescue_path, d, keep, &err) < 0) {
+    uint8_t *keep = malloc(d->ntasks);
+    for (uint32_t t = 0; keep && t < d->ntasks; t++)
+        keep[t] = m->state[t] == TASK_DONE &&
+                  (m->done_before[t] || !master_output_lost(m, t, all, forwards));
+    if (!keep)
+        log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
+                  n);
+    else if (rescue_replace(m->rescue_path, d, keep, &err) < 0)
         log_error("%s still lists %u tasks whose output was lost: %s", m->rescue_path, n, err.text);
-    } else {
+    else
         log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "
                   "of %s",
                   n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
-    }
     free(keep);
 }
 
