@@ -556,7 +556,7 @@ def case_close_forward(c):
     names |= forwarders
     lost_at_the_end(c, dag, names, ["--maxfds", "4"], shim_env(PMC_FAULT_CLOSE_PATH="lost.3"),
                     r"Forwarded output may be lost: \S*lost.3: Input/output error",
-                    lambda r: forwarders)
+                    lambda r: forwarders, rerun_args=["--maxfds", "4"])
 
 
 def case_jobstate_enospc(c):
