@@ -38,7 +38,9 @@ static int master_merge_one(struct master *m, int k, const char *path)
 
 /* The rank and stream (0 out, 1 err) of a per-rank file named name in the
  * DAG's folder (base: the DAG file's name): BASE.out.R or BASE.err.R, R a
- * decimal rank; -1 for any other name. */
+ * decimal rank as taskio_rank_path() writes it, without leading zeros; -1
+ * for any other name, such as the --per-task-stdio files NAME.out.000,
+ * NAME.out.001, ... of a task named like the DAG file. */
 static long master_stdio_rank(const char *name, const char *base, int *k)
 {
     size_t n = strlen(base);
@@ -49,7 +51,8 @@ static long master_stdio_rank(const char *name, const char *base, int *k)
         return -1;
     *k = name[0] == 'e';
     name += 4;
-    if (!isdigit((unsigned char)name[0]) || name[strspn(name, "0123456789")] != '\0')
+    if (!isdigit((unsigned char)name[0]) || name[strspn(name, "0123456789")] != '\0' ||
+        (name[0] == '0' && name[1] != '\0'))
         return -1;
     return strtol(name, NULL, 10);
 }

@@ -248,8 +248,18 @@ class TaskIO(pmcrun.TestCase):
         return problems
 
     def test_per_task_stdio_retry(self):
+        self.per_task_stdio_retry("retry.dag")
+
+    def test_per_task_stdio_of_a_task_named_like_the_dag(self):
+        """The DAG file is named flaky, like its task: flaky.out.001 is
+        that task's second attempt, not the file of a rank 1 that a run
+        with more ranks left behind (the merge moved it into stdout and
+        deleted it)."""
+        self.per_task_stdio_retry("flaky")
+
+    def per_task_stdio_retry(self, dag_name):
         self.write("flaky.sh", FLAKY, 0o755)
-        dag_path = self.write_dag("retry.dag", """
+        dag_path = self.write_dag(dag_name, """
             TASK flaky -t 2 /bin/sh {tmp}/flaky.sh {tmp}/flaky.count
             """.format(tmp=self.tmp))
         res = self.run_pmc(["--per-task-stdio", dag_path], timeout=60)
