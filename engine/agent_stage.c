@@ -66,7 +66,7 @@ static bool agent_next_slot_has_job(struct agent *a)
  * memory and GPUs), if it needs one CPU, no memory and no GPU: its place
  * in *pos.  NULL when there is none, or it is another (it waits in the
  * queue for the pump). */
-static const struct node_task *agent_stageable_next(const struct agent *a, size_t *pos)
+static const struct node_task *agent_stageable_next(struct agent *a, size_t *pos)
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
@@ -74,6 +74,8 @@ static const struct node_task *agent_stageable_next(const struct agent *a, size_
         nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
     if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
         return NULL; /* (too many forwards: agent__launch() would spawn it now) */
+    if (agent__forward_source_busy(a, next))
+        return NULL; /* it waits for the task that writes its -F file */
     return next;
 }
 

@@ -64,6 +64,14 @@ int fwd_prepare(struct fwd_task *f, const struct msg_task *t, struct pmc_error *
     return rc < 0 ? pmc_errorf(err, "Task %s: malformed forwards", t->name) : 0;
 }
 
+bool fwd_names_file(const struct fwd_task *f, const char *src)
+{
+    for (uint32_t i = 0; i < f->n; i++)
+        if (f->e[i].kind == DAG_FORWARD_FILE && strcmp(f->e[i].src, src) == 0)
+            return true;
+    return false;
+}
+
 void fwd_child_fds(const struct fwd_task *f, int *fds)
 {
     uint32_t k = 0;

@@ -81,6 +81,11 @@ void fwd_child_fds(const struct fwd_task *f, int *fds);
  * pointer (the task must not start without its variables). */
 int fwd_child_env(struct fwd_task *f, char **envp);
 
+/* Does f forward the file src (an -F SRC=... of its task, the same
+ * string)?  Reads only what fwd_prepare() set, so the agent thread may ask
+ * while a launcher holds f's entries. */
+bool fwd_names_file(const struct fwd_task *f, const char *src);
+
 /* Close the write ends in the parent (after the spawn). */
 void fwd_close_write_ends(struct fwd_task *f);
 

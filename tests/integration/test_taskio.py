@@ -483,6 +483,57 @@ class TaskIO(pmcrun.TestCase):
             problems.append("blocker/x.txt holds %r" % read_text(self.path("blocker/x.txt")))
         self.check(problems, res)
 
+    def test_tasks_with_one_file_forward_source_never_run_at_once(self):
+        """Three tasks name the same -F source (a DAG that gives one
+        scratch file to several tasks): on one node they must run one
+        after the other, or the first to end takes the others' data with
+        its own and deletes the file, and they succeed forwarding nothing
+        (a missing -F file is no error).  Each writes its block in two
+        parts 0.2 s apart; a fourth task has a source of its own.  On one
+        CPU with a launcher pool, the next task is staged while one runs,
+        and the reaper would start it before it reads the file (a window
+        too narrow to lose data in a test): none of the three may be
+        staged while another holds the file, d alone may."""
+        for cpus, pool in (("4", []), ("1", ["--launch-threads", "1"])):
+            with self.subTest(cpus=cpus, pool=pool):
+                self.one_file_forward_source(["--host-cpus", cpus] + pool)
+
+    def one_file_forward_source(self, args):
+        for name in ("dest.txt", "own.txt", "shared.dag.rescue"):
+            if os.path.exists(self.path(name)):
+                os.unlink(self.path(name))
+        src = self.path("scratch.out")
+        lines = ["TASK %s -F %s=%s/dest.txt /bin/sh -c 'printf %s1 > %s; sleep 0.2; "
+                 "printf %s2 >> %s'" % (n, src, self.tmp, n, src, n, src) for n in "abc"]
+        lines.append("TASK d -F %s/own.out=%s/own.txt /bin/sh -c 'printf d > %s/own.out'"
+                     % (self.tmp, self.tmp, self.tmp))
+        dag_path = self.write_dag("shared.dag", "\n".join(lines) + "\n")
+        res = self.run_pmc(args + [dag_path], timeout=60)
+        problems = []
+        if res.timed_out or res.returncode != 0:
+            problems.append("exit status %s, expected 0" % res.returncode)
+        dest = read_text(self.path("dest.txt")) or ""
+        blocks = sorted(dest[i:i + 4] for i in range(0, len(dest), 4))
+        if blocks != ["a1a2", "b1b2", "c1c2"]:
+            problems.append("dest.txt holds %r, expected a1a2, b1b2 and c1c2 whole" % dest)
+        if read_text(self.path("own.txt")) != "d":
+            problems.append("own.txt holds %r, expected 'd'" % read_text(self.path("own.txt")))
+        # a record's start is stamped after its spawn, its end is start +
+        # duration from the spawn: a task seems to end up to a spawn (~1 ms)
+        # late; two that ran at once overlap by their 0.2 s sleep
+        spans = sorted((r.start, r.start + r.duration, r.name)
+                       for n in "abc" for r in res.records_of(n))
+        for (s0, e0, n0), (s1, _, n1) in zip(spans, spans[1:]):
+            if s1 < e0 - 0.05:
+                problems.append("%s started %.3f s before %s ended" % (n1, e0 - s1, n0))
+        if os.path.exists(src):
+            problems.append("the source is left behind")
+        m = re.search(r"(\d+) staged starts", res.stderr)
+        if "--launch-threads" in args and (not m or int(m.group(1)) > 1):
+            problems.append("%s staged starts, expected d's at most"
+                            % (m.group(1) if m else "no count of"))
+        self.check(problems, res)
+
     def test_forward_to_the_runs_own_files_is_refused(self):
         """Forward destinations that are the run's own files (-o, a rank's
         output file, the rescue log, the DAG) fail their task with the file
