@@ -284,8 +284,10 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
 
 bool agent__forward_source_busy(struct agent *a, const struct node_task *nt)
 {
+    if (!nt->t.nfwd)
+        return false; /* every task's path: no copy, no look at the slots */
     struct msg_task t = nt->t;
-    if (!t.nfwd || (!nt->batch && agent__pack_local_forwards(a, &t) < 0))
+    if (!nt->batch && agent__pack_local_forwards(a, &t) < 0)
         return false; /* (out of memory: its launch reports it) */
     uint32_t pos = 0, kind;
     const char *src, *dest;
