@@ -771,17 +771,40 @@ static int writer_install(struct rescue_writer *w, const char *path, struct pmc_
     return 0;
 }
 
+/* The first half of open and replace: a writer for path whose PATH.tmp
+ * holds exactly the tasks of done, synced, no thread started.  NULL with
+ * err (PATH.tmp removed, path left alone); when names the moment in the
+ * message for a path that is not a regular file (" at start", ""). */
+static struct rescue_writer *writer_prepare(const char *path, const struct dag *dag,
+                                            const uint8_t *done, const char *when,
+                                            struct pmc_error *err)
+{
+    char eb[128];
+    if (fdio_not_regular(path)) {
+        pmc_errorf(err, "%s: not a regular file (the rescue log is replaced%s)", path, when);
+        return NULL;
+    }
+    struct rescue_writer *w = writer_alloc(path, dag);
+    if (!w) {
+        pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
+        return NULL;
+    }
+    if (rewrite(w, done, err) < 0) {
+        writer_abort(w, false, false);
+        return NULL;
+    }
+    return w;
+}
+
 int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
                    struct pmc_error *err)
 {
     char eb[128];
-    if (fdio_not_regular(path))
-        return pmc_errorf(err, "%s: not a regular file (the rescue log is replaced)", path);
-    struct rescue_writer *w = writer_alloc(path, dag);
+    struct rescue_writer *w = writer_prepare(path, dag, done, "", err);
     if (!w)
-        return pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
-    bool renamed = false;
-    int rc = rewrite(w, done, err) < 0 ? -1 : writer_install(w, path, err, &renamed);
+        return -1;
+    bool renamed;
+    int rc = writer_install(w, path, err, &renamed);
     if (rc == 0) { /* synced already: a close error is a late write-back error */
         int closed = close(w->fd);
         w->fd = -1;
@@ -796,19 +819,9 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
                                          const uint8_t *done, struct pmc_error *err)
 {
     char eb[128];
-    if (fdio_not_regular(path)) {
-        pmc_errorf(err, "%s: not a regular file (the rescue log is replaced at start)", path);
+    struct rescue_writer *w = writer_prepare(path, dag, done, " at start", err);
+    if (!w)
         return NULL;
-    }
-    struct rescue_writer *w = writer_alloc(path, dag);
-    if (!w) {
-        pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
-        return NULL;
-    }
-    if (rewrite(w, done, err) < 0) {
-        writer_abort(w, false, false);
-        return NULL;
-    }
     if (writer_start(w) < 0) {
         pmc_errorf(err, "%s: cannot start the writer thread: %s", path,
                    errstr(errno, eb, sizeof eb));
