@@ -30,9 +30,13 @@ static int master_alloc_state(struct master *m)
     m->state = calloc(n, 1);
     m->attempts = calloc(n, sizeof *m->attempts);
     m->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
-    /* the node of each success, for output found lost at the end (master_report.c) */
-    bool ran_on = m->cfg.null_executor || (m->ran_on = malloc(sizeof *m->ran_on * n)) != NULL;
-    return m->done_before && m->remaining && m->state && m->attempts && m->ready && ran_on ? 0 : -1;
+    /* the node of each success, for output found lost at the end
+     * (master_report.c); the null executor records nothing */
+    if (!m->cfg.null_executor)
+        m->ran_on = malloc(sizeof *m->ran_on * n);
+    bool ran_on_ok = m->ran_on || m->cfg.null_executor;
+    return m->done_before && m->remaining && m->state && m->attempts && m->ready && ran_on_ok ? 0
+                                                                                              : -1;
 }
 
 enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
@@ -385,9 +389,7 @@ static void master_handle_mail(struct master *m, struct mail *ml)
         log_error("Rank %d cannot go on", ml->peer);
         rc = -1;
     } else if (r.kind == MSG_LOST) { /* an ABORT whose node's output is lost */
-        int i = ml->peer >= 0 && ml->peer < m->cfg.nranks && m->node_of_rank
-                    ? m->node_of_rank[ml->peer]
-                    : -1;
+        int i = master__node_index(m, ml->peer, "LOST");
         log_error("Rank %d cannot go on: its task output may be lost", ml->peer);
         if (i >= 0)
             m->nodes[i].output_lost = true;

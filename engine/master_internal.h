@@ -188,6 +188,9 @@ int master__handle_started(struct master *m, struct mail *ml, struct msg_reader 
 /* A node's answer to a RECALL: how many tasks it gave back (their results
  * come before it, or on the local link).  -1 on a bad message. */
 int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r);
+/* The index in m->nodes of rank's node; -1 (logged: "WHAT from rank R,
+ * which has no node agent") when it has none. */
+int master__node_index(const struct master *m, int rank, const char *what);
 /* Apply every event the local agent queued on m->link (none without one). */
 void master__drain_local(struct master *m);
 

@@ -193,12 +193,14 @@ static int master_close_forwards(struct master *m)
     return -1;
 }
 
-/* Whether task t, done in this run, lost its output: on its node (a LOST,
- * a deleted rank file), in -o / -e (all: one failed to close) or in a
- * forwarding destination (forwards: one failed to close; which one is not
- * told, so every task that forwards). */
-static bool master_output_lost(const struct master *m, uint32_t t, bool all, bool forwards)
+/* Whether task t was done in this run and lost its output: on its node (a
+ * LOST, a deleted rank file), in -o / -e (all: one failed to close) or in
+ * a forwarding destination (forwards: one failed to close; which one is
+ * not told, so every task that forwards).  Only with m->ran_on. */
+static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool forwards)
 {
+    if (m->state[t] != TASK_DONE || m->done_before[t])
+        return false;
     return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes[m->ran_on[t]].output_lost;
 }
 
@@ -212,19 +214,21 @@ static bool master_output_lost(const struct master *m, uint32_t t, bool all, boo
 static void master_take_back_lost(struct master *m, bool all, bool forwards)
 {
     const struct dag *d = m->dag;
+    if (!m->ran_on)
+        return; /* the null executor records nothing */
     uint32_t n = 0, first = 0;
-    for (uint32_t t = 0; m->ran_on && t < d->ntasks; t++) { /* the null executor records none */
-        if (m->state[t] == TASK_DONE && !m->done_before[t] &&
-            master_output_lost(m, t, all, forwards) && n++ == 0)
+    /* counted first (memory only for a loss), from the end: first is the lowest id */
+    for (uint32_t t = d->ntasks; t-- > 0;)
+        if (master_lost_now(m, t, all, forwards)) {
             first = t;
-    }
+            n++;
+        }
     if (n == 0)
         return;
     struct pmc_error err;
     uint8_t *keep = malloc(d->ntasks);
     for (uint32_t t = 0; keep && t < d->ntasks; t++)
-        keep[t] = m->state[t] == TASK_DONE &&
-                  (m->done_before[t] || !master_output_lost(m, t, all, forwards));
+        keep[t] = m->state[t] == TASK_DONE && !master_lost_now(m, t, all, forwards);
     if (!keep)
         log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
                   n);

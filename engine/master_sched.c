@@ -436,7 +436,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     return 0;
 }
 
-static int master_node_index(const struct master *m, int rank, const char *what)
+int master__node_index(const struct master *m, int rank, const char *what)
 {
     int idx = m->node_of_rank && rank >= 0 && rank < m->cfg.nranks ? m->node_of_rank[rank] : -1;
     if (idx < 0)
@@ -461,7 +461,7 @@ static int master_apply_started(struct master *m, int rank, const struct msg_sta
 
 int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master_node_index(m, ml->peer, "RECALL");
+    int idx = master__node_index(m, ml->peer, "RECALL");
     if (idx < 0)
         return -1;
     struct msg_recall rc;
@@ -477,7 +477,7 @@ int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *
 
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master_node_index(m, ml->peer, "STARTED");
+    int idx = master__node_index(m, ml->peer, "STARTED");
     if (idx < 0)
         return -1;
     struct msg_started st;
@@ -493,7 +493,7 @@ int master__handle_started(struct master *m, struct mail *ml, struct msg_reader 
 
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master_node_index(m, ml->peer, "RESULTS");
+    int idx = master__node_index(m, ml->peer, "RESULTS");
     if (idx < 0)
         return -1;
     m->st.result_msgs++;
@@ -526,7 +526,7 @@ void master__drain_local(struct master *m)
         return;
     struct local_event ev;
     while (local_link_take_event(m->link, &ev)) {
-        int idx = master_node_index(m, 0, "An event on the local link");
+        int idx = master__node_index(m, 0, "An event on the local link");
         if (idx < 0 || master_apply_event(m, idx, &ev) < 0)
             m->fatal = true;
         local_event_free(&ev);
