@@ -282,16 +282,11 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
     return 0;
 }
 
-bool agent__forward_source_busy(struct agent *a, const struct node_task *nt)
+bool agent__forward_source_busy(const struct agent *a, const struct msg_task *t)
 {
-    if (!nt->t.nfwd)
-        return false; /* every task's path: no copy, no look at the slots */
-    struct msg_task t = nt->t;
-    if (!nt->batch && agent__pack_local_forwards(a, &t) < 0)
-        return false; /* (out of memory: its launch reports it) */
     uint32_t pos = 0, kind;
     const char *src, *dest;
-    while (msg_task_next_fwd(&t, &pos, &kind, &src, &dest) == 1) {
+    while (msg_task_next_fwd(t, &pos, &kind, &src, &dest) == 1) {
         for (uint32_t i = 0; kind == DAG_FORWARD_FILE && i < a->nslots; i++)
             if (agent__slot_busy(a, i) && fwd_names_file(&a->slots[i].fwd, src))
                 return true;
@@ -300,22 +295,21 @@ bool agent__forward_source_busy(struct agent *a, const struct node_task *nt)
 }
 
 /* Put nt back at the head of the queue, where it waits for the task that
- * writes its -F file (agent__forward_source_busy()); the pump stops until
- * a task ends.  -1 (logged, the rank fails) when the queue cannot take it. */
-static int agent_wait_for_source(struct agent *a, struct node_task *nt)
+ * writes its -F file (agent__forward_source_busy()) until a task ends; the
+ * rank fails (logged) when the queue cannot take it. */
+static void agent_wait_for_source(struct agent *a, struct node_task *nt)
 {
     if (!nt->batch) /* its packed forwards were in the scratch buffer */
         nt->t.fwd = NULL, nt->t.fwd_len = 0;
     if (nq_push_front(&a->queue, nt->t.cpus, nt->t.memory_mb, nt->t.gpus, nt->t.priority, nt) ==
         0) {
         log_debug("Task %s waits: a task running here forwards the same -F file", nt->t.name);
-        return 0;
+        return;
     }
     log_fatal("Out of memory for the queue of rank %d", a->cfg.rank);
     agent__cancel_task(a, &nt->t);
     agent__batch_unref(nt->batch);
     a->failed = true;
-    return -1;
 }
 
 /* Start staged and queued tasks while this rank's CPUs and memory allow
@@ -333,15 +327,14 @@ static void agent_pump(struct agent *a)
     /* holds: a launch that fails at once (a missing program) holds too */
     while (!a->failed && a->holds == 0 &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
-        if (agent__forward_source_busy(a, &nt)) {
-            if (agent_wait_for_source(a, &nt) == 0)
-                return; /* nothing is staged past it either */
-            break;
-        }
         if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);
             a->failed = true;
             break;
+        }
+        if (nt.t.nfwd && agent__forward_source_busy(a, &nt.t)) {
+            agent_wait_for_source(a, &nt);
+            return; /* nothing is staged past it either */
         }
         if (!agent__launch(a, &nt.t, nt.batch, false))
             agent__batch_unref(nt.batch);
