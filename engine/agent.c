@@ -282,40 +282,53 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
     return 0;
 }
 
-bool agent__forward_source_busy(const struct agent *a, const struct msg_task *t)
+/* Does a task started or staged here name src as an -F file? */
+static bool agent_file_in_use(const struct agent *a, const char *src)
 {
-    uint32_t pos = 0, kind;
-    const char *src, *dest;
-    while (msg_task_next_fwd(t, &pos, &kind, &src, &dest) == 1) {
-        for (uint32_t i = 0; kind == DAG_FORWARD_FILE && i < a->nslots; i++)
-            if (agent__slot_busy(a, i) && fwd_names_file(&a->slots[i].fwd, src))
-                return true;
-    }
+    for (uint32_t i = 0; i < a->nslots; i++)
+        if (agent__slot_busy(a, i) && fwd_names_file(&a->slots[i].fwd, src))
+            return true;
     return false;
 }
 
-/* Put nt back at the head of the queue, where it waits for the task that
- * writes its -F file (agent__forward_source_busy()) until a task ends; the
- * rank fails (logged) when the queue cannot take it. */
-static void agent_wait_for_source(struct agent *a, struct node_task *nt)
+/* Must queued task nt wait because a task of this node, started or staged,
+ * forwards a file that nt also names with -F (the same string)?  Both would
+ * write it, and the first to end would take and delete the other's data
+ * with its own (PMC manual, "I/O forwarding using files").  A local task's
+ * forwards are read from the DAG, a remote one's from its TASKS message.
+ * O(slots x -F files).  Tasks on other nodes of a shared file system are
+ * not seen. */
+static bool agent_forward_source_busy(const struct agent *a, const struct node_task *nt)
 {
-    if (!nt->batch) /* its packed forwards were in the scratch buffer */
-        nt->t.fwd = NULL, nt->t.fwd_len = 0;
-    if (nq_push_front(&a->queue, nt->t.cpus, nt->t.memory_mb, nt->t.gpus, nt->t.priority, nt) ==
-        0) {
-        log_debug("Task %s waits: a task running here forwards the same -F file", nt->t.name);
-        return;
+    if (!nt->batch) {
+        const struct dag *d = local_link_dag(a->link);
+        const struct dag_forward *f = d->fwd + d->fwd_first[nt->t.id];
+        for (uint32_t j = 0; j < d->nfwd[nt->t.id]; j++)
+            if (f[j].kind == DAG_FORWARD_FILE && agent_file_in_use(a, d->arena + f[j].src))
+                return true;
+        return false;
     }
-    log_fatal("Out of memory for the queue of rank %d", a->cfg.rank);
-    agent__cancel_task(a, &nt->t);
-    agent__batch_unref(nt->batch);
-    a->failed = true;
+    uint32_t pos = 0, kind;
+    const char *src, *dest;
+    while (msg_task_next_fwd(&nt->t, &pos, &kind, &src, &dest) == 1)
+        if (kind == DAG_FORWARD_FILE && agent_file_in_use(a, src))
+            return true;
+    return false;
+}
+
+/* The queue's condition (nq_set_condition()): a task whose -F file a task
+ * here writes is passed over, as one that does not fit is, until that one
+ * has ended; the tasks behind it go ahead. */
+static bool agent_queued_may_start(const void *item, void *ctx)
+{
+    const struct node_task *nt = item;
+    return nt->t.nfwd == 0 || !agent_forward_source_busy(ctx, nt);
 }
 
 /* Start staged and queued tasks while this rank's CPUs and memory allow
  * (the staged ones first: they left the queue first), then stage what
  * still waits (agent_stage.c).  A task whose -F file another task here
- * writes stops the round: it goes first once that one has ended. */
+ * writes waits in the queue (agent_queued_may_start()). */
 static void agent_pump(struct agent *a)
 {
     if (a->holds > 0)
@@ -331,10 +344,6 @@ static void agent_pump(struct agent *a)
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);
             a->failed = true;
             break;
-        }
-        if (nt.t.nfwd && agent__forward_source_busy(a, &nt.t)) {
-            agent_wait_for_source(a, &nt);
-            return; /* nothing is staged past it either */
         }
         if (!agent__launch(a, &nt.t, nt.batch, false))
             agent__batch_unref(nt.batch);
@@ -785,6 +794,7 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->cfg.task_dir = strdup(cfg->task_dir ? cfg->task_dir : ".");
     a->out.fd = a->err.fd = -1;
     nq_init(&a->queue, sizeof(struct node_task));
+    nq_set_condition(&a->queue, agent_queued_may_start, a);
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
     a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);

@@ -198,14 +198,6 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
  * agent's scratch buffer (agent__launch() copies what it keeps).  0, or -1
  * with ENOMEM. */
 int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
-/* Must queued task t (its forwards in wire form: a local task's packed
- * first) wait because a task of this node, started or staged, forwards a
- * file that t also names with -F (the same string)?  Both would write it,
- * and the first to end would take and delete the other's data with its
- * own (PMC manual, "I/O forwarding using files").  O(slots x -F files):
- * call it for tasks with forwards only.  Tasks on other nodes of a shared
- * file system are not seen. */
-bool agent__forward_source_busy(const struct agent *a, const struct msg_task *t);
 
 /* agent_stage.c: staged launches (launcher.h).  While no CPU is free and
  * tasks wait, agent__stage() prepares queued tasks of one CPU, no memory

@@ -61,18 +61,6 @@ static bool agent_next_slot_has_job(struct agent *a)
     return launcher_job(a->launcher, agent__next_free_slot(a)) != NULL;
 }
 
-/* Does queued task nt (with forwards) wait for the task that writes its
- * -F file (agent__forward_source_busy())?  A local task's forwards are
- * packed into a copy; the queue's entry is left as it is.  Without memory
- * for that, no: its launch reports the failure. */
-static bool agent_stage_waits_for_source(struct agent *a, const struct node_task *nt)
-{
-    struct msg_task t = nt->t;
-    if (!nt->batch && agent__pack_local_forwards(a, &t) < 0)
-        return false;
-    return agent__forward_source_busy(a, &t);
-}
-
 /* The task the pump would start on the next CPU that frees (the queue's
  * order and PMC's deferral rule: nq_take_fit() with one CPU and the free
  * memory and GPUs), if it needs one CPU, no memory and no GPU: its place
@@ -86,8 +74,6 @@ static const struct node_task *agent_stageable_next(struct agent *a, size_t *pos
         nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
     if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
         return NULL; /* (too many forwards: agent__launch() would spawn it now) */
-    if (next->t.nfwd && agent_stage_waits_for_source(a, next))
-        return NULL; /* it waits for the task that writes its -F file */
     return next;
 }
 

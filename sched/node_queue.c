@@ -21,6 +21,12 @@ void nq_init(struct node_queue *q, size_t item_size)
     q->stride = (sizeof(struct nq_need) + item_size + 15) & ~(size_t)15;
 }
 
+void nq_set_condition(struct node_queue *q, nq_may_start_fn may_start, void *ctx)
+{
+    q->may_start = may_start;
+    q->may_start_ctx = ctx;
+}
+
 static unsigned char *nq_at(const struct node_queue *q, size_t k)
 {
     return q->ring + ((q->head + k) & q->mask) * q->stride;
@@ -114,15 +120,18 @@ static void nq_remove(struct node_queue *q, size_t k, void *out)
     q->len--;
 }
 
-/* The position of the first task that fits within NQ_DEFER_SCAN entries,
- * or -1. */
+/* The position of the first task within NQ_DEFER_SCAN entries that fits
+ * and meets the queue's condition, or -1. */
 static long nq_find_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
                         uint32_t gpus_free)
 {
     size_t depth = q->len < NQ_DEFER_SCAN ? q->len : NQ_DEFER_SCAN;
-    for (size_t k = 0; k < depth; k++)
-        if (nq_fits(nq_at(q, k), cpus_free, memory_free, gpus_free))
+    for (size_t k = 0; k < depth; k++) {
+        const unsigned char *e = nq_at(q, k);
+        if (nq_fits(e, cpus_free, memory_free, gpus_free) &&
+            (!q->may_start || q->may_start(e + sizeof(struct nq_need), q->may_start_ctx)))
             return (long)k;
+    }
     return -1;
 }
 

@@ -9,7 +9,8 @@
  * before the new one was ready) and starts them as its own CPU, memory and
  * GPU accounting allows, with PMC's deferral rule: when the first task does not fit, the
  * first one within the next NQ_DEFER_SCAN entries that fits starts instead,
- * and the others keep their order.
+ * and the others keep their order.  The caller may add a condition of its
+ * own that an entry must meet to start (nq_set_condition()).
  *
  * Items are opaque to the queue: the caller gives each one's needs (CPUs,
  * memory in MB, GPUs) and item_size bytes that are copied in and out (the
@@ -24,6 +25,7 @@
 #ifndef PMC_NODE_QUEUE_H
 #define PMC_NODE_QUEUE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,14 +35,31 @@ extern "C" {
 
 #define NQ_DEFER_SCAN 64
 
+/* A caller's condition on a queued item beyond its needs: true when the
+ * item may start now (engine/agent.c: no task started here writes the
+ * same -F file).  Called with the item in place, for entries whose needs
+ * fit, in queue order; it must not change the queue. */
+typedef bool (*nq_may_start_fn)(const void *item, void *ctx);
+
 struct node_queue {
     unsigned char *ring; /* (mask + 1) entries of stride bytes */
     size_t item_size, stride;
     size_t mask, head, len;
+    nq_may_start_fn may_start; /* NULL: every entry that fits may start */
+    void *may_start_ctx;
 };
 
-/* An empty queue of items of item_size bytes (> 0).  No allocation. */
+/* An empty queue of items of item_size bytes (> 0), without a condition.
+ * No allocation. */
 void nq_init(struct node_queue *q, size_t item_size);
+
+/* Make nq_take_fit() and nq_peek_fit() pass over an entry whose needs fit
+ * but for which may_start(item, ctx) is false, as they pass over one that
+ * does not fit (PMC's deferral rule: refused entries count towards the
+ * NQ_DEFER_SCAN looked at); NULL removes the condition.  nq_pop() and
+ * nq_pop_back_fit() (tasks leaving the node) do not ask it.  ctx is the
+ * caller's, kept while the queue lives. */
+void nq_set_condition(struct node_queue *q, nq_may_start_fn may_start, void *ctx);
 
 /* Queue a copy of item (item_size bytes), a task needing cpus, memory_mb
  * (MB) and gpus, of priority prio: behind every entry of priority >= prio,
@@ -58,8 +77,9 @@ int nq_push_front(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint3
                   int32_t prio, const void *item);
 
 /* Remove the first task that fits cpus_free, memory_free (MB) and
- * gpus_free, looking at most NQ_DEFER_SCAN entries deep, and copy its item
- * to out.  1 when one was taken, 0 when none fits (or the queue is empty). */
+ * gpus_free and meets the queue's condition, if any, looking at most
+ * NQ_DEFER_SCAN entries deep, and copy its item to out.  1 when one was
+ * taken, 0 when none fits (or the queue is empty). */
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
                 void *out);
 

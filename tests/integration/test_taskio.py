@@ -493,7 +493,11 @@ class TaskIO(pmcrun.TestCase):
         CPU with a launcher pool, the next task is staged while one runs,
         and the reaper would start it before it reads the file (a window
         too narrow to lose data in a test): none of the three may be
-        staged while another holds the file, d alone may."""
+        staged while another holds the file.  There d, queued behind b and
+        c, is staged while a runs and starts before them, and one of them
+        is staged while d runs: 2 staged starts (3 if b were staged beside
+        a and c beside b).  On 4 CPUs d starts while a runs: the tasks that
+        wait for the file do not hold the node's queue."""
         for cpus, pool in (("4", []), ("1", ["--launch-threads", "1"])):
             with self.subTest(cpus=cpus, pool=pool):
                 self.one_file_forward_source(["--host-cpus", cpus] + pool)
@@ -526,12 +530,23 @@ class TaskIO(pmcrun.TestCase):
         for (s0, e0, n0), (s1, _, n1) in zip(spans, spans[1:]):
             if s1 < e0 - 0.05:
                 problems.append("%s started %.3f s before %s ended" % (n1, e0 - s1, n0))
+        d_starts = [r.start for r in res.records_of("d")]
+        if len(spans) != 3 or len(d_starts) != 1:
+            problems.append("%d records of a, b and c and %d of d, expected 3 and 1"
+                            % (len(spans), len(d_starts)))
+            self.check(problems, res)
+        if "--launch-threads" not in args and d_starts[0] > spans[0][1] - 0.1:
+            problems.append("d started %.3f s after %s did, at its end: the tasks that wait "
+                            "for the file held the queue" % (d_starts[0] - spans[0][0], spans[0][2]))
         if os.path.exists(src):
             problems.append("the source is left behind")
         m = re.search(r"(\d+) staged starts", res.stderr)
-        if "--launch-threads" in args and (not m or int(m.group(1)) > 1):
-            problems.append("%s staged starts, expected d's at most"
+        if "--launch-threads" in args and (not m or int(m.group(1)) > 2):
+            problems.append("%s staged starts, expected 2 at most (d's, and b's or c's)"
                             % (m.group(1) if m else "no count of"))
+        if "--launch-threads" in args and d_starts[0] > spans[1][0]:
+            problems.append("d started after %s: it was not staged ahead of the tasks that wait "
+                            "for the file" % spans[1][2])
         self.check(problems, res)
 
     def test_forward_to_the_runs_own_files_is_refused(self):

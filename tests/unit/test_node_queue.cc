@@ -9,9 +9,10 @@
 // fitting task deeper than NQ_DEFER_SCAN is not reached.  Starting the tasks of a queue against a
 // free-resource budget (as agent_pump() and the simulator do) never overcommits and, once resources
 // come back, starts the deferred tasks first.  nq_pop ignores fit; nq_pop_back_fit takes the last
-// task that fits; nq_push_front puts a task back ahead of its priority; the ring keeps its order
-// across growth while wrapped; the batch handle travels
-// with each task.
+// task that fits; a caller's condition (nq_set_condition) passes over the entries it refuses, as
+// take and peek do those that do not fit, is asked only of entries that fit, and nq_pop and
+// nq_pop_back_fit do not ask it; nq_push_front puts a task back ahead of its priority; the ring
+// keeps its order across growth while wrapped; the batch handle travels with each task.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -282,6 +283,74 @@ TEST(NodeQueue, TakeAtTakesThePeekedTask)
     nq_take_at(&q.q, pos, &nt);
     EXPECT_EQ(nt.t.id, 1u);
     EXPECT_EQ(drain(q), (std::vector<uint32_t>{0, 2}));
+}
+
+// The condition the agent gives its queue (no task running here writes the
+// same -F file), modelled as a set of refused ids; it records what it was
+// asked.
+struct Refuse {
+    std::vector<uint32_t> ids, asked;
+};
+
+bool refuse_listed(const void *item, void *ctx)
+{
+    auto *r = static_cast<Refuse *>(ctx);
+    uint32_t id = static_cast<const struct node_task *>(item)->t.id;
+    r->asked.push_back(id);
+    return std::find(r->ids.begin(), r->ids.end(), id) == r->ids.end();
+}
+
+TEST(NodeQueue, ConditionPassesOverRefusedTasksAndTheNextGoAhead)
+{
+    Queue q;
+    Refuse r;
+    r.ids = {0, 1};
+    nq_set_condition(&q.q, refuse_listed, &r);
+    push(q, task(0, 1));
+    push(q, task(1, 1));
+    push(q, task(2, 8)); // does not fit: the condition is not asked
+    push(q, task(3, 1));
+    push(q, task(4, 1));
+    uint32_t cpus = 0, gpus = 0;
+    uint64_t mem = 0;
+    size_t pos = 99;
+    auto *p =
+        static_cast<const struct node_task *>(nq_peek_fit(&q.q, 4, 0, 0, &cpus, &mem, &gpus, &pos));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->t.id, 3u) << "a peek passes over refused entries too";
+    EXPECT_EQ(pos, 3u);
+    EXPECT_EQ(r.asked, (std::vector<uint32_t>{0, 1, 3})) << "asked only of entries that fit";
+    cpus = 4;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{3, 4}));
+    r.ids = {1}; // the task that held task 0 back has ended
+    cpus = 4;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{0}));
+    r.ids.clear();
+    cpus = 4;
+    EXPECT_EQ(pump(q, cpus, mem, gpus), (std::vector<uint32_t>{1}))
+        << "a refused task keeps its place ahead of those behind it";
+    EXPECT_EQ(drain(q), (std::vector<uint32_t>{2}));
+}
+
+TEST(NodeQueue, TasksLeavingTheNodeAreNotAskedTheCondition)
+{
+    Queue q;
+    Refuse r;
+    r.ids = {0, 1, 2};
+    nq_set_condition(&q.q, refuse_listed, &r);
+    for (uint32_t i = 0; i < 3; i++)
+        push(q, task(i, 1));
+    struct node_task nt;
+    EXPECT_EQ(nq_take_fit(&q.q, 4, 0, 0, &nt), 0) << "every entry refused";
+    r.asked.clear();
+    ASSERT_EQ(nq_pop_back_fit(&q.q, 4, 0, 0, &nt), 1);
+    EXPECT_EQ(nt.t.id, 2u);
+    ASSERT_EQ(nq_pop(&q.q, &nt), 1);
+    EXPECT_EQ(nt.t.id, 0u);
+    EXPECT_TRUE(r.asked.empty());
+    nq_set_condition(&q.q, nullptr, nullptr);
+    ASSERT_EQ(nq_take_fit(&q.q, 4, 0, 0, &nt), 1) << "without a condition, what fits";
+    EXPECT_EQ(nt.t.id, 1u);
 }
 
 TEST(NodeQueue, DeferredTaskStartsFirstOnceResourcesReturn)
