@@ -654,7 +654,10 @@ fail_lock:
     return -1;
 }
 
-static struct rescue_writer *writer_alloc(const char *path, const struct dag *dag)
+/* A writer for path, its format buffer allocated; with_thread: also the
+ * ring and the locks its thread uses (rescue_replace() needs neither).
+ * NULL with ENOMEM. */
+static struct rescue_writer *writer_alloc(const char *path, const struct dag *dag, bool with_thread)
 {
     struct rescue_writer *w = aligned_alloc(64, sizeof *w);
     if (!w)
@@ -667,9 +670,10 @@ static struct rescue_writer *writer_alloc(const char *path, const struct dag *da
     w->dag = dag;
     w->fd = -1;
     w->bufcap = BUF_INITIAL;
-    w->ring = malloc(RING_SIZE * sizeof *w->ring);
     w->buf = malloc(w->bufcap);
-    if (!w->ring || !w->buf || writer_paths(w, path) < 0 || sync_init(w) < 0) {
+    if (with_thread)
+        w->ring = malloc(RING_SIZE * sizeof *w->ring);
+    if ((with_thread && (!w->ring || sync_init(w) < 0)) || !w->buf || writer_paths(w, path) < 0) {
         writer_free(w);
         errno = ENOMEM;
         return NULL;
@@ -772,11 +776,12 @@ static int writer_install(struct rescue_writer *w, const char *path, struct pmc_
 }
 
 /* The first half of open and replace: a writer for path whose PATH.tmp
- * holds exactly the tasks of done, synced, no thread started.  NULL with
- * err (PATH.tmp removed, path left alone); when names the moment in the
- * message for a path that is not a regular file (" at start", ""). */
+ * holds exactly the tasks of done, synced, no thread started (with_thread:
+ * ready for one, writer_alloc()).  NULL with err (PATH.tmp removed, path
+ * left alone); when names the moment in the message for a path that is not
+ * a regular file (" at start", ""). */
 static struct rescue_writer *writer_prepare(const char *path, const struct dag *dag,
-                                            const uint8_t *done, const char *when,
+                                            const uint8_t *done, bool with_thread, const char *when,
                                             struct pmc_error *err)
 {
     char eb[128];
@@ -784,7 +789,7 @@ static struct rescue_writer *writer_prepare(const char *path, const struct dag *
         pmc_errorf(err, "%s: not a regular file (the rescue log is replaced%s)", path, when);
         return NULL;
     }
-    struct rescue_writer *w = writer_alloc(path, dag);
+    struct rescue_writer *w = writer_alloc(path, dag, with_thread);
     if (!w) {
         pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
         return NULL;
@@ -800,7 +805,7 @@ int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
                    struct pmc_error *err)
 {
     char eb[128];
-    struct rescue_writer *w = writer_prepare(path, dag, done, "", err);
+    struct rescue_writer *w = writer_prepare(path, dag, done, false, "", err);
     if (!w)
         return -1;
     bool renamed;
@@ -819,7 +824,7 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
                                          const uint8_t *done, struct pmc_error *err)
 {
     char eb[128];
-    struct rescue_writer *w = writer_prepare(path, dag, done, " at start", err);
+    struct rescue_writer *w = writer_prepare(path, dag, done, true, " at start", err);
     if (!w)
         return NULL;
     if (writer_start(w) < 0) {
