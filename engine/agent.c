@@ -86,20 +86,18 @@ static void agent_link_result(struct agent *a, const struct msg_result *r)
     agent_link_event(a, &ev);
 }
 
-static void agent_send(struct agent *a, struct msgbuf *b, const char *what);
+static void agent_send_batch(struct agent *a);
 
 /* Queue r in the RESULTS message being built, after sending that message
- * (its task's start notices first) when r's forwarded data would take it
- * past MSG_SPLIT_BYTES: only forwarded data (-f/-F, up to FWD_TASK_MAX a
- * task) makes results this big, and several such batched together would
- * pass MSG_MAX_BYTES, which one MPI message cannot carry.  0, or -1 (out of
- * memory). */
+ * (its tasks' start notices first: agent_send_batch()) when r's forwarded
+ * data would take it past MSG_SPLIT_BYTES: only forwarded data (-f/-F, up
+ * to FWD_TASK_MAX a task) makes results this big, and several such batched
+ * together would pass MSG_MAX_BYTES, which one MPI message cannot carry.
+ * 0, or -1 (out of memory). */
 static int agent_batch_result(struct agent *a, const struct msg_result *r)
 {
-    if (a->results.count > 0 && a->results.len + r->fwd_len > MSG_SPLIT_BYTES) {
-        agent_send(a, &a->starts, "start notices");
-        agent_send(a, &a->results, "results");
-    }
+    if (a->results.count > 0 && a->results.len + r->fwd_len > MSG_SPLIT_BYTES)
+        agent_send_batch(a);
     if (a->results.count == 0) {
         if (msg_begin(&a->results, MSG_RESULTS) < 0)
             return -1;
@@ -214,26 +212,36 @@ static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
 static void agent_answer_recall(struct agent *a);
 
 /* Send the pending notices, then the results (one destination, one
- * thread: the master gets a task's STARTED before its result). */
+ * thread: the master gets a task's STARTED before its result), and clear
+ * what agent_result_wait_ms() kept for them: the results that release
+ * children, a failure to send now, and, at the refill mark, the low-water
+ * flush (it goes once per refill). */
+static void agent_send_batch(struct agent *a)
+{
+    agent_send(a, &a->starts, "start notices");
+    agent_send(a, &a->results, "results");
+    a->results_release = false;
+    a->send_now = false;
+    a->low_water_sent |= agent_at_low_water(a);
+}
+
+/* Send what waits once agent_result_wait_ms() says it is time: the
+ * notices and results (agent_send_batch()), the answer to a recall, and
+ * the local link's doorbell. */
 static void agent_flush_results(struct agent *a)
 {
     /* the low-water flush goes once per refill: again only after the node
      * was refilled above the mark */
-    bool low = agent_at_low_water(a);
-    if (!low)
+    if (!agent_at_low_water(a))
         a->low_water_sent = false;
     if (agent_result_wait_ms(a) != 0)
         return;
-    agent_send(a, &a->starts, "start notices");
-    agent_send(a, &a->results, "results");
+    agent_send_batch(a);
     if (a->recall_answer)
         agent_answer_recall(a);
     if (a->link_results + a->link_starts > 0)
         local_link_notify_master(a->link);
     a->link_results = a->link_starts = 0;
-    a->results_release = false;
-    a->send_now = false;
-    a->low_water_sent |= low;
 }
 
 /* Send the ABORT or BYE built at start-up (once each). */

@@ -22,7 +22,6 @@
  */
 #include "io/fdcache.h"
 #include "io/fdio.h"
-#include "io/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -443,15 +442,17 @@ int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t 
         return -1;
     c->last_start = e->regular ? (int64_t)lseek(e->fd, 0, SEEK_END) : -1;
     int rc = fdio_write_all(e->fd, data, len);
-    if (rc) {
-        if (c->last_start >= 0 && ftruncate(e->fd, (off_t)c->last_start) < 0)
-            log_error("%s: cannot remove the part of a block written before: %s", path,
-                      strerror(errno));
-        entry_drop(c, e);
-        errno = rc;
-        return pmc_errorf(err, "%s: %s", path, strerror(rc));
-    }
-    return 0;
+    if (rc == 0)
+        return 0;
+    int cut = c->last_start >= 0 && ftruncate(e->fd, (off_t)c->last_start) < 0 ? errno : 0;
+    entry_drop(c, e);
+    if (cut)
+        pmc_errorf(err, "%s: %s (and the part of the block written could not be cut off: %s)", path,
+                   strerror(rc), strerror(cut));
+    else
+        pmc_errorf(err, "%s: %s", path, strerror(rc));
+    errno = rc;
+    return -1;
 }
 
 void fdcache_set_guard(struct fdcache *c, fdcache_guard_fn fn, void *ctx)

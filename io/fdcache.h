@@ -58,9 +58,13 @@ uint32_t fdcache__auto_maxfds(uint64_t soft_limit);
  * cannot be created: "PATH: cannot create directory DIR: <strerror>").
  * After a failed write(2) a regular file is cut back to its size before the
  * block (ftruncate(2); no part of the block stays, as none of a failed
- * task's data may), and the file is closed so the next block reopens it.
- * The master is the only writer of its destinations, so that size is the
- * file's end as the block began. */
+ * task's data may), and the file is closed so the next block reopens it;
+ * when that cut fails too, err says so: "PATH: <strerror> (and the part of
+ * the block written could not be cut off: <strerror>)".  The size before
+ * the block is read from the file (lseek(2), one call a block), not kept
+ * here: the master is the only writer of its destinations that the
+ * engine knows of, but a file some task or user appends to as well would
+ * make a kept size stale, and the cut would take their data. */
 int fdcache_write(struct fdcache *c, const char *path, const void *data, size_t len,
                   struct pmc_error *err);
 

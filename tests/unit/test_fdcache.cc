@@ -11,7 +11,8 @@
 // misses, hit rate (1.0 before any write).  Directories: nested parents are
 // created.  Errors, each "PATH: <strerror>" with errno, the cache still
 // usable afterwards: a directory as destination, a path under a regular
-// file, a parent that cannot be created, a failing write (/dev/full).
+// file, a parent that cannot be created, a failing write (/dev/full), a failed block whose cut
+// fails too (ftruncate(2) replaced in this binary).
 // Limits: maxfds against RLIMIT_NOFILE (the soft limit lowered with
 // setrlimit and restored), PMC's automatic rule, and running out of
 // descriptors below an explicit maxfds.
@@ -37,12 +38,26 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "io/fdcache.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
+
+// ftruncate(2) for this test binary (it takes the place of libc's for the
+// cache's code too): fails with ftruncate_errno when that is set.
+static int ftruncate_errno = 0;
+
+extern "C" int ftruncate(int fd, off_t length)
+{
+    if (ftruncate_errno) {
+        errno = ftruncate_errno;
+        return -1;
+    }
+    return static_cast<int>(syscall(SYS_ftruncate, fd, length));
+}
 
 namespace
 {
@@ -170,6 +185,27 @@ TEST_F(FdcacheTest, FifoWithoutAReaderFailsAndWithOneGetsEveryByte)
     EXPECT_EQ(got.size(), block.size());
 }
 
+// Write a 10,000-byte block to p under a file size limit of 4096 bytes
+// (RLIMIT_FSIZE, SIGXFSZ ignored: the write fails with EFBIG part way);
+// fdcache_write()'s result.
+int write_past_size_limit(struct fdcache *c, const std::string &p, pmc_error *err)
+{
+    struct rlimit saved {
+    };
+    if (getrlimit(RLIMIT_FSIZE, &saved) != 0)
+        return -2;
+    struct rlimit small = saved;
+    small.rlim_cur = 4096;
+    auto old = signal(SIGXFSZ, SIG_IGN);
+    if (setrlimit(RLIMIT_FSIZE, &small) != 0)
+        return -2;
+    std::string block(10000, 'b');
+    int rc = fdcache_write(c, p.c_str(), block.data(), block.size(), err);
+    setrlimit(RLIMIT_FSIZE, &saved);
+    signal(SIGXFSZ, old);
+    return rc;
+}
+
 // A block that cannot be written whole (here the file size limit,
 // RLIMIT_FSIZE, cuts it) leaves nothing of itself: the file is cut back to
 // its size before the block, and fdcache_last_start() of the block before
@@ -181,24 +217,31 @@ TEST_F(FdcacheTest, FailedBlockLeavesNothingAndABlockCanBeUndone)
     put(c.get(), p, "before\n");
     put(c.get(), p, "undone\n");
     EXPECT_EQ(fdcache_last_start(c.get()), 7);
-    struct rlimit saved {
-    };
-    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
-    struct rlimit small = saved;
-    small.rlim_cur = 4096;
-    auto old = signal(SIGXFSZ, SIG_IGN); // EFBIG instead
-    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
-    std::string block(10000, 'b');
     pmc_error err{};
-    int rc = fdcache_write(c.get(), p.c_str(), block.data(), block.size(), &err);
-    setrlimit(RLIMIT_FSIZE, &saved);
-    signal(SIGXFSZ, old);
-    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(write_past_size_limit(c.get(), p, &err), -1);
     EXPECT_EQ(std::string(err.text), p + ": File too large");
     EXPECT_EQ(read_file(p), "before\nundone\n") << "part of the failed block stayed";
     ASSERT_EQ(fdcache_truncate(c.get(), p.c_str(), 7, &err), 0) << err.text;
     put(c.get(), p, "after\n");
     EXPECT_EQ(read_file(p), "before\nafter\n");
+}
+
+// When the cut of a failed block fails too, the error says so: the file
+// keeps part of the block, and the caller must not think it clean.
+TEST_F(FdcacheTest, FailedBlockWhoseCutFailsSaysSo)
+{
+    std::string p = path("out.txt");
+    auto c = make_cache(4);
+    put(c.get(), p, "before\n");
+    pmc_error err{};
+    ftruncate_errno = EIO;
+    int rc = write_past_size_limit(c.get(), p, &err);
+    ftruncate_errno = 0;
+    EXPECT_EQ(rc, -1);
+    EXPECT_EQ(errno, EFBIG) << "errno is the write's";
+    EXPECT_EQ(std::string(err.text), p + ": File too large (and the part of the block written "
+                                         "could not be cut off: Input/output error)");
+    EXPECT_EQ(read_file(p).size(), 4096u) << "the part the limit let through stays";
 }
 
 TEST_F(FdcacheTest, NewFileIsMode0644)
