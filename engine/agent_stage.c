@@ -72,8 +72,8 @@ static const struct node_task *agent_stageable_next(struct agent *a, size_t *pos
     uint64_t memory_mb;
     const struct node_task *next =
         nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
-    if (!next || cpus != 1 || memory_mb || gpus || next->t.nfwd > LAUNCHER_MAX_FORWARDS)
-        return NULL; /* (too many forwards: agent__launch() would spawn it now) */
+    if (!next || cpus != 1 || memory_mb || gpus)
+        return NULL;
     return next;
 }
 

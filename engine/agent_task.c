@@ -430,10 +430,8 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
                                 struct batch *batch, bool staged)
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
-    /* the pool's pipe events keep a forward's index (-F files counted) in
-     * 8 bits (launcher.c pipe_event()): a task of more forwards runs here;
-     * its pipes, req->nforward, are among them (j->forward_fds' bound) */
-    if (!j || a->slots[i].fwd.n > LAUNCHER_MAX_FORWARDS)
+    /* j->forward_fds' bound, which a parsed DAG never passes (DAG_MAX_PIPES) */
+    if (!j || req->nforward > LAUNCHER_MAX_FORWARDS)
         return false;
     j->req = *req;
     for (int k = 0; k < req->nforward; k++)

@@ -72,6 +72,14 @@ bool fwd_names_file(const struct fwd_task *f, const char *src)
     return false;
 }
 
+uint32_t fwd_pipe_entry(const struct fwd_task *f, uint32_t p)
+{
+    for (uint32_t k = 0; k < f->n; k++)
+        if (f->e[k].kind == DAG_FORWARD_PIPE && p-- == 0)
+            return k;
+    return f->n;
+}
+
 void fwd_child_fds(const struct fwd_task *f, int *fds)
 {
     uint32_t k = 0;

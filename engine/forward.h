@@ -86,6 +86,11 @@ int fwd_child_env(struct fwd_task *f, char **envp);
  * while a launcher holds f's entries. */
 bool fwd_names_file(const struct fwd_task *f, const char *src);
 
+/* The index in f->e of f's pipe number p (0 for its first -f, in the
+ * order of the task's list; -F files are not counted), or f->n when f has
+ * no such pipe.  O(f->n).  Reads only what fwd_prepare() set. */
+uint32_t fwd_pipe_entry(const struct fwd_task *f, uint32_t p);
+
 /* Close the write ends in the parent (after the spawn). */
 void fwd_close_write_ends(struct fwd_task *f);
 

@@ -35,7 +35,7 @@
 #define JOB_STATE(w) ((w) & ((1u << JOB_STATE_BITS) - 1))
 #define JOB_GEN(w) (((w) >> JOB_STATE_BITS) & JOB_GEN_MASK)
 #define JOB_ANY_GEN UINT32_MAX
-_Static_assert(LAUNCHER_MAX_FORWARDS < 0xff, "pipe_event() keeps k + 1 in 8 bits");
+_Static_assert(LAUNCHER_MAX_FORWARDS < 0xff, "pipe_event() keeps p + 1 in 8 bits");
 enum {
     JOB_IDLE,       /* the pool does not watch it (the agent's, loud, reaped, unwatched) */
     JOB_WATCHED,    /* running, its pidfd (and pipes) in the pool's epoll set */
@@ -95,20 +95,22 @@ static void launcher_unwatch(struct launcher *l, uint32_t i)
     (void)launcher_claim(l, i, JOB_IDLE, JOB_ANY_GEN);
 }
 
-/* The epoll data of slot i's pipe k (forwards.e[k]) for launch generation
- * gen: k + 1 in bits 32-39, gen above them.  Never a pidfd's (those have
- * nothing above the low 32 bits) nor an eventfd's (those have bits 32-39
- * all set, and k + 1 <= LAUNCHER_MAX_FORWARDS < 0xff). */
-static uint64_t pipe_event(uint32_t i, uint32_t k, uint32_t gen)
+/* The epoll data of slot i's pipe number p (its p-th -f, -F files not
+ * counted: fwd_pipe_entry()) for launch generation gen: p + 1 in bits
+ * 32-39, gen above them.  Never a pidfd's (those have nothing above the
+ * low 32 bits) nor an eventfd's (those have bits 32-39 all set, and p + 1
+ * <= LAUNCHER_MAX_FORWARDS < 0xff).  A task may name any number of -F
+ * files around its pipes. */
+static uint64_t pipe_event(uint32_t i, uint32_t p, uint32_t gen)
 {
-    return i | ((uint64_t)(k + 1) << 32) | ((uint64_t)gen << 40);
+    return i | ((uint64_t)(p + 1) << 32) | ((uint64_t)gen << 40);
 }
 
-/* The slot, pipe index and generation of pipe_event() data d. */
-static void pipe_event_parts(uint64_t d, uint32_t *i, uint32_t *k, uint32_t *gen)
+/* The slot, pipe number and generation of pipe_event() data d. */
+static void pipe_event_parts(uint64_t d, uint32_t *i, uint32_t *p, uint32_t *gen)
 {
     *i = (uint32_t)d;
-    *k = (uint32_t)(d >> 32 & 0xff) - 1;
+    *p = (uint32_t)(d >> 32 & 0xff) - 1;
     *gen = (uint32_t)(d >> 40);
 }
 
@@ -130,9 +132,11 @@ static int launcher_watch(struct launcher *l, uint32_t i, uint32_t gen)
 {
     struct launch_job *j = &l->jobs[i];
     int e = 0;
-    for (uint32_t k = 0; e == 0 && k < j->forwards.n; k++) {
+    for (uint32_t k = 0, p = 0; e == 0 && k < j->forwards.n; k++) {
+        if (j->forwards.e[k].kind != DAG_FORWARD_PIPE)
+            continue;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
-                                 .data.u64 = pipe_event(i, k, gen)};
+                                 .data.u64 = pipe_event(i, p++, gen)};
         if (j->forwards.e[k].rfd >= 0 &&
             epoll_ctl(l->epfd, EPOLL_CTL_ADD, j->forwards.e[k].rfd, &ev) < 0)
             e = errno;
@@ -190,7 +194,8 @@ static void launcher_launch(struct launcher *l, uint32_t i)
     mailbox_notify(l->wake);
 }
 
-/* Slot i's pipe k, of launch generation gen, is readable (or at its end):
+/* Slot i's pipe number p (fwd_pipe_entry()), of launch generation gen, is
+ * readable (or at its end):
  * read what it holds while the task runs (at most LAUNCHER_PIPE_READ_MAX
  * bytes, so that a writer that never pauses does not keep the reaper and
  * signals waiting: the event fires again), so that the writer does not
@@ -199,16 +204,17 @@ static void launcher_launch(struct launcher *l, uint32_t i)
  * fails: fwd_finish()).  A stale event (the slot was reaped, perhaps
  * launched again: another generation) finds the slot unwatched, or
  * watched for another launch, and does nothing. */
-static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t k, uint32_t gen)
+static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t p, uint32_t gen)
 {
     uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_READING, gen) : 0;
     if (w == 0)
         return;
     struct fwd_task *f = &l->jobs[i].forwards;
+    uint32_t k = fwd_pipe_entry(f, p);
     if (k < f->n && f->e[k].rfd >= 0) {
         int fd = f->e[k].rfd;
         struct epoll_event ev = {.events = EPOLLIN | EPOLLONESHOT,
-                                 .data.u64 = pipe_event(i, k, gen)};
+                                 .data.u64 = pipe_event(i, p, gen)};
         int rc = fwd_read_pipe_some(f, k, LAUNCHER_PIPE_READ_MAX);
         atomic_fetch_add_explicit(&l->pipe_reads, 1, memory_order_relaxed);
         unsigned hold = atomic_load_explicit(&l->hold_reads_us, memory_order_relaxed);
@@ -590,12 +596,12 @@ void launcher__hold_reads(struct launcher *l, unsigned us)
     atomic_store_explicit(&l->hold_reads_us, us, memory_order_relaxed);
 }
 
-void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t k)
+void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p)
 {
     if (i >= l->nslots)
         return;
     uint32_t w = atomic_load_explicit(&l->state[i], memory_order_acquire);
-    launcher_read_pipe(l, i, k, (JOB_GEN(w) - 1) & JOB_GEN_MASK);
+    launcher_read_pipe(l, i, p, (JOB_GEN(w) - 1) & JOB_GEN_MASK);
 }
 
 uint64_t launcher__pipe_reads(const struct launcher *l)

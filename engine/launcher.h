@@ -335,13 +335,13 @@ void launcher__fail_next_rearm(struct launcher *l, int err);
 void launcher__hold_reads(struct launcher *l, unsigned us);
 uint64_t launcher__pipe_reads(const struct launcher *l);
 
-/* Tests: hand the pool a pipe event of slot i's pipe k from the slot's
+/* Tests: hand the pool a pipe event of slot i's pipe number p from the slot's
  * previous launch (its generation one below the current one's), as a
  * launcher that took the event from epoll before the reap would handle it
  * after the slot's next launch: it must find the slot watched for another
  * launch and do nothing (no read, no re-arm).  From the test's thread,
  * while the slot's task runs. */
-void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t k);
+void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

@@ -588,9 +588,11 @@ class TaskIO(pmcrun.TestCase):
     def test_pipe_after_many_file_forwards(self):
         """A -f pipe after 300 -F files (which need no descriptor, so a task
         may have any number): its 200 KB, more than the pipe holds, arrive
-        whole, with a launcher pool too.  The pool's pipe events keep the
-        forward's index in 8 bits: such a task runs on the agent's path
-        (before, its pipe event named another forward and the task hung)."""
+        whole, with a launcher pool too.  The pool's pipe events number a
+        task's pipes in 8 bits, -F files not counted, so the pool reads it
+        (LauncherPool.PipeAfterManyFileForwardsIsReadByThePool); a first
+        version counted the files, and its pipe event named another
+        forward: the task hung."""
         files = " ".join("-F %s/src%d=%s/dst%d" % (self.tmp, k, self.tmp, k) for k in range(300))
         dag_path = self.write("many.dag",
                               "TASK many %s -f OUT=%s/many.out /bin/sh -c "

@@ -53,6 +53,25 @@ struct PipeForwards {
         }
         f.n = f.cap = f.npipes = (uint32_t)n;
     }
+    // n pipes after files -F entries for files that are not there (a
+    // missing -F file is no error): the pipes keep their places in f.e.
+    PipeForwards(size_t n, size_t files) : PipeForwards(n)
+    {
+        auto *e = static_cast<fwd_entry *>(calloc(files + n, sizeof *f.e));
+        for (size_t k = 0; k < files; k++)
+            e[k] = fwd_entry{DAG_FORWARD_FILE,
+                             strdup(("/nonexistent/src" + std::to_string(k)).c_str()),
+                             -1,
+                             -1,
+                             nullptr,
+                             0,
+                             0,
+                             0};
+        memcpy(e + files, f.e, n * sizeof *f.e);
+        free(f.e);
+        f.e = e;
+        f.n = f.cap = (uint32_t)(files + n);
+    }
     // The agent closes its write ends once the task started.
     void close_write_ends()
     {
@@ -562,6 +581,31 @@ TEST_F(LauncherPool, ReapedLaunchReadsItsPipesWhileItRuns)
         EXPECT_LT(fw[i]->f.e[0].rfd, 0) << "the reaper closes the read ends";
         EXPECT_LT(fw[i]->f.e[1].rfd, 0);
     }
+}
+
+// A pipe after 300 -F files (which need no descriptor: a task may name
+// any number) is read by the pool while its task runs, as any other: the
+// pool's pipe events number a task's pipes, not its forwards, in their 8
+// bits (before, such a task ran on the agent's path: its forward's index,
+// 300, did not fit them).
+TEST_F(LauncherPool, PipeAfterManyFileForwardsIsReadByThePool)
+{
+    start(1, 1);
+    PipeForwards fw(1, 300);
+    launcher_job(pool_, 0)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    submit(0, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3"}, true);
+    forward_fds_.clear();
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    ASSERT_TRUE(take_exited(&i)) << "the task blocked on a full pipe";
+    const struct launch_job *j = launcher_job(pool_, 0);
+    EXPECT_EQ(j->status, 0);
+    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_GT(launcher__pipe_reads(pool_), 0u) << "nobody read the pipe while the task ran";
+    auto blocks = pack_blocks(&j->fwd_pack);
+    EXPECT_EQ(blocks[300], std::string(300000, '\0')) << "the pipe's data under its own index";
 }
 
 // fwd_read_pipe_some() stops after the bytes asked for (more is there: 0),
