@@ -842,6 +842,10 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
+    /* launchers to spare beyond one per CPU: all but one wait for their own
+     * task, as spawner processes do (launcher_set_own_waits()) */
+    if (a->launcher && cfg->launch_threads > cfg->cpus)
+        launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
     a->staged_cap = cfg->cpus ? cfg->cpus : 1; /* agent__stage(): one per CPU at most */
     if (a->launcher && !(a->staged_order = calloc(a->staged_cap, sizeof *a->staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");
@@ -908,6 +912,7 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
     out->tasks = a->results_made;
     out->launch_threads = a->launcher ? launcher_threads(a->launcher) : 0;
     out->staged_starts = a->launcher ? launcher_staged_starts(a->launcher) : 0;
+    out->own_waits = a->launcher ? launcher_own_waits(a->launcher) : 0;
 }
 
 int agent_join(struct agent *a)

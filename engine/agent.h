@@ -105,6 +105,7 @@ struct agent_cpu {
     uint64_t agent_ns, launchers_ns, tasks;
     uint32_t launch_threads;
     uint64_t staged_starts; /* staged tasks started by a reaper (launcher_staged_starts()) */
+    uint64_t own_waits;     /* tasks their launcher waited for itself (launcher_own_waits()) */
 };
 void agent_get_cpu(const struct agent *a, struct agent_cpu *out);
 

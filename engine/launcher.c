@@ -8,8 +8,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "engine/planted.h"
@@ -61,6 +63,9 @@ struct launcher {
     atomic_ulong pipe_reads;    /* launcher__pipe_reads() */
     atomic_ulong staged_starts; /* launcher_staged_starts() */
     atomic_uint holds;          /* failures that hold staged starts (launcher_hold()) */
+    atomic_uint own_waits_max;  /* launcher_set_own_waits() */
+    atomic_uint own_waiting;    /* launchers that wait for their own task now */
+    atomic_ulong own_waits;     /* launcher_own_waits() */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -159,8 +164,30 @@ static void push(struct mpmc_ring *r, uint32_t i)
         ; /* cannot be full: each ring holds every slot once at most */
 }
 
-/* Start slot i's job and hand it back: completed, then (a reaped launch) watched. */
-static void launcher_launch(struct launcher *l, uint32_t i)
+/* May the launcher that started slot i's reaped launch, which has none
+ * in *own (NONE_OWN), wait for that task itself (launcher_set_own_waits())?
+ * Then *own is i and the launcher counts among the waiting ones.  Not a
+ * task with -f pipes: those are read through the pool's epoll set. */
+#define NONE_OWN UINT32_MAX
+static bool launcher_take_own(struct launcher *l, uint32_t i, uint32_t *own)
+{
+    if (!own || *own != NONE_OWN || l->jobs[i].forwards.npipes > 0)
+        return false;
+    unsigned most = atomic_load_explicit(&l->own_waits_max, memory_order_relaxed);
+    unsigned n = atomic_load_explicit(&l->own_waiting, memory_order_relaxed);
+    do {
+        if (n >= most)
+            return false;
+    } while (!atomic_compare_exchange_weak_explicit(&l->own_waiting, &n, n + 1,
+                                                    memory_order_relaxed, memory_order_relaxed));
+    *own = i;
+    return true;
+}
+
+/* Start slot i's job and hand it back: completed, then (a reaped launch)
+ * watched, by the pool's epoll set or, through *own (launcher_take_own();
+ * own is NULL where the caller cannot wait), by this launcher itself. */
+static void launcher_launch(struct launcher *l, uint32_t i, uint32_t *own)
 {
     struct launch_job *j = &l->jobs[i];
     j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
@@ -178,7 +205,7 @@ static void launcher_launch(struct launcher *l, uint32_t i)
         mailbox_notify(l->wake);
         return;
     }
-    int e = launcher_watch(l, i, gen);
+    int e = launcher_take_own(l, i, own) ? 0 : launcher_watch(l, i, gen);
     if (e == 0) {
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
@@ -236,14 +263,14 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t p, uint3
 
 /* Start staged job k on the CPU a task just gave up: its clock and its
  * record's start are its own start's. */
-static void launcher_start_staged(struct launcher *l, uint32_t k)
+static void launcher_start_staged(struct launcher *l, uint32_t k, uint32_t *own)
 {
     struct launch_job *j = &l->jobs[k];
     clock_gettime(CLOCK_MONOTONIC, &j->started);
     j->output.record.start = pmc_epoch_s();
     j->chained = true;
     atomic_fetch_add_explicit(&l->staged_starts, 1, memory_order_relaxed);
-    launcher_launch(l, k);
+    launcher_launch(l, k, own);
 }
 
 /* After its task's exit, drain and close job j's -f pipes and, after a 0
@@ -321,8 +348,9 @@ static void launcher_hand_back(struct launcher *l, uint32_t i, uint32_t handed)
  * cleared, reaped), write its output block, and hand it back through the
  * exited ring.  In its grace (a SIGTERM sent) only its first process is
  * reaped, and when its group has members left it goes back lingering, to
- * be finished by the agent (launcher_finish()). */
-static void launcher_reap(struct launcher *l, uint32_t i)
+ * be finished by the agent (launcher_finish()).  A staged job it starts
+ * may become the caller's own to wait for (launcher_launch()). */
+static void launcher_reap(struct launcher *l, uint32_t i, uint32_t *own)
 {
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
@@ -351,7 +379,7 @@ static void launcher_reap(struct launcher *l, uint32_t i)
     bool hand = !hold && atomic_load_explicit(&l->holds, memory_order_acquire) == 0 &&
                 mpmc_ring_try_pop(l->staged, &k);
     if (hand)
-        launcher_start_staged(l, k);
+        launcher_start_staged(l, k, own);
     launcher_write(l, j);
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }
@@ -391,15 +419,52 @@ static int launcher_wait(struct launcher *l, struct epoll_event *ev)
     return n < 0 ? 0 : n; /* EINTR: look again */
 }
 
+/* Wait for slot i's task, this launcher's own (launcher_take_own()), in
+ * waitid(2), which its exit wakes on its CPU (a sync wake-up, as a spawner
+ * process's waitpid() is; a pidfd's poll wake-up is not), and reap it.
+ * When waitid fails (not EINTR) the pool's epoll set watches it instead,
+ * or the agent does (launcher_launch()'s failed watch). */
+static void launcher_wait_own(struct launcher *l, uint32_t i, uint32_t *own)
+{
+    struct launch_job *j = &l->jobs[i];
+    siginfo_t si;
+    int rc;
+    do {
+        memset(&si, 0, sizeof si);
+        rc = waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED | WNOWAIT);
+    } while (rc < 0 && errno == EINTR);
+    *own = NONE_OWN;
+    atomic_fetch_sub_explicit(&l->own_waiting, 1, memory_order_relaxed);
+    if (rc == 0) {
+        atomic_fetch_add_explicit(&l->own_waits, 1, memory_order_relaxed);
+        launcher_reap(l, i, own);
+        return;
+    }
+    uint32_t w = atomic_load_explicit(&l->state[i], memory_order_relaxed);
+    int e = launcher_watch(l, i, JOB_GEN(w));
+    if (e) {
+        j->watch_err = e;
+        push(l->unwatched, i);
+        mailbox_notify(l->wake);
+    }
+}
+
 static void *launcher_main(void *arg)
 {
     struct launcher *l = arg;
     struct epoll_event ev[LAUNCHER_EVENTS];
+    uint32_t own = NONE_OWN;          /* the task this launcher waits for itself */
     (void)spawn_thread_short_slice(); /* woken by exits: run at once (spawn.h) */
     for (;;) {
         uint32_t i;
+        /* submissions first: this launcher may have taken the work
+         * eventfd's wake-up meant for them before it waits for its own */
         if (mpmc_ring_try_pop(l->submitted, &i)) {
-            launcher_launch(l, i);
+            launcher_launch(l, i, &own);
+            continue;
+        }
+        if (own != NONE_OWN) {
+            launcher_wait_own(l, own, &own);
             continue;
         }
         if (atomic_load_explicit(&l->stop, memory_order_acquire))
@@ -417,7 +482,7 @@ static void *launcher_main(void *arg)
                 pipe_event_parts(d, &slot, &pipe, &gen);
                 launcher_read_pipe(l, slot, pipe, gen);
             } else {
-                launcher_reap(l, (uint32_t)d);
+                launcher_reap(l, (uint32_t)d, &own);
             }
         }
     }
@@ -528,6 +593,17 @@ void launcher_stage(struct launcher *l, uint32_t i)
 bool launcher_take_staged(struct launcher *l, uint32_t *i)
 {
     return mpmc_ring_try_pop(l->staged, i);
+}
+
+void launcher_set_own_waits(struct launcher *l, uint32_t n)
+{
+    atomic_store_explicit(&l->own_waits_max, n < l->nthreads ? n : l->nthreads - 1,
+                          memory_order_relaxed);
+}
+
+uint64_t launcher_own_waits(const struct launcher *l)
+{
+    return atomic_load_explicit(&l->own_waits, memory_order_relaxed);
 }
 
 uint64_t launcher_staged_starts(const struct launcher *l)

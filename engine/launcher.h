@@ -343,6 +343,23 @@ uint64_t launcher__pipe_reads(const struct launcher *l);
  * while the slot's task runs. */
 void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
 
+/* Let up to n launchers (at most all but one) each wait for a reaped
+ * launch they started, without -f pipes, themselves: in waitid(2), which
+ * the task's exit wakes on its own CPU (a sync wake-up, as a spawner
+ * process's waitpid() is; the pool's epoll set gets a pidfd's wake-up,
+ * which is not), then reap it and start a staged job, which may become
+ * theirs in turn.  The others serve submissions, pipes and the exits of
+ * the tasks in the epoll set.  A launcher that waits so is held until its
+ * task ends, so the agent asks for this only when the pool has launchers
+ * to spare beyond one per CPU (--launch-threads above the node's CPUs:
+ * then n = threads - 1).  0 (the default) turns it off.  On the 2-core
+ * Intel VM, 10,000 /bin/true 2 at once, 3 launchers with 2 waiting ran
+ * 0.89-0.90 of two spawner processes against 0.86 with no pool
+ * (docs/performance.md section 25).  Call before the first submit. */
+void launcher_set_own_waits(struct launcher *l, uint32_t n);
+/* Tasks a launcher waited for itself so far (launcher_set_own_waits()). */
+uint64_t launcher_own_waits(const struct launcher *l);
+
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);
 

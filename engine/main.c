@@ -458,15 +458,15 @@ static void report_engine_cpu(const struct master *m, const struct agent *a, int
     struct agent_cpu ac = {0};
     if (a)
         agent_get_cpu(a, &ac);
-    char agent_part[192] = "no node agent";
+    char agent_part[256] = "no node agent";
     if (a)
         snprintf(
             agent_part, sizeof agent_part,
             "node agent %.3f ms (%.1f us per task, %lu tasks), launchers %.3f ms (%u threads), "
-            "%lu staged starts",
+            "%lu staged starts, %lu waited for by their launcher",
             ac.agent_ns / 1e6, ac.tasks ? ac.agent_ns / 1e3 / ac.tasks : 0.0,
             (unsigned long)ac.tasks, ac.launchers_ns / 1e6, ac.launch_threads,
-            (unsigned long)ac.staged_starts);
+            (unsigned long)ac.staged_starts, (unsigned long)ac.own_waits);
     if (m) {
         struct master_cpu mc;
         master_get_cpu(m, &mc);

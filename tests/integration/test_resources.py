@@ -375,6 +375,37 @@ class Resources(pmcrun.TestCase):
         problems += self.staged_problems(res, ["L"] + shorts, shorts)[0]
         self.check(problems, res)
 
+    def test_launchers_to_spare_wait_for_their_own_tasks(self):
+        """More launchers than CPUs (3 on --host-cpus 2): all but one wait
+        for the task each started in waitid, reap it and start the next
+        staged one (launcher_set_own_waits()).  3,000 /bin/true all
+        succeed, most are waited for so (the Engine CPU line's count), the
+        staged tasks still wait behind no long task, and no exit is seen
+        late: a first version could leave a submission in the ring while
+        the launcher that took its wake-up waited for its own task, and a
+        task then seemed to run 1-5 s (about once in 10,000 tasks, so this
+        check catches it only now and then)."""
+        self.need_two_cpus()
+        dag_path = self.write("spare.dag", "".join("TASK t%04d /bin/true\n" % i
+                                                   for i in range(3000)))
+        res = self.run_pmc(["--host-cpus", "2", "--launch-threads", "3", dag_path], timeout=300)
+        problems = self.ok_run_problems(res, dag_path)
+        m = re.search(r"(\d+) waited for by their launcher", res.stderr)
+        if not m or int(m.group(1)) < 1500:
+            problems.append("%s of 3000 waited for by their launcher, expected most"
+                            % (m.group(1) if m else "no count of"))
+        slow = sorted((r.duration, r.name) for r in res.tasks if r.duration > 1.0)
+        if slow:
+            problems.append("%d tasks of /bin/true took over 1 s, the longest %s %.2f s: an "
+                            "exit seen late" % (len(slow), slow[-1][1], slow[-1][0]))
+        shorts = ["s%d" % i for i in range(6)]
+        dag_path, res2 = self.staged_run("spare_staged.dag", [("L", "-p 10", 3)] +
+                                         [(n, "", 0.15) for n in shorts],
+                                         extra=["--launch-threads", "3"])
+        problems += self.ok_run_problems(res2, dag_path)
+        problems += self.staged_problems(res2, ["L"] + shorts, shorts)[0]
+        self.check(problems, res)
+
     def test_staged_task_that_cannot_execute(self):
         shorts = ["s0", "s1", "s2", "s3"]
         dag_path, res = self.staged_run("staged_x.dag", [

@@ -900,6 +900,69 @@ TEST_F(LauncherPool, StagedJobStartsWhenAReapedTaskEnds)
     EXPECT_EQ(launcher_staged_starts(pool_), 1u);
 }
 
+// A launcher that may wait for its own task (launcher_set_own_waits())
+// waits for it in waitid, reaps it as the pool's epoll set would (status,
+// output block), starts the staged job on the freed CPU and waits for that
+// one too; the other launcher stays free: a job submitted meanwhile starts
+// and ends while the waited task still runs.
+TEST_F(LauncherPool, LauncherWaitsForItsOwnTaskAndTheNextStaged)
+{
+    start(2, 4);
+    launcher_set_own_waits(pool_, 5); // at most all but one: 1
+    stage(1, {"/bin/sh", "-c", "echo staged; sleep 0.5"});
+    submit(0, {"/bin/sh", "-c", "echo first; sleep 0.2"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 0u);
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 0u);
+    EXPECT_EQ(launcher_job(pool_, 0)->status, 0);
+    EXPECT_EQ(launcher_job(pool_, 0)->handed, 2u) << "the staged job started at the exit";
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 1u);
+    submit(2, {"/bin/sh", "-c", "echo beside"}, true); // slot 1's task sleeps 0.5 s
+    ASSERT_TRUE(take(&i));
+    EXPECT_EQ(i, 2u);
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 2u) << "the free launcher reaped it while slot 1's task ran";
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(i, 1u);
+    EXPECT_EQ(launcher_job(pool_, 1)->status, 0);
+    EXPECT_EQ(launcher_own_waits(pool_), 2u) << "slots 0 and 1 waited for by their launcher";
+    std::string out = read_file(dir_ + "/out.0");
+    for (const char *want : {"first\n", "staged\n", "beside\n", "name=t0", "name=t1", "name=t2"})
+        EXPECT_NE(out.find(want), std::string::npos) << want << " missing from " << out;
+}
+
+// A task its launcher waits for is signalled as any watched one
+// (launcher_signal(): the per-slot state orders it against the reap), and
+// a task with -f pipes is never waited for so: its pipes must be read
+// while it runs, by the pool's epoll set.
+TEST_F(LauncherPool, OwnWaitedTaskTakesSignalsAndPipesStayWithThePool)
+{
+    start(2, 4);
+    launcher_set_own_waits(pool_, 1);
+    submit(0, {"/bin/sleep", "30"}, true);
+    uint32_t i;
+    ASSERT_TRUE(take(&i));
+    usleep(100000);
+    EXPECT_TRUE(launcher_signal(pool_, 0, SIGKILL));
+    ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 0)->status, SIGKILL);
+    EXPECT_EQ(launcher_own_waits(pool_), 1u);
+    PipeForwards fw(1);
+    launcher_job(pool_, 1)->forwards = fw.f;
+    forward_fds_ = fw.write_ends;
+    submit(1, {"/bin/sh", "-c", "head -c 300000 /dev/zero >&3"}, true);
+    forward_fds_.clear();
+    ASSERT_TRUE(take(&i));
+    fw.close_write_ends();
+    ASSERT_TRUE(take_exited(&i)) << "the task blocked on a full pipe";
+    EXPECT_EQ(launcher_job(pool_, 1)->status, 0);
+    EXPECT_EQ(launcher_own_waits(pool_), 1u) << "a task with pipes was waited for in waitid";
+    EXPECT_GT(launcher__pipe_reads(pool_), 0u);
+}
+
 // The reaper starts the staged job before it hands the exit back (and
 // before it writes that task's output): when the exit can be taken, the
 // staged job's start is already there.  The exit is taken the moment it
