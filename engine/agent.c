@@ -834,19 +834,26 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     }
     if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
         log_warn("%s: if this process is killed, its tasks run on", err->text);
-    /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once, and
-     * slots double as needed: 2 * cpus slot indices can occur */
+    /* launchers to spare beyond one per CPU: all but one wait for their own
+     * task, as spawner processes do (launcher_set_own_waits()), and the
+     * exits they reap wake the agent less often, over more staged tasks
+     * (launcher_set_quiet_exits()) */
+    uint32_t cpus = cfg->cpus ? cfg->cpus : 1;
+    bool spare = !cfg->null_executor && cfg->launch_threads > cpus;
+    a->staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
+    /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once,
+     * beside the staged ones, and slots double as needed: cpus + staged_cap
+     * slots in use, twice that in slot indices */
     if (!cfg->null_executor && cfg->launch_threads > 0 &&
-        !(a->launcher = launcher_create(cfg->launch_threads, 2 * (cfg->cpus ? cfg->cpus : 1) + 8,
-                                        &a->box, err))) {
+        !(a->launcher =
+              launcher_create(cfg->launch_threads, 2 * (cpus + a->staged_cap) + 8, &a->box, err))) {
         agent_destroy(a);
         return NULL;
     }
-    /* launchers to spare beyond one per CPU: all but one wait for their own
-     * task, as spawner processes do (launcher_set_own_waits()) */
-    if (a->launcher && cfg->launch_threads > cfg->cpus)
+    if (spare) {
         launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
-    a->staged_cap = cfg->cpus ? cfg->cpus : 1; /* agent__stage(): one per CPU at most */
+        launcher_set_quiet_exits(a->launcher, true, cpus);
+    }
     if (a->launcher && !(a->staged_order = calloc(a->staged_cap, sizeof *a->staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");
         agent_destroy(a);

@@ -33,6 +33,9 @@
 #define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
 #define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
 #define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
+/* Staged tasks per CPU when the pool has launchers to spare (agent.c:
+ * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise */
+#define AGENT_STAGED_PER_CPU_SPARE 4
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {

@@ -453,6 +453,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     j->fwd_failed = false;
     j->wake_on_start = s->notify_start;
     j->hold_on_failure = s->hold_on_failure;
+    j->wake_on_exit = s->releases || s->hold_on_failure;
     j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
     j->timed_out = false;

@@ -66,6 +66,8 @@ struct launcher {
     atomic_uint own_waits_max;  /* launcher_set_own_waits() */
     atomic_uint own_waiting;    /* launchers that wait for their own task now */
     atomic_ulong own_waits;     /* launcher_own_waits() */
+    atomic_bool quiet_exits;    /* launcher_set_quiet_exits() */
+    atomic_uint quiet_low;
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -331,16 +333,29 @@ static void launcher_write(struct launcher *l, struct launch_job *j)
     launcher_count_hold(l, j);
 }
 
-/* Hand slot i back to the agent, which the push wakes. */
+/* May the exit of job j, whose reaper started staged job handed - 1 (0:
+ * none), leave the agent asleep (launcher_set_quiet_exits())? */
+static bool launcher_exit_is_quiet(struct launcher *l, const struct launch_job *j, uint32_t handed)
+{
+    return handed && j->status == 0 && !j->wake_on_exit && !j->lingers &&
+           atomic_load_explicit(&l->quiet_exits, memory_order_relaxed) &&
+           !atomic_load_explicit(&l->wake_always, memory_order_relaxed) &&
+           mpmc_ring_size(l->staged) > atomic_load_explicit(&l->quiet_low, memory_order_relaxed);
+}
+
+/* Hand slot i back to the agent, which the push wakes (but a quiet exit:
+ * launcher_exit_is_quiet()). */
 static void launcher_hand_back(struct launcher *l, uint32_t i, uint32_t handed)
 {
     struct launch_job *j = &l->jobs[i];
+    bool quiet = launcher_exit_is_quiet(l, j, handed); /* j is the agent's after the push */
     /* one-shot: the entry fired and is disabled; the close removes it (or
      * a spawning child's copy of the descriptor does, at its execve) */
     close(j->pidfd);    /* j->pidfd keeps the number: the agent may still read it */
     j->handed = handed; /* before the push: the agent reads it */
     push(l->exited, i);
-    mailbox_notify(l->wake);
+    if (!quiet)
+        mailbox_notify(l->wake);
 }
 
 /* Slot i's task exited (its pidfd is readable): end it as the agent does
@@ -599,6 +614,12 @@ void launcher_set_own_waits(struct launcher *l, uint32_t n)
 {
     atomic_store_explicit(&l->own_waits_max, n < l->nthreads ? n : l->nthreads - 1,
                           memory_order_relaxed);
+}
+
+void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low)
+{
+    atomic_store_explicit(&l->quiet_low, low, memory_order_relaxed);
+    atomic_store_explicit(&l->quiet_exits, on, memory_order_relaxed);
 }
 
 uint64_t launcher_own_waits(const struct launcher *l)

@@ -177,6 +177,10 @@ struct launch_job {
      * until the master answers; the agent starts the staged job when it
      * has the result and no hold) */
     bool hold_on_failure;
+    /* in, reaped launches: its exit always wakes the agent, also when
+     * quiet exits are on (launcher_set_quiet_exits()): its result releases
+     * children, or holds the node's starts */
+    bool wake_on_exit;
     /* out: it failed so (also a 0 exit its forwards or output turned into
      * 256): its
      * reaper counted it in the pool's holds (launcher_hold()), which the
@@ -354,11 +358,23 @@ void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
  * to spare beyond one per CPU (--launch-threads above the node's CPUs:
  * then n = threads - 1).  0 (the default) turns it off.  On the 2-core
  * Intel VM, 10,000 /bin/true 2 at once, 3 launchers with 2 waiting ran
- * 0.89-0.90 of two spawner processes against 0.86 with no pool
+ * a median 0.877 of two spawner processes (8 rounds) against 0.860 with no pool
  * (docs/performance.md section 25).  Call before the first submit. */
 void launcher_set_own_waits(struct launcher *l, uint32_t n);
 /* Tasks a launcher waited for itself so far (launcher_set_own_waits()). */
 uint64_t launcher_own_waits(const struct launcher *l);
+
+/* Quiet exits: an exit whose reaper started a staged job on the CPU it
+ * freed, of a task that exited 0 and whose job does not ask for the agent
+ * (wake_on_exit), is handed back without waking the agent while more
+ * than low staged jobs are left; the agent takes it with the next exit
+ * that wakes it.  Every other exit wakes it, so the last ones always do,
+ * and results that release children or report a failure are not held.
+ * The agent turns this on with own waits and stages more tasks ahead (4
+ * per CPU, low = its CPUs), so that a node of short, independent tasks
+ * wakes it about once per 3 tasks per CPU instead of at every exit
+ * (docs/performance.md section 25).  Call before the first submit. */
+void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

@@ -378,9 +378,12 @@ class Resources(pmcrun.TestCase):
     def test_launchers_to_spare_wait_for_their_own_tasks(self):
         """More launchers than CPUs (3 on --host-cpus 2): all but one wait
         for the task each started in waitid, reap it and start the next
-        staged one (launcher_set_own_waits()).  3,000 /bin/true all
-        succeed, most are waited for so (the Engine CPU line's count), the
-        staged tasks still wait behind no long task, and no exit is seen
+        staged one (launcher_set_own_waits()), over 4 staged tasks per CPU
+        whose exits wake the agent only at a low mark or when they cannot
+        wait (launcher_set_quiet_exits()).  3,000 /bin/true all succeed,
+        most are waited for so (the Engine CPU line's count), the staged
+        tasks still wait behind no long task, a DAG with children
+        (examples/montage-small.dag) runs in order, and no exit is seen
         late: a first version could leave a submission in the ring while
         the launcher that took its wake-up waited for its own task, and a
         task then seemed to run 1-5 s (about once in 10,000 tasks, so this
@@ -404,6 +407,10 @@ class Resources(pmcrun.TestCase):
                                          extra=["--launch-threads", "3"])
         problems += self.ok_run_problems(res2, dag_path)
         problems += self.staged_problems(res2, ["L"] + shorts, shorts)[0]
+        src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
+        dag_path = self.write("montage.dag", pmcrun.read_text(src))
+        res3 = self.run_pmc(["--host-cpus", "2", "--launch-threads", "3", dag_path], timeout=300)
+        problems += ["montage-small: " + p for p in self.ok_run_problems(res3, dag_path)]
         self.check(problems, res)
 
     def test_staged_task_that_cannot_execute(self):
