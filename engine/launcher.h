@@ -358,8 +358,10 @@ void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
  * to spare beyond one per CPU (--launch-threads above the node's CPUs:
  * then n = threads - 1).  0 (the default) turns it off.  On the 2-core
  * Intel VM, 10,000 /bin/true 2 at once, 3 launchers with 2 waiting ran
- * a median 0.877 of two spawner processes (8 rounds) against 0.860 with no pool
- * (docs/performance.md section 25).  Call before the first submit. */
+ * a median 0.877 of two spawner processes (8 rounds) against 0.860 with
+ * no pool, and 0.909 against 0.846 with quiet exits as well
+ * (launcher_set_quiet_exits(); docs/performance.md section 25).  Call
+ * before the first submit. */
 void launcher_set_own_waits(struct launcher *l, uint32_t n);
 /* Tasks a launcher waited for itself so far (launcher_set_own_waits()). */
 uint64_t launcher_own_waits(const struct launcher *l);
