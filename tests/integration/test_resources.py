@@ -38,6 +38,12 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
     ends first starts the oldest (engine/agent_stage.c): every short task
     ends before L (none waits behind it), at most 2 CPUs are ever busy, and
     the Engine CPU line counts staged starts.
+  * launchers_to_spare_wait_for_their_own_tasks: --host-cpus 2
+    --launch-threads 3 (launchers to spare: they wait for their own tasks,
+    and exits wake the agent less often): 3,000 /bin/true all succeed,
+    most waited for by their launcher, none taking over 1 s (an exit seen
+    late); the staged tasks wait behind no long task; montage-small runs
+    in order.
   * staged_task_that_cannot_execute: the same host, L (-p 10, 3 s), s0 (-p
     9, 0.3 s), X (-p 8, a program that does not exist), s1..s3 (0.1 s): X
     and s1 are staged while L and s0 run; s0's end starts X, which fails;
