@@ -842,11 +842,12 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     bool spare = !cfg->null_executor && cfg->launch_threads > cpus;
     a->staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
     /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once,
-     * beside the staged ones, and slots double as needed: cpus + staged_cap
-     * slots in use, twice that in slot indices */
+     * beside staged_cap staged ones, and a launch takes the lowest free
+     * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
+     * and 8 more leave room for lingering groups */
     if (!cfg->null_executor && cfg->launch_threads > 0 &&
         !(a->launcher =
-              launcher_create(cfg->launch_threads, 2 * (cpus + a->staged_cap) + 8, &a->box, err))) {
+              launcher_create(cfg->launch_threads, cpus + a->staged_cap + 8, &a->box, err))) {
         agent_destroy(a);
         return NULL;
     }

@@ -66,7 +66,7 @@ static bool agent_next_slot_has_job(struct agent *a)
  * memory and GPUs), if it needs one CPU, no memory and no GPU: its place
  * in *pos.  NULL when there is none, or it is another (it waits in the
  * queue for the pump). */
-static const struct node_task *agent_stageable_next(struct agent *a, size_t *pos)
+static const struct node_task *agent_stageable_next(const struct agent *a, size_t *pos)
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;

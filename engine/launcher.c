@@ -186,6 +186,16 @@ static bool launcher_take_own(struct launcher *l, uint32_t i, uint32_t *own)
     return true;
 }
 
+/* Slot i's task could not be watched (error e): no exit event can come,
+ * so the slot is not reused meanwhile; the agent kills and reaps it
+ * through its pidfd (launcher_take_unwatched()). */
+static void launcher_unwatched(struct launcher *l, uint32_t i, int e)
+{
+    l->jobs[i].watch_err = e;
+    push(l->unwatched, i);
+    mailbox_notify(l->wake);
+}
+
 /* Start slot i's job and hand it back: completed, then (a reaped launch)
  * watched, by the pool's epoll set or, through *own (launcher_take_own();
  * own is NULL where the caller cannot wait), by this launcher itself. */
@@ -216,11 +226,7 @@ static void launcher_launch(struct launcher *l, uint32_t i, uint32_t *own)
             mailbox_notify(l->wake);
         return;
     }
-    /* no exit event can come, so the slot is not reused meanwhile; the
-     * agent kills and reaps it through its pidfd */
-    j->watch_err = e;
-    push(l->unwatched, i);
-    mailbox_notify(l->wake);
+    launcher_unwatched(l, i, e);
 }
 
 /* Slot i's pipe number p (fwd_pipe_entry()), of launch generation gen, is
@@ -457,11 +463,8 @@ static void launcher_wait_own(struct launcher *l, uint32_t i, uint32_t *own)
     }
     uint32_t w = atomic_load_explicit(&l->state[i], memory_order_relaxed);
     int e = launcher_watch(l, i, JOB_GEN(w));
-    if (e) {
-        j->watch_err = e;
-        push(l->unwatched, i);
-        mailbox_notify(l->wake);
-    }
+    if (e)
+        launcher_unwatched(l, i, e);
 }
 
 static void *launcher_main(void *arg)

@@ -374,9 +374,9 @@ uint64_t launcher_own_waits(const struct launcher *l);
  * and results that release children or report a failure are not held.
  * The agent turns this on with own waits and stages more tasks ahead (4
  * per CPU, low = its CPUs), so that a node of short, independent tasks
- * wakes it at one exit in about 6 on 2 CPUs (8 staged, quiet while more
- * than 2 are left) instead of at every exit (docs/performance.md section
- * 25).  Call before the first submit. */
+ * wakes it at one exit in about 6 on 2 CPUs by the rule (8 staged, quiet
+ * while more than 2 are left; not counted) instead of at every exit
+ * (docs/performance.md section 25).  Call before the first submit. */
 void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
