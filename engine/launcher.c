@@ -709,9 +709,14 @@ uint64_t launcher__pipe_reads(const struct launcher *l)
     return atomic_load_explicit(&l->pipe_reads, memory_order_relaxed);
 }
 
-uint32_t launcher_default_threads(uint32_t cpus)
+uint32_t launcher_default_threads(uint32_t cpus, uint32_t usable_cpus)
 {
-    uint32_t n = cpus < LAUNCHER_MIN_CPUS ? 0 : cpus / LAUNCHER_CPUS_PER_THREAD;
+    uint32_t n = cpus < usable_cpus ? cpus : usable_cpus;
+    if (usable_cpus <= 1)
+        return 0;
+    if (n < LAUNCHER_MIN_CPUS)
+        return cpus < LAUNCHER_MAX_THREADS ? cpus + 1 : 0;
+    n /= LAUNCHER_CPUS_PER_THREAD;
     return n < LAUNCHER_MAX_THREADS ? n : LAUNCHER_MAX_THREADS;
 }
 

@@ -116,16 +116,32 @@ extern "C" {
 
 #define LAUNCHER_MAX_THREADS 64
 #define LAUNCHER_CPUS_PER_THREAD 2 /* CPUs per launcher thread by default */
-#define LAUNCHER_MIN_CPUS 8        /* no pool below this many CPUs */
+#define LAUNCHER_MIN_CPUS 8        /* launchers to spare below this many CPUs */
 
-/* The pool size a node of cpus CPUs gets without --launch-threads (the
- * engine passes the smaller of its --host-cpus and the CPUs it may run on,
- * since launchers need real CPUs): none below LAUNCHER_MIN_CPUS (the agent
- * thread starts every task), then one launcher per
- * LAUNCHER_CPUS_PER_THREAD CPUs: 4 at 8-9, 8 at 16, 32 at 64, at most
- * LAUNCHER_MAX_THREADS.
+/* The pool size a node gets without --launch-threads, from its CPUs (the
+ * node's --host-cpus or detected count: at most that many tasks run at
+ * once) and the CPUs this process may run on (usable_cpus, >= 1):
+ *   - one usable CPU: none (the agent thread starts every task; launchers
+ *     there only take turns on the one CPU);
+ *   - fewer than LAUNCHER_MIN_CPUS of the smaller of the two: cpus + 1,
+ *     launchers to spare (all but one wait for the task they started,
+ *     as a spawner process waits for its child: launcher_set_own_waits()),
+ *     or none where cpus + 1 passes LAUNCHER_MAX_THREADS;
+ *   - from LAUNCHER_MIN_CPUS on: one launcher per LAUNCHER_CPUS_PER_THREAD
+ *     of the smaller of the two (4 at 8-9, 8 at 16, 32 at 64), at most
+ *     LAUNCHER_MAX_THREADS, none of them to spare.
  *
- * Measured on a 16-core Intel VM (docs/performance.md section 16;
+ * Below 8 CPUs, measured on the 2-core Intel VM (docs/performance.md
+ * section 26; 10,000 /bin/true, tasks/s against as many single-threaded
+ * spawner processes as tasks at once, medians of 4-6 alternating rounds):
+ * 2 at once on 2 CPUs 0.900 of that ceiling with 3 launchers against
+ * 0.825 with none; 4 at once on 2 CPUs 0.912 against 0.879 (5 launchers);
+ * 8 at once 0.943 against 0.922 (9); seismology's 1,001 short tasks on 8
+ * slots 0.875 of the makespan with none.  On 1 CPU 2 launchers (1 at once)
+ * gave 0.937 against 0.929, and 9 (8 at once) 0.929 against 0.953,
+ * hence none there.  Nodes of 3 to 7 CPUs were not measured.
+ *
+ * From 8 CPUs on, measured on a 16-core Intel VM (section 16;
  * /bin/true, 16 at once, tasks/s): 5.9k with no pool, 6.0k with 1
  * launcher, 10.1k with 2, 13.4k-16.1k with 4 (median 14.4k over three
  * measurements), 15.0k-15.9k with 8 (median 15.7k), 14.2k with 12, 14.8k
@@ -135,16 +151,19 @@ extern "C" {
  * with 8.  Few runs each, so one per 2 CPUs is the pick of a noisy plateau
  * from 4 to 16 launchers, where a pool too small costs far more than one
  * too large (a launcher that waits costs nothing but its sleep).
+ * Launchers to spare were not measured there.
  *
  * Why a pool: a thread that starts a task is held in clone until the
  * child's exec, mostly off its CPU, and spends CPU of its own on the
  * launch, the reap and the output block.  On the 2-core AMD VM (section
  * 15): 146-151 us in clone per spawn, 112-116 us of it off the CPU, and
  * 41-48 us of launcher CPU per task on a busy node, against a /bin/true
- * task's ~560 us of CPU.  Below 8 CPUs a pool only adds two cross-thread
- * hand-offs per task (on 2 CPUs, 1 and 2 launchers start 2,221 and 2,594
- * tasks/s against 2,905 without); between 2 and 16 CPUs nothing was
- * measured.
+ * task's ~560 us of CPU.  A pool without launchers to spare adds two
+ * cross-thread hand-offs per task, which on 2 CPUs cost more than they
+ * save (1 and 2 launchers started 2,221 and 2,594 tasks/s against 2,905
+ * without); with launchers to spare a task's exit wakes its own launcher,
+ * which starts the next staged task on that CPU, and the agent only now
+ * and then.
  *
  * The agent thread, which every task of a node passes through, spent
  * 10-14 us of CPU per task on the 16-core VM with 16 in flight and 4.7 us
@@ -153,7 +172,7 @@ extern "C" {
  * on 2 cores with one launcher and 2 in flight, where each exit wakes it
  * at once (spawn_thread_short_slice()).  Past 16 cores nothing was
  * measured.  Pure. */
-uint32_t launcher_default_threads(uint32_t cpus);
+uint32_t launcher_default_threads(uint32_t cpus, uint32_t usable_cpus);
 #define LAUNCHER_MAX_FORWARDS DAG_MAX_PIPES /* forward descriptors a job can carry */
 
 /* One slot's launch: the request (its pointers must stay valid until the

@@ -403,14 +403,14 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.gpus = &ri->gpus;
     ac.thread_env = !o->no_thread_env;
     ac.kill_grace_ms = (uint32_t)(o->kill_grace * 1000.0 + 0.5);
-    /* the pool is sized from the CPUs that can run it: --host-cpus 8 on a
-     * 2-CPU machine (tests, benchmarks), or a rank bound to one core with
-     * --keep-affinity, gets none (without it, affinity_reset_inherited()
-     * has widened that binding to every CPU already, as PMC does) */
+    /* the pool is sized from the CPUs that can run it as well as the
+     * node's: --host-cpus 16 on a 2-CPU machine (tests, benchmarks) gets
+     * launchers to spare, 17, not the 8 of a 16-CPU node, and a rank bound
+     * to one core with --keep-affinity none (without it,
+     * affinity_reset_inherited() has widened that binding to every CPU
+     * already, as PMC does) */
     ac.launch_threads =
-        o->launch_threads_set
-            ? o->launch_threads
-            : launcher_default_threads(ac.cpus < usable_cpus ? ac.cpus : usable_cpus);
+        o->launch_threads_set ? o->launch_threads : launcher_default_threads(ac.cpus, usable_cpus);
     /* with more tasks in flight than CPUs a task's turnaround through the
      * agent is hidden already, and staging only adds work (16 CPUs, 64 in
      * flight: 5 of 5 runs slower; docs/performance.md section 17) */

@@ -248,10 +248,11 @@ def wait_unlocked(path, timeout=10.0):
 
 def pool_args(args):
     """["--launch-threads", N] when PMC_TEST_LAUNCH_THREADS=N is set (the
-    ctest variants integration.pool.*: the same suites with tasks started
-    by a launcher pool, the default on hosts of 8 CPUs or more, which this
-    2-CPU machine would otherwise never run) and the test did not choose
-    a pool itself; [] otherwise."""
+    ctest variants integration.pool.*, N=2: the same suites with tasks
+    started by a launcher pool without launchers to spare, the default on
+    hosts of 8 CPUs or more, which this 2-CPU machine would otherwise never
+    run; integration.agent.*, N=0: by the node agent's own thread) and the
+    test did not choose a pool itself; [] otherwise."""
     n = os.environ.get("PMC_TEST_LAUNCH_THREADS")
     if not n or any(str(a).startswith("--launch-threads") for a in args):
         return []

@@ -58,7 +58,8 @@ class MaxFailures(pmcrun.TestCase):
 
     def test_stops_after_a_missing_program(self):
         """Tasks whose program is missing fail as they start, on the agent's
-        own thread (no launcher pool below 8 CPUs) or a launcher's: with -m
+        own thread (--launch-threads 0, or one usable CPU) or a launcher's
+        (the default elsewhere): with -m
         1 on one CPU only the first one starts (the agent's start loop went on
         through the queue before)."""
         dag = self.write_dag("missing.dag", "\n".join(

@@ -11,8 +11,8 @@ a fresh temporary directory and run with --host-cpus 16:
     ranks ran tasks;
   * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
     spawned by two launcher threads (engine/launcher.h), not the agent's
-    (by default a host gets one per 2 CPUs it can really use: none on a
-    machine of fewer than 8);
+    (by default a host of fewer than 8 CPUs gets one per CPU and one to
+    spare, none on a single usable CPU, one per 2 CPUs from 8 on);
   * launch_threads_default (examples' montage-small): the pool a host gets
     without --launch-threads, named by the agent's -v line;
   * ranks4_one_host (workloads only): `mpiexec -n 4` in PMC's launch shape:
@@ -83,33 +83,40 @@ class Workloads(pmcrun.TestCase):
         self.run_dags(self.require_workloads(), 1, extra=("--launch-threads", "2"))
 
     def test_launch_threads_default(self):
-        """Without --launch-threads a host gets one launcher per 2 CPUs of
-        min(--host-cpus, the CPUs this machine lets it run on), none below 8
-        (engine/launcher.h), and runs montage-small with them; the agent's -v
-        line names the pool; a rank bound to one CPU gets none with
-        --keep-affinity, the default pool without (its binding is widened
-        to every CPU, as PMC does).  On a machine
-        of fewer than 8 CPUs the default is always 0 (launcher_default_threads
-        itself is unit-tested)."""
+        """Without --launch-threads a host gets, from its --host-cpus and
+        the CPUs this machine lets it run on (engine/launcher.h): none on
+        one usable CPU, one launcher per CPU and one to spare while the
+        smaller of the two is below 8, one per 2 CPUs of it from 8 on; and
+        runs montage-small with them; the agent's -v line names the pool;
+        a rank bound to one CPU gets none with --keep-affinity, the default
+        pool without (its binding is widened to every CPU, as PMC does).
+        launcher_default_threads itself is unit-tested; this checks that
+        the engine passes it the right two counts."""
         usable = len(os.sched_getaffinity(0))
         src = os.path.join(pmcrun.CONFIG.source_dir, "examples", "montage-small.dag")
-        by_default = min(24, usable) // 2 if min(24, usable) >= 8 else 0
+
+        def by_default(cpus, usable):
+            n = min(cpus, usable)
+            if usable <= 1:
+                return 0
+            if n < 8:
+                return cpus + 1 if cpus < 64 else 0
+            return min(n // 2, 64)
+
+        def line(cpus, n):
+            return "%d CPUs, %d launch threads%s" % (cpus, n, "" if n else " (the agent thread")
+
         one_cpu = min(os.sched_getaffinity(0))
         for cpus, extra, bound, want in (
-                ("4", (), False, "4 CPUs, 0 launch threads (the agent thread"),
-                ("24", (), False, "24 CPUs, %d launch threads%s" % (
-                    by_default, "" if by_default else " (the agent thread")),
+                ("4", (), False, line(4, by_default(4, usable))),
+                ("24", (), False, line(24, by_default(24, usable))),
                 # a rank bound to one core (mpiexec -bind-to core, taskset)
                 # that keeps its binding: its threads share that core, so
-                # no pool, however many CPUs the host has (on a host of 8
-                # or more CPUs only this case tells the binding from the
-                # host's count) ...
-                ("24", ("--keep-affinity",), True,
-                 "24 CPUs, 0 launch threads (the agent thread"),
+                # no pool, however many CPUs the host has
+                ("24", ("--keep-affinity",), True, line(24, 0)),
                 # ... while by default the binding is widened to every CPU
                 # (PMC's reset), and the pool with it
-                ("24", (), True, "24 CPUs, %d launch threads%s" % (
-                    by_default, "" if by_default else " (the agent thread")),
+                ("24", (), True, line(24, by_default(24, usable))),
                 ("24", ("--launch-threads", "0"), False, "24 CPUs, 0 launch threads"),
                 ("4", ("--launch-threads", "2"), False, "4 CPUs, 2 launch threads")):
             case = "--host-cpus %s %s%s" % (cpus, " ".join(extra), " bound to one CPU" if bound else "")

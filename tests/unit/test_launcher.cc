@@ -1,6 +1,7 @@
 // test_launcher.cc - unit tests of engine/launcher.h: the pool size
-// without --launch-threads (launcher_default_threads: none below 8 CPUs,
-// one per 2 CPUs from 8 on, capped at LAUNCHER_MAX_THREADS), and the pool
+// without --launch-threads (launcher_default_threads: none on one usable
+// CPU, one per CPU and one to spare below 8 CPUs, one per 2 CPUs from 8
+// on, capped at LAUNCHER_MAX_THREADS), and the pool
 // itself: a started job's pid and pidfd handed back for the caller to
 // reap, a failed spawn's error, reaped launches (completed without a
 // wake-up, then watched and reaped by the pool: their wait status and
@@ -1254,29 +1255,51 @@ TEST_F(LauncherPool, ManyJobsOnSeveralThreadsEachReportedOnce)
     EXPECT_EQ(launcher_take_unwatched(pool_, &i), 0);
 }
 
-TEST(LauncherDefault, NoPoolBelowEightCpus)
+TEST(LauncherDefault, NoneOnOneUsableCpu)
 {
-    for (uint32_t cpus : {0u, 1u, 2u, 4u, 7u})
-        EXPECT_EQ(launcher_default_threads(cpus), 0u) << cpus << " CPUs";
+    for (uint32_t cpus : {1u, 2u, 8u, 64u})
+        EXPECT_EQ(launcher_default_threads(cpus, 1), 0u) << cpus << " CPUs";
+    EXPECT_EQ(launcher_default_threads(4, 0), 0u) << "no usable CPU counts as one";
+}
+
+TEST(LauncherDefault, OneToSpareBelowEightCpus)
+{
+    // one launcher per task that can run at once, and one more
+    for (uint32_t cpus : {1u, 2u, 4u, 7u})
+        EXPECT_EQ(launcher_default_threads(cpus, 16), cpus + 1) << cpus << " CPUs of 16";
+    EXPECT_EQ(launcher_default_threads(2, 2), 3u);
+    EXPECT_EQ(launcher_default_threads(7, 7), 8u);
+    // more CPUs than this process may use: counted by the node's
+    EXPECT_EQ(launcher_default_threads(8, 2), 9u);
+    EXPECT_EQ(launcher_default_threads(16, 7), 17u);
+    EXPECT_EQ(launcher_default_threads(63, 2), 64u);
+    // where cpus + 1 would pass the pool's most, none
+    EXPECT_EQ(launcher_default_threads(64, 2), 0u);
+    EXPECT_EQ(launcher_default_threads(UINT32_MAX, 4), 0u);
 }
 
 TEST(LauncherDefault, OnePerTwoCpusFromEight)
 {
-    EXPECT_EQ(launcher_default_threads(8), 4u);
-    EXPECT_EQ(launcher_default_threads(9), 4u);
-    EXPECT_EQ(launcher_default_threads(11), 5u);
-    EXPECT_EQ(launcher_default_threads(16), 8u);
-    EXPECT_EQ(launcher_default_threads(64), 32u);
-    EXPECT_EQ(launcher_default_threads(127), 63u);
-    EXPECT_EQ(launcher_default_threads(128), 64u);
-    EXPECT_EQ(launcher_default_threads(192), 64u);
+    for (uint32_t usable : {8u, 1000u}) {
+        EXPECT_EQ(launcher_default_threads(8, usable), 4u);
+        EXPECT_EQ(launcher_default_threads(9, usable), 4u);
+        EXPECT_EQ(launcher_default_threads(16, usable), usable < 16 ? 4u : 8u);
+        EXPECT_EQ(launcher_default_threads(64, usable), usable < 64 ? 4u : 32u);
+    }
+    EXPECT_EQ(launcher_default_threads(11, 11), 5u);
+    EXPECT_EQ(launcher_default_threads(127, 127), 63u);
+    EXPECT_EQ(launcher_default_threads(128, 128), 64u);
+    EXPECT_EQ(launcher_default_threads(192, 192), 64u);
+    // from the smaller of the two
+    EXPECT_EQ(launcher_default_threads(24, 16), 8u);
+    EXPECT_EQ(launcher_default_threads(16, 24), 8u);
 }
 
 TEST(LauncherDefault, CappedAtTheMostThePoolTakes)
 {
-    EXPECT_EQ(launcher_default_threads(LAUNCHER_MAX_THREADS * LAUNCHER_CPUS_PER_THREAD),
-              (uint32_t)LAUNCHER_MAX_THREADS);
-    EXPECT_EQ(launcher_default_threads(UINT32_MAX), (uint32_t)LAUNCHER_MAX_THREADS);
+    const uint32_t most = LAUNCHER_MAX_THREADS * LAUNCHER_CPUS_PER_THREAD;
+    EXPECT_EQ(launcher_default_threads(most, most), (uint32_t)LAUNCHER_MAX_THREADS);
+    EXPECT_EQ(launcher_default_threads(UINT32_MAX, UINT32_MAX), (uint32_t)LAUNCHER_MAX_THREADS);
 }
 
 } // namespace
