@@ -209,10 +209,13 @@ static int rank_plan_roles(struct rank_info *ri, const struct options *o)
 }
 
 /* Rank 0 says once how the launch shape maps to roles when it is not the
- * intended one rank per host. */
+ * intended one rank per host, and (-v) when it runs without MPI. */
 static void log_plan(const struct rank_info *ri)
 {
     const struct host_plan *p = &ri->plan;
+    if (transport_without_mpi())
+        log_debug("Not started by an MPI launcher: one rank, MPI not initialised (PMC_MPI=1 "
+                  "asks for it)");
     if (ri->rank != 0 || p->crowded_hosts == 0)
         return;
     char idle[64] = "";

@@ -1,6 +1,7 @@
 /* transport.c - MPI start-up, placement, collectives and shut-down; see
  * transport.h.  Every call is a thin wrapper: MPI_COMM_WORLD is the only
- * communicator the job uses. */
+ * communicator the job uses.  A process that no MPI launcher started is a
+ * job of one rank that never initialises MPI (transport_launched()). */
 #include "engine/transport.h"
 
 #include <mpi.h>
@@ -10,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/random.h>
+
+extern char **environ;
 
 #include "sched/hosts.h"
 
@@ -73,8 +76,43 @@ static void transport_wait_quietly(MPI_Request *req)
  * the engine's own GPU probe (gpus.c) loads its own. */
 #define TRANSPORT_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
 
+/* Started by no MPI launcher: MPI is never initialised (transport_init()). */
+static bool transport_alone;
+
+/* What MPI launchers and process managers put in the environment of the
+ * processes they start (prefixes of NAME=VALUE): MPICH's and Intel MPI's
+ * hydra, Slurm's PMI-1 and PMI-2, Cray PALS and Flux (PMI_RANK, PMI_SIZE,
+ * PMI_FD, PMI_PORT), PMIx launchers (Open MPI 5, srun --mpi=pmix:
+ * PMIX_RANK), Open MPI's mpirun (OMPI_COMM_WORLD_SIZE), hydra's
+ * MPI_LOCALNRANKS, Cray's PALS_RANKID, MVAPICH's mpirun_rsh (MPIRUN_RANK,
+ * MV2_), IBM's jsrun (JSM_NAMESPACE_), flux run (FLUX_TASK_RANK), srun and
+ * a Slurm batch script (SLURM_PROCID), and PMC_MPI, the user's own way to
+ * ask for MPI. */
+static const char *const transport_launcher_vars[] = {
+    "PMI_", "PMIX_",          "OMPI_",           "MPI_LOCALNRANKS=", "PALS_",    "MPIRUN_",
+    "MV2_", "JSM_NAMESPACE_", "FLUX_TASK_RANK=", "SLURM_PROCID=",    "PMC_MPI=",
+};
+
+bool transport_launched(char *const *envp)
+{
+    for (; envp && *envp; envp++)
+        for (size_t i = 0; i < sizeof transport_launcher_vars / sizeof *transport_launcher_vars;
+             i++)
+            if (strncmp(*envp, transport_launcher_vars[i], strlen(transport_launcher_vars[i])) == 0)
+                return true;
+    return false;
+}
+
+bool transport_without_mpi(void)
+{
+    return transport_alone;
+}
+
 int transport_init(int *argc, char ***argv, struct pmc_error *err)
 {
+    transport_alone = !transport_launched(environ);
+    if (transport_alone)
+        return 0;
     int provided = 0;
     /* only while MPI starts (no thread of ours runs yet), and never over
      * the user's own setting, even an empty one: the tasks inherit the
@@ -110,6 +148,10 @@ static char *transport_gather_names(const char *hostname, int size)
         return NULL;
     char mine[TRANSPORT_HOST_NAME] = {0};
     strncpy(mine, hostname, sizeof mine - 1);
+    if (transport_alone) {
+        memcpy(all, mine, sizeof mine);
+        return all;
+    }
     MPI_Request req;
     MPI_Ibarrier(MPI_COMM_WORLD, &req);
     transport_wait_quietly(&req);
@@ -129,15 +171,19 @@ static uint64_t transport_job_key(int rank)
         clock_gettime(CLOCK_REALTIME, &ts);
         key = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
     }
-    MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    if (!transport_alone)
+        MPI_Bcast(&key, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
     return key;
 }
 
 int transport_place(const char *hostname, struct transport_place *p)
 {
     memset(p, 0, sizeof *p);
-    MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &p->size);
+    p->size = 1;
+    if (!transport_alone) {
+        MPI_Comm_rank(MPI_COMM_WORLD, &p->rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &p->size);
+    }
     p->leaders = malloc(sizeof *p->leaders * (size_t)p->size);
     char *names = p->leaders ? transport_gather_names(hostname, p->size) : NULL;
     if (!names || hosts_leaders_by_name(names, TRANSPORT_HOST_NAME, p->size, p->leaders) < 0) {
@@ -165,6 +211,8 @@ const char *transport_library_version(void)
 
 int transport_bcast_int(int value)
 {
+    if (transport_alone)
+        return value;
     MPI_Request req;
     MPI_Ibcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD, &req);
     transport_wait_quietly(&req);
@@ -173,6 +221,8 @@ int transport_bcast_int(int value)
 
 int transport_max_int(int value)
 {
+    if (transport_alone)
+        return value;
     MPI_Request req;
     MPI_Iallreduce(MPI_IN_PLACE, &value, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &req);
     transport_wait_quietly(&req);
@@ -181,11 +231,14 @@ int transport_max_int(int value)
 
 void transport_finalize(void)
 {
-    MPI_Finalize();
+    if (!transport_alone)
+        MPI_Finalize();
 }
 
 _Noreturn void transport_abort(int status)
 {
+    if (transport_alone) /* the only rank: its tasks die with its threads (PR_SET_PDEATHSIG) */
+        _exit(status);
     MPI_Abort(MPI_COMM_WORLD, status);
     abort(); /* MPI_Abort should not return; if it does, end this rank at least */
 }

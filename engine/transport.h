@@ -19,6 +19,7 @@
 #ifndef PMC_TRANSPORT_H
 #define PMC_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "io/error.h"
@@ -40,7 +41,9 @@ struct transport_place {
 };
 
 /* Initialise MPI with full thread support (argc/argv as main got them; MPI
- * may remove its own arguments).  Returns 0 when ready; -1 with err when MPI
+ * may remove its own arguments), unless no MPI launcher started this
+ * process (transport_launched(): then nothing is initialised and this
+ * returns 0).  Returns 0 when ready; -1 with err when MPI
  * could not be initialised (nothing to finalise: just exit); 1 with err when
  * MPI is initialised but does not provide concurrent calls from several
  * threads, which the engine needs (call transport_finalize(), then exit).
@@ -50,6 +53,25 @@ struct transport_place {
  * again before this returns, whatever MPI answered.  Call it from the
  * main thread before any other thread starts (setenv, unsetenv). */
 int transport_init(int *argc, char ***argv, struct pmc_error *err);
+
+/* True when envp (NULL-terminated NAME=VALUE strings, as environ) holds a
+ * variable that an MPI launcher or process manager sets in the processes it
+ * starts (transport.c lists them: PMI_*, PMIX_*, OMPI_*, SLURM_PROCID, ...),
+ * or PMC_MPI (any value), the user's way to ask for MPI all the same.
+ * transport_init() asks it of the process's environment: without such a
+ * variable (`pmc-hybrid wf.dag` typed at a shell) the process is a job of
+ * one rank and MPI is never initialised (MPICH 4.0.2's singleton
+ * MPI_Init_thread took 20 ms of wall and MPI_Finalize 2 ms on the 2-core
+ * Intel VM of docs/performance.md, section 26); placement, the
+ * collectives and transport_finalize() then need no MPI, and
+ * transport_abort() ends the process with _exit().  Only a launcher that
+ * sets none of these and yet makes MPI see several ranks could start
+ * several masters: set PMC_MPI there.  Pure; any thread. */
+bool transport_launched(char *const *envp);
+
+/* True after transport_init() found no MPI launcher (transport_launched())
+ * and left MPI uninitialised.  Main thread. */
+bool transport_without_mpi(void);
 
 /* Fill *p with this rank's place, hostname being this rank's host name (a
  * collective: every rank's name is gathered; ranks are grouped into hosts

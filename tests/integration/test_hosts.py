@@ -53,6 +53,9 @@ PMC_RANKS_ARE_HOSTS=1) makes every rank a host of its own.
   * doorbells_unreachable: the same with rank 1 in a network namespace of
     its own (unshare --net: root): no ring rung or heard, the run succeeds,
     and rank 0 polled for the messages (more wake-ups than that bound).
+  * started_alone_without_mpi: one rank that no launcher started logs (-v)
+    that MPI was not initialised and succeeds; with PMC_MPI=1, and under
+    `mpiexec -n 1`, the same run starts MPI (no such line) and succeeds.
   * master_only: one rank with --master-only: exit 1, stderr has "no rank is
     left to run tasks", no task ran, no record, no rescue file; `mpiexec -n 2
     --master-only`: succeeds, every task on rank 1 (slot=1, PMC_RANK=1).
@@ -519,6 +522,27 @@ class Hosts(pmcrun.TestCase):
             if set(slots) != {1}:
                 problems.append("tasks per slot %s, expected all on rank 1" % slots)
             self.check(problems, res, "mpiexec -n 2 --master-only")
+
+    def test_started_alone_without_mpi(self):
+        """A process that no MPI launcher started runs the workflow as one
+        rank without initialising MPI (engine/transport.h,
+        transport_launched()); PMC_MPI asks for MPI all the same, and under
+        mpiexec MPI is always started."""
+        dag_path = self.write("alone.dag", "TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")
+        line = "Not started by an MPI launcher: one rank, MPI not initialised"
+        mpiexec_1 = (pmcrun.CONFIG.mpiexec, "-n", "1")  # one rank, but started by mpiexec
+        for case, wrap, env, alone in (("alone", (), {"PMC_MPI": None}, True),
+                                       ("PMC_MPI=1", (), {"PMC_MPI": "1"}, False),
+                                       ("mpiexec -n 1", mpiexec_1, {"PMC_MPI": None}, False)):
+            with self.subTest(case=case):
+                rescue = dag_path + ".rescue"
+                if os.path.exists(rescue):
+                    os.unlink(rescue)
+                res = self.run_pmc(["-v", dag_path], env=env, wrap=wrap, timeout=60)
+                problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag_path))
+                if (line in res.stderr) != alone:
+                    problems.append("the log %s %r" % ("lacks" if alone else "has", line))
+                self.check(problems, res, case)
 
     def test_long_command_lines_split_the_tasks_message(self):
         """60 tasks of 512 KB command lines (8 arguments of 64 KB: far below
