@@ -12,6 +12,8 @@
 // integration tests (integration.pool.*, workloads.launchers).
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -1262,37 +1264,49 @@ TEST(LauncherDefault, NoneOnOneUsableCpu)
     EXPECT_EQ(launcher_default_threads(4, 0), 0u) << "no usable CPU counts as one";
 }
 
+// {node CPUs, usable CPUs, the default pool} rows
+void expect_defaults(std::initializer_list<std::array<uint32_t, 3>> rows)
+{
+    for (const auto &[cpus, usable, want] : rows)
+        EXPECT_EQ(launcher_default_threads(cpus, usable), want)
+            << cpus << " CPUs, " << usable << " usable";
+}
+
 TEST(LauncherDefault, OneToSpareBelowEightCpus)
 {
-    // one launcher per task that can run at once, and one more
-    for (uint32_t cpus : {1u, 2u, 4u, 7u})
-        EXPECT_EQ(launcher_default_threads(cpus, 16), cpus + 1) << cpus << " CPUs of 16";
-    EXPECT_EQ(launcher_default_threads(2, 2), 3u);
-    EXPECT_EQ(launcher_default_threads(7, 7), 8u);
-    // more CPUs than this process may use: counted by the node's
-    EXPECT_EQ(launcher_default_threads(8, 2), 9u);
-    EXPECT_EQ(launcher_default_threads(16, 7), 17u);
-    EXPECT_EQ(launcher_default_threads(63, 2), 64u);
-    // where cpus + 1 would pass the pool's most, none
-    EXPECT_EQ(launcher_default_threads(64, 2), 0u);
-    EXPECT_EQ(launcher_default_threads(UINT32_MAX, 4), 0u);
+    expect_defaults({// one launcher per task that can run at once, and one more
+                     {1, 16, 2},
+                     {2, 16, 3},
+                     {4, 16, 5},
+                     {7, 16, 8},
+                     {2, 2, 3},
+                     {7, 7, 8},
+                     // more CPUs than this process may use: counted by the node's
+                     {8, 2, 9},
+                     {16, 7, 17},
+                     {63, 2, 64},
+                     // where cpus + 1 would pass the pool's most, none
+                     {64, 2, 0},
+                     {UINT32_MAX, 4, 0}});
 }
 
 TEST(LauncherDefault, OnePerTwoCpusFromEight)
 {
-    for (uint32_t usable : {8u, 1000u}) {
-        EXPECT_EQ(launcher_default_threads(8, usable), 4u);
-        EXPECT_EQ(launcher_default_threads(9, usable), 4u);
-        EXPECT_EQ(launcher_default_threads(16, usable), usable < 16 ? 4u : 8u);
-        EXPECT_EQ(launcher_default_threads(64, usable), usable < 64 ? 4u : 32u);
-    }
-    EXPECT_EQ(launcher_default_threads(11, 11), 5u);
-    EXPECT_EQ(launcher_default_threads(127, 127), 63u);
-    EXPECT_EQ(launcher_default_threads(128, 128), 64u);
-    EXPECT_EQ(launcher_default_threads(192, 192), 64u);
-    // from the smaller of the two
-    EXPECT_EQ(launcher_default_threads(24, 16), 8u);
-    EXPECT_EQ(launcher_default_threads(16, 24), 8u);
+    expect_defaults({{8, 8, 4},
+                     {9, 9, 4},
+                     {11, 11, 5},
+                     {16, 16, 8},
+                     {64, 64, 32},
+                     {127, 127, 63},
+                     {128, 128, 64},
+                     {192, 192, 64},
+                     // from the smaller of the two
+                     {8, 1000, 4},
+                     {16, 1000, 8},
+                     {64, 1000, 32},
+                     {24, 16, 8},
+                     {16, 24, 8},
+                     {64, 8, 4}});
 }
 
 TEST(LauncherDefault, CappedAtTheMostThePoolTakes)
