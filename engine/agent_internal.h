@@ -34,8 +34,14 @@
 #define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
 #define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
 /* Staged tasks per CPU when the pool has launchers to spare (agent.c:
- * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise */
-#define AGENT_STAGED_PER_CPU_SPARE 4
+ * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
+ * and the staged tasks per CPU left at which an exit wakes the agent
+ * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
+ * docs/performance.md (section 26; 10,000 /bin/true, two sets of 8
+ * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
+ * and 0.932, one agent wake-up per ~10 tasks instead of ~6. */
+#define AGENT_STAGED_PER_CPU_SPARE 8
+#define AGENT_QUIET_LOW_PER_CPU_SPARE 3
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct batch {

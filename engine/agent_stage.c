@@ -25,7 +25,8 @@
  * --set-affinity).  Only the task the pump would start next is staged,
  * so staging keeps the queue's priority order and PMC's deferral rule;
  * when that task needs more, staging stops and it waits for the pump.
- * Up to one task per CPU is committed ahead; a task of higher priority
+ * Up to one task per CPU is committed ahead (8 with launchers to spare:
+ * AGENT_STAGED_PER_CPU_SPARE); a task of higher priority
  * than some of them that arrives meanwhile is staged ahead of those, and
  * the lowest staged task goes back into the queue, in its place
  * (agent__requeue_staged()), so that it starts on the next CPU that
@@ -110,7 +111,7 @@ void agent__stage(struct agent *a)
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
         a->aborting || a->draining || a->failed || a->holds > 0)
         return;
-    uint32_t most = a->staged_cap; /* one per CPU of the node */
+    uint32_t most = a->staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
     while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&
            agent_next_slot_has_job(a) && agent_stage_one(a))
         ;

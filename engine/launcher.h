@@ -391,11 +391,13 @@ uint64_t launcher_own_waits(const struct launcher *l);
  * than low staged jobs are left; the agent takes it with the next exit
  * that wakes it.  Every other exit wakes it, so the last ones always do,
  * and results that release children or report a failure are not held.
- * The agent turns this on with own waits and stages more tasks ahead (4
- * per CPU, low = its CPUs), so that a node of short, independent tasks
- * wakes it at one exit in about 6 on 2 CPUs by the rule (8 staged, quiet
- * while more than 2 are left; not counted) instead of at every exit
- * (docs/performance.md section 25).  Call before the first submit. */
+ * The agent turns this on with own waits and stages more tasks ahead (8
+ * per CPU, low = 3 per CPU: AGENT_STAGED_PER_CPU_SPARE), so that a node
+ * of short, independent tasks wakes it at one exit in about 10 on 2 CPUs
+ * by the rule (16 staged, quiet while more than 6 are left) instead of
+ * at every exit; with 4 per CPU and low = its CPUs, 1,592 wake-ups over
+ * 9,300 tasks were counted (docs/performance.md sections 25 and 26).
+ * Call before the first submit. */
 void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
