@@ -12,9 +12,9 @@
 #include <unistd.h>
 #include <sys/random.h>
 
-extern char **environ;
-
 #include "sched/hosts.h"
+
+extern char **environ; /* transport_init() reads the process's environment */
 
 #define QUIET_WAIT_MIN_NS 20000L    /* the first sleep between tests: 20 us ... */
 #define QUIET_WAIT_MAX_NS 2000000L  /* ... doubling to 2 ms ... */
