@@ -132,8 +132,9 @@ extern "C" {
  *     LAUNCHER_MAX_THREADS, none of them to spare.
  *
  * Below 8 CPUs, measured on the 2-core Intel VM (docs/performance.md
- * section 26; 10,000 /bin/true, tasks/s against as many single-threaded
- * spawner processes as tasks at once, medians of 4-6 alternating rounds):
+ * section 26; 10,000 /bin/true, tasks/s against single-threaded spawner
+ * processes with one child each, as many as tasks at once, 8 for 4 at
+ * once; medians of 4-6 alternating rounds):
  * 2 at once on 2 CPUs 0.900 of that ceiling with 3 launchers against
  * 0.825 with none; 4 at once on 2 CPUs 0.912 against 0.879 (5 launchers);
  * 8 at once 0.943 against 0.922 (9); seismology's 1,001 short tasks on 8
