@@ -853,7 +853,7 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     }
     if (spare) {
         launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
-        launcher_set_quiet_exits(a->launcher, true, AGENT_QUIET_LOW_PER_CPU_SPARE * cpus);
+        launcher_set_quiet_exits(a->launcher, AGENT_QUIET_LOW_PER_CPU_SPARE * cpus);
     }
     if (a->launcher && !(a->staged_order = calloc(a->staged_cap, sizeof *a->staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");

@@ -39,7 +39,8 @@
  * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
  * docs/performance.md (section 26; 10,000 /bin/true, two sets of 8
  * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
- * and 0.932, one agent wake-up per ~10 tasks instead of ~6. */
+ * and 0.932, one agent wake-up per ~10 tasks instead of ~6 (counted:
+ * launcher.h, launcher_set_quiet_exits()). */
 #define AGENT_STAGED_PER_CPU_SPARE 8
 #define AGENT_QUIET_LOW_PER_CPU_SPARE 3
 

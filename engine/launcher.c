@@ -66,8 +66,7 @@ struct launcher {
     atomic_uint own_waits_max;  /* launcher_set_own_waits() */
     atomic_uint own_waiting;    /* launchers that wait for their own task now */
     atomic_ulong own_waits;     /* launcher_own_waits() */
-    atomic_bool quiet_exits;    /* launcher_set_quiet_exits() */
-    atomic_uint quiet_low;
+    atomic_uint quiet_low;      /* launcher_set_quiet_exits(); QUIET_OFF: every exit wakes */
     struct mailbox *wake;
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
@@ -339,12 +338,14 @@ static void launcher_write(struct launcher *l, struct launch_job *j)
     launcher_count_hold(l, j);
 }
 
+/* quiet_low without launcher_set_quiet_exits(): no ring holds as many */
+#define QUIET_OFF UINT32_MAX
+
 /* May the exit of job j, whose reaper started staged job handed - 1 (0:
  * none), leave the agent asleep (launcher_set_quiet_exits())? */
 static bool launcher_exit_is_quiet(struct launcher *l, const struct launch_job *j, uint32_t handed)
 {
     return handed && j->status == 0 && !j->wake_on_exit && !j->lingers &&
-           atomic_load_explicit(&l->quiet_exits, memory_order_relaxed) &&
            !atomic_load_explicit(&l->wake_always, memory_order_relaxed) &&
            mpmc_ring_size(l->staged) > atomic_load_explicit(&l->quiet_low, memory_order_relaxed);
 }
@@ -566,6 +567,7 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
         pmc_errorf(err, "launcher: out of memory");
         return NULL;
     }
+    atomic_init(&l->quiet_low, QUIET_OFF);
     if (launcher_init(l, nslots, err) < 0) {
         launcher_free(l);
         return NULL;
@@ -619,10 +621,10 @@ void launcher_set_own_waits(struct launcher *l, uint32_t n)
                           memory_order_relaxed);
 }
 
-void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low)
+void launcher_set_quiet_exits(struct launcher *l, uint32_t low)
 {
-    atomic_store_explicit(&l->quiet_low, low, memory_order_relaxed);
-    atomic_store_explicit(&l->quiet_exits, on, memory_order_relaxed);
+    atomic_store_explicit(&l->quiet_low, low < QUIET_OFF ? low : QUIET_OFF - 1,
+                          memory_order_relaxed);
 }
 
 uint64_t launcher_own_waits(const struct launcher *l)
@@ -711,9 +713,9 @@ uint64_t launcher__pipe_reads(const struct launcher *l)
 
 uint32_t launcher_default_threads(uint32_t cpus, uint32_t usable_cpus)
 {
-    uint32_t n = cpus < usable_cpus ? cpus : usable_cpus;
     if (usable_cpus <= 1)
         return 0;
+    uint32_t n = cpus < usable_cpus ? cpus : usable_cpus;
     if (n < LAUNCHER_MIN_CPUS)
         return cpus < LAUNCHER_MAX_THREADS ? cpus + 1 : 0;
     n /= LAUNCHER_CPUS_PER_THREAD;

@@ -392,14 +392,15 @@ uint64_t launcher_own_waits(const struct launcher *l);
  * than low staged jobs are left; the agent takes it with the next exit
  * that wakes it.  Every other exit wakes it, so the last ones always do,
  * and results that release children or report a failure are not held.
- * The agent turns this on with own waits and stages more tasks ahead (8
- * per CPU, low = 3 per CPU: AGENT_STAGED_PER_CPU_SPARE), so that a node
- * of short, independent tasks wakes it at one exit in about 10 on 2 CPUs
- * by the rule (16 staged, quiet while more than 6 are left) instead of
- * at every exit; with 4 per CPU and low = its CPUs, 1,592 wake-ups over
- * 9,300 tasks were counted (docs/performance.md sections 25 and 26).
- * Call before the first submit. */
-void launcher_set_quiet_exits(struct launcher *l, bool on, uint32_t low);
+ * Off until called.  The agent turns this on with own waits and stages
+ * more tasks ahead (8 per CPU, low = 3 per CPU: AGENT_STAGED_PER_CPU_SPARE),
+ * so that a node of short, independent tasks wakes it at one exit in about
+ * 10 on 2 CPUs (16 staged, quiet while more than 6 are left; counted: 991
+ * and 1,014 launcher eventfd writes in two runs of 10,000 /bin/true)
+ * instead of at every exit; with 4 per CPU and low = its CPUs, 1,592
+ * wake-ups over 9,300 tasks were counted (docs/performance.md sections 25
+ * and 26).  Call before the first submit. */
+void launcher_set_quiet_exits(struct launcher *l, uint32_t low);
 
 /* Completions ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

@@ -979,7 +979,7 @@ TEST_F(LauncherPool, QuietExitsLeaveTheAgentAsleepAboveTheLowMark)
 {
     start(2, 8);
     launcher_set_own_waits(pool_, 1);
-    launcher_set_quiet_exits(pool_, true, 1);
+    launcher_set_quiet_exits(pool_, 1);
     ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
     for (uint32_t s = 1; s <= 3; s++)
         stage(s, {"/bin/true"});
@@ -996,6 +996,23 @@ TEST_F(LauncherPool, QuietExitsLeaveTheAgentAsleepAboveTheLowMark)
     EXPECT_EQ(wakes(), 3u);
 }
 
+// Without launcher_set_quiet_exits() every exit wakes the agent: the same
+// four exits, 4 wake-ups.
+TEST_F(LauncherPool, QuietExitsAreOffUntilAsked)
+{
+    start(2, 8);
+    launcher_set_own_waits(pool_, 1);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    for (uint32_t s = 1; s <= 3; s++)
+        stage(s, {"/bin/true"});
+    submit(0, {"/bin/sh", "-c", "sleep 0.2"}, true);
+    uint32_t i;
+    for (int n = 0; n < 4; n++)
+        ASSERT_TRUE(take_exited(&i));
+    usleep(100000); // the last exit's wake-up follows its push
+    EXPECT_EQ(wakes(), 4u);
+}
+
 // What cannot wait wakes the agent whatever is staged: a failure (its
 // retry, a -m hold) and a job that asks for it (wake_on_exit: its result
 // releases children).  Low mark 0: slot 0 fails and starts 1 (2 left),
@@ -1005,7 +1022,7 @@ TEST_F(LauncherPool, QuietExitsStillWakeForFailuresAndTasksWithChildren)
 {
     start(2, 8);
     launcher_set_own_waits(pool_, 1);
-    launcher_set_quiet_exits(pool_, true, 0);
+    launcher_set_quiet_exits(pool_, 0);
     ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
     wake_on_exit_ = true;
     stage(1, {"/bin/true"});
