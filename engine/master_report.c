@@ -248,6 +248,8 @@ int master__finish(struct master *m)
         (void)rescue_writer_flush(m->rescue); /* a failure stays: close() reports it */
         rescue_writer_get_stats(m->rescue, &st);
         m->rescue_cpu_ns = st.cpu_ns;
+        log_debug("Rescue log %s: %llu writes, %llu fdatasync calls", m->rescue_path,
+                  (unsigned long long)st.writes, (unsigned long long)st.syncs);
     }
     if (m->rescue && rescue_writer_close(m->rescue) < 0 && !m->fatal) {
         log_fatal("Rescue log failed");

@@ -24,20 +24,26 @@
  *
  * Group commit (DeWitt et al., SIGMOD 1984): the writer takes every id queued
  * so far (at most RESCUE_BATCH_MAX), formats them into one buffer, issues one
- * write() loop and one fdatasync(), and publishes how far the file is
- * durable.  It does not wait to fill a batch: while one batch syncs, the next
- * accumulates, so batches are large under load and latency is one sync when
- * quiet.  Under load a commit waits until the previous one began
- * RESCUE_COMMIT_USEC ago (writer_pace()), the time bound of the design's
- * "bounded by count and time".  A full ring makes the producer wait for the writer (backpressure):
+ * write() loop and, when it is due, one fdatasync(), and publishes how far
+ * the file is durable.  It does not wait to fill a batch: while one batch
+ * syncs, the next accumulates, so batches are large under load and latency
+ * is one sync when quiet.  Under load a write waits until the previous one
+ * began RESCUE_COMMIT_USEC ago (writer_pace()), and a sync until the
+ * previous one began RESCUE_SYNC_USEC ago (writer_sync_due(); the written
+ * records wait for it in writer_sync_wait() or ride with a later batch):
+ * the time bounds of the design's "bounded by count and time", one for the
+ * process's death (what write() put in the page cache survives it) and one
+ * for the node's.  A full ring makes the producer wait for the writer (backpressure):
  * no record is ever dropped while the log is healthy.  After the first write
  * or sync error the writer records the error, sets `failed`, and keeps
  * draining the ring without writing, so nobody ever waits forever.
  *
  * Invariants (counters modulo 2^32): synced <= deq <= enq <= deq + RING_SIZE;
  * ring slots [deq, enq) belong to the writer, the others to the producer;
- * on a healthy log the file holds the carried-over set followed by exactly
- * the records below synced, in append order.  Opening writes the carried-over
+ * on a healthy log the file holds the carried-over set followed by the
+ * records below synced, in append order, durable, and between batches by
+ * exactly those below deq (unsynced: written since the last sync).
+ * Opening writes the carried-over
  * set to PATH.tmp, fsyncs it, renames it over PATH and fsyncs the directory,
  * so PATH is always either the old log or the complete new one.
  *
@@ -273,7 +279,10 @@ struct rescue_writer {
     _Atomic uint32_t synced;          /* ids written and synced, or dropped */
     _Atomic int writer_sleeping;      /* writer sleeps on writer_cv, idle */
     _Atomic int writer_pacing;        /* writer sleeps on writer_cv, records queued */
-    uint64_t commit_ns;               /* CLOCK_MONOTONIC when the last commit began */
+    uint64_t commit_ns;               /* CLOCK_MONOTONIC when the last write began */
+    uint64_t sync_ns;                 /* CLOCK_MONOTONIC when the last fdatasync began */
+    bool unsynced;                    /* records written since the last fdatasync */
+    _Atomic uint64_t writes;          /* batches written (write() loops that succeeded) */
     _Atomic bool failed;              /* errtext is set (release/acquire) */
     _Atomic uint64_t syncs;           /* fdatasync() calls that succeeded */
     _Atomic uint64_t late_wakeups;    /* sleeps ended by the timeout with records queued */
@@ -348,13 +357,29 @@ static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t
     return 0;
 }
 
-static void writer_commit(struct rescue_writer *w, size_t len)
+/* Write a formatted batch: in the file from now on, so a killed process
+ * loses none of it, but not yet durable (writer_sync()). */
+static void writer_write(struct rescue_writer *w, size_t len)
 {
-    if (fdio_write_all(w->fd, w->buf, len) != 0) /* sets errno */
+    w->commit_ns = pmc_mono_ns();
+    if (fdio_write_all(w->fd, w->buf, len) != 0) { /* sets errno */
         writer_fail(w, "write");
-    else if (datasync(w->fd) < 0)
+        w->unsynced = false; /* failed: what is unsynced counts as dropped */
+        return;
+    }
+    w->unsynced = true;
+    /* relaxed: a statistic; readers need no order with the file */
+    atomic_fetch_add_explicit(&w->writes, 1, memory_order_relaxed);
+}
+
+/* Make everything written so far durable: one fdatasync(). */
+static void writer_sync(struct rescue_writer *w)
+{
+    w->sync_ns = pmc_mono_ns();
+    w->unsynced = false;
+    if (datasync(w->fd) < 0)
         writer_fail(w, "fdatasync");
-    else /* relaxed: a statistic; readers need no order with the file */
+    else
         atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
 }
 
@@ -408,8 +433,39 @@ static void writer_sleep(struct rescue_writer *w, uint32_t d)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Everything below d is durable (or dropped: the log failed): tell a
+ * producer that waits for it. */
+static void writer_publish(struct rescue_writer *w, uint32_t d)
+{
+    /* seq_cst: release makes failed/errtext visible with synced; the order
+     * against wake_producer()'s load is the lost-wakeup pair. */
+    atomic_store_explicit(&w->synced, d, memory_order_seq_cst);
+    wake_producer(w);
+}
+
+/* Are the records from d on needed on disk now rather than at the end of
+ * the commit interval?  Yes when the producer waits (flush, full ring), when
+ * close() asks to stop, or when half the ring is queued.  Writer only, under
+ * lock or not: every load is seq_cst, see writer_pace(). */
+static bool writer_urgent(struct rescue_writer *w, uint32_t d)
+{
+    return atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
+}
+
+/* Is the fdatasync of what is written due: RESCUE_SYNC_USEC since the last
+ * one began, or urgent (writer_urgent())? */
+static bool writer_sync_due(struct rescue_writer *w, uint32_t d)
+{
+    return w->sync_ns == 0 || pmc_mono_ns() >= w->sync_ns + (uint64_t)RESCUE_SYNC_USEC * 1000u ||
+           writer_urgent(w, d);
+}
+
 /* Take up to RESCUE_BATCH_MAX ids starting at d, write them (unless the log
- * has failed), and publish progress.  Returns the new d. */
+ * has failed), sync them when that is due (writer_sync_due(); else
+ * writer_sync_wait() does), and publish what is durable.  Returns the new
+ * d. */
 static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
 {
     size_t len = 0;
@@ -424,33 +480,21 @@ static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
      * read them; seq_cst orders it before the load in wake_producer(). */
     atomic_store_explicit(&w->deq, d, memory_order_seq_cst);
     wake_producer(w);
-    if (healthy) {
-        w->commit_ns = pmc_mono_ns();
-        writer_commit(w, len);
-    }
-    /* seq_cst: release makes failed/errtext visible with synced; the order
-     * against wake_producer()'s load is the lost-wakeup pair. */
-    atomic_store_explicit(&w->synced, d, memory_order_seq_cst);
-    wake_producer(w);
+    if (healthy)
+        writer_write(w, len);
+    if (w->unsynced && writer_sync_due(w, d))
+        writer_sync(w);
+    if (!w->unsynced)
+        writer_publish(w, d);
     return d;
 }
 
-/* Are the records from d on needed on disk now rather than at the end of
- * the commit interval?  Yes when the producer waits (flush, full ring), when
- * close() asks to stop, or when half the ring is queued.  Writer only, under
- * lock or not: every load is seq_cst, see writer_pace(). */
-static bool writer_urgent(struct rescue_writer *w, uint32_t d)
-{
-    return atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst) ||
-           atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
-           atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
-}
-
-/* Group commit bounded by time: when the last commit began less than
+/* Group commit bounded by time: when the last write began less than
  * RESCUE_COMMIT_USEC ago, let records gather until it is that old, unless
- * they are urgent (writer_urgent()).  Under load this turns one fdatasync per
- * few records into one per interval; a record that waits for a quiet writer
- * is committed at once.  Why no wake-up is lost: the writer stores
+ * they are urgent (writer_urgent()).  Under load this turns one write per
+ * few records into one per interval (and writer_sync_due() one fdatasync
+ * per RESCUE_SYNC_USEC); a record that waits for a quiet writer is written
+ * at once.  Why no wake-up is lost: the writer stores
  * writer_pacing = 1 and then loads producer_waiting and enq; the producer
  * stores those and then loads writer_pacing (append) or signals under lock
  * (producer_wait); all seq_cst, the pattern of writer_sleep(). */
@@ -470,6 +514,31 @@ static void writer_pace(struct rescue_writer *w, uint32_t d)
     pthread_mutex_unlock(&w->lock);
 }
 
+/* Records below d are written but not synced (writer_batch()): sleep until
+ * their fdatasync is due (writer_sync_due()) or more records come (append
+ * wakes a sleeping writer, as for writer_sleep(), whose lost-wakeup argument
+ * holds here too), then sync them if it is due and publish.  An urgent
+ * sync (writer_urgent(): flush, close, a full ring) is signalled under
+ * lock like a pacing writer's (writer_pace()). */
+static void writer_sync_wait(struct rescue_writer *w, uint32_t d)
+{
+    if (!writer_sync_due(w, d)) {
+        struct timespec deadline = pmc_mono_after_us(
+            (long)((w->sync_ns + (uint64_t)RESCUE_SYNC_USEC * 1000u - pmc_mono_ns()) / 1000u) + 1);
+        pthread_mutex_lock(&w->lock);
+        atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
+        while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d && !writer_urgent(w, d))
+            if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+                break;
+        atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
+        pthread_mutex_unlock(&w->lock);
+    }
+    if (writer_sync_due(w, d)) {
+        writer_sync(w);
+        writer_publish(w, d);
+    }
+}
+
 static void *writer_main(void *arg)
 {
     struct rescue_writer *w = arg;
@@ -483,6 +552,8 @@ static void *writer_main(void *arg)
             e = atomic_load_explicit(&w->enq, memory_order_acquire);
             uint32_t n = e - d < RESCUE_BATCH_MAX ? e - d : RESCUE_BATCH_MAX;
             d = writer_batch(w, d, n);
+        } else if (w->unsynced) {
+            writer_sync_wait(w, d);
         } else if (atomic_load_explicit(&w->stop, memory_order_acquire)) {
             break; /* close() flushed first, so nothing is left */
         } else {
@@ -536,6 +607,9 @@ void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer
     /* relaxed: counters; each is exact once the writer is idle (after a
      * flush), and monotonic while it works */
     st->syncs = atomic_load_explicit(&w->syncs, memory_order_relaxed);
+    st->writes = atomic_load_explicit(&w->writes, memory_order_relaxed);
+    uint32_t synced = atomic_load_explicit(&w->synced, memory_order_acquire); /* before deq */
+    st->unsynced = atomic_load_explicit(&w->deq, memory_order_acquire) - synced;
     st->late_wakeups = atomic_load_explicit(&w->late_wakeups, memory_order_relaxed);
     st->cpu_ns = pmc_thread_cpu_ns_of(w->thread);
 }

@@ -16,15 +16,23 @@
  * Writing: rescue_writer_open() writes the carried-over done set to PATH.tmp,
  * fsyncs it, and renames it over PATH, so the old log is never half-written.
  * Then one writer thread appends "DONE name\n" records with group commit: it
- * takes every record queued so far (at most RESCUE_BATCH_MAX), issues one
- * write() and one fdatasync(), and repeats.  Batches are bounded by count
- * and time (docs/design.md section 6): an idle writer starts on a record at
- * once; under load, commits begin at least RESCUE_COMMIT_USEC apart, unless
- * half the ring is queued or someone waits (flush, close, a full ring).  So
- * a record is durable within RESCUE_COMMIT_USEC plus two write+fdatasync
- * times, and a master taking results without pause pays at most one sync
- * per interval (in a 2-core 10,000-task /bin/true run, where the master
- * already appends in batches, 444 syncs became 400).  The idle writer also wakes every
+ * takes every record queued so far (at most RESCUE_BATCH_MAX) and issues one
+ * write(), and repeats; every write() it follows with one fdatasync()
+ * unless the last one began less than RESCUE_SYNC_USEC ago, when the sync
+ * waits for the end of that interval or a later batch.  Batches are bounded
+ * by count and time (docs/design.md section 6): an idle writer starts on a
+ * record at once, and syncs it at once after a quiet interval; under load,
+ * writes begin at least RESCUE_COMMIT_USEC apart and syncs RESCUE_SYNC_USEC
+ * apart, unless half the ring is queued or someone waits (flush, close, a
+ * full ring: then the sync is made at once).  So a record is in the file
+ * (safe from the process's death: kill -9, a crash, MPI aborting the job)
+ * within RESCUE_COMMIT_USEC plus one fdatasync time, and on disk (safe from
+ * the node's crash) within RESCUE_SYNC_USEC plus two; a master taking
+ * results without pause pays at most one write per 5 ms and one sync per
+ * 50 ms (a 2-core 10,000-task /bin/true run, the master appending in
+ * batches: ~400 write+fdatasync pairs and 33-34 ms of the writer's CPU with
+ * one interval for both; 369-410 writes, 76-77 syncs and 18-21 ms with
+ * two, docs/performance.md section 27).  The idle writer also wakes every
  * RESCUE_FLUSH_USEC, once a second (a safety net; the wake-up protocol does not need it, and
  * late_wakeups counts what it catches; at 50 ms it was 87 % of an idle 1-rank run's CPU).
  */
@@ -43,7 +51,8 @@ extern "C" {
 
 #define RESCUE_BATCH_MAX 65536    /* records per write()+fdatasync() */
 #define RESCUE_FLUSH_USEC 1000000 /* longest sleep of an idle writer (a safety net) */
-#define RESCUE_COMMIT_USEC 5000   /* least time between two commits under load */
+#define RESCUE_COMMIT_USEC 5000   /* least time between two writes under load */
+#define RESCUE_SYNC_USEC 50000    /* least time between two fdatasync() under load */
 
 /* Read the rescue log at path and set done[t] = 1 for every task t recorded
  * as done (done has dag->ntasks bytes, zeroed by the caller).  A missing file
@@ -126,7 +135,10 @@ const char *rescue_writer_error(const struct rescue_writer *w);
  * that let them check group commit and the wake-up protocol without timing
  * anything).  syncs: batches written and made durable, one fdatasync()
  * each (the carried-over set written by open() not counted); under load
- * far fewer than the records appended.  late_wakeups: idle sleeps that
+ * far fewer than the records appended.  writes: batches written, one
+ * write() loop each (as many as syncs, or more under load: RESCUE_SYNC_USEC).
+ * unsynced: records taken off the ring that are not yet durable (0 once the
+ * writer has synced all it took).  late_wakeups: idle sleeps that
  * ended by the RESCUE_FLUSH_USEC safety net while records were queued,
  * that is wake-ups the protocol lost; 0 on a correct protocol (a timeout
  * racing an append's signal by a few instructions is the one benign
@@ -135,6 +147,8 @@ const char *rescue_writer_error(const struct rescue_writer *w);
  * after rescue_writer_flush() returns. */
 struct rescue_writer_stats {
     uint64_t syncs;
+    uint64_t writes;
+    uint32_t unsynced;
     uint64_t late_wakeups;
     uint64_t cpu_ns;
 };

@@ -615,15 +615,16 @@ TEST_F(RescueTest, FlushWakesTheWriterInsteadOfWaitingForTheTimeout)
     EXPECT_EQ(rescue_writer_close(w), 0);
 }
 
-TEST_F(RescueTest, UnderLoadCommitsAreAtLeastTheIntervalApart)
+TEST_F(RescueTest, UnderLoadWritesAndSyncsAreAtLeastTheirIntervalsApart)
 {
-    // A record every 200 us for ~60 ms: without the commit interval the
-    // writer would sync as soon as the previous sync returned (one sync per
-    // record or two on this disk); with it, commits begin at least
-    // RESCUE_COMMIT_USEC apart, so at most elapsed / interval + 2 of them (the
-    // first record after the flush commits at once).  A slower machine only
-    // makes fewer syncs, so the bound cannot fail for load (nor is a lower
-    // one asserted: one sync of a loaded disk can outlast the whole loop).
+    // A record every 200 us for ~120 ms: without the intervals the writer
+    // would write and sync as soon as the previous sync returned (one sync
+    // per record or two on this disk); with them, writes begin at least
+    // RESCUE_COMMIT_USEC apart and syncs RESCUE_SYNC_USEC apart, so at most
+    // elapsed / interval + 2 of each (the first record after the flush is
+    // written at once).  A slower machine only makes fewer, so the bounds
+    // cannot fail for load (nor is a lower one asserted: one sync of a
+    // loaded disk can outlast the whole loop).
     pmc_error err{};
     rescue_writer *w = open_writer({}, &err);
     ASSERT_NE(w, nullptr) << err.text;
@@ -631,9 +632,10 @@ TEST_F(RescueTest, UnderLoadCommitsAreAtLeastTheIntervalApart)
     ASSERT_EQ(rescue_writer_flush(w), 0);
     rescue_writer_stats before{};
     rescue_writer_get_stats(w, &before);
+    EXPECT_EQ(before.unsynced, 0u) << "a flush leaves nothing unsynced";
     auto t0 = std::chrono::steady_clock::now();
     int appended = 0;
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(60)) {
+    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(120)) {
         rescue_writer_append(w, id(appended % 2 ? "b" : "d"));
         appended++;
         std::this_thread::sleep_for(std::chrono::microseconds(200));
@@ -642,13 +644,45 @@ TEST_F(RescueTest, UnderLoadCommitsAreAtLeastTheIntervalApart)
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     rescue_writer_stats st{};
     rescue_writer_get_stats(w, &st);
-    uint64_t syncs = st.syncs - before.syncs;
-    printf("[ stats    ] %d records in %.1f ms: %llu commits\n", appended, ms,
-           (unsigned long long)syncs);
-    EXPECT_LE(syncs, (uint64_t)(ms * 1000.0 / RESCUE_COMMIT_USEC) + 2);
+    uint64_t writes = st.writes - before.writes, syncs = st.syncs - before.syncs;
+    printf("[ stats    ] %d records in %.1f ms: %llu writes, %llu syncs\n", appended, ms,
+           (unsigned long long)writes, (unsigned long long)syncs);
+    EXPECT_LE(writes, (uint64_t)(ms * 1000.0 / RESCUE_COMMIT_USEC) + 2);
+    EXPECT_LE(syncs, (uint64_t)(ms * 1000.0 / RESCUE_SYNC_USEC) + 2);
+    EXPECT_LE(syncs, writes) << "a sync follows a write";
     ASSERT_EQ(rescue_writer_close(w), 0); // close flushes: every record is there
     std::string text = read_file(path_);
     EXPECT_EQ((int)std::count(text.begin(), text.end(), '\n'), appended + 1);
+}
+
+TEST_F(RescueTest, WrittenRecordsAreSyncedWithoutAFlush)
+{
+    // Records written while a sync is not yet due (RESCUE_SYNC_USEC after
+    // the flush's) must reach the disk by themselves once it is: the writer
+    // waits for the end of the interval, not for a flush or more records.
+    pmc_error err{};
+    rescue_writer *w = open_writer({}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("a"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    rescue_writer_stats before{};
+    rescue_writer_get_stats(w, &before);
+    for (int i = 0; i < 20; i++) {
+        rescue_writer_append(w, id(i % 2 ? "b" : "d"));
+        std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    rescue_writer_stats st{};
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        rescue_writer_get_stats(w, &st);
+    } while ((st.unsynced != 0 || fs::file_size(path_) != 7 + 20 * 7) &&
+             std::chrono::steady_clock::now() < until);
+    EXPECT_EQ(st.unsynced, 0u) << "written records waited for a flush to be synced";
+    EXPECT_EQ(fs::file_size(path_), 7u + 20 * 7) << "DONE a, then 20 of DONE b / DONE d";
+    EXPECT_GT(st.syncs, before.syncs);
+    EXPECT_EQ(st.late_wakeups, 0u);
+    EXPECT_EQ(rescue_writer_close(w), 0);
 }
 
 TEST_F(RescueTest, OpenFailsWhenTmpCannotBeCreatedAndLeavesPathAlone)
