@@ -845,9 +845,13 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
      * beside staged_cap staged ones, and a launch takes the lowest free
      * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
      * and 8 more leave room for lingering groups */
+    /* launchers to spare: one bound to each CPU this process may run on,
+     * the rest unbound (launcher_create()) */
+    cpu_set_t pin;
+    bool pinned = spare && sched_getaffinity(0, sizeof pin, &pin) == 0;
     if (!cfg->null_executor && cfg->launch_threads > 0 &&
-        !(a->launcher =
-              launcher_create(cfg->launch_threads, cpus + a->staged_cap + 8, &a->box, err))) {
+        !(a->launcher = launcher_create(cfg->launch_threads, cpus + a->staged_cap + 8, &a->box,
+                                        pinned ? &pin : NULL, err))) {
         agent_destroy(a);
         return NULL;
     }

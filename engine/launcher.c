@@ -16,6 +16,7 @@
 
 #include "engine/planted.h"
 #include "io/clock.h"
+#include "io/log.h"
 #include "sched/mpmc_ring.h"
 
 #define LAUNCHER_SPIN 200                    /* looks at the submit ring before a launcher sleeps */
@@ -68,6 +69,8 @@ struct launcher {
     atomic_ulong own_waits;     /* launcher_own_waits() */
     atomic_uint quiet_low;      /* launcher_set_quiet_exits(); QUIET_OFF: every exit wakes */
     struct mailbox *wake;
+    atomic_uint started;               /* launcher threads past their start */
+    int pin_cpu[LAUNCHER_MAX_THREADS]; /* launcher_create()'s pin: the k-th thread's CPU, or -1 */
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
 
@@ -474,6 +477,9 @@ static void *launcher_main(void *arg)
     struct epoll_event ev[LAUNCHER_EVENTS];
     uint32_t own = NONE_OWN;          /* the task this launcher waits for itself */
     (void)spawn_thread_short_slice(); /* woken by exits: run at once (spawn.h) */
+    int cpu = l->pin_cpu[atomic_fetch_add_explicit(&l->started, 1, memory_order_relaxed)], e;
+    if (cpu >= 0 && (e = spawn_thread_pin(cpu)) != 0) /* unbound, it works as before */
+        log_debug("launcher: cannot bind to CPU %d (%s); it runs unbound", cpu, strerror(e));
     for (;;) {
         uint32_t i;
         /* submissions first: this launcher may have taken the work
@@ -554,8 +560,19 @@ static int launcher_init(struct launcher *l, uint32_t nslots, struct pmc_error *
     return 0;
 }
 
+/* The k-th thread's CPU: the k-th of pin's CPUs, -1 past them or without pin. */
+static void launcher_plan_pins(struct launcher *l, uint32_t nthreads, const cpu_set_t *pin)
+{
+    uint32_t k = 0;
+    for (int cpu = 0; pin && cpu < CPU_SETSIZE && k < nthreads; cpu++)
+        if (CPU_ISSET(cpu, pin))
+            l->pin_cpu[k++] = cpu;
+    for (; k < LAUNCHER_MAX_THREADS; k++)
+        l->pin_cpu[k] = -1;
+}
+
 struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
-                                 struct pmc_error *err)
+                                 const cpu_set_t *pin, struct pmc_error *err)
 {
     if (nthreads < 1 || nthreads > LAUNCHER_MAX_THREADS || nslots < 1) {
         errno = EINVAL;
@@ -573,6 +590,7 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
         return NULL;
     }
     l->wake = wake;
+    launcher_plan_pins(l, nthreads, pin);
     for (; l->nthreads < nthreads; l->nthreads++) {
         int rc = pthread_create(&l->threads[l->nthreads], NULL, launcher_main, l);
         if (rc != 0) {

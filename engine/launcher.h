@@ -258,10 +258,15 @@ struct launch_job {
 struct launcher;
 
 /* Start nthreads (1..LAUNCHER_MAX_THREADS) launcher threads for slots
- * 0..nslots-1; completions wake `wake` (the agent's mailbox).  NULL with
- * err (EINVAL, ENOMEM, or pthread_create's error). */
+ * 0..nslots-1; completions wake `wake` (the agent's mailbox).  pin (read
+ * before the call returns; NULL: none bound): the k-th thread binds itself
+ * to the k-th CPU of pin (spawn_thread_pin(), whose children get their CPUs
+ * back), threads past pin's CPUs stay unbound; the agent pins its
+ * launchers to spare (docs/performance.md section 27).  A thread that
+ * cannot bind runs unbound (a -v line says so).  NULL with err (EINVAL,
+ * ENOMEM, or pthread_create's error). */
 struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
-                                 struct pmc_error *err);
+                                 const cpu_set_t *pin, struct pmc_error *err);
 
 /* The job of slot i, to fill before launcher_submit(i); NULL when i >=
  * nslots (launch that one on the calling thread). */

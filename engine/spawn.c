@@ -323,7 +323,9 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
 static _Thread_local struct {
     void *stack;
     int devnull;
-    pid_t pid; /* ours, for the child's getppid() check; renewed in a fork()ed child */
+    pid_t pid;          /* ours, for the child's getppid() check; renewed in a fork()ed child */
+    bool pinned;        /* spawn_thread_pin(): children get unpinned back */
+    cpu_set_t unpinned; /* the thread's CPUs before spawn_thread_pin() */
 } spawn_thread_state;
 
 /* pthread_atfork child handler: the forking thread's state lives on in the
@@ -371,7 +373,9 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
                             .src = {-1, req->stdout_fd, req->stderr_fd},
                             .forward = req->forward_fds,
                             .nforward = req->nforward,
-                            .affinity = req->affinity,
+                            .affinity = req->affinity               ? req->affinity
+                                        : spawn_thread_state.pinned ? &spawn_thread_state.unpinned
+                                                                    : NULL,
                             .record = req->record_pgid};
     if (!strchr(c.path, '/')) {
         int e = spawn_search_path(c.path, req->envp, path, sizeof path);
@@ -519,6 +523,26 @@ int spawn_thread_short_slice(void)
     at.sched_runtime = SPAWN_THREAD_SLICE_NS;
     at.sched_deadline = at.sched_period = 0;
     return syscall(SYS_sched_setattr, 0, &at, 0) < 0 ? -1 : 1;
+}
+
+int spawn_thread_pin(int cpu)
+{
+    cpu_set_t before, one;
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return EINVAL;
+    if (sched_getaffinity(0, sizeof before, &before) < 0)
+        return errno;
+    if (spawn_thread_state.pinned) /* pinned again: within the first CPUs */
+        before = spawn_thread_state.unpinned;
+    if (!CPU_ISSET(cpu, &before))
+        return EINVAL;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof one, &one) < 0)
+        return errno;
+    spawn_thread_state.unpinned = before;
+    spawn_thread_state.pinned = true;
+    return 0;
 }
 
 int spawn_exec_exit_code(int exec_errno)

@@ -90,7 +90,8 @@ struct spawn_request {
     const int *forward_fds; /* write ends of forwarding pipes -> fds 3, 4, ... */
     int nforward;
     /* CPUs the child may run on (sched_setaffinity); NULL: inherit the
-     * calling thread's.  Read before spawn_task() returns. */
+     * calling thread's, or on a thread bound by spawn_thread_pin() the
+     * CPUs it had before.  Read before spawn_task() returns. */
     const cpu_set_t *affinity;
     /* RLIMIT_AS of the child in bytes, soft and hard; 0: inherit. */
     uint64_t memory_limit_bytes;
@@ -197,6 +198,24 @@ int spawn_timed_out(int stderr_fd, const char *name, uint32_t limit_ms);
  * only; thread-safe. */
 #define SPAWN_THREAD_SLICE_NS 100000 /* 100 us: Linux clamps to 0.1-100 ms */
 int spawn_thread_short_slice(void);
+
+/* Bind the calling thread, one that starts and reaps tasks (a launcher),
+ * to CPU `cpu` (sched_setaffinity(2)), and keep the CPUs it could run on
+ * until then: the children it starts get those back before their execve
+ * (one sched_setaffinity in the child) unless their request names CPUs of
+ * its own (spawn_request.affinity), so a task is never confined by it.
+ * Why: a child starts where its parent's binding lets it, on this CPU, and
+ * a parent bound there is woken there by its exit, as a spawner process
+ * whose child ran on its own CPU is.  Unbound, the thread was woken where
+ * it last ran (an exit's wake-up is not a sync one: the exiting task has
+ * PF_EXITING), often the other CPU while its child's CPU idled until the
+ * next child was sent back to it: ~3-4 % of the 2-core VM's /bin/true
+ * throughput (docs/performance.md section 27).  Pinned again, the thread
+ * may take any of the CPUs it had before the first pin, which stay its
+ * children's.  0, or an errno (EINVAL: cpu is not one of those CPUs); the
+ * thread is left as it was on an error.  Calling thread only;
+ * thread-safe. */
+int spawn_thread_pin(int cpu);
 
 /* The shell's exit code for an exec failure: 127 when the file was not
  * found, 126 otherwise (POSIX "Command Search and Execution"). */

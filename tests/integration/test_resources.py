@@ -393,7 +393,8 @@ class Resources(pmcrun.TestCase):
         late: a first version could leave a submission in the ring while
         the launcher that took its wake-up waited for its own task, and a
         task then seemed to run 1-5 s (about once in 10,000 tasks, so this
-        check catches it only now and then)."""
+        check catches it only now and then).  Bound one per CPU, the
+        launchers start tasks that may still use every CPU."""
         self.need_two_cpus()
         dag_path = self.write("spare.dag", "".join("TASK t%04d /bin/true\n" % i
                                                    for i in range(3000)))
@@ -417,6 +418,20 @@ class Resources(pmcrun.TestCase):
         dag_path = self.write("montage.dag", pmcrun.read_text(src))
         res3 = self.run_pmc(["--host-cpus", "2", "--launch-threads", "3", dag_path], timeout=300)
         problems += ["montage-small: " + p for p in self.ok_run_problems(res3, dag_path)]
+        # the launchers are bound one per CPU (launcher_create()'s pin), their
+        # tasks are not: each of 6 may use every CPU this process may
+        self.write("affinity.sh", AFFINITY, 0o755)
+        dag_path = self.write("spare_cpus.dag", "".join(
+            "TASK a%d /bin/sh %s/affinity.sh %s a%d\n" % (i, self.tmp, self.tmp, i)
+            for i in range(6)))
+        res4 = self.run_pmc(["--host-cpus", "2", "--launch-threads", "3", dag_path], timeout=60)
+        problems += ["affinity: " + p for p in self.ok_run_problems(res4, dag_path)]
+        for i in range(6):
+            cpus = allowed_cpus(pmcrun.read_text(self.path("a%d.status" % i)))
+            if cpus is None or not cpus >= self.need_two_cpus():
+                problems.append("task a%d may use CPUs %s, expected at least %s: a launcher's "
+                                "binding reached it" % (i, sorted(cpus or []),
+                                                        sorted(self.need_two_cpus())))
         self.check(problems, res)
 
     def test_staged_task_that_cannot_execute(self):

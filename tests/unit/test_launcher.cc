@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <set>
@@ -114,10 +115,10 @@ class LauncherPool : public TempDirTest
     bool wake_on_exit_ = false;    // the next submits' launch_job.wake_on_exit
     bool staged_ = false;          // submit() stages the job (launcher_stage()) instead
     std::vector<int> forward_fds_; // the next submits' descriptors 3, 4, ... (-f pipes)
-    void start(uint32_t nthreads, uint32_t nslots)
+    void start(uint32_t nthreads, uint32_t nslots, const cpu_set_t *pin = nullptr)
     {
         struct pmc_error err;
-        pool_ = launcher_create(nthreads, nslots, &box_, &err);
+        pool_ = launcher_create(nthreads, nslots, &box_, pin, &err);
         ASSERT_NE(pool_, nullptr) << err.text;
     }
     // Submit argv as slot i's job (argv and env kept alive by the fixture;
@@ -938,6 +939,73 @@ TEST_F(LauncherPool, LauncherWaitsForItsOwnTaskAndTheNextStaged)
     std::string out = read_file(dir_ + "/out.0");
     for (const char *want : {"first\n", "staged\n", "beside\n", "name=t0", "name=t1", "name=t2"})
         EXPECT_NE(out.find(want), std::string::npos) << want << " missing from " << out;
+}
+
+// Cpus_allowed_list of /proc/self/status, or of thread tid's.
+std::string cpus_allowed(pid_t tid = 0)
+{
+    std::string path =
+        tid ? "/proc/self/task/" + std::to_string(tid) + "/status" : "/proc/self/status";
+    std::string st = read_file(path);
+    size_t k = st.find("Cpus_allowed_list:");
+    if (k == std::string::npos)
+        return "?";
+    size_t b = st.find_first_not_of(" \t", k + 18), e = st.find('\n', k);
+    return st.substr(b, e - b);
+}
+
+// The Cpus_allowed_list of each thread named pmc-launch.
+std::multiset<std::string> launcher_cpus()
+{
+    std::multiset<std::string> got;
+    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
+        pid_t tid = (pid_t)std::stol(t.path().filename());
+        std::string comm = read_file(t.path().string() + "/comm");
+        if (comm == "pmc-launch\n")
+            got.insert(cpus_allowed(tid));
+    }
+    return got;
+}
+
+// launcher_create() with pin: the k-th launcher binds itself to the k-th
+// CPU of the set, the one to spare stays unbound, and a task they start
+// runs on every CPU the process may use (spawn_thread_pin()).
+TEST_F(LauncherPool, PinnedLaunchersOnePerCpuTheirTasksUnbound)
+{
+    cpu_set_t mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int ncpu = CPU_COUNT(&mine);
+    uint32_t n = ncpu < (int)LAUNCHER_MAX_THREADS ? (uint32_t)ncpu + 1 : LAUNCHER_MAX_THREADS;
+    std::string all = cpus_allowed();
+    std::multiset<std::string> want;
+    for (int c = 0, k = 0; c < CPU_SETSIZE && k < (int)n; c++)
+        if (CPU_ISSET(c, &mine) && ++k)
+            want.insert(std::to_string(c));
+    while (want.size() < n)
+        want.insert(all);
+    start(n, 4, &mine);
+    std::multiset<std::string> got;
+    for (int k = 0; k < 10000 && (got = launcher_cpus()) != want; k++)
+        usleep(1000); // each launcher binds itself as it starts
+    EXPECT_EQ(got, want);
+    for (uint32_t s = 0; s < 4; s++) { // on whichever launchers take them
+        int o = make_capture(("o" + std::to_string(s)).c_str());
+        int e = make_capture(("e" + std::to_string(s)).c_str());
+        submit(s, {"/bin/grep", "^Cpus_allowed_list", "/proc/self/status"}, true, o, e);
+        uint32_t i;
+        ASSERT_TRUE(take(&i));
+        ASSERT_TRUE(take_exited(&i));
+        EXPECT_EQ(launcher_job(pool_, s)->status, 0);
+        close(o);
+        close(e);
+    }
+    std::string out = read_file(dir_ + "/out.0");
+    size_t lines = 0;
+    for (size_t k = 0; (k = out.find("Cpus_allowed_list:", k)) != std::string::npos; k++, lines++)
+        EXPECT_EQ(out.substr(out.find_first_not_of(" \t", k + 18),
+                             out.find('\n', k) - out.find_first_not_of(" \t", k + 18)),
+                  all);
+    EXPECT_EQ(lines, 4u) << out;
 }
 
 // A task its launcher waits for is signalled as any watched one

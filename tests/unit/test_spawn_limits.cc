@@ -3,7 +3,8 @@
 //
 // CPU binding: the child's Cpus_allowed_list (read by the child itself from
 // /proc/self/status) is each single CPU we may use, a pair, or ours when no
-// set is given; a set without a usable CPU fails with EINVAL.  Memory limit:
+// set is given, also when the spawning thread is bound by
+// spawn_thread_pin(); a set without a usable CPU fails with EINVAL.  Memory limit:
 // the child's `ulimit -v` (soft and hard) shows the limit in KB, 5000 MB is
 // not truncated at 4 GiB, 0 inherits, a limit above our hard limit is
 // lowered to it; a shell that reads 200 MB into a variable fails under 64 MB
@@ -143,6 +144,67 @@ TEST_F(SpawnLimitsTest, NoAffinityInheritsCallingThread)
     });
     t.join();
     EXPECT_EQ(got, std::to_string(cpus.back()));
+}
+
+// spawn_thread_pin(): the thread is bound to one CPU, and its children get
+// back the CPUs it had before (also after a second pin), unless their
+// request names CPUs of its own.
+TEST_F(SpawnLimitsTest, PinnedThreadsChildrenGetItsCpusBack)
+{
+    std::vector<int> cpus = my_cpus();
+    ASSERT_FALSE(cpus.empty());
+    cpu_set_t mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int rc = -1, again_rc = -1;
+    std::string self, child, own, again;
+    std::thread t([&] {
+        rc = spawn_thread_pin(cpus.back());
+        cpu_set_t now;
+        sched_getaffinity(0, sizeof now, &now);
+        self = cpu_list(now);
+        child = child_cpus(nullptr);
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(cpus.front(), &one);
+        own = child_cpus(&one);
+        again_rc = spawn_thread_pin(cpus.front());
+        again = child_cpus(nullptr);
+    });
+    t.join();
+    ASSERT_EQ(rc, 0) << strerror(rc);
+    EXPECT_EQ(self, std::to_string(cpus.back()));
+    EXPECT_EQ(child, cpu_list(mine));
+    EXPECT_EQ(own, std::to_string(cpus.front()));
+    EXPECT_EQ(again_rc, 0);
+    EXPECT_EQ(again, cpu_list(mine)) << "a second pin gave its first binding to the children";
+    expect_no_children();
+}
+
+// A CPU the thread may not run on, or no CPU at all, is EINVAL, and the
+// thread and its children keep their CPUs.
+TEST_F(SpawnLimitsTest, PinToACpuNotOursIsEinvalAndChangesNothing)
+{
+    cpu_set_t mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    int missing = -1;
+    for (int c = CPU_SETSIZE - 1; c >= 0 && missing < 0; c--)
+        if (!CPU_ISSET(c, &mine))
+            missing = c;
+    ASSERT_GE(missing, 0) << "every CPU of the set is ours";
+    std::vector<int> rcs;
+    std::string self, child;
+    std::thread t([&] {
+        for (int cpu : {-1, CPU_SETSIZE, missing})
+            rcs.push_back(spawn_thread_pin(cpu));
+        cpu_set_t now;
+        sched_getaffinity(0, sizeof now, &now);
+        self = cpu_list(now);
+        child = child_cpus(nullptr);
+    });
+    t.join();
+    EXPECT_EQ(rcs, (std::vector<int>{EINVAL, EINVAL, EINVAL}));
+    EXPECT_EQ(self, cpu_list(mine));
+    EXPECT_EQ(child, cpu_list(mine));
 }
 
 TEST_F(SpawnLimitsTest, AffinityWithoutUsableCpuIsEinval)
