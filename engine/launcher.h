@@ -374,10 +374,10 @@ uint64_t launcher__pipe_reads(const struct launcher *l);
 void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
 
 /* Let up to n launchers (at most all but one) each wait for a reaped
- * launch they started, without -f pipes, themselves: in waitid(2), which
- * the task's exit wakes on its own CPU (a sync wake-up, as a spawner
- * process's waitpid() is; the pool's epoll set gets a pidfd's wake-up,
- * which is not), then reap it and start a staged job, which may become
+ * launch they started, without -f pipes, themselves: in waitid(2), as a
+ * spawner process waits in waitpid() (a bound launcher is woken on its
+ * task's CPU: launcher_create()'s pin), then reap it and start a staged
+ * job, which may become
  * theirs in turn.  The others serve submissions, pipes and the exits of
  * the tasks in the epoll set.  A launcher that waits so is held until its
  * task ends, so the agent asks for this only when the pool has launchers

@@ -207,10 +207,11 @@ int spawn_thread_short_slice(void);
  * Why: a child starts where its parent's binding lets it, on this CPU, and
  * a parent bound there is woken there by its exit, as a spawner process
  * whose child ran on its own CPU is.  Unbound, the thread was woken where
- * it last ran (an exit's wake-up is not a sync one: the exiting task has
- * PF_EXITING), often the other CPU while its child's CPU idled until the
- * next child was sent back to it: ~3-4 % of the 2-core VM's /bin/true
- * throughput (docs/performance.md section 27).  Pinned again, the thread
+ * it last ran (traced on the 2-core VM; Linux's select_task_rq_fair()
+ * treats no wake-up by an exiting task, PF_EXITING, as a sync one), often
+ * the other CPU, while its child's CPU idled until the next child was
+ * sent back to it: bound, 1.023 of the unbound throughput of /bin/true
+ * tasks in 20 alternating pairs (docs/performance.md section 27).  Pinned again, the thread
  * may take any of the CPUs it had before the first pin, which stay its
  * children's.  0, or an errno (EINVAL: cpu is not one of those CPUs); the
  * thread is left as it was on an error.  Calling thread only;

@@ -237,6 +237,22 @@ class RescueTest : public TempDirTest
         auto done = done_set(names);
         return rescue_writer_open(path_.c_str(), dag_.get(), done.data(), err);
     }
+    // A writer that has written and synced "DONE a" (a flush: so its next
+    // sync is not due for RESCUE_SYNC_USEC), and its stats then; NULL on
+    // failure (a test failure already).
+    rescue_writer *open_after_one_flush(rescue_writer_stats *before)
+    {
+        pmc_error err{};
+        rescue_writer *w = open_writer({}, &err);
+        EXPECT_NE(w, nullptr) << err.text;
+        if (!w)
+            return nullptr;
+        rescue_writer_append(w, id("a"));
+        EXPECT_EQ(rescue_writer_flush(w), 0);
+        rescue_writer_get_stats(w, before);
+        EXPECT_EQ(before->unsynced, 0u) << "a flush leaves nothing unsynced";
+        return w;
+    }
     dag_task_t id(const char *name)
     {
         dag_task_t t = 0;
@@ -625,14 +641,9 @@ TEST_F(RescueTest, UnderLoadWritesAndSyncsAreAtLeastTheirIntervalsApart)
     // written at once).  A slower machine only makes fewer, so the bounds
     // cannot fail for load (nor is a lower one asserted: one sync of a
     // loaded disk can outlast the whole loop).
-    pmc_error err{};
-    rescue_writer *w = open_writer({}, &err);
-    ASSERT_NE(w, nullptr) << err.text;
-    rescue_writer_append(w, id("a"));
-    ASSERT_EQ(rescue_writer_flush(w), 0);
     rescue_writer_stats before{};
-    rescue_writer_get_stats(w, &before);
-    EXPECT_EQ(before.unsynced, 0u) << "a flush leaves nothing unsynced";
+    rescue_writer *w = open_after_one_flush(&before);
+    ASSERT_NE(w, nullptr);
     auto t0 = std::chrono::steady_clock::now();
     int appended = 0;
     while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(120)) {
@@ -660,13 +671,9 @@ TEST_F(RescueTest, WrittenRecordsAreSyncedWithoutAFlush)
     // Records written while a sync is not yet due (RESCUE_SYNC_USEC after
     // the flush's) must reach the disk by themselves once it is: the writer
     // waits for the end of the interval, not for a flush or more records.
-    pmc_error err{};
-    rescue_writer *w = open_writer({}, &err);
-    ASSERT_NE(w, nullptr) << err.text;
-    rescue_writer_append(w, id("a"));
-    ASSERT_EQ(rescue_writer_flush(w), 0);
     rescue_writer_stats before{};
-    rescue_writer_get_stats(w, &before);
+    rescue_writer *w = open_after_one_flush(&before);
+    ASSERT_NE(w, nullptr);
     for (int i = 0; i < 20; i++) {
         rescue_writer_append(w, id(i % 2 ? "b" : "d"));
         std::this_thread::sleep_for(std::chrono::microseconds(500));
