@@ -281,7 +281,6 @@ struct rescue_writer {
     _Atomic int writer_pacing;        /* writer sleeps on writer_cv, records queued */
     uint64_t commit_ns;               /* CLOCK_MONOTONIC when the last write began */
     uint64_t sync_ns;                 /* CLOCK_MONOTONIC when the last fdatasync began */
-    bool unsynced;                    /* records written since the last fdatasync */
     _Atomic uint64_t writes;          /* batches written (write() loops that succeeded) */
     _Atomic bool failed;              /* errtext is set (release/acquire) */
     _Atomic uint64_t syncs;           /* fdatasync() calls that succeeded */
@@ -362,21 +361,16 @@ static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t
 static void writer_write(struct rescue_writer *w, size_t len)
 {
     w->commit_ns = pmc_mono_ns();
-    if (fdio_write_all(w->fd, w->buf, len) != 0) { /* sets errno */
+    if (fdio_write_all(w->fd, w->buf, len) != 0) /* sets errno */
         writer_fail(w, "write");
-        w->unsynced = false; /* failed: what is unsynced counts as dropped */
-        return;
-    }
-    w->unsynced = true;
-    /* relaxed: a statistic; readers need no order with the file */
-    atomic_fetch_add_explicit(&w->writes, 1, memory_order_relaxed);
+    else /* relaxed: a statistic; readers need no order with the file */
+        atomic_fetch_add_explicit(&w->writes, 1, memory_order_relaxed);
 }
 
 /* Make everything written so far durable: one fdatasync(). */
 static void writer_sync(struct rescue_writer *w)
 {
     w->sync_ns = pmc_mono_ns();
-    w->unsynced = false;
     if (datasync(w->fd) < 0)
         writer_fail(w, "fdatasync");
     else
@@ -402,8 +396,21 @@ static void wake_writer(struct rescue_writer *w)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Sleep until the ring holds more than d ids, close() asks to stop, or
- * RESCUE_FLUSH_USEC passes (a safety net; the protocol needs no timeout).
+/* Are the records from d on needed on disk now rather than at the end of
+ * the commit interval?  Yes when the producer waits (flush, full ring), when
+ * close() asks to stop, or when half the ring is queued.  Writer only, under
+ * lock or not: every load is seq_cst, see writer_pace(). */
+static bool writer_urgent(struct rescue_writer *w, uint32_t d)
+{
+    return atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
+           atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
+}
+
+/* Sleep until the ring holds more than d ids, something is urgent
+ * (writer_urgent(): close() asks to stop, the producer waits), or `us`
+ * microseconds pass: RESCUE_FLUSH_USEC when idle (a safety net; the
+ * protocol needs no timeout), or until a sync is due (writer_sync_wait()).
  *
  * Why no wakeup is lost.  The writer stores writer_sleeping = 1 and then
  * loads enq; the producer stores enq and then loads writer_sleeping; all four
@@ -414,13 +421,12 @@ static void wake_writer(struct rescue_writer *w)
  * pthread_cond_timedwait() releases it atomically, so a signal cannot fall
  * between the check and the wait.  The producer's waits (producer_wait) use
  * the same argument with producer_waiting against deq and synced. */
-static void writer_sleep(struct rescue_writer *w, uint32_t d)
+static void writer_sleep(struct rescue_writer *w, uint32_t d, long us)
 {
-    struct timespec deadline = pmc_mono_after_us(RESCUE_FLUSH_USEC);
+    struct timespec deadline = pmc_mono_after_us(us);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
-    while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d &&
-           !atomic_load_explicit(&w->stop, memory_order_relaxed)) /* stop: written under lock */
+    while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d && !writer_urgent(w, d))
         if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT) {
             /* records queued but no signal came: the safety net caught a
              * lost wake-up (or, rarely, the timeout raced an append's
@@ -443,29 +449,37 @@ static void writer_publish(struct rescue_writer *w, uint32_t d)
     wake_producer(w);
 }
 
-/* Are the records from d on needed on disk now rather than at the end of
- * the commit interval?  Yes when the producer waits (flush, full ring), when
- * close() asks to stop, or when half the ring is queued.  Writer only, under
- * lock or not: every load is seq_cst, see writer_pace(). */
-static bool writer_urgent(struct rescue_writer *w, uint32_t d)
+/* When the next fdatasync may begin (CLOCK_MONOTONIC, ns):
+ * RESCUE_SYNC_USEC after the last one began; 0 before the first. */
+static uint64_t writer_sync_at(const struct rescue_writer *w)
 {
-    return atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst) ||
-           atomic_load_explicit(&w->stop, memory_order_seq_cst) ||
-           atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
+    return w->sync_ns ? w->sync_ns + (uint64_t)RESCUE_SYNC_USEC * 1000u : 0;
 }
 
-/* Is the fdatasync of what is written due: RESCUE_SYNC_USEC since the last
- * one began, or urgent (writer_urgent())? */
+/* Is the fdatasync of what is written due (writer_sync_at()), or urgent
+ * (writer_urgent())? */
 static bool writer_sync_due(struct rescue_writer *w, uint32_t d)
 {
-    return w->sync_ns == 0 || pmc_mono_ns() >= w->sync_ns + (uint64_t)RESCUE_SYNC_USEC * 1000u ||
-           writer_urgent(w, d);
+    return pmc_mono_ns() >= writer_sync_at(w) || writer_urgent(w, d);
+}
+
+/* Everything below d is written: publish it once it is durable, after one
+ * fdatasync when that is due (writer_sync_due()), or at once when the log
+ * has failed (dropped); otherwise it waits for writer_sync_wait() or a
+ * later batch.  So records below d are written but not durable exactly
+ * while synced != d. */
+static void writer_settle(struct rescue_writer *w, uint32_t d)
+{
+    bool failed = atomic_load_explicit(&w->failed, memory_order_relaxed); /* own flag */
+    if (!failed && !writer_sync_due(w, d))
+        return;
+    if (!failed)
+        writer_sync(w);
+    writer_publish(w, d);
 }
 
 /* Take up to RESCUE_BATCH_MAX ids starting at d, write them (unless the log
- * has failed), sync them when that is due (writer_sync_due(); else
- * writer_sync_wait() does), and publish what is durable.  Returns the new
- * d. */
+ * has failed) and settle them (writer_settle()).  Returns the new d. */
 static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
 {
     size_t len = 0;
@@ -482,10 +496,7 @@ static uint32_t writer_batch(struct rescue_writer *w, uint32_t d, uint32_t n)
     wake_producer(w);
     if (healthy)
         writer_write(w, len);
-    if (w->unsynced && writer_sync_due(w, d))
-        writer_sync(w);
-    if (!w->unsynced)
-        writer_publish(w, d);
+    writer_settle(w, d);
     return d;
 }
 
@@ -514,29 +525,15 @@ static void writer_pace(struct rescue_writer *w, uint32_t d)
     pthread_mutex_unlock(&w->lock);
 }
 
-/* Records below d are written but not synced (writer_batch()): sleep until
- * their fdatasync is due (writer_sync_due()) or more records come (append
- * wakes a sleeping writer, as for writer_sleep(), whose lost-wakeup argument
- * holds here too), then sync them if it is due and publish.  An urgent
- * sync (writer_urgent(): flush, close, a full ring) is signalled under
- * lock like a pacing writer's (writer_pace()). */
+/* Records below d are written but not synced (writer_settle()): sleep
+ * until their fdatasync is due, something is urgent, or more records come
+ * (writer_sleep()), then settle them. */
 static void writer_sync_wait(struct rescue_writer *w, uint32_t d)
 {
-    if (!writer_sync_due(w, d)) {
-        struct timespec deadline = pmc_mono_after_us(
-            (long)((w->sync_ns + (uint64_t)RESCUE_SYNC_USEC * 1000u - pmc_mono_ns()) / 1000u) + 1);
-        pthread_mutex_lock(&w->lock);
-        atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
-        while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d && !writer_urgent(w, d))
-            if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
-                break;
-        atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
-        pthread_mutex_unlock(&w->lock);
-    }
-    if (writer_sync_due(w, d)) {
-        writer_sync(w);
-        writer_publish(w, d);
-    }
+    uint64_t now = pmc_mono_ns(), at = writer_sync_at(w);
+    if (now < at && !writer_urgent(w, d))
+        writer_sleep(w, d, (long)((at - now) / 1000u) + 1);
+    writer_settle(w, d);
 }
 
 static void *writer_main(void *arg)
@@ -552,12 +549,12 @@ static void *writer_main(void *arg)
             e = atomic_load_explicit(&w->enq, memory_order_acquire);
             uint32_t n = e - d < RESCUE_BATCH_MAX ? e - d : RESCUE_BATCH_MAX;
             d = writer_batch(w, d, n);
-        } else if (w->unsynced) {
+        } else if (atomic_load_explicit(&w->synced, memory_order_relaxed) != d) { /* own */
             writer_sync_wait(w, d);
         } else if (atomic_load_explicit(&w->stop, memory_order_acquire)) {
             break; /* close() flushed first, so nothing is left */
         } else {
-            writer_sleep(w, d);
+            writer_sleep(w, d, RESCUE_FLUSH_USEC);
         }
     }
     return NULL;
