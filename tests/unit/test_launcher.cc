@@ -946,12 +946,7 @@ std::string cpus_allowed(pid_t tid = 0)
 {
     std::string path =
         tid ? "/proc/self/task/" + std::to_string(tid) + "/status" : "/proc/self/status";
-    std::string st = read_file(path);
-    size_t k = st.find("Cpus_allowed_list:");
-    if (k == std::string::npos)
-        return "?";
-    size_t b = st.find_first_not_of(" \t", k + 18), e = st.find('\n', k);
-    return st.substr(b, e - b);
+    return status_field(read_file(path), "Cpus_allowed_list");
 }
 
 // The Cpus_allowed_list of each thread named pmc-launch.
@@ -1001,10 +996,8 @@ TEST_F(LauncherPool, PinnedLaunchersOnePerCpuTheirTasksUnbound)
     }
     std::string out = read_file(dir_ + "/out.0");
     size_t lines = 0;
-    for (size_t k = 0; (k = out.find("Cpus_allowed_list:", k)) != std::string::npos; k++, lines++)
-        EXPECT_EQ(out.substr(out.find_first_not_of(" \t", k + 18),
-                             out.find('\n', k) - out.find_first_not_of(" \t", k + 18)),
-                  all);
+    for (size_t k = 0; (k = out.find("Cpus_allowed_list:", k)) != std::string::npos; lines++)
+        EXPECT_EQ(status_field(out, "Cpus_allowed_list", k, &k), all);
     EXPECT_EQ(lines, 4u) << out;
 }
 

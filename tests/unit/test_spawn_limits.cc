@@ -84,11 +84,7 @@ std::string child_cpus(const cpu_set_t *affinity, int *rc = nullptr)
     if (rc)
         *rc = r.rc;
     EXPECT_EQ(r.status, 0) << r.err;
-    size_t tab = r.out.find_first_of(" \t");
-    if (tab == std::string::npos)
-        return "?" + r.out;
-    size_t start = r.out.find_first_not_of(" \t", tab);
-    return r.out.substr(start, r.out.find('\n') - start);
+    return status_field(r.out, "Cpus_allowed_list");
 }
 
 class SpawnLimitsTest : public TempDirTest

@@ -1,6 +1,7 @@
 // testutil.h - helpers shared by the unit tests (header-only, C++17).
 //
-// Files and descriptors: read_file, write_file, write_all, read_to_eof,
+// Files and descriptors: read_file, status_field (a /proc/PID/status
+// line's value), write_file, write_all, read_to_eof,
 // random_bytes, open_fds (this process's descriptors), FdAt (a descriptor
 // moved to a given number for a scope).  Temporary directories: TempDir
 // (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
@@ -94,6 +95,22 @@ inline std::string read_file(const std::string &path)
     std::ostringstream ss;
     ss << in.rdbuf();
     return ss.str();
+}
+
+// The value of the first "Name:" line of /proc/PID/status text (the
+// spaces and tabs after the colon skipped), from `from` on; "?" when there
+// is none.  *next (when given) gets where the search may go on.
+inline std::string status_field(const std::string &text, const std::string &name, size_t from = 0,
+                                size_t *next = nullptr)
+{
+    size_t k = text.find(name + ":", from);
+    if (next)
+        *next = k == std::string::npos ? std::string::npos : k + name.size() + 1;
+    if (k == std::string::npos)
+        return "?";
+    size_t b = text.find_first_not_of(" \t", k + name.size() + 1);
+    size_t e = text.find('\n', k);
+    return b == std::string::npos || (e != std::string::npos && b > e) ? "" : text.substr(b, e - b);
 }
 
 // Replaces the file's content (creating it).
