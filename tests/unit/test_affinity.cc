@@ -29,6 +29,9 @@
 
 #include "engine/affinity.h"
 #include "sched/resources.h"
+#include "testutil.h"
+
+using namespace testutil;
 
 namespace
 {
@@ -156,22 +159,12 @@ TEST(AffinityFormat, WorstCaseFitsListMax)
     EXPECT_EQ(std::string(buf).substr(0, 8), "0,2,4,6,");
 }
 
-std::string status_field(const std::string &name)
-{
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.compare(0, name.size() + 1, name + ":") == 0)
-            return line.substr(line.find_first_not_of(" \t", name.size() + 1));
-    return "?";
-}
-
 // The same form as the kernel's Cpus_allowed_list (this is the main thread).
 TEST(AffinityFormat, MatchesKernelCpusAllowedList)
 {
     cpu_set_t mine;
     ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-    EXPECT_EQ(list(mine), status_field("Cpus_allowed_list"));
+    EXPECT_EQ(list(mine), status_field(read_file("/proc/self/status"), "Cpus_allowed_list"));
 }
 
 // ---- building pools ---------------------------------------------------

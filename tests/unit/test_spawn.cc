@@ -424,15 +424,6 @@ std::string child_signal_state()
     return r.out;
 }
 
-// The mask read as a number from a "Name:\tHEX" line of /proc/PID/status.
-unsigned long long status_mask(const std::string &lines, const std::string &name)
-{
-    size_t at = lines.find(name + ":\t");
-    if (at == std::string::npos)
-        return ~0ull;
-    return std::stoull(lines.substr(at + name.size() + 2, 16), nullptr, 16);
-}
-
 TEST_F(SpawnTest, SignalMaskEmpty)
 {
     std::string st = child_signal_state();

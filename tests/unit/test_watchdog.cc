@@ -26,6 +26,9 @@
 #include "engine/spawn.h"
 #include "engine/watchdog.h"
 #include "io/taskio.h"
+#include "testutil.h"
+
+using namespace testutil;
 
 namespace
 {
@@ -128,19 +131,6 @@ TEST_F(Watchdog, KilledAgentTakesItsTasksGroupsWithIt)
     EXPECT_NE(std::string::npos, text.find("killed 1 task process groups")) << text;
 }
 
-std::string file_text(const std::string &path)
-{
-    std::string text;
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    char buf[512];
-    ssize_t n;
-    while (fd >= 0 && (n = read(fd, buf, sizeof buf)) > 0)
-        text.append(buf, (size_t)n);
-    if (fd >= 0)
-        close(fd);
-    return text;
-}
-
 // A capture file (io/taskio.h) holding text.
 int capture_holding(const char *text)
 {
@@ -201,10 +191,10 @@ void expect_output_saved(bool task_gone)
     EXPECT_TRUE(group_gone_within(pgid, 5.0));
     const std::string note = "pmc-hybrid: task task-a cut short: the node agent of rank 7 ended "
                              "while it ran; its output so far is above (";
-    for (int i = 0; i < 500 && file_text(err_path).find(note) == std::string::npos; i++)
+    for (int i = 0; i < 500 && read_file(err_path).find(note) == std::string::npos; i++)
         usleep(10000); // the watchdog writes the err file last
-    EXPECT_EQ("partial-out\n" + note + "11 bytes)\n", file_text(out_path));
-    EXPECT_EQ("partial-err\n" + note + "12 bytes)\n", file_text(err_path));
+    EXPECT_EQ("partial-out\n" + note + "11 bytes)\n", read_file(out_path));
+    EXPECT_EQ("partial-err\n" + note + "12 bytes)\n", read_file(err_path));
     unlink(out_path.c_str());
     unlink(err_path.c_str());
     rmdir(dir);
@@ -263,15 +253,6 @@ TEST_F(Watchdog, OrderlyStopKillsRecordedGroupsAndSparesClearedOnes)
     close(fd_cleared);
 }
 
-// Bits of a /proc/PID/status signal mask line ("SigIgn:\t...").
-unsigned long long status_mask(pid_t pid, const char *field)
-{
-    std::string text = file_text("/proc/" + std::to_string(pid) + "/status");
-    size_t at = text.find(std::string(field) + ":");
-    return at == std::string::npos ? 0
-                                   : strtoull(text.c_str() + at + strlen(field) + 1, nullptr, 16);
-}
-
 void no_op_handler(int) {}
 
 // The agent's process has handlers for the stop signals (main.c); the
@@ -293,10 +274,11 @@ TEST_F(Watchdog, IgnoresTheStopSignalsItsAgentHandles)
     std::string comm;
     for (int i = 0; i < 200 && comm != "pmc-watchdog\n"; i++) { // named after the sigactions
         usleep(5000);
-        comm = file_text("/proc/" + std::to_string(pid) + "/comm");
+        comm = read_file("/proc/" + std::to_string(pid) + "/comm");
     }
     ASSERT_EQ("pmc-watchdog\n", comm);
-    unsigned long long ign = status_mask(pid, "SigIgn"), cgt = status_mask(pid, "SigCgt");
+    std::string st = read_file("/proc/" + std::to_string(pid) + "/status");
+    unsigned long long ign = status_mask(st, "SigIgn"), cgt = status_mask(st, "SigCgt");
     for (int sig : sigs) {
         EXPECT_TRUE(ign >> (sig - 1) & 1) << "signal " << sig << " not ignored";
         EXPECT_FALSE(cgt >> (sig - 1) & 1) << "signal " << sig << " runs the agent's handler";

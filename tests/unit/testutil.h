@@ -1,7 +1,7 @@
 // testutil.h - helpers shared by the unit tests (header-only, C++17).
 //
-// Files and descriptors: read_file, status_field (a /proc/PID/status
-// line's value), write_file, write_all, read_to_eof,
+// Files and descriptors: read_file, status_field and status_mask (a
+// /proc/PID/status line's value, a signal mask line as bits), write_file, write_all, read_to_eof,
 // random_bytes, open_fds (this process's descriptors), FdAt (a descriptor
 // moved to a given number for a scope).  Temporary directories: TempDir
 // (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
@@ -99,11 +99,14 @@ inline std::string read_file(const std::string &path)
 
 // The value of the first "Name:" line of /proc/PID/status text (the
 // spaces and tabs after the colon skipped), from `from` on; "?" when there
-// is none.  *next (when given) gets where the search may go on.
+// is none.  The name must start its line ("Pid" is not "PPid" or
+// "TracerPid").  *next (when given) gets where the search may go on.
 inline std::string status_field(const std::string &text, const std::string &name, size_t from = 0,
                                 size_t *next = nullptr)
 {
-    size_t k = text.find(name + ":", from);
+    size_t k = from;
+    while ((k = text.find(name + ":", k)) != std::string::npos && k > 0 && text[k - 1] != '\n')
+        k += name.size();
     if (next)
         *next = k == std::string::npos ? std::string::npos : k + name.size() + 1;
     if (k == std::string::npos)
@@ -111,6 +114,17 @@ inline std::string status_field(const std::string &text, const std::string &name
     size_t b = text.find_first_not_of(" \t", k + name.size() + 1);
     size_t e = text.find('\n', k);
     return b == std::string::npos || (e != std::string::npos && b > e) ? "" : text.substr(b, e - b);
+}
+
+// A signal mask line of /proc/PID/status text ("SigIgn:\t0000000000000001")
+// as a number: bit n-1 is signal n.  All ones when the line is missing or
+// is no hexadecimal number, so that a test expecting bits clear fails.
+inline unsigned long long status_mask(const std::string &text, const std::string &name)
+{
+    std::string v = status_field(text, name);
+    char *end = nullptr;
+    unsigned long long m = strtoull(v.c_str(), &end, 16);
+    return v.empty() || end == v.c_str() || *end ? ~0ull : m;
 }
 
 // Replaces the file's content (creating it).
