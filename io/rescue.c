@@ -407,10 +407,23 @@ static bool writer_urgent(struct rescue_writer *w, uint32_t d)
            atomic_load_explicit(&w->enq, memory_order_seq_cst) - d >= RING_SIZE / 2;
 }
 
-/* Sleep until the ring holds more than d ids, something is urgent
- * (writer_urgent(): close() asks to stop, the producer waits), or `us`
- * microseconds pass: RESCUE_FLUSH_USEC when idle (a safety net; the
- * protocol needs no timeout), or until a sync is due (writer_sync_wait()).
+/* A wait of the writer's ended by its timeout: `missed` when what it waits
+ * for had come all the same (records queued, a producer waiting), that is
+ * a wake-up the protocol lost (or, rarely, the timeout raced the signal by
+ * a few instructions): late_wakeups. */
+static void writer_count_late(struct rescue_writer *w, bool missed)
+{
+    if (missed)
+        atomic_fetch_add_explicit(&w->late_wakeups, 1, memory_order_relaxed);
+}
+
+/* Sleep until the ring holds more than d ids or `us` microseconds pass;
+ * an idle writer (idle: RESCUE_FLUSH_USEC, a safety net; the protocol needs
+ * no timeout) wakes for close() too, one that waits for a due sync
+ * (writer_sync_wait()) for anything urgent (writer_urgent(): close(), a
+ * flush, a full ring).  Idle, a producer that waits needs nothing from us
+ * (all it took is synced) and clears producer_waiting only once it has the
+ * lock: waking for it would spin on the lock it needs.
  *
  * Why no wakeup is lost.  The writer stores writer_sleeping = 1 and then
  * loads enq; the producer stores enq and then loads writer_sleeping; all four
@@ -421,18 +434,16 @@ static bool writer_urgent(struct rescue_writer *w, uint32_t d)
  * pthread_cond_timedwait() releases it atomically, so a signal cannot fall
  * between the check and the wait.  The producer's waits (producer_wait) use
  * the same argument with producer_waiting against deq and synced. */
-static void writer_sleep(struct rescue_writer *w, uint32_t d, long us)
+static void writer_sleep(struct rescue_writer *w, uint32_t d, long us, bool idle)
 {
     struct timespec deadline = pmc_mono_after_us(us);
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->writer_sleeping, 1, memory_order_seq_cst);
-    while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d && !writer_urgent(w, d))
+    while (atomic_load_explicit(&w->enq, memory_order_seq_cst) == d &&
+           !(idle ? atomic_load_explicit(&w->stop, memory_order_seq_cst) : writer_urgent(w, d)))
         if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT) {
-            /* records queued but no signal came: the safety net caught a
-             * lost wake-up (or, rarely, the timeout raced an append's
-             * signal by a few instructions) */
-            if (atomic_load_explicit(&w->enq, memory_order_seq_cst) != d)
-                atomic_fetch_add_explicit(&w->late_wakeups, 1, memory_order_relaxed);
+            writer_count_late(w, idle ? atomic_load_explicit(&w->enq, memory_order_seq_cst) != d
+                                      : writer_urgent(w, d));
             break;
         }
     atomic_store_explicit(&w->writer_sleeping, 0, memory_order_relaxed);
@@ -519,8 +530,11 @@ static void writer_pace(struct rescue_writer *w, uint32_t d)
     pthread_mutex_lock(&w->lock);
     atomic_store_explicit(&w->writer_pacing, 1, memory_order_seq_cst);
     while (!writer_urgent(w, d))
-        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT)
+        if (pthread_cond_timedwait(&w->writer_cv, &w->lock, &deadline) == ETIMEDOUT) {
+            /* the interval's end, or a flush whose signal was lost */
+            writer_count_late(w, atomic_load_explicit(&w->producer_waiting, memory_order_seq_cst));
             break;
+        }
     atomic_store_explicit(&w->writer_pacing, 0, memory_order_relaxed);
     pthread_mutex_unlock(&w->lock);
 }
@@ -532,7 +546,7 @@ static void writer_sync_wait(struct rescue_writer *w, uint32_t d)
 {
     uint64_t now = pmc_mono_ns(), at = writer_sync_at(w);
     if (now < at && !writer_urgent(w, d))
-        writer_sleep(w, d, (long)((at - now) / 1000u) + 1);
+        writer_sleep(w, d, (long)((at - now) / 1000u) + 1, false);
     writer_settle(w, d);
 }
 
@@ -554,7 +568,7 @@ static void *writer_main(void *arg)
         } else if (atomic_load_explicit(&w->stop, memory_order_acquire)) {
             break; /* close() flushed first, so nothing is left */
         } else {
-            writer_sleep(w, d, RESCUE_FLUSH_USEC);
+            writer_sleep(w, d, RESCUE_FLUSH_USEC, true);
         }
     }
     return NULL;

@@ -138,10 +138,13 @@ const char *rescue_writer_error(const struct rescue_writer *w);
  * far fewer than the records appended.  writes: batches written, one
  * write() loop each (as many as syncs, or more under load: RESCUE_SYNC_USEC).
  * unsynced: records taken off the ring that are not yet durable (0 once the
- * writer has synced all it took).  late_wakeups: idle sleeps that
- * ended by the RESCUE_FLUSH_USEC safety net while records were queued,
- * that is wake-ups the protocol lost; 0 on a correct protocol (a timeout
- * racing an append's signal by a few instructions is the one benign
+ * writer has synced all it took, and 0 too once the log has failed, when
+ * it drops them: rescue_writer_failed() tells).  late_wakeups: the
+ * writer's waits that their timeout ended although what they wait for had
+ * come: an idle sleep (the RESCUE_FLUSH_USEC safety net) with records
+ * queued, or a wait for the commit interval or a due sync with a flush
+ * waiting; that is wake-ups the protocol lost; 0 on a correct protocol (a
+ * timeout racing the signal by a few instructions is the one benign
  * cause).  cpu_ns: the writer thread's CPU time so far, nanoseconds
  * (pthread_getcpuclockid; 0 when it cannot be read).  Any thread; exact
  * after rescue_writer_flush() returns. */
