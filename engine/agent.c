@@ -846,9 +846,13 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
      * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
      * and 8 more leave room for lingering groups */
     /* launchers to spare: one bound to each CPU this process may run on,
-     * the rest unbound (launcher_create()) */
+     * the rest unbound (launcher_create()), when the node has all of them;
+     * a rank that shares its CPUs with others (--host-cpus below them,
+     * --ranks-are-hosts) would bind its launchers to the same first CPUs as
+     * the other ranks', so there they stay unbound */
     cpu_set_t pin;
-    bool pinned = spare && sched_getaffinity(0, sizeof pin, &pin) == 0;
+    bool pinned =
+        spare && sched_getaffinity(0, sizeof pin, &pin) == 0 && (uint32_t)CPU_COUNT(&pin) <= cpus;
     if (!cfg->null_executor && cfg->launch_threads > 0 &&
         !(a->launcher = launcher_create(cfg->launch_threads, cpus + a->staged_cap + 8, &a->box,
                                         pinned ? &pin : NULL, err))) {

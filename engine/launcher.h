@@ -263,7 +263,8 @@ struct launcher;
  * before the call returns; NULL: none bound): the k-th thread binds itself
  * to the k-th CPU of pin (spawn_thread_pin(), whose children get their CPUs
  * back), threads past pin's CPUs stay unbound; the agent pins its
- * launchers to spare (docs/performance.md section 27).  A thread that
+ * launchers to spare when its node has every CPU the process may run on
+ * (docs/performance.md section 27).  A thread that
  * cannot bind runs unbound (a -v line says so).  NULL with err (EINVAL,
  * ENOMEM, or pthread_create's error). */
 struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,

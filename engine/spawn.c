@@ -90,9 +90,11 @@ struct spawn_child {
     int src[3]; /* sources of fds 0 (/dev/null), 1 and 2 */
     const int *forward;
     int nforward;
-    bool two_phase; /* a source sits on another's target: go through base */
-    int base;       /* above every source and target */
-    const cpu_set_t *affinity;
+    bool two_phase;            /* a source sits on another's target: go through base */
+    int base;                  /* above every source and target */
+    const cpu_set_t *affinity; /* the task's own CPUs (spawn_request.affinity) */
+    const cpu_set_t *unpin;    /* or a pinned thread's CPUs before its pin ... */
+    int pin_cpu;               /* ... and the CPU it was pinned to */
     bool set_limit;
     /* the kernel's struct rlimit64 */
     struct {
@@ -142,6 +144,28 @@ SPAWN_CHILD static void spawn_child_signals_default(void)
             syscall(SYS_rt_sigaction, sig, &spawn_sigdfl, NULL, SPAWN_SIGSET_BYTES);
 }
 
+/* The child of a thread that spawn_thread_pin() bound: back to the
+ * thread's CPUs before the pin, if the thread is still bound to exactly
+ * its CPU (we inherited that).  Otherwise someone bound it anew since
+ * (taskset -a -p, a cpuset that moved its CPUs away), and what we inherited
+ * is what holds now; and a restore that fails (EINVAL: the old CPUs are no
+ * longer the cpuset's) keeps it too, rather than failing the task. */
+SPAWN_CHILD static void spawn_child_unpin(const struct spawn_child *c)
+{
+    /* the kernel fills the first n bytes (its CPU mask's size); compared
+     * word by word here, not with CPU_COUNT() or CPU_EQUAL(), which call
+     * into libc */
+    unsigned long now[sizeof(cpu_set_t) / sizeof(unsigned long)];
+    const size_t bits = 8 * sizeof now[0], at = (size_t)c->pin_cpu / bits;
+    long n = syscall(SYS_sched_getaffinity, 0, sizeof now, now);
+    if (n <= 0 || at >= (size_t)n / sizeof now[0])
+        return;
+    for (size_t k = 0; k < (size_t)n / sizeof now[0]; k++)
+        if (now[k] != (k == at ? 1ul << ((size_t)c->pin_cpu % bits) : 0ul))
+            return;
+    (void)syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), c->unpin);
+}
+
 SPAWN_CHILD static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
@@ -165,6 +189,8 @@ SPAWN_CHILD static int spawn_child_main(void *arg)
     syscall(SYS_close_range, 3 + c->nforward, ~0U, 0);
     if (c->affinity && syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), c->affinity) < 0)
         goto fail;
+    if (c->unpin)
+        spawn_child_unpin(c);
     if (c->set_limit && syscall(SYS_prlimit64, 0, RLIMIT_AS, &c->limit, NULL) < 0)
         goto fail;
     if (syscall(SYS_rt_sigprocmask, SIG_SETMASK, &spawn_sigempty, NULL, SPAWN_SIGSET_BYTES) < 0)
@@ -325,6 +351,7 @@ static _Thread_local struct {
     int devnull;
     pid_t pid;          /* ours, for the child's getppid() check; renewed in a fork()ed child */
     bool pinned;        /* spawn_thread_pin(): children get unpinned back */
+    int pin_cpu;        /* the CPU it bound the thread to */
     cpu_set_t unpinned; /* the thread's CPUs before spawn_thread_pin() */
 } spawn_thread_state;
 
@@ -367,16 +394,17 @@ int spawn_task(const struct spawn_request *req, pid_t *pid, int *pidfd)
     if (!req->argv || !req->argv[0] || req->nforward < 0 || (req->nforward && !req->forward_fds))
         return EINVAL;
     char path[PATH_MAX];
-    struct spawn_child c = {.path = req->argv[0],
-                            .argv = req->argv,
-                            .envp = req->envp,
-                            .src = {-1, req->stdout_fd, req->stderr_fd},
-                            .forward = req->forward_fds,
-                            .nforward = req->nforward,
-                            .affinity = req->affinity               ? req->affinity
-                                        : spawn_thread_state.pinned ? &spawn_thread_state.unpinned
-                                                                    : NULL,
-                            .record = req->record_pgid};
+    struct spawn_child c = {
+        .path = req->argv[0],
+        .argv = req->argv,
+        .envp = req->envp,
+        .src = {-1, req->stdout_fd, req->stderr_fd},
+        .forward = req->forward_fds,
+        .nforward = req->nforward,
+        .affinity = req->affinity,
+        .unpin = !req->affinity && spawn_thread_state.pinned ? &spawn_thread_state.unpinned : NULL,
+        .pin_cpu = spawn_thread_state.pin_cpu,
+        .record = req->record_pgid};
     if (!strchr(c.path, '/')) {
         int e = spawn_search_path(c.path, req->envp, path, sizeof path);
         if (e)
@@ -541,6 +569,7 @@ int spawn_thread_pin(int cpu)
     if (sched_setaffinity(0, sizeof one, &one) < 0)
         return errno;
     spawn_thread_state.unpinned = before;
+    spawn_thread_state.pin_cpu = cpu;
     spawn_thread_state.pinned = true;
     return 0;
 }

@@ -89,9 +89,10 @@ struct spawn_request {
     int stderr_fd;          /* becomes the child's fd 2 */
     const int *forward_fds; /* write ends of forwarding pipes -> fds 3, 4, ... */
     int nforward;
-    /* CPUs the child may run on (sched_setaffinity); NULL: inherit the
-     * calling thread's, or on a thread bound by spawn_thread_pin() the
-     * CPUs it had before.  Read before spawn_task() returns. */
+    /* CPUs the child may run on (sched_setaffinity; the task fails with
+     * its errno when the kernel refuses them); NULL: inherit the calling
+     * thread's, or on a thread bound by spawn_thread_pin() the CPUs it had
+     * before (see there).  Read before spawn_task() returns. */
     const cpu_set_t *affinity;
     /* RLIMIT_AS of the child in bytes, soft and hard; 0: inherit. */
     uint64_t memory_limit_bytes;
@@ -213,7 +214,14 @@ int spawn_thread_short_slice(void);
  * sent back to it: bound, 1.023 of the unbound throughput of /bin/true
  * tasks in 20 alternating pairs (docs/performance.md section 27).  Pinned again, the thread
  * may take any of the CPUs it had before the first pin, which stay its
- * children's.  0, or an errno (EINVAL: cpu is not one of those CPUs); the
+ * children's.  Bound anew by someone else since (taskset -a -p on the
+ * running process, a cgroup cpuset that took its CPU away), the thread is
+ * no longer on exactly its CPU, and its children inherit what it has now;
+ * a child whose old CPUs the kernel refuses (EINVAL: a cpuset that moved
+ * to other CPUs) keeps its inherited ones rather than failing.  The child
+ * checks that with one sched_getaffinity.  One change it cannot see: a
+ * cpuset that grows while the thread's CPU stays in it (its children keep
+ * the old CPUs).  0, or an errno (EINVAL: cpu is not one of those CPUs); the
  * thread is left as it was on an error.  Calling thread only;
  * thread-safe. */
 int spawn_thread_pin(int cpu);

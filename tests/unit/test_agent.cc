@@ -24,12 +24,14 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include <fcntl.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include "engine/agent.h"
@@ -100,10 +102,10 @@ class AgentTest : public testutil::TempDirTest
             close(log_fd_);
     }
 
-    // An agent of a node of 2 CPUs, 1000 MB and no GPUs, spawning on its own
-    // thread (or with launch_threads launchers, staging), started and past
-    // its HELLO.
-    void start(uint32_t launch_threads = 0)
+    // An agent of a node of `cpus` CPUs (2), 1000 MB and no GPUs, spawning
+    // on its own thread (or with launch_threads launchers, staging), started
+    // and past its HELLO.
+    void start(uint32_t launch_threads = 0, uint32_t cpus = 2)
     {
         log_fd_ = open(path("log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         ASSERT_GE(log_fd_, 0);
@@ -113,7 +115,7 @@ class AgentTest : public testutil::TempDirTest
         cfg.host_ranks = 1;
         cfg.pu_shares = 1;
         cfg.hostname = "node7";
-        cfg.cpus = 2;
+        cfg.cpus = cpus;
         cfg.memory_mb = 1000;
         cfg.dag_path = dag_.c_str();
         cfg.task_dir = dir_.c_str();
@@ -128,7 +130,7 @@ class AgentTest : public testutil::TempDirTest
         ASSERT_EQ(hello.kind(), MSG_HELLO);
         msg_hello h{};
         ASSERT_EQ(msg_next_hello(&hello.r, &h, &err), 1) << err.text;
-        EXPECT_EQ(h.cpus, 2u);
+        EXPECT_EQ(h.cpus, cpus);
         EXPECT_EQ(h.memory_mb, 1000u);
         EXPECT_EQ(h.gpus, 0u);
         EXPECT_STREQ(h.hostname, "node7");
@@ -334,6 +336,78 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
                        "memory=0]\n"),
               std::string::npos)
         << out;
+}
+
+// The CPUs this process may run on.
+int usable_cpus()
+{
+    cpu_set_t mine;
+    EXPECT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    return CPU_COUNT(&mine);
+}
+
+// A node with every CPU this process may run on and launchers to spare
+// (one more than its CPUs): the agent binds them to those CPUs, one each,
+// the spare one unbound (agent_create()), and the tasks they start run on
+// all of them.  Each task reads its own Cpus_allowed_list; they come in
+// pairs, the second 50 ms after the first, while the first launcher waits
+// for its task, so two launchers start them, and one at least is bound.
+TEST_F(AgentTest, LaunchersToSpareAreBoundOnePerCpuTheirTasksAreNot)
+{
+    uint32_t cpus = (uint32_t)std::min(usable_cpus(), 16);
+    start(cpus + 1, cpus);
+    std::multiset<std::string> want = testutil::pinned_cpus(cpus + 1);
+    EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
+    std::string cmd = sh("sleep 0.2; grep ^Cpus_allowed_list: /proc/self/status");
+    for (uint32_t k = 1; k <= 4; k += 2) {
+        send({task(k, "first", cmd, 1)});
+        usleep(50000);
+        send({task(k + 1, "second", cmd, 1)});
+        for (uint32_t got = 0; got < 2 && !HasFailure();) {
+            Sent m = next();
+            ASSERT_EQ(m.kind(), MSG_RESULTS);
+            msg_result r{};
+            pmc_error err{};
+            while (msg_next_result(&m.r, &r, &err) == 1)
+                got++;
+        }
+    }
+    send(MSG_SHUTDOWN);
+    EXPECT_EQ(next().kind(), MSG_BYE);
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+    std::string out = testutil::read_file(dag_ + ".out.0"), all = testutil::cpus_allowed();
+    std::vector<std::string> lists;
+    for (size_t k = 0;;) {
+        std::string v = testutil::status_field(out, "Cpus_allowed_list", k, &k);
+        if (v == "?")
+            break;
+        lists.push_back(v);
+    }
+    EXPECT_EQ(lists, std::vector<std::string>(4, all)) << out;
+}
+
+// Without launchers to spare (as many as the node's CPUs) none is bound.
+TEST_F(AgentTest, LaunchersNotToSpareStayUnbound)
+{
+    start(2);
+    std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
+    EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
+    send(MSG_SHUTDOWN);
+    EXPECT_EQ(next().kind(), MSG_BYE);
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+// A node of fewer CPUs than this process may run on (--host-cpus below
+// them, or ranks that share a host) keeps its launchers to spare unbound:
+// bound, they would pile onto the same first CPUs as other ranks'.
+TEST_F(AgentTest, LaunchersOfANodeSmallerThanItsCpusStayUnbound)
+{
+    start(2, 1);
+    std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
+    EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
+    send(MSG_SHUTDOWN);
+    EXPECT_EQ(next().kind(), MSG_BYE);
+    EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
 // Results carrying forwarded data are not batched past MSG_SPLIT_BYTES

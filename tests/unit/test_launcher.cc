@@ -941,49 +941,18 @@ TEST_F(LauncherPool, LauncherWaitsForItsOwnTaskAndTheNextStaged)
         EXPECT_NE(out.find(want), std::string::npos) << want << " missing from " << out;
 }
 
-// Cpus_allowed_list of /proc/self/status, or of thread tid's.
-std::string cpus_allowed(pid_t tid = 0)
-{
-    std::string path =
-        tid ? "/proc/self/task/" + std::to_string(tid) + "/status" : "/proc/self/status";
-    return status_field(read_file(path), "Cpus_allowed_list");
-}
-
-// The Cpus_allowed_list of each thread named pmc-launch.
-std::multiset<std::string> launcher_cpus()
-{
-    std::multiset<std::string> got;
-    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
-        pid_t tid = (pid_t)std::stol(t.path().filename());
-        std::string comm = read_file(t.path().string() + "/comm");
-        if (comm == "pmc-launch\n")
-            got.insert(cpus_allowed(tid));
-    }
-    return got;
-}
-
-// launcher_create() with pin: the k-th launcher binds itself to the k-th
-// CPU of the set, the one to spare stays unbound, and a task they start
-// runs on every CPU the process may use (spawn_thread_pin()).
+// launcher_create() with pin and one launcher per CPU: each binds itself to
+// its CPU, and the tasks they start (whichever takes them) run on every CPU
+// the process may use (spawn_thread_pin()).
 TEST_F(LauncherPool, PinnedLaunchersOnePerCpuTheirTasksUnbound)
 {
     cpu_set_t mine;
     ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
-    int ncpu = CPU_COUNT(&mine);
-    uint32_t n = ncpu < (int)LAUNCHER_MAX_THREADS ? (uint32_t)ncpu + 1 : LAUNCHER_MAX_THREADS;
-    std::string all = cpus_allowed();
-    std::multiset<std::string> want;
-    for (int c = 0, k = 0; c < CPU_SETSIZE && k < (int)n; c++)
-        if (CPU_ISSET(c, &mine) && ++k)
-            want.insert(std::to_string(c));
-    while (want.size() < n)
-        want.insert(all);
+    uint32_t n = std::min((uint32_t)CPU_COUNT(&mine), (uint32_t)LAUNCHER_MAX_THREADS);
+    std::multiset<std::string> want = pinned_cpus(n);
     start(n, 4, &mine);
-    std::multiset<std::string> got;
-    for (int k = 0; k < 10000 && (got = launcher_cpus()) != want; k++)
-        usleep(1000); // each launcher binds itself as it starts
-    EXPECT_EQ(got, want);
-    for (uint32_t s = 0; s < 4; s++) { // on whichever launchers take them
+    EXPECT_EQ(threads_cpus_allowed_once("pmc-launch", want), want);
+    for (uint32_t s = 0; s < 4; s++) {
         int o = make_capture(("o" + std::to_string(s)).c_str());
         int e = make_capture(("e" + std::to_string(s)).c_str());
         submit(s, {"/bin/grep", "^Cpus_allowed_list", "/proc/self/status"}, true, o, e);
@@ -994,11 +963,25 @@ TEST_F(LauncherPool, PinnedLaunchersOnePerCpuTheirTasksUnbound)
         close(o);
         close(e);
     }
-    std::string out = read_file(dir_ + "/out.0");
+    std::string out = read_file(dir_ + "/out.0"), all = cpus_allowed();
     size_t lines = 0;
     for (size_t k = 0; (k = out.find("Cpus_allowed_list:", k)) != std::string::npos; lines++)
         EXPECT_EQ(status_field(out, "Cpus_allowed_list", k, &k), all);
     EXPECT_EQ(lines, 4u) << out;
+}
+
+// Launchers past the CPUs of pin (the one to spare) stay unbound.
+TEST_F(LauncherPool, LaunchersPastThePinnedCpusStayUnbound)
+{
+    cpu_set_t mine;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    uint32_t n = (uint32_t)CPU_COUNT(&mine) + 1;
+    if (n > LAUNCHER_MAX_THREADS)
+        GTEST_SKIP() << "no launcher past " << n - 1 << " CPUs (at most " << LAUNCHER_MAX_THREADS
+                     << ")";
+    std::multiset<std::string> want = pinned_cpus(n);
+    start(n, 4, &mine);
+    EXPECT_EQ(threads_cpus_allowed_once("pmc-launch", want), want);
 }
 
 // A task its launcher waits for is signalled as any watched one

@@ -148,7 +148,8 @@ TEST_F(SpawnLimitsTest, NoAffinityInheritsCallingThread)
 TEST_F(SpawnLimitsTest, PinnedThreadsChildrenGetItsCpusBack)
 {
     std::vector<int> cpus = my_cpus();
-    ASSERT_FALSE(cpus.empty());
+    if (cpus.size() < 2) // on one CPU the pin is the thread's whole set
+        GTEST_SKIP() << "needs 2 CPUs; this process may run on " << cpus.size();
     cpu_set_t mine;
     ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
     int rc = -1, again_rc = -1;
@@ -173,6 +174,31 @@ TEST_F(SpawnLimitsTest, PinnedThreadsChildrenGetItsCpusBack)
     EXPECT_EQ(own, std::to_string(cpus.front()));
     EXPECT_EQ(again_rc, 0);
     EXPECT_EQ(again, cpu_list(mine)) << "a second pin gave its first binding to the children";
+    expect_no_children();
+}
+
+// A pinned thread bound anew by someone else (taskset -a -p on the running
+// process) is no longer on exactly its CPU: its children inherit the new
+// binding, not the CPUs it had before its pin.
+TEST_F(SpawnLimitsTest, PinnedThreadBoundAnewGivesItsChildrenTheNewCpus)
+{
+    std::vector<int> cpus = my_cpus();
+    if (cpus.size() < 2) // the new binding must differ from the old set
+        GTEST_SKIP() << "needs 2 CPUs; this process may run on " << cpus.size();
+    int rc = -1;
+    std::string child;
+    std::thread t([&] {
+        rc = spawn_thread_pin(cpus.front());
+        cpu_set_t other;
+        CPU_ZERO(&other);
+        CPU_SET(cpus.back(), &other);
+        if (rc == 0 && sched_setaffinity(0, sizeof other, &other) != 0)
+            rc = errno;
+        child = child_cpus(nullptr);
+    });
+    t.join();
+    ASSERT_EQ(rc, 0) << strerror(rc);
+    EXPECT_EQ(child, std::to_string(cpus.back())) << "the pin's old CPUs came back";
     expect_no_children();
 }
 

@@ -1,7 +1,10 @@
 // testutil.h - helpers shared by the unit tests (header-only, C++17).
 //
 // Files and descriptors: read_file, status_field and status_mask (a
-// /proc/PID/status line's value, a signal mask line as bits), write_file, write_all, read_to_eof,
+// /proc/PID/status line's value, a signal mask line as bits), cpus_allowed
+// threads_cpus_allowed (the CPUs of this process or of its threads),
+// pinned_cpus and threads_cpus_allowed_once (threads bound one per CPU),
+// write_file, write_all, read_to_eof,
 // random_bytes, open_fds (this process's descriptors), FdAt (a descriptor
 // moved to a given number for a scope).  Temporary directories: TempDir
 // (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
@@ -39,6 +42,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -125,6 +129,55 @@ inline unsigned long long status_mask(const std::string &text, const std::string
     char *end = nullptr;
     unsigned long long m = strtoull(v.c_str(), &end, 16);
     return v.empty() || end == v.c_str() || *end ? ~0ull : m;
+}
+
+// Cpus_allowed_list of /proc/self/status ("0-3,8"), or of this process's
+// thread tid.
+inline std::string cpus_allowed(pid_t tid = 0)
+{
+    std::string path =
+        tid ? "/proc/self/task/" + std::to_string(tid) + "/status" : "/proc/self/status";
+    return status_field(read_file(path), "Cpus_allowed_list");
+}
+
+// The Cpus_allowed_list of each of this process's threads named comm
+// (pthread_setname_np), one entry a thread.
+inline std::multiset<std::string> threads_cpus_allowed(const std::string &comm)
+{
+    std::multiset<std::string> got;
+    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
+        pid_t tid = (pid_t)std::stol(t.path().filename());
+        if (read_file(t.path().string() + "/comm") == comm + "\n")
+            got.insert(cpus_allowed(tid));
+    }
+    return got;
+}
+
+// The Cpus_allowed_lists of n threads bound one per CPU of this process's
+// in order, those past its CPUs unbound (launcher_create() with pin):
+// "0", "1", ..., then the process's whole list.
+inline std::multiset<std::string> pinned_cpus(uint32_t n)
+{
+    cpu_set_t mine;
+    EXPECT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    std::multiset<std::string> want;
+    for (int c = 0; c < CPU_SETSIZE && want.size() < n; c++)
+        if (CPU_ISSET(c, &mine))
+            want.insert(std::to_string(c));
+    while (want.size() < n)
+        want.insert(cpus_allowed());
+    return want;
+}
+
+// threads_cpus_allowed(comm) once it is want (threads that bind
+// themselves as they start), or as it is after 10 s.
+inline std::multiset<std::string> threads_cpus_allowed_once(const std::string &comm,
+                                                            const std::multiset<std::string> &want)
+{
+    std::multiset<std::string> got;
+    for (int k = 0; k < 10000 && (got = threads_cpus_allowed(comm)) != want; k++)
+        usleep(1000);
+    return got;
 }
 
 // Replaces the file's content (creating it).
