@@ -301,6 +301,17 @@ class AgentTest : public testutil::TempDirTest
         return testutil::read_file(path("log"));
     }
 
+    // The two launchers of a started agent may run on every CPU this
+    // process may (none bound to one); then the agent shuts down cleanly.
+    void expect_two_launchers_unbound()
+    {
+        std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
+        EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
+        send(MSG_SHUTDOWN);
+        EXPECT_EQ(next().kind(), MSG_BYE);
+        EXPECT_EQ(agent_join(agent_), 0) << log();
+    }
+
     comm comm_;
     agent *agent_ = nullptr;
     std::string dag_;
@@ -390,11 +401,7 @@ TEST_F(AgentTest, LaunchersToSpareAreBoundOnePerCpuTheirTasksAreNot)
 TEST_F(AgentTest, LaunchersNotToSpareStayUnbound)
 {
     start(2);
-    std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
-    EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
-    send(MSG_SHUTDOWN);
-    EXPECT_EQ(next().kind(), MSG_BYE);
-    EXPECT_EQ(agent_join(agent_), 0) << log();
+    expect_two_launchers_unbound();
 }
 
 // A node of fewer CPUs than this process may run on (--host-cpus below
@@ -403,11 +410,7 @@ TEST_F(AgentTest, LaunchersNotToSpareStayUnbound)
 TEST_F(AgentTest, LaunchersOfANodeSmallerThanItsCpusStayUnbound)
 {
     start(2, 1);
-    std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
-    EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
-    send(MSG_SHUTDOWN);
-    EXPECT_EQ(next().kind(), MSG_BYE);
-    EXPECT_EQ(agent_join(agent_), 0) << log();
+    expect_two_launchers_unbound();
 }
 
 // Results carrying forwarded data are not batched past MSG_SPLIT_BYTES
