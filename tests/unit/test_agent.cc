@@ -301,15 +301,21 @@ class AgentTest : public testutil::TempDirTest
         return testutil::read_file(path("log"));
     }
 
+    // SHUTDOWN, answered by BYE, and the agent's thread ends cleanly.
+    void shut_down()
+    {
+        send(MSG_SHUTDOWN);
+        EXPECT_EQ(next().kind(), MSG_BYE);
+        EXPECT_EQ(agent_join(agent_), 0) << log();
+    }
+
     // The two launchers of a started agent may run on every CPU this
-    // process may (none bound to one); then the agent shuts down cleanly.
+    // process may (none bound to one); then the agent shuts down.
     void expect_two_launchers_unbound()
     {
         std::multiset<std::string> want = {testutil::cpus_allowed(), testutil::cpus_allowed()};
         EXPECT_EQ(testutil::threads_cpus_allowed_once("pmc-launch", want), want);
-        send(MSG_SHUTDOWN);
-        EXPECT_EQ(next().kind(), MSG_BYE);
-        EXPECT_EQ(agent_join(agent_), 0) << log();
+        shut_down();
     }
 
     comm comm_;
@@ -338,9 +344,7 @@ TEST_F(AgentTest, RunsATaskThatFitsAndReportsItsWaitStatus)
     EXPECT_EQ(r.exec_errno, 0);
     ASSERT_TRUE(WIFEXITED(r.status));
     EXPECT_EQ(WEXITSTATUS(r.status), 3);
-    send(MSG_SHUTDOWN);
-    EXPECT_EQ(next().kind(), MSG_BYE);
-    EXPECT_EQ(agent_join(agent_), 0) << log();
+    shut_down();
     std::string out = testutil::read_file(dag_ + ".out.0");
     EXPECT_EQ(out.find("[cluster-task name=fits, start="), 0u) << out;
     EXPECT_NE(out.find(", status=768, app=\"/bin/sh\", hostname=\"node7\", slot=0, cpus=2, "
@@ -383,9 +387,7 @@ TEST_F(AgentTest, LaunchersToSpareAreBoundOnePerCpuTheirTasksAreNot)
                 got++;
         }
     }
-    send(MSG_SHUTDOWN);
-    EXPECT_EQ(next().kind(), MSG_BYE);
-    EXPECT_EQ(agent_join(agent_), 0) << log();
+    shut_down();
     std::string out = testutil::read_file(dag_ + ".out.0"), all = testutil::cpus_allowed();
     std::vector<std::string> lists;
     for (size_t k = 0;;) {
