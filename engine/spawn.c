@@ -37,6 +37,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#ifndef SPAWN_CLOSE_RANGE_UNSHARE
+#define SPAWN_CLOSE_RANGE_UNSHARE (1U << 1) /* linux/close_range.h */
+#endif
+
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
 #endif
@@ -166,9 +170,25 @@ SPAWN_CHILD static void spawn_child_unpin(const struct spawn_child *c)
     (void)syscall(SYS_sched_setaffinity, 0, sizeof(cpu_set_t), c->unpin);
 }
 
+/* The child's own descriptor table, holding copies of the engine's
+ * descriptors below c->base only (every source and target of the plan is
+ * below it).  The child was cloned sharing the engine's table
+ * (CLONE_FILES), so until this returns it must not change a descriptor.
+ * close_range(base, ~0U, CLOSE_RANGE_UNSHARE) copies only the descriptors
+ * below base (Linux >= 5.9, fs/file.c __close_range()); older kernels get
+ * unshare(CLONE_FILES), which copies them all, as a plain clone would. */
+SPAWN_CHILD static int spawn_child_own_fds(const struct spawn_child *c)
+{
+    if (syscall(SYS_close_range, (unsigned)c->base, ~0U, SPAWN_CLOSE_RANGE_UNSHARE) == 0)
+        return 0;
+    return (int)syscall(SYS_unshare, CLONE_FILES);
+}
+
 SPAWN_CHILD static int spawn_child_main(void *arg)
 {
     struct spawn_child *c = arg;
+    if (spawn_child_own_fds(c) < 0)
+        goto fail;
     spawn_child_signals_default();
     if (syscall(SYS_setpgid, 0, 0) < 0)
         goto fail;
@@ -314,8 +334,10 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, SPAWN_SIGSET_BYTES);
     errno = 0; /* binds __errno_location now, not lazily in the child */
     int fd = -1;
+    /* CLONE_FILES: the child copies only the descriptors it needs
+     * (spawn_child_own_fds()), not the whole table */
     pid_t p = SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
-                          CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, c, &fd);
+                          CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD | SIGCHLD, c, &fd);
     int e = p < 0 ? errno : 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, SPAWN_SIGSET_BYTES);
     if (p < 0)

@@ -15,6 +15,15 @@
  * wrappers such as sigaction() or dup2() are interposed by the sanitizers,
  * whose bookkeeping must not run in a child that shares the parent's memory.
  * In order, the child:
+ *   0. takes its own descriptor table, holding copies of the engine's
+ *      descriptors below the plan's highest source or target only: it is
+ *      cloned sharing the engine's table (CLONE_FILES) and calls
+ *      close_range(above, ~0U, CLOSE_RANGE_UNSHARE) (Linux >= 5.9; before,
+ *      unshare(CLONE_FILES), a copy of all).  A plain clone copies every
+ *      descriptor (the engine holds two capture files per slot) and the
+ *      child then closes them all again before execve: ~13 us a task of
+ *      contended reference counts on a 2-core VM (docs/performance.md
+ *      section 29);
  *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
  *      from before clone until step 6, so no handler of the engine ever runs
  *      on the child's stack);

@@ -31,6 +31,9 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <pthread.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -316,6 +319,78 @@ TEST_F(SpawnTest, CloexecDescriptorNotInherited)
     for (int fd : fds)
         EXPECT_TRUE(fd <= 2 || allowed.count(fd)) << "unexpected fd " << fd << " in child";
     close(secret);
+}
+
+// The child shares our descriptor table until it has its own
+// (CLONE_FILES): what it puts on 0, 1, 2 and 3 and what it closes must not
+// reach this process.  A descriptor without close-on-exec above the plan
+// stays open here, and ours on 0, 1, 2 and 3 are what they were.
+TEST_F(SpawnTest, ChildsDescriptorChangesStayInTheChild)
+{
+    int a[2];
+    ASSERT_TRUE(high_pipe(a));
+    int kept = fcntl(a[0], F_DUPFD, 100); // no close-on-exec: the child closes its copy
+    ASSERT_GE(kept, 100);
+    struct stat before[4];
+    bool open_before[4];
+    for (int fd = 0; fd < 4; fd++)
+        open_before[fd] = fstat(fd, &before[fd]) == 0;
+    SpawnOptions o;
+    o.forwards = {a[1]};
+    SpawnResult r = spawn_and_wait({"/bin/sh", "-c", "echo through-three >&3"}, o);
+    ASSERT_EQ(r.rc, 0);
+    EXPECT_EQ(r.status, 0) << r.err;
+    for (int fd = 0; fd < 4; fd++) {
+        struct stat now;
+        bool open_now = fstat(fd, &now) == 0;
+        EXPECT_EQ(open_now, open_before[fd]) << "our fd " << fd << " opened or closed by the child";
+        if (open_now && open_before[fd]) {
+            EXPECT_TRUE(now.st_dev == before[fd].st_dev && now.st_ino == before[fd].st_ino)
+                << "our fd " << fd << " replaced by the child's";
+        }
+    }
+    EXPECT_NE(fcntl(kept, F_GETFD), -1) << "our fd " << kept << " closed by the child";
+    close(a[1]);
+    EXPECT_EQ(read_to_eof(kept), "through-three\n");
+    close(kept);
+    close(a[0]);
+}
+
+// Does this kernel copy only the descriptors below the first one that
+// close_range(CLOSE_RANGE_UNSHARE) closes (Linux >= 5.9)?  Asked in a
+// fork()ed child, whose table is its own.
+bool kernel_has_close_range_unshare()
+{
+    pid_t p = fork();
+    if (p == 0)
+        _exit(syscall(SYS_close_range, 3U, ~0U, 1U << 1 /* CLOSE_RANGE_UNSHARE */) == 0 ? 0 : 1);
+    int st = 0;
+    return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+// The child copies only the descriptors below its plan's highest one: with a
+// descriptor of ours at 300, its table keeps the kernel's first size (64
+// entries, "FDSize" in /proc/PID/status), where a whole copy needs 512.
+TEST_F(SpawnTest, ChildCopiesOnlyTheDescriptorsBelowItsPlan)
+{
+    struct rlimit nofile;
+    ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &nofile), 0);
+    ASSERT_GT(nofile.rlim_cur, 300u) << "RLIMIT_NOFILE too low for this test";
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(devnull, 0);
+    int high = fcntl(devnull, F_DUPFD_CLOEXEC, 300);
+    ASSERT_GE(high, 300);
+    SpawnResult r = spawn_and_wait({"/bin/grep", "^FDSize:", "/proc/self/status"});
+    close(high);
+    close(devnull);
+    ASSERT_EQ(r.rc, 0);
+    ASSERT_EQ(r.status, 0) << r.err;
+    unsigned size = 0;
+    ASSERT_EQ(sscanf(r.out.c_str(), "FDSize: %u", &size), 1) << r.out;
+    if (kernel_has_close_range_unshare())
+        EXPECT_EQ(size, 64u) << "the child copied our whole table: " << r.out;
+    else
+        EXPECT_GE(size, 512u) << "unshare(CLONE_FILES) copies the whole table: " << r.out;
 }
 
 TEST_F(SpawnTest, ForwardFdsAppearAt3And4InOrder)
