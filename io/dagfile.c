@@ -34,14 +34,18 @@
  * dag_prefetch() in three stages; the parse itself still goes line by line,
  * so errors and their order are unchanged.  A buffer of 4 MB or more is
  * sampled first (64 windows of 16 KiB) to estimate its tasks and edges for
- * dag_reserve().  Option values that are plain digits skip strtod/strtoll.
+ * dag_reserve(), and, where the process may run on two CPUs, its lines are
+ * found and their names hashed by a scanning thread that runs ahead of the
+ * parse (docs/performance.md section 29).  Option values that are plain
+ * digits skip strtod/strtoll.
  *
  * Files are loaded with mapfile_load() (mapped, or read into one buffer when
  * they are not regular files); pages of a mapping already parsed are given
  * back with MADV_DONTNEED every 4 MB so that a large DAG file does not stay
  * resident next to the DAG built from it.
  *
- * Thread-safety: reentrant; all state lives in a struct parser on the stack.
+ * Thread-safety: reentrant; all state lives in a struct parser and a struct
+ * scanner on the stack (the scanner's thread only reads the buffer).
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -51,17 +55,24 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdalign.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "io/grow.h"
 #include "io/mapfile.h"
 #include "io/scan.h"
+#include "io/spin.h"
 
 #define DAGFILE__DROP_EVERY ((size_t)4 << 20)
 #define DAGFILE__AHEAD 12                        /* lines scanned before they are parsed */
@@ -635,17 +646,14 @@ static void scan_names(const char *s, const char *e, struct ahead *a)
     }
 }
 
-/* Find the line at s, hash its names and start stage 0 of their lookups. */
-static const char *scan_line(struct parser *p, const char *s, const char *end, struct ahead *a)
+/* Find the line at s (s < end) and hash its names. */
+static void scan_line(const char *s, const char *end, struct ahead *a)
 {
     const char *nl = memchr(s, '\n', (size_t)(end - s));
     a->s = s;
     a->eol = nl ? nl : end;
     a->next = nl ? nl + 1 : end;
     scan_names(a->s, a->eol, a);
-    for (int k = 0; k < a->nnames; k++)
-        dag_prefetch(p->dag, a->hash[k], 0);
-    return a->next;
 }
 
 static void prefetch_stage(struct parser *p, const struct ahead *a, int stage)
@@ -654,20 +662,147 @@ static void prefetch_stage(struct parser *p, const struct ahead *a, int stage)
         dag_prefetch(p->dag, a->hash[k], stage);
 }
 
+/* ---- the scanning thread --------------------------------------------------- */
+
+/* A buffer this large gets a scanning thread when the process may run on
+ * two CPUs or more: it finds the lines and hashes their names (scan_line())
+ * ahead of the parser, which takes them from a ring.  That takes the
+ * file's first reads (memchr, the names' bytes, the mapping's page faults)
+ * and the hashing off the parser's thread.  Each side publishes its
+ * position every DAGFILE__SCAN_BATCH lines (release/acquire), so the ring's
+ * entries are handed over without a lock and without an atomic per line;
+ * a side that finds no line (or no room) waits with pmc_spin_wait(). */
+#define DAGFILE__SCAN_MIN ((size_t)4 << 20)
+#define DAGFILE__SCAN_LINES 32768u /* ring entries: 1.3 MB, a power of two */
+#define DAGFILE__SCAN_BATCH 64u    /* divides DAGFILE__SCAN_LINES */
+#define DAGFILE__SCAN_NAP_US 100L
+
+struct scanner {
+    const char *buf, *end;
+    struct ahead *ring;
+    pthread_t thread;
+    alignas(64) atomic_size_t produced; /* lines scanned (the thread) */
+    atomic_bool finished;               /* produced is every line of the buffer */
+    alignas(64) atomic_size_t consumed; /* lines taken (the parser) */
+    atomic_bool quit;                   /* the parser stops early (an error) */
+    alignas(64) size_t taken;           /* the parser's own count */
+    size_t seen;                        /* the last produced it read */
+};
+
+/* The ring is full at n lines scanned: sleep until the parser has taken
+ * half of it (a sleep of DAGFILE__SCAN_NAP_US at a time: half the ring is
+ * ~1 ms of parsing, and a scanner that polled would keep the other CPU in
+ * sched_yield()), and return the new limit; 0 when the parser quit. */
+static size_t scanner_room(struct scanner *sc, size_t n)
+{
+    const struct timespec nap = {0, DAGFILE__SCAN_NAP_US * 1000L};
+    for (;;) {
+        size_t c = atomic_load_explicit(&sc->consumed, memory_order_acquire);
+        if (c + DAGFILE__SCAN_LINES / 2 >= n)
+            return c + DAGFILE__SCAN_LINES;
+        if (atomic_load_explicit(&sc->quit, memory_order_relaxed))
+            return 0;
+        nanosleep(&nap, NULL);
+    }
+}
+
+static void *scanner_main(void *arg)
+{
+    struct scanner *sc = arg;
+    size_t n = 0, room = DAGFILE__SCAN_LINES; /* lines scanned; may scan while n < room */
+    for (const char *s = sc->buf; s < sc->end; n++) {
+        if (n == room && !(room = scanner_room(sc, n)))
+            return NULL;
+        struct ahead *a = &sc->ring[n % DAGFILE__SCAN_LINES];
+        scan_line(s, sc->end, a);
+        s = a->next;
+        if ((n + 1) % DAGFILE__SCAN_BATCH == 0)
+            atomic_store_explicit(&sc->produced, n + 1, memory_order_release);
+    }
+    atomic_store_explicit(&sc->produced, n, memory_order_release);
+    atomic_store_explicit(&sc->finished, true, memory_order_release);
+    return NULL;
+}
+
+/* May this process run on two CPUs or more?  Else a scanner would only
+ * take turns with the parser. */
+static bool scanner_worth_it(size_t len)
+{
+    cpu_set_t set;
+    return len >= DAGFILE__SCAN_MIN && sched_getaffinity(0, sizeof set, &set) == 0 &&
+           CPU_COUNT(&set) >= 2;
+}
+
+/* Start a scanner over [buf, buf + len); false (and nothing to stop) when
+ * not worth it or it cannot be started: the parser scans itself. */
+static bool scanner_start(struct scanner *sc, const char *buf, size_t len)
+{
+    if (!scanner_worth_it(len))
+        return false;
+    memset(sc, 0, sizeof *sc);
+    sc->buf = buf;
+    sc->end = buf + len;
+    if (!(sc->ring = malloc(DAGFILE__SCAN_LINES * sizeof *sc->ring)))
+        return false;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* signals stay the caller's */
+    int e = pthread_create(&sc->thread, NULL, scanner_main, sc);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (e != 0) {
+        free(sc->ring);
+        return false;
+    }
+    return true;
+}
+
+/* The next line into *a; false after the last. */
+static bool scanner_next(struct scanner *sc, struct ahead *a)
+{
+    unsigned spins = 0;
+    while (sc->taken == sc->seen) {
+        bool done = atomic_load_explicit(&sc->finished, memory_order_acquire);
+        sc->seen = atomic_load_explicit(&sc->produced, memory_order_acquire);
+        if (sc->taken < sc->seen)
+            break;
+        if (done)
+            return false;
+        pmc_spin_wait(&spins);
+    }
+    *a = sc->ring[sc->taken % DAGFILE__SCAN_LINES];
+    if (++sc->taken % DAGFILE__SCAN_BATCH == 0)
+        atomic_store_explicit(&sc->consumed, sc->taken, memory_order_release);
+    return true;
+}
+
+static void scanner_stop(struct scanner *sc)
+{
+    atomic_store_explicit(&sc->quit, true, memory_order_relaxed);
+    pthread_join(sc->thread, NULL);
+    free(sc->ring);
+}
+
 /* The lines are scanned DAGFILE__AHEAD lines before they are parsed, and
  * each name's lookup is started in three stages (dag_prefetch()) at 12, 8
  * and 4 lines before its line: the name index is far larger than the caches
  * and each lookup is three dependent misses, which the profile showed were
  * half of the parse.  The scan ahead only reads; the parse itself is
  * unchanged, line by line. */
-static int parse_lines(struct parser *p, const char *buf, size_t len)
+static int parse_lines(struct parser *p, const char *buf, size_t len, struct scanner *sc)
 {
     struct ahead ring[DAGFILE__RING];
     const char *la = buf, *end = buf + len;
     size_t scanned = 0, done = 0;
     for (;;) {
-        while (scanned - done < DAGFILE__AHEAD && la < end) {
-            la = scan_line(p, la, end, &ring[scanned % DAGFILE__RING]);
+        while (scanned - done < DAGFILE__AHEAD) {
+            struct ahead *a = &ring[scanned % DAGFILE__RING];
+            if (sc ? !scanner_next(sc, a) : la == end)
+                break;
+            if (!sc) {
+                scan_line(la, end, a);
+                la = a->next;
+            }
+            prefetch_stage(p, a, 0);
             if (scanned - done >= DAGFILE__AHEAD / 3)
                 prefetch_stage(p, &ring[(scanned - DAGFILE__AHEAD / 3) % DAGFILE__RING], 1);
             if (scanned - done >= DAGFILE__AHEAD * 2 / 3)
@@ -738,7 +873,11 @@ static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
         return NULL;
     }
     reserve_estimate(p.dag, buf, len);
-    int rc = parse_lines(&p, buf, len);
+    struct scanner sc;
+    bool scanning = scanner_start(&sc, buf, len);
+    int rc = parse_lines(&p, buf, len, scanning ? &sc : NULL);
+    if (scanning)
+        scanner_stop(&sc);
     if (rc == 0)
         rc = finish(&p);
     parser_free(&p);

@@ -32,7 +32,9 @@ extern "C" {
  * cycles rejected).  The caller owns the result (dag_destroy()).  On error
  * returns NULL and fills err with "PATH:LINE: what is wrong" (or "PATH: ..."
  * for I/O errors and cycles).  An empty DAG (no TASK) is an error.
- * Reentrant: no global state. */
+ * Reentrant: no global state.  A buffer of 4 MB or more is scanned ahead
+ * of the parse by a second thread, started and joined within the call,
+ * where the process may run on two CPUs or more (dagfile.c). */
 struct dag *dagfile_load(const char *path, struct pmc_error *err);
 
 /* The same over a buffer in memory; filename is used only in messages. */

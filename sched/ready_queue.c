@@ -39,13 +39,13 @@
 #include "sched/ready_queue.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/spin.h"
 #include "sched/mpmc_ring.h"
 
 #define RQ_CACHE_LINE 64
@@ -449,19 +449,6 @@ size_t rq_bucket_size(const struct ready_queue *q, size_t b)
     return (size_t)q->held[b].len + mpmc_ring_size(q->ring[b]);
 }
 
-/* Wait for a producer between its claim of a slot and its publication:
- * spin briefly, then give it the CPU. */
-static void rq_wait(unsigned *spins)
-{
-    if ((*spins)++ < 64) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    } else {
-        sched_yield();
-    }
-}
-
 uint32_t rq_bucket_pop(struct ready_queue *q, size_t b)
 {
     struct rq_held *h = &q->held[b];
@@ -477,7 +464,7 @@ uint32_t rq_bucket_pop(struct ready_queue *q, size_t b)
     while (!mpmc_ring_try_pop(q->ring[b], &t)) {
         if (mpmc_ring_size(q->ring[b]) == 0)
             return UINT32_MAX; /* nothing claimed either: the caller's error */
-        rq_wait(&spins);
+        pmc_spin_wait(&spins); /* a producer between its claim and its publication */
     }
     atomic_fetch_sub_explicit(&q->total, 1, memory_order_relaxed);
     return t;

@@ -667,6 +667,48 @@ TEST(DagFile, LoadLargeFile)
     }
 }
 
+// Buffers of 4 MB and more are scanned by a second thread ahead of the
+// parser (where the process may run on two CPUs, as on the CI machines):
+// lines it hands over must keep their numbers, comments, blank lines,
+// pegasus ids and a last line without a newline.
+TEST(DagFile, LargeBufferLinesAndIdsThroughTheScanner)
+{
+    const int n = 150000; // ~9 MB
+    std::string text;
+    for (int i = 0; i < n; i++) {
+        text += "# task " + std::to_string(i) + "\n\n#@ " + std::to_string(i + 1) + "\n";
+        text += "TASK t" + std::to_string(i) + " -c 1 /bin/true " + std::string(20, 'x') + "\n";
+    }
+    text += "EDGE t0 t1"; // no newline
+    ASSERT_GE(text.size(), (size_t)4 << 20);
+    Dag r = parse(text);
+    ASSERT_NE(nullptr, r.d) << r.error;
+    ASSERT_EQ((uint32_t)n, r->ntasks);
+    EXPECT_EQ(1u, r->nedges);
+    for (int i = 0; i < n; i += 997) {
+        dag_task_t t = id_of(r, "t" + std::to_string(i));
+        EXPECT_EQ((uint32_t)(4 * i + 4), r->line[t]);
+        EXPECT_EQ(std::to_string(i + 1), pegasus_id(r, "t" + std::to_string(i)));
+    }
+    EXPECT_EQ(1u, r->nparents[id_of(r, "t1")]);
+}
+
+// A bad line early in a large buffer, while the scanner is far ahead and
+// waits for room, and one on its last line: each error names its line, and
+// the parse returns (the scanner stopped and joined).
+TEST(DagFile, LargeBufferErrorsNameTheirLine)
+{
+    const int n = 200000; // ~8 MB
+    std::string head, tail;
+    for (int i = 0; i < n; i++)
+        (i < 100 ? head : tail) += "TASK t" + std::to_string(i) + " /bin/true abcdefghij\n";
+    std::string early = head + "TASK t0 /bin/true\n" + tail;
+    EXPECT_EQ("t.dag:101: duplicate task t0", parse_error(early));
+    std::string late = head + tail + "EDGE t1 nowhere\n";
+    EXPECT_EQ("t.dag:" + std::to_string(n + 1) + ": EDGE names unknown task nowhere",
+              parse_error(late));
+}
+
 // ---- the real workloads ------------------------------------------------------
 
 // Where ../shared/workloads is, relative to the repository root.
