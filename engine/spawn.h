@@ -21,9 +21,9 @@
  *      close_range(above, ~0U, CLOSE_RANGE_UNSHARE) (Linux >= 5.9; before,
  *      unshare(CLONE_FILES), a copy of all).  A plain clone copies every
  *      descriptor (the engine holds two capture files per slot) and the
- *      child then closes them all again before execve: ~13 us a task of
- *      contended reference counts on a 2-core VM (docs/performance.md
- *      section 29);
+ *      child then closes them all again before execve: ~13 us of a
+ *      task's CPU with 88 descriptors open on a 2-core VM, and more on a
+ *      node with more slots (docs/performance.md section 29);
  *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
  *      from before clone until step 6, so no handler of the engine ever runs
  *      on the child's stack);

@@ -670,8 +670,9 @@ static void prefetch_stage(struct parser *p, const struct ahead *a, int stage)
  * file's first reads (memchr, the names' bytes, the mapping's page faults)
  * and the hashing off the parser's thread.  Each side publishes its
  * position every DAGFILE__SCAN_BATCH lines (release/acquire), so the ring's
- * entries are handed over without a lock and without an atomic per line;
- * a side that finds no line (or no room) waits with pmc_spin_wait(). */
+ * entries are handed over without a lock and without an atomic per line.
+ * A parser that finds no line waits with pmc_spin_wait(); a scanner that
+ * finds no room naps (scanner_room()). */
 #define DAGFILE__SCAN_MIN ((size_t)4 << 20)
 #define DAGFILE__SCAN_LINES 32768u /* ring entries: 1.3 MB, a power of two */
 #define DAGFILE__SCAN_BATCH 64u    /* divides DAGFILE__SCAN_LINES */
@@ -691,8 +692,9 @@ struct scanner {
 
 /* The ring is full at n lines scanned: sleep until the parser has taken
  * half of it (a sleep of DAGFILE__SCAN_NAP_US at a time: half the ring is
- * ~1 ms of parsing, and a scanner that polled would keep the other CPU in
- * sched_yield()), and return the new limit; 0 when the parser quit. */
+ * ~8 ms of parsing at ~0.5 us a line, and a scanner that polled would keep
+ * the other CPU in sched_yield()), and return the new limit; 0 when the
+ * parser quit. */
 static size_t scanner_room(struct scanner *sc, size_t n)
 {
     const struct timespec nap = {0, DAGFILE__SCAN_NAP_US * 1000L};
