@@ -784,6 +784,19 @@ static void scanner_stop(struct scanner *sc)
     free(sc->ring);
 }
 
+/* The next line into *a: from the scanner when there is one, else found
+ * at *la here; false after the last. */
+static bool next_line(struct scanner *sc, const char **la, const char *end, struct ahead *a)
+{
+    if (sc)
+        return scanner_next(sc, a);
+    if (*la == end)
+        return false;
+    scan_line(*la, end, a);
+    *la = a->next;
+    return true;
+}
+
 /* The lines are scanned DAGFILE__AHEAD lines before they are parsed, and
  * each name's lookup is started in three stages (dag_prefetch()) at 12, 8
  * and 4 lines before its line: the name index is far larger than the caches
@@ -798,12 +811,8 @@ static int parse_lines(struct parser *p, const char *buf, size_t len, struct sca
     for (;;) {
         while (scanned - done < DAGFILE__AHEAD) {
             struct ahead *a = &ring[scanned % DAGFILE__RING];
-            if (sc ? !scanner_next(sc, a) : la == end)
+            if (!next_line(sc, &la, end, a))
                 break;
-            if (!sc) {
-                scan_line(la, end, a);
-                la = a->next;
-            }
             prefetch_stage(p, a, 0);
             if (scanned - done >= DAGFILE__AHEAD / 3)
                 prefetch_stage(p, &ring[(scanned - DAGFILE__AHEAD / 3) % DAGFILE__RING], 1);

@@ -1,7 +1,8 @@
 /* spin.h - the one short spin-then-yield wait of pmc-hybrid, for a thread
- * that waits on another's progress measured in nanoseconds (a producer
- * between its claim of a slot and its publication, a scanner a few lines
- * ahead): 64 pause instructions, then sched_yield() at every call, so a
+ * that waits on another's progress measured in nanoseconds (a ready
+ * queue's producer between its claim of a slot and its publication, the
+ * DAG parser's scanning thread publishing its next 64 lines): 64 pause
+ * instructions, then sched_yield() at every call, so a
  * waiter that shares its CPU with the thread it waits for gives it the
  * CPU.  Waits that may last (idle workers) park instead (engine/mailbox.h).
  *

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <linux/close_range.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -363,7 +364,7 @@ bool kernel_has_close_range_unshare()
 {
     pid_t p = fork();
     if (p == 0)
-        _exit(syscall(SYS_close_range, 3U, ~0U, 1U << 1 /* CLOSE_RANGE_UNSHARE */) == 0 ? 0 : 1);
+        _exit(syscall(SYS_close_range, 3U, ~0U, CLOSE_RANGE_UNSHARE) == 0 ? 0 : 1);
     int st = 0;
     return p > 0 && waitpid(p, &st, 0) == p && WIFEXITED(st) && WEXITSTATUS(st) == 0;
 }
