@@ -26,6 +26,7 @@
 #include "engine/local_link.h"
 #include "engine/master.h"
 #include "engine/options.h"
+#include "engine/spawn.h"
 #include "engine/topology.h"
 #include "engine/transport.h"
 #include "io/clock.h"
@@ -115,6 +116,7 @@ static void install_signal_handlers(void)
     else
         sigaction(SIGHUP, &sa, NULL);
     signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
+    spawn_note_signals();     /* the tasks get these three back as SIG_DFL */
 }
 
 static void print_version(void)

@@ -25,6 +25,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,10 @@
 
 #ifndef CLONE_PIDFD
 #define CLONE_PIDFD 0x00001000
+#endif
+
+#ifndef CLONE_CLEAR_SIGHAND
+#define CLONE_CLEAR_SIGHAND 0x100000000ULL /* linux/sched.h, Linux >= 5.5 */
 #endif
 
 #ifdef __GLIBC__
@@ -104,6 +109,11 @@ struct spawn_child {
     struct {
         uint64_t cur, max;
     } limit;
+    /* the signals the child sets to SIG_DFL: every one after a plain clone,
+     * which leaves the engine's handlers in place; after clone3 with
+     * CLONE_CLEAR_SIGHAND, which resets those, the ignored ones only */
+    bool reset_all_signals;
+    spawn_ksigset reset;
     pid_t parent;           /* our pid: a child whose parent is gone must not run */
     volatile pid_t *record; /* spawn_request.record_pgid */
     /* written by the child when a step fails */
@@ -141,10 +151,17 @@ SPAWN_CHILD static int spawn_child_fds(const struct spawn_child *c)
     return 0;
 }
 
-SPAWN_CHILD static void spawn_child_signals_default(void)
+SPAWN_CHILD static bool spawn_ksigset_has(const spawn_ksigset *set, int sig)
+{
+    const size_t bits = 8 * sizeof set->w[0];
+    return (set->w[(size_t)(sig - 1) / bits] >> ((size_t)(sig - 1) % bits)) & 1u;
+}
+
+SPAWN_CHILD static void spawn_child_signals_default(const struct spawn_child *c)
 {
     for (int sig = 1; sig < _NSIG; sig++)
-        if (sig != SIGKILL && sig != SIGSTOP)
+        if (sig != SIGKILL && sig != SIGSTOP &&
+            (c->reset_all_signals || spawn_ksigset_has(&c->reset, sig)))
             syscall(SYS_rt_sigaction, sig, &spawn_sigdfl, NULL, SPAWN_SIGSET_BYTES);
 }
 
@@ -189,7 +206,7 @@ SPAWN_CHILD static int spawn_child_main(void *arg)
     struct spawn_child *c = arg;
     if (spawn_child_own_fds(c) < 0)
         goto fail;
-    spawn_child_signals_default();
+    spawn_child_signals_default(c);
     if (syscall(SYS_setpgid, 0, 0) < 0)
         goto fail;
     if (c->record)
@@ -316,6 +333,143 @@ static bool spawn_sigchld_uncaught(void)
     return sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN;
 }
 
+/* ---- the parent: clone3 and the signals the child resets --------------- */
+
+/* struct clone_args of linux/sched.h, its first version (64 bytes). */
+struct spawn_clone_args {
+    uint64_t flags, pidfd, child_tid, parent_tid, exit_signal, stack, stack_size, tls;
+};
+
+#if defined(__x86_64__) && defined(SYS_clone3)
+#define SPAWN_STR_(x) #x
+#define SPAWN_STR(x) SPAWN_STR_(x)
+#ifdef __CET__
+#define SPAWN_ENDBR "\tendbr64\n"
+#else
+#define SPAWN_ENDBR ""
+#endif
+/* clone3(args, size) whose child calls fn(arg) on the stack that args
+ * names and exits with what fn returns; the parent gets the child's pid or
+ * -errno.  In assembly because the child starts inside the syscall
+ * instruction on its new stack, with no C frame to return into (as glibc's
+ * sysdeps/unix/sysv/linux/x86_64/clone3.S, which glibc does not export). */
+long pmc_spawn_clone3(struct spawn_clone_args *args, size_t size, int (*fn)(void *), void *arg)
+    __attribute__((visibility("hidden")));
+// clang-format off
+__asm__(".text\n"
+        ".globl pmc_spawn_clone3\n"
+        ".hidden pmc_spawn_clone3\n"
+        ".type pmc_spawn_clone3, @function\n"
+        ".p2align 4\n"
+        "pmc_spawn_clone3:\n"
+        "\t.cfi_startproc\n"
+        SPAWN_ENDBR
+        "\tmov %rdx, %r9\n"            /* fn and arg: the kernel keeps r8, r9 */
+        "\tmov %rcx, %r8\n"
+        "\tmov $" SPAWN_STR(SYS_clone3) ", %eax\n"
+        "\tsyscall\n"
+        "\ttest %rax, %rax\n"
+        "\tjz 1f\n"
+        "\tret\n"                      /* the parent: pid or -errno */
+        "1:\n"                          /* the child, on its own stack */
+        "\t.cfi_undefined rip\n"
+        "\txor %ebp, %ebp\n"
+        "\tand $-16, %rsp\n"
+        "\tmov %r8, %rdi\n"
+        "\tcall *%r9\n"
+        "\tmov %eax, %edi\n"
+        "\tmov $" SPAWN_STR(SYS_exit) ", %eax\n"
+        "\tsyscall\n"
+        "\thlt\n"
+        "\t.cfi_endproc\n"
+        ".size pmc_spawn_clone3, .-pmc_spawn_clone3\n");
+// clang-format on
+#define SPAWN_HAVE_CLONE3 1
+#else
+#define SPAWN_HAVE_CLONE3 0
+#endif
+
+/* clone3 with CLONE_CLEAR_SIGHAND: 1 works, -1 refused once (a kernel
+ * before 5.5, a seccomp filter that answers ENOSYS or EPERM, another
+ * architecture), 0 not tried yet (spawn__use_plain_clone() sets it). */
+static atomic_int spawn_clone3_state = SPAWN_HAVE_CLONE3 ? 0 : -1;
+
+/* The signals this process ignores (SIG_IGN), as spawn_note_signals() last
+ * read them; the child of a clone3 sets these to SIG_DFL. */
+static _Atomic unsigned long spawn_ignored[sizeof(spawn_ksigset) / sizeof(unsigned long)];
+static atomic_bool spawn_ignored_read;
+
+void spawn_note_signals(void)
+{
+    const size_t bits = 8 * sizeof(unsigned long);
+    unsigned long set[sizeof spawn_ignored / sizeof spawn_ignored[0]] = {0};
+    for (int sig = 1; sig < _NSIG; sig++) {
+        /* the kernel's struct sigaction, whose first word is the handler on
+         * x86-64; raw, so glibc's internal 32 and 33 are read too */
+        unsigned long old[sizeof spawn_sigdfl / sizeof(unsigned long)];
+        if (syscall(SYS_rt_sigaction, sig, NULL, old, SPAWN_SIGSET_BYTES) == 0 &&
+            old[0] == (unsigned long)(uintptr_t)SIG_IGN)
+            set[(size_t)(sig - 1) / bits] |= 1ul << ((size_t)(sig - 1) % bits);
+    }
+    for (size_t k = 0; k < sizeof set / sizeof set[0]; k++)
+        atomic_store_explicit(&spawn_ignored[k], set[k], memory_order_relaxed);
+    atomic_store_explicit(&spawn_ignored_read, true, memory_order_release);
+}
+
+void spawn__use_plain_clone(bool plain)
+{
+    atomic_store(&spawn_clone3_state, plain || !SPAWN_HAVE_CLONE3 ? -1 : 0);
+}
+
+bool spawn__clears_handlers(void)
+{
+    return atomic_load(&spawn_clone3_state) > 0;
+}
+
+/* The plan's signals for a child of clone3: what spawn_note_signals() read
+ * (read now if it never was). */
+static void spawn_plan_signals(struct spawn_child *c)
+{
+    if (!atomic_load_explicit(&spawn_ignored_read, memory_order_acquire))
+        spawn_note_signals();
+    for (size_t k = 0; k < sizeof c->reset.w / sizeof c->reset.w[0]; k++)
+        c->reset.w[k] = atomic_load_explicit(&spawn_ignored[k], memory_order_relaxed);
+}
+
+/* The clone itself: clone3 with CLONE_CLEAR_SIGHAND where it works (the
+ * kernel resets every caught signal in the child, which then resets only
+ * the ignored ones: a few system calls instead of 62), else clone with
+ * every signal reset by the child.  The child's pid or -1 with errno. */
+static pid_t spawn_clone_call(struct spawn_child *c, void *stack, int *pidfd)
+{
+#if SPAWN_HAVE_CLONE3
+    if (atomic_load_explicit(&spawn_clone3_state, memory_order_relaxed) >= 0) {
+        spawn_plan_signals(c);
+        c->reset_all_signals = false;
+        struct spawn_clone_args a = {.flags = CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD |
+                                              CLONE_CLEAR_SIGHAND,
+                                     .pidfd = (uint64_t)(uintptr_t)pidfd,
+                                     .exit_signal = SIGCHLD,
+                                     .stack = (uint64_t)(uintptr_t)stack,
+                                     .stack_size = SPAWN_STACK_SIZE};
+        long r = pmc_spawn_clone3(&a, sizeof a, spawn_child_main, c);
+        if (r >= 0) {
+            atomic_store_explicit(&spawn_clone3_state, 1, memory_order_relaxed);
+            return (pid_t)r;
+        }
+        if ((r != -ENOSYS && r != -EINVAL && r != -EPERM) ||
+            atomic_load_explicit(&spawn_clone3_state, memory_order_relaxed) > 0) {
+            errno = (int)-r;
+            return -1;
+        }
+        atomic_store_explicit(&spawn_clone3_state, -1, memory_order_relaxed);
+    }
+#endif
+    c->reset_all_signals = true;
+    return SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
+                       CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD | SIGCHLD, c, pidfd);
+}
+
 /* Clone the child with every signal blocked but an uncaught SIGCHLD; 0 or
  * an errno.  Why SIGCHLD stays open: another task that exits while this
  * thread blocks everything sends SIGCHLD to this thread, and a blocked
@@ -336,8 +490,7 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
     int fd = -1;
     /* CLONE_FILES: the child copies only the descriptors it needs
      * (spawn_child_own_fds()), not the whole table */
-    pid_t p = SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
-                          CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD | SIGCHLD, c, &fd);
+    pid_t p = spawn_clone_call(c, stack, &fd);
     int e = p < 0 ? errno : 0;
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &old, NULL, SPAWN_SIGSET_BYTES);
     if (p < 0)

@@ -26,7 +26,11 @@
  *      node with more slots (docs/performance.md section 29);
  *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
  *      from before clone until step 6, so no handler of the engine ever runs
- *      on the child's stack);
+ *      on the child's stack).  Where the kernel takes clone3 with
+ *      CLONE_CLEAR_SIGHAND (Linux >= 5.5, x86-64), the kernel resets every
+ *      caught signal as it clones and the child resets the ignored ones
+ *      that spawn_note_signals() read; elsewhere (a plain clone) the
+ *      child resets all 62 itself;
  *   2. becomes the leader of its own process group (setpgid(0, 0)) and
  *      stores its pid at record_pgid, when given;
  *   3. puts /dev/null on fd 0, stdout_fd on 1, stderr_fd on 2 and
@@ -234,6 +238,29 @@ int spawn_thread_short_slice(void);
  * thread is left as it was on an error.  Calling thread only;
  * thread-safe. */
 int spawn_thread_pin(int cpu);
+
+/* Read which signals this process ignores (SIG_IGN), for the children of
+ * spawn_task() to set to SIG_DFL.  The kernel resets the caught ones in the
+ * child (CLONE_CLEAR_SIGHAND), so only the ignored ones cost the child a
+ * system call each, and spawn_task() does not read them anew per task (62
+ * queries, ~12 us on a 2-core VM): it reads them at its first call and
+ * uses that reading until this is called again.  So call it after setting
+ * a signal to SIG_IGN once tasks may have been spawned (main() does after
+ * its handlers; a library that ignores a signal later, unseen, leaves it
+ * ignored in the tasks, never a handler).  Where clone3 is refused (the
+ * plain clone fallback) the child resets every signal and this reading is
+ * not used.  62 system calls; any thread, thread-safe: a spawn that runs
+ * meanwhile uses the old or the new reading, signal by signal. */
+void spawn_note_signals(void);
+
+/* Tests only: spawn with the plain clone from now on (plain), as where
+ * clone3 or CLONE_CLEAR_SIGHAND is refused (the child resets all 62
+ * signals), or try clone3 again (!plain).  Thread-safe. */
+void spawn__use_plain_clone(bool plain);
+
+/* Tests only: has a clone3 with CLONE_CLEAR_SIGHAND started a child since
+ * the start or the last spawn__use_plain_clone()?  Thread-safe. */
+bool spawn__clears_handlers(void);
 
 /* The shell's exit code for an exec failure: 127 when the file was not
  * found, 126 otherwise (POSIX "Command Search and Execution"). */

@@ -48,6 +48,11 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     sleeping once the stop time had passed used a core until the end.
   * sighup_under_nohup: started by nohup, SIGHUP does not stop the run
     (exit 0, no "Caught signal").
+  * tasks_get_default_signals: a task reads its own signal state from
+    /proc/self/status: nothing blocked and nothing ignored, for a plain run
+    (pmc-hybrid ignores SIGPIPE and SIGXFSZ itself) and for one started
+    under nohup behind a shell that ignores SIGQUIT and SIGUSR2 (ignored
+    signals inherited by pmc-hybrid; SIGHUP stays ignored in pmc-hybrid).
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
     30 s, a cluster-summary stat="failed" is printed, no task is left.
   * dag_lock: while a run holds the DAG (a task waiting for a release
@@ -560,6 +565,23 @@ class Lifecycle(pmcrun.TestCase):
         if "Caught signal" in res.stderr:
             problems.append("the log says it caught a signal")
         self.check(problems, res, "SIGHUP under nohup")
+
+    def test_tasks_get_default_signals(self):
+        dag_path = self.write("sig.dag", "TASK sig /bin/grep -E '^Sig(Blk|Ign)' /proc/self/status\n")
+        want = ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"]
+        ignoring = ("/bin/sh", "-c", 'trap "" QUIT USR2; exec "$@"', "sh", "nohup")
+        for tag, wrap in (("plain", ()), ("ignoring", ignoring)):
+            with self.subTest(case=tag):
+                if os.path.exists(dag_path + ".rescue"):
+                    os.unlink(dag_path + ".rescue")
+                res = self.wait_run(self.launch(["--host-cpus", "1", dag_path], tag=tag,
+                                                wrap=wrap))
+                lines = [x for x in res.stdout.splitlines() if x.startswith("Sig")]
+                problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
+                if lines != want:
+                    problems.append("the task's signal state is %r, expected %r"
+                                    % (lines, want))
+                self.check(problems, res, tag)
 
     def test_sigterm_mpiexec(self):
         problems, res = self.signal_case(signal.SIGTERM, 2, 5)

@@ -489,6 +489,7 @@ TEST_F(SpawnLimitsTest, SignalsResetInChildKeptInParent)
     ASSERT_EQ(sigaction(SIGINT, &ign, &old_int), 0);
     ASSERT_EQ(sigaction(SIGRTMIN + 2, &ign, &old_rt), 0);
     ASSERT_EQ(sigaction(SIGTERM, &catch_term, &old_term), 0);
+    spawn_note_signals(); // the two ignored ones; SIGTERM's handler needs no note
 
     cpu_set_t one;
     SpawnResult r = spawn_and_wait({"/bin/cat", "/proc/self/status"}, bound_and_limited(&one));
@@ -503,6 +504,7 @@ TEST_F(SpawnLimitsTest, SignalsResetInChildKeptInParent)
     sigaction(SIGRTMIN + 2, &old_rt, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
     pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+    spawn_note_signals();
 
     ASSERT_EQ(r.rc, 0);
     EXPECT_EQ(status_lines(r.out, {"SigBlk", "SigIgn", "SigCgt"}),
