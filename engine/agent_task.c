@@ -98,14 +98,33 @@ static int agent_write_output(struct agent *a, struct slot *s, int status, doubl
     return agent_output_status(a, s, rc, status);
 }
 
-static int agent_slot_init(struct slot *s)
+static void agent_slot_init(struct slot *s)
 {
     memset(s, 0, sizeof *s);
     s->pidfd = -1;
     s->task_out = s->task_err = -1;
-    s->out_fd = taskio_capture_open();
-    s->err_fd = taskio_capture_open();
-    return s->out_fd < 0 || s->err_fd < 0 ? -1 : 0;
+    s->out_fd = s->err_fd = -1; /* agent_slot_open_captures(), at the slot's first use */
+}
+
+/* Slot i's two capture files, made at its first use rather than with the
+ * table: the table doubles, and in /tmp on ext4 one O_TMPFILE took
+ * 200-400 us of CPU (docs/performance.md section 30), so a run with one
+ * task made 16.  0, or -1 with errno (EMFILE, ENFILE, ENOSPC); what was
+ * opened stays and is not opened again. */
+static int agent_slot_open_captures(struct agent *a, uint32_t i)
+{
+    struct slot *s = &a->slots[i];
+    if (s->out_fd < 0)
+        s->out_fd = taskio_capture_open();
+    if (s->err_fd < 0 && s->out_fd >= 0)
+        s->err_fd = taskio_capture_open();
+    if (s->out_fd < 0 || s->err_fd < 0)
+        return -1;
+    /* the watchdog saves them if this process dies (watchdog.h) */
+    if (watchdog_lend(a->watchdog, i, s->out_fd, s->err_fd) < 0)
+        log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank, i,
+                  strerror(errno));
+    return 0;
 }
 
 uint32_t agent__next_free_slot(const struct agent *a)
@@ -124,8 +143,8 @@ static void agent_slot_mark(struct agent *a, uint32_t i, bool free)
         a->free_slots[i / 64] &= ~(1ull << (i % 64));
 }
 
-/* Twice the slots (8 at first), the new ones free.  0, or -1 (ENOMEM, or
- * EMFILE/ENFILE for their capture files); the table keeps the slots made. */
+/* Twice the slots (8 at first), the new ones free and without capture
+ * files yet.  0, or -1 (ENOMEM). */
 static int agent_slots_grow(struct agent *a)
 {
     uint32_t n = a->nslots ? a->nslots * 2 : 8;
@@ -142,24 +161,20 @@ static int agent_slots_grow(struct agent *a)
         return -1;
     a->slots = t;
     for (; a->nslots < n; a->nslots++) {
-        struct slot *s = &t[a->nslots];
-        if (agent_slot_init(s) < 0)
-            return -1;
-        /* the watchdog saves them if this process dies (watchdog.h) */
-        if (watchdog_lend(a->watchdog, a->nslots, s->out_fd, s->err_fd) < 0)
-            log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank,
-                      a->nslots, strerror(errno));
+        agent_slot_init(&t[a->nslots]);
         agent_slot_mark(a, a->nslots, true);
     }
     return 0;
 }
 
-/* The lowest free slot (growing the table when all are busy).  -1 on
- * error. */
+/* The lowest free slot (growing the table when all are busy), with its
+ * capture files.  -1 on error (ENOMEM, EMFILE/ENFILE/ENOSPC). */
 static int agent_slot_get(struct agent *a)
 {
     uint32_t i = agent__next_free_slot(a);
     if (i == a->nslots && agent_slots_grow(a) < 0)
+        return -1;
+    if (agent_slot_open_captures(a, i) < 0)
         return -1;
     return (int)i;
 }

@@ -16,6 +16,10 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * per_task_stdio_retry: with --per-task-stdio a task tried twice (-t 2,
     fails once) leaves NAME.out.000 (attempt 1, record status 256) and
     NAME.out.001 (attempt 2, status 0), no NAME.out.002.
+  * capture_files_of_the_slots_used: three tasks one after another
+    (--host-cpus 8, TMPDIR a folder of the test's): the last one finds
+    exactly two files of that folder open in pmc-hybrid (its own slot's
+    stdout and stderr captures), not those of the slots the table holds.
   * dev_null_stdout: -o /dev/null: exit 0, stdout holds only the
     cluster-summary, /dev/null is still a character device.
   * pipe_forward: 40 tasks (every 8th exiting 1 after writing) write 200
@@ -285,6 +289,25 @@ class TaskIO(pmcrun.TestCase):
                 problems.append("flaky.err.%s missing" % seq)
         if os.path.exists(self.path("flaky.out.002")):
             problems.append("flaky.out.002 exists after two attempts")
+        self.check(problems, res)
+
+    def test_capture_files_of_the_slots_used(self):
+        tmpdir = os.path.join(self.tmp, "captures")
+        os.mkdir(tmpdir)
+        count = "/bin/sh -c 'find /proc/$PPID/fd -lname \"$TMPDIR/*\" | wc -l'"
+        dag_path = self.write_dag("slots.dag", """
+            TASK a /bin/true
+            TASK b /bin/true
+            TASK c %s
+            EDGE a b
+            EDGE b c
+            """ % count)
+        res = self.run_pmc(["--host-cpus", "8", dag_path], env={"TMPDIR": tmpdir}, timeout=60)
+        problems = [] if res.returncode == 0 else ["exit status %s" % res.returncode]
+        counts = [x.strip() for x in res.stdout.splitlines() if x.strip().isdigit()]
+        if counts != ["2"]:
+            problems.append("capture files open in pmc-hybrid as the last task ran: %r, "
+                            "expected ['2']" % counts)
         self.check(problems, res)
 
     def test_dev_null_stdout(self):
