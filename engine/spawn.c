@@ -112,7 +112,6 @@ struct spawn_child {
     /* the signals the child sets to SIG_DFL: every one after a plain clone,
      * which leaves the engine's handlers in place; after clone3 with
      * CLONE_CLEAR_SIGHAND, which resets those, the ignored ones only */
-    bool reset_all_signals;
     spawn_ksigset reset;
     pid_t parent;           /* our pid: a child whose parent is gone must not run */
     volatile pid_t *record; /* spawn_request.record_pgid */
@@ -151,17 +150,15 @@ SPAWN_CHILD static int spawn_child_fds(const struct spawn_child *c)
     return 0;
 }
 
-SPAWN_CHILD static bool spawn_ksigset_has(const spawn_ksigset *set, int sig)
-{
-    const size_t bits = 8 * sizeof set->w[0];
-    return (set->w[(size_t)(sig - 1) / bits] >> ((size_t)(sig - 1) % bits)) & 1u;
-}
+/* Signal sig's word and bit in a spawn_ksigset (signal 1 is bit 0). */
+#define SPAWN_SIG_WORD(sig) ((size_t)((sig)-1) / (8 * sizeof(unsigned long)))
+#define SPAWN_SIG_BIT(sig) (1ul << ((size_t)((sig)-1) % (8 * sizeof(unsigned long))))
 
 SPAWN_CHILD static void spawn_child_signals_default(const struct spawn_child *c)
 {
     for (int sig = 1; sig < _NSIG; sig++)
         if (sig != SIGKILL && sig != SIGSTOP &&
-            (c->reset_all_signals || spawn_ksigset_has(&c->reset, sig)))
+            (c->reset.w[SPAWN_SIG_WORD(sig)] & SPAWN_SIG_BIT(sig)))
             syscall(SYS_rt_sigaction, sig, &spawn_sigdfl, NULL, SPAWN_SIGSET_BYTES);
 }
 
@@ -401,7 +398,6 @@ static atomic_bool spawn_ignored_read;
 
 void spawn_note_signals(void)
 {
-    const size_t bits = 8 * sizeof(unsigned long);
     unsigned long set[sizeof spawn_ignored / sizeof spawn_ignored[0]] = {0};
     for (int sig = 1; sig < _NSIG; sig++) {
         /* the kernel's struct sigaction, whose first word is the handler on
@@ -409,7 +405,7 @@ void spawn_note_signals(void)
         unsigned long old[sizeof spawn_sigdfl / sizeof(unsigned long)];
         if (syscall(SYS_rt_sigaction, sig, NULL, old, SPAWN_SIGSET_BYTES) == 0 &&
             old[0] == (unsigned long)(uintptr_t)SIG_IGN)
-            set[(size_t)(sig - 1) / bits] |= 1ul << ((size_t)(sig - 1) % bits);
+            set[SPAWN_SIG_WORD(sig)] |= SPAWN_SIG_BIT(sig);
     }
     for (size_t k = 0; k < sizeof set / sizeof set[0]; k++)
         atomic_store_explicit(&spawn_ignored[k], set[k], memory_order_relaxed);
@@ -445,7 +441,6 @@ static pid_t spawn_clone_call(struct spawn_child *c, void *stack, int *pidfd)
 #if SPAWN_HAVE_CLONE3
     if (atomic_load_explicit(&spawn_clone3_state, memory_order_relaxed) >= 0) {
         spawn_plan_signals(c);
-        c->reset_all_signals = false;
         struct spawn_clone_args a = {.flags = CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD |
                                               CLONE_CLEAR_SIGHAND,
                                      .pidfd = (uint64_t)(uintptr_t)pidfd,
@@ -465,7 +460,7 @@ static pid_t spawn_clone_call(struct spawn_child *c, void *stack, int *pidfd)
         atomic_store_explicit(&spawn_clone3_state, -1, memory_order_relaxed);
     }
 #endif
-    c->reset_all_signals = true;
+    memset(&c->reset, 0xff, sizeof c->reset);
     return SPAWN_CLONE(spawn_child_main, (char *)stack + SPAWN_STACK_SIZE,
                        CLONE_VM | CLONE_VFORK | CLONE_FILES | CLONE_PIDFD | SIGCHLD, c, pidfd);
 }
@@ -482,8 +477,7 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
     spawn_ksigset all, old;
     memset(&all, 0xff, sizeof all);
     if (spawn_sigchld_uncaught())
-        all.w[(SIGCHLD - 1) / (8 * sizeof(unsigned long))] &=
-            ~(1UL << ((SIGCHLD - 1) % (8 * sizeof(unsigned long))));
+        all.w[SPAWN_SIG_WORD(SIGCHLD)] &= ~SPAWN_SIG_BIT(SIGCHLD);
     /* Raw call: pthread_sigmask would leave glibc's internal signals open. */
     syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, &old, SPAWN_SIGSET_BYTES);
     errno = 0; /* binds __errno_location now, not lazily in the child */

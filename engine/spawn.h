@@ -243,7 +243,8 @@ int spawn_thread_pin(int cpu);
  * spawn_task() to set to SIG_DFL.  The kernel resets the caught ones in the
  * child (CLONE_CLEAR_SIGHAND), so only the ignored ones cost the child a
  * system call each, and spawn_task() does not read them anew per task (62
- * queries, ~12 us on a 2-core VM): it reads them at its first call and
+ * queries; the 62 resets they replace cost ~10 us of CPU per task on a
+ * 2-core VM, docs/performance.md section 30): it reads them at its first call and
  * uses that reading until this is called again.  So call it after setting
  * a signal to SIG_IGN once tasks may have been spawned (main() does after
  * its handlers; a library that ignores a signal later, unseen, leaves it

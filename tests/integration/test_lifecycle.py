@@ -52,7 +52,9 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     /proc/self/status: nothing blocked and nothing ignored, for a plain run
     (pmc-hybrid ignores SIGPIPE and SIGXFSZ itself) and for one started
     under nohup behind a shell that ignores SIGQUIT and SIGUSR2 (ignored
-    signals inherited by pmc-hybrid; SIGHUP stays ignored in pmc-hybrid).
+    signals inherited by pmc-hybrid; SIGHUP stays ignored in pmc-hybrid),
+    and for 2 ranks behind that shell (the task started by a rank that
+    started MPI first, whatever MPICH and UCX set at their start).
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
     30 s, a cluster-summary stat="failed" is printed, no task is left.
   * dag_lock: while a run holds the DAG (a task waiting for a release
@@ -570,12 +572,13 @@ class Lifecycle(pmcrun.TestCase):
         dag_path = self.write("sig.dag", "TASK sig /bin/grep -E '^Sig(Blk|Ign)' /proc/self/status\n")
         want = ["SigBlk:\t0000000000000000", "SigIgn:\t0000000000000000"]
         ignoring = ("/bin/sh", "-c", 'trap "" QUIT USR2; exec "$@"', "sh", "nohup")
-        for tag, wrap in (("plain", ()), ("ignoring", ignoring)):
+        for tag, ranks, wrap in (("plain", 1, ()), ("ignoring", 1, ignoring),
+                                 ("mpi", 2, ignoring)):
             with self.subTest(case=tag):
                 if os.path.exists(dag_path + ".rescue"):
                     os.unlink(dag_path + ".rescue")
-                res = self.wait_run(self.launch(["--host-cpus", "1", dag_path], tag=tag,
-                                                wrap=wrap))
+                res = self.wait_run(self.launch(["--host-cpus", "1", dag_path], ranks=ranks,
+                                                tag=tag, wrap=wrap))
                 lines = [x for x in res.stdout.splitlines() if x.startswith("Sig")]
                 problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
                 if lines != want:
