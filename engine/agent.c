@@ -664,6 +664,7 @@ static void agent_wait_events(struct agent *a)
             agent__reap(a, (uint32_t)d);
     }
     agent__linger_check(a);
+    agent__orphans_check(a);
     if (!a->aborting && !a->draining)
         agent_pump(a);
 }

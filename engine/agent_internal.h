@@ -182,6 +182,8 @@ struct agent {
     bool killed_hard;
     uint32_t lingering;         /* slots whose task lingers (slot.lingers) */
     uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
+    uint64_t orphans_results;   /* results_made at the last reap of adopted orphans */
+    uint64_t orphans_due_ns;    /* CLOCK_MONOTONIC ns before which none follows it */
     struct cpuset_pool *pool;   /* --set-affinity, else NULL */
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
@@ -289,6 +291,14 @@ void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool);
 void agent__linger_check(struct agent *a);
 /* ms until the next look, -1 when nothing lingers. */
 int agent__linger_timeout_ms(const struct agent *a);
+/* Reap the zombies of the orphans this process adopted (spawn_reap_orphans():
+ * what tasks left running when their first process ended), once at least
+ * one result was made since the last time, and at most every
+ * AGENT_ORPHANS_EVERY_MS: one comparison per loop otherwise.  An orphan
+ * that ends while no task ends waits as a zombie for the next task's end,
+ * or for our exit (PID 1 reaps it then).  Agent thread. */
+#define AGENT_ORPHANS_EVERY_MS 100
+void agent__orphans_check(struct agent *a);
 
 /* agent_limits.c */
 /* Arm slot i's time limit at its start (slot.t0) + limit, once, as the

@@ -15,6 +15,9 @@
  * A look is one kill(-pgid, 0) per lingering task, every
  * AGENT_LINGER_POLL_MS; lingering is rare (a task in its grace whose first
  * process ended first), so the agent's loop pays one comparison for it.
+ * The zombies of what tasks leave behind outside a grace, adopted since
+ * this process is a child subreaper (spawn_adopt_orphans()), are reaped
+ * here too (agent__orphans_check()).
  * Agent thread only.
  */
 #include <signal.h>
@@ -84,4 +87,18 @@ int agent__linger_timeout_ms(const struct agent *a)
         return -1;
     uint64_t now = pmc_mono_ns();
     return a->linger_due_ns <= now ? 0 : (int)((a->linger_due_ns - now + 999999u) / 1000000u);
+}
+
+void agent__orphans_check(struct agent *a)
+{
+    if (a->orphans_results == a->results_made || a->cfg.null_executor)
+        return;
+    uint64_t now = pmc_mono_ns();
+    if (now < a->orphans_due_ns)
+        return;
+    a->orphans_results = a->results_made;
+    a->orphans_due_ns = now + (uint64_t)AGENT_ORPHANS_EVERY_MS * 1000000u;
+    unsigned n = spawn_reap_orphans(watchdog_pid(a->watchdog));
+    if (n)
+        log_debug("Node agent: reaped %u orphans of tasks", n);
 }

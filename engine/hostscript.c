@@ -114,19 +114,14 @@ int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc
     return 0;
 }
 
-static int hostscript_group_alive(pid_t pgid)
-{
-    return kill(-pgid, 0) == 0 || errno == EPERM;
-}
-
 void hostscript_stop(pid_t pgid)
 {
-    if (pgid <= 0 || !hostscript_group_alive(pgid))
+    if (pgid <= 0 || !spawn_group_alive(pgid))
         return;
     kill(-pgid, SIGTERM);
     struct timespec step = {0, 50 * 1000 * 1000};
     for (int waited = 0; waited < HOSTSCRIPT_GRACE_MS; waited += 50) {
-        if (!hostscript_group_alive(pgid))
+        if (!spawn_group_alive(pgid))
             return;
         nanosleep(&step, NULL);
     }

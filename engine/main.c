@@ -588,6 +588,11 @@ int main(int argc, char **argv)
     }
     signal_master = m;
     install_signal_handlers();
+    /* what tasks leave running when their first process ends is ours to
+     * reap (spawn.h), the host script's too */
+    if (spawn_adopt_orphans() < 0)
+        log_debug("Orphans of tasks go to PID 1: prctl(PR_SET_CHILD_SUBREAPER): %s",
+                  strerror(errno));
     struct agent *a;
     pid_t script_pgid;
     if (setup_hosts(&o, &ri, &a, &script_pgid) < 0)

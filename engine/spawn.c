@@ -666,6 +666,42 @@ bool spawn_group_alive(pid_t pgid)
     return kill(-pgid, 0) == 0 || errno == EPERM;
 }
 
+int spawn_adopt_orphans(void)
+{
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+/* Is zombie z, a child of ours, an adopted orphan (spawn.h)? */
+static bool spawn_is_adopted(pid_t z, pid_t keep)
+{
+    pid_t pgid = getpgid(z);
+    if (pgid < 0)
+        return false;
+    if (pgid != z)
+        return true;
+    pid_t sid = getsid(z);
+    return z != keep && sid >= 0 && sid != getsid(0);
+}
+
+unsigned spawn_reap_orphans(pid_t keep)
+{
+    if (!spawn_adopts_orphans())
+        return 0;
+    unsigned n = 0;
+    for (;;) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
+            !spawn_is_adopted(si.si_pid, keep))
+            return n;
+        pid_t orphan = si.si_pid;
+        memset(&si, 0, sizeof si);
+        if (waitid(P_PID, (id_t)orphan, &si, WEXITED | WNOHANG) < 0)
+            return n;
+        n++;
+    }
+}
+
 int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *group_left)
 {
     int status = spawn_wait_status(pidfd);

@@ -176,6 +176,36 @@ int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *g
  * 4,194,304).  Any thread. */
 bool spawn_group_alive(pid_t pgid);
 
+/* Make this process a child subreaper (prctl(2) PR_SET_CHILD_SUBREAPER,
+ * Linux >= 3.4): a task's processes whose parent ends (a wrapper's program
+ * after the wrapper died of SIGTERM; `app &` left running by a task that
+ * ended) become ours instead of PID 1's, so spawn_group_alive() can reap
+ * their zombies and a lingering group is empty as soon as its last member
+ * ends, not when PID 1 gets to it (every 2 s on the CI VM, and once 8 s
+ * late under load, which kept an aborted run for its whole grace).  The
+ * other zombies we adopt are reaped by spawn_reap_orphans().  Process-wide
+ * and inherited by no child; call once, before the first task.  0, or -1
+ * with errno (EINVAL: a kernel without it; orphans then go to PID 1 as
+ * before). */
+int spawn_adopt_orphans(void);
+
+/* Reap the zombies of adopted orphans among our children, as far as the
+ * first zombie that may be one of ours (waitid(2) with WNOWAIT shows one
+ * at a time; a later call gets past it once its owner has reaped it).  An
+ * adopted orphan is told apart by its ids, read from the zombie: every
+ * child we start leads its own process group (a task, the host script, a
+ * batch-end command) or is keep (the watchdog, in its own session), so a
+ * zombie that leads no group, or leads one in another session than ours
+ * and is not keep, is an orphan (a task's background child; a daemon that
+ * called setsid()).  Left to PID 1 when we exit: an orphan that made itself
+ * a group leader in our session (setpgid(0, 0), as a shell with job
+ * control does for its jobs).  A task whose first process moves itself
+ * into another group and ends would be taken for one (its owner then
+ * reports exit status 1).  No-op unless we adopt orphans (PID 1, or
+ * spawn_adopt_orphans()).  Returns how many were reaped.  Any thread;
+ * 3 system calls when there is none, 4-5 more per orphan. */
+unsigned spawn_reap_orphans(pid_t keep);
+
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
 
 /* A task ended by its time limit (limit_ms, milliseconds): append

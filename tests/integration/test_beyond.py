@@ -315,8 +315,9 @@ class Beyond(pmcrun.TestCase):
         the task ends when its group is empty (its program's stdout in its
         block, before its record), or at the grace's end with SIGKILL
         (stuck); nothing is left running.  On the agent's path and the
-        pool's.  `wrapped` ends once its program's zombie is reaped by
-        PID 1 (up to ~2 s on the CI VM), well before the grace ends."""
+        pool's.  `wrapped` ends once pmc-hybrid, a child subreaper, has
+        reaped its program's zombie (before, PID 1 did: up to ~2 s on the
+        CI VM, and once 8 s late under load), well before the grace ends."""
         dag, marker = self.wrapper_tasks()
         for threads in ("0", "2"):
             if os.path.exists(marker):
@@ -341,7 +342,7 @@ class Beyond(pmcrun.TestCase):
                 problems.append("the program's file holds %s, expected started and graceful: "
                                 "its grace was cut short" % lines)
             wrapped, stuck = res.records_of("wrapped"), res.records_of("stuck")
-            if wrapped and not 0.85 <= wrapped[0].duration <= 6.5:
+            if wrapped and not 0.85 <= wrapped[0].duration <= 4.0:
                 problems.append("wrapped lasted %.2f s: TERM at 0.5 s, its program ends 0.4 s "
                                 "later, long before the 8 s grace" % wrapped[0].duration)
             if stuck and not 8.3 <= stuck[0].duration <= 10.5:
@@ -381,7 +382,7 @@ class Beyond(pmcrun.TestCase):
         lines = file_words(marker)
         if lines != ["started", "graceful"]:
             problems.append("the program's file holds %s, expected started and graceful" % lines)
-        if took > 6.5:
+        if took > 4.0:
             problems.append("the run took %.1f s after SIGTERM: its grace is 8 s, but its task "
                             "ended 0.4 s after the signal" % took)
         if "Caught signal" not in res.stderr:

@@ -55,6 +55,11 @@ SIGUSR1"; per-rank files merged at the end of every orderly run) promise:
     signals inherited by pmc-hybrid; SIGHUP stays ignored in pmc-hybrid),
     and for 2 ranks behind that shell (the task started by a rank that
     started MPI first, whatever MPICH and UCX set at their start).
+  * orphans_of_tasks_come_to_pmc_hybrid: a task leaves a `sleep 30` in its
+    group (killed as it ends) and a daemon in a session of its own (setsid)
+    that outlives it by 0.3 s: the daemon's parent is then pmc-hybrid (a
+    child subreaper), not PID 1, and once the next task of 0.8 s has ended
+    neither is left, not even as a zombie (1 rank and 2 ranks).
   * sigterm_mpiexec: mpiexec -n 2, SIGTERM to mpiexec: the run ends within
     30 s, a cluster-summary stat="failed" is printed, no task is left.
   * dag_lock: while a run holds the DAG (a task waiting for a release
@@ -585,6 +590,37 @@ class Lifecycle(pmcrun.TestCase):
                     problems.append("the task's signal state is %r, expected %r"
                                     % (lines, want))
                 self.check(problems, res, tag)
+
+    def test_orphans_of_tasks_come_to_pmc_hybrid(self):
+        self.write("a.sh", 'sleep 30 &\necho $! > "$1/sleep"\n'
+                           'setsid /bin/sh "$1/daemon.sh" "$1" &\n'
+                           'while [ ! -s "$1/daemon" ]; do sleep 0.01; done\n')
+        self.write("daemon.sh", 'echo $$ > "$1/daemon"\nsleep 0.3\n'
+                                'cut -d" " -f4 /proc/$$/stat > "$1/ppid"\n')
+        self.write("c.sh", 'read ppid < "$1/ppid"\n'
+                           '[ "$ppid" = "$PPID" ] || { echo "the daemon\'s parent: $ppid, '
+                           'not pmc-hybrid ($PPID)"; exit 1; }\n'
+                           'for f in sleep daemon; do read p < "$1/$f"\n'
+                           '  if [ -e /proc/$p ]; then echo "$f ($p) is left: '
+                           '$(cat /proc/$p/stat)"; exit 2; fi\ndone\necho reaped\n')
+        dag_path = self.write_dag("orphans.dag", """
+            TASK a /bin/sh {0}/a.sh {0}
+            TASK b /bin/sleep 0.8
+            TASK c /bin/sh {0}/c.sh {0}
+            EDGE a b
+            EDGE b c
+            """.format(self.tmp))
+        for ranks in (1, 2):
+            with self.subTest(ranks=ranks):
+                for f in ("sleep", "daemon", "ppid", "orphans.dag.rescue"):
+                    if os.path.exists(self.path(f)):
+                        os.unlink(self.path(f))
+                res = self.run_to_end(["--host-cpus", "1", dag_path], ranks=ranks,
+                                      tag=str(ranks), timeout=60)
+                problems = [] if res.returncode == 0 else ["exit %s" % res.returncode]
+                if "reaped" not in res.stdout:
+                    problems.append("task c did not find both orphans reaped")
+                self.check(problems, res, "%d rank(s)" % ranks)
 
     def test_sigterm_mpiexec(self):
         problems, res = self.signal_case(signal.SIGTERM, 2, 5)

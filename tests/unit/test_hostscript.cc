@@ -18,9 +18,11 @@
 #include <cstdlib>
 #include <string>
 
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "engine/hostscript.h"
+#include "engine/spawn.h"
 #include "io/log.h"
 #include "testutil.h"
 
@@ -125,6 +127,29 @@ TEST_F(HostscriptTest, StopEndsTheWaitAndTheScript)
     for (int k = 0; k < 200 && group_alive(pgid); k++)
         usleep(10000); // the killed background sleep waits for init to reap it
     EXPECT_FALSE(group_alive(pgid)) << "the script's processes survived the stop";
+}
+
+// What a script leaves running comes to us when we are a child subreaper,
+// as pmc-hybrid is (spawn_adopt_orphans()): stop() reaps its zombie rather
+// than waiting for the whole grace on it (the group would then still be
+// there after stop(), since SIGKILL cannot end a zombie).  Its daemon ends
+// of the SIGTERM, in its trap.
+TEST_F(HostscriptTest, StopReapsWhatTheScriptLeftWhenItIsOurs)
+{
+    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    std::string term = path("term"), up = path("up");
+    std::string s = script("(trap 'echo term > \"" + term + "\"; exit 0' TERM; echo up > \"" + up +
+                           "\"; while :; do sleep 0.05; done) &\nexit 0\n");
+    pid_t pgid = -1;
+    pmc_error err{};
+    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), 0) << err.text;
+    for (int k = 0; k < 500 && read_file(up).empty(); k++)
+        usleep(10000);
+    ASSERT_EQ(read_file(up), "up\n") << "the script's daemon did not start";
+    hostscript_stop(pgid);
+    EXPECT_FALSE(group_alive(pgid)) << "a zombie of ours kept the group for the whole grace";
+    EXPECT_EQ(read_file(term), "term\n") << "the daemon did not end of the SIGTERM";
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
 TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)

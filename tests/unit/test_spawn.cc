@@ -307,6 +307,99 @@ TEST_F(SpawnTest, GroupAliveReapsTheGroupsOrphansThatAreOurs)
     close(out);
 }
 
+// Has our child pid ended (a zombie, not reaped)?  Waits up to 5 s.
+bool await_zombie(pid_t pid)
+{
+    for (int i = 0; i < 500; i++) {
+        siginfo_t si{};
+        if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+// A child of ours that ends at once, after setsid() (its own session) or
+// without leaving our group.
+pid_t fork_and_exit(bool own_session)
+{
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (own_session)
+            setsid();
+        _exit(0);
+    }
+    return pid;
+}
+
+// Is our child pid still there to be reaped (by its owner)?
+bool still_ours(pid_t pid)
+{
+    siginfo_t si{};
+    return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid;
+}
+
+// What a task left running when its first process ended normally comes to
+// us (spawn_adopt_orphans()); its zombie is reaped by spawn_reap_orphans(),
+// not left for the rest of the run.
+TEST_F(SpawnTest, ReapOrphansTakesWhatATaskLeftBehind)
+{
+    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    int out = make_capture("out");
+    pid_t pid = -1;
+    int pidfd = -1;
+    start_and_await_exit(out, "sleep 0.1 & echo $!; exit 0", &pid, &pidfd);
+    EXPECT_EQ(spawn_end_task(pid, pidfd, nullptr), 0); // kills the group: the sleep ends now
+    pid_t orphan = (pid_t)std::atoi(contents(out).c_str());
+    ASSERT_GT(orphan, 0);
+    EXPECT_TRUE(await_zombie(orphan)) << "the task's sleep did not come to us";
+    EXPECT_EQ(spawn_reap_orphans(0), 1u);
+    EXPECT_FALSE(still_ours(orphan));
+    EXPECT_EQ(spawn_reap_orphans(0), 0u);
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    close(pidfd);
+    close(out);
+}
+
+// Our own children are left to their owners: a task's first process (the
+// leader of its group, in our session) and keep (the watchdog, in a session
+// of its own); a child in a session of its own that is not keep is taken for
+// a daemon's orphan.
+TEST_F(SpawnTest, ReapOrphansLeavesOurOwnChildren)
+{
+    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    int out = make_capture("out");
+    pid_t pid = -1;
+    int pidfd = -1;
+    start_and_await_exit(out, "exit 5", &pid, &pidfd);
+    pid_t keep = fork_and_exit(true);
+    ASSERT_GT(keep, 0);
+    ASSERT_TRUE(await_zombie(keep));
+    EXPECT_EQ(spawn_reap_orphans(keep), 0u);
+    EXPECT_TRUE(still_ours(keep));
+    bool left = true;
+    EXPECT_EQ(spawn_reap_leader(pid, pidfd, nullptr, &left), 5 << 8); // not lost
+    EXPECT_FALSE(left);
+    EXPECT_EQ(spawn_reap_orphans(0), 1u); // keep no longer kept
+    EXPECT_FALSE(still_ours(keep));
+    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    close(pidfd);
+    close(out);
+}
+
+// Where orphans do not come to us (no subreaper, not PID 1) nothing is
+// reaped, not even a child that leads no group.
+TEST_F(SpawnTest, ReapOrphansIsANoOpUnlessOrphansComeToUs)
+{
+    pid_t child = fork_and_exit(false);
+    ASSERT_GT(child, 0);
+    ASSERT_TRUE(await_zombie(child));
+    EXPECT_EQ(spawn_reap_orphans(0), getpid() == 1 ? 1u : 0u);
+    if (getpid() != 1) {
+        EXPECT_EQ(waitpid(child, nullptr, 0), child);
+    }
+}
+
 TEST_F(SpawnTest, CloexecDescriptorNotInherited)
 {
     int secret = open("/dev/null", O_RDONLY | O_CLOEXEC);
