@@ -202,8 +202,12 @@ int spawn_adopt_orphans(void);
  * control does for its jobs).  A task whose first process moves itself
  * into another group and ends would be taken for one (its owner then
  * reports exit status 1).  No-op unless we adopt orphans (PID 1, or
- * spawn_adopt_orphans()).  Returns how many were reaped.  Any thread;
- * 3 system calls when there is none, 4-5 more per orphan. */
+ * spawn_adopt_orphans()).  A child of ours that ends before its
+ * setpgid() or setsid() (a start that failed in the child) may be reaped
+ * here too; its starter's own waitpid() then fails with ECHILD, which it
+ * ignores, having the error from the child already.  Returns how many were
+ * reaped.  Any thread; 3 system calls when there is none, 4-5 more per
+ * orphan. */
 unsigned spawn_reap_orphans(pid_t keep);
 
 #define TASK_TIMEOUT_STATUS (124 << 8) /* wait status of a task over its time limit */
