@@ -641,37 +641,8 @@ static bool spawn_adopts_orphans(void)
     return getpid() == 1 || (prctl(PR_GET_CHILD_SUBREAPER, &sub, 0, 0, 0) == 0 && sub);
 }
 
-/* Reap the zombies among our children in group pgid, but not one whose pid
- * is pgid: that is the leader of a group that reuses the number (a task
- * of ours, watched and reaped through its pidfd). */
-static void spawn_reap_group_orphans(pid_t pgid)
-{
-    for (;;) {
-        siginfo_t si;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PGID, (id_t)pgid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
-            si.si_pid == pgid)
-            return;
-        pid_t orphan = si.si_pid;
-        memset(&si, 0, sizeof si);
-        if (waitid(P_PID, (id_t)orphan, &si, WEXITED | WNOHANG) < 0)
-            return;
-    }
-}
-
-bool spawn_group_alive(pid_t pgid)
-{
-    if (spawn_adopts_orphans())
-        spawn_reap_group_orphans(pgid);
-    return kill(-pgid, 0) == 0 || errno == EPERM;
-}
-
-int spawn_adopt_orphans(void)
-{
-    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-}
-
-/* Is zombie z, a child of ours, an adopted orphan (spawn.h)? */
+/* Is zombie z, a child of ours, an adopted orphan (spawn_reap_orphans())?
+ * keep: a child of ours in a session of its own, or 0. */
 static bool spawn_is_adopted(pid_t z, pid_t keep)
 {
     pid_t pgid = getpgid(z);
@@ -683,15 +654,16 @@ static bool spawn_is_adopted(pid_t z, pid_t keep)
     return z != keep && sid >= 0 && sid != getsid(0);
 }
 
-unsigned spawn_reap_orphans(pid_t keep)
+/* Reap the zombies among our children that waitid(type, id) shows, one at
+ * a time (WNOWAIT), while each is an adopted orphan; the first that is not
+ * (a task of ours, reaped through its pidfd) ends it.  How many. */
+static unsigned spawn_reap_adopted(idtype_t type, id_t id, pid_t keep)
 {
-    if (!spawn_adopts_orphans())
-        return 0;
     unsigned n = 0;
     for (;;) {
         siginfo_t si;
         memset(&si, 0, sizeof si);
-        if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
+        if (waitid(type, id, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid == 0 ||
             !spawn_is_adopted(si.si_pid, keep))
             return n;
         pid_t orphan = si.si_pid;
@@ -700,6 +672,25 @@ unsigned spawn_reap_orphans(pid_t keep)
             return n;
         n++;
     }
+}
+
+bool spawn_group_alive(pid_t pgid)
+{
+    /* its members that lead no group: never the leader of a group that
+     * reuses the number (a task of ours) */
+    if (spawn_adopts_orphans())
+        spawn_reap_adopted(P_PGID, (id_t)pgid, 0);
+    return kill(-pgid, 0) == 0 || errno == EPERM;
+}
+
+int spawn_adopt_orphans(void)
+{
+    return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+}
+
+unsigned spawn_reap_orphans(pid_t keep)
+{
+    return spawn_adopts_orphans() ? spawn_reap_adopted(P_ALL, 0, keep) : 0;
 }
 
 int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *group_left)

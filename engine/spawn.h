@@ -206,7 +206,7 @@ int spawn_adopt_orphans(void);
  * setpgid() or setsid() (a start that failed in the child) may be reaped
  * here too; its starter's own waitpid() then fails with ECHILD, which it
  * ignores, having the error from the child already.  Returns how many were
- * reaped.  Any thread; 3 system calls when there is none, 4-5 more per
+ * reaped.  Any thread; 3 system calls when there is none, 3-5 more per
  * orphan. */
 unsigned spawn_reap_orphans(pid_t keep);
 

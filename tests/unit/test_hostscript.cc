@@ -18,11 +18,9 @@
 #include <cstdlib>
 #include <string>
 
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "engine/hostscript.h"
-#include "engine/spawn.h"
 #include "io/log.h"
 #include "testutil.h"
 
@@ -136,7 +134,8 @@ TEST_F(HostscriptTest, StopEndsTheWaitAndTheScript)
 // of the SIGTERM, in its trap.
 TEST_F(HostscriptTest, StopReapsWhatTheScriptLeftWhenItIsOurs)
 {
-    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    AdoptedOrphans adopted;
+    ASSERT_TRUE(adopted.ok());
     std::string term = path("term"), up = path("up");
     std::string s = script("(trap 'echo term > \"" + term + "\"; exit 0' TERM; echo up > \"" + up +
                            "\"; while :; do sleep 0.05; done) &\nexit 0\n");
@@ -149,7 +148,6 @@ TEST_F(HostscriptTest, StopReapsWhatTheScriptLeftWhenItIsOurs)
     hostscript_stop(pgid);
     EXPECT_FALSE(group_alive(pgid)) << "a zombie of ours kept the group for the whole grace";
     EXPECT_EQ(read_file(term), "term\n") << "the daemon did not end of the SIGTERM";
-    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
 }
 
 TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)

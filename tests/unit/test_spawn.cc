@@ -31,7 +31,6 @@
 #include <fcntl.h>
 #include <linux/close_range.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -288,7 +287,8 @@ TEST_F(SpawnTest, ReapLeaderLeavesWhatItLeftInTheGroup)
 // zombies do not keep the group alive.
 TEST_F(SpawnTest, GroupAliveReapsTheGroupsOrphansThatAreOurs)
 {
-    ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+    AdoptedOrphans adopted;
+    ASSERT_TRUE(adopted.ok());
     int out = make_capture("out");
     pid_t pid = -1;
     int pidfd = -1;
@@ -302,7 +302,6 @@ TEST_F(SpawnTest, GroupAliveReapsTheGroupsOrphansThatAreOurs)
         gone = !spawn_group_alive(pid);
     }
     EXPECT_TRUE(gone) << "the group's zombie, our child, was not reaped";
-    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     close(pidfd);
     close(out);
 }
@@ -344,7 +343,8 @@ bool still_ours(pid_t pid)
 // not left for the rest of the run.
 TEST_F(SpawnTest, ReapOrphansTakesWhatATaskLeftBehind)
 {
-    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    AdoptedOrphans adopted;
+    ASSERT_TRUE(adopted.ok());
     int out = make_capture("out");
     pid_t pid = -1;
     int pidfd = -1;
@@ -356,7 +356,6 @@ TEST_F(SpawnTest, ReapOrphansTakesWhatATaskLeftBehind)
     EXPECT_EQ(spawn_reap_orphans(0), 1u);
     EXPECT_FALSE(still_ours(orphan));
     EXPECT_EQ(spawn_reap_orphans(0), 0u);
-    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     close(pidfd);
     close(out);
 }
@@ -367,7 +366,8 @@ TEST_F(SpawnTest, ReapOrphansTakesWhatATaskLeftBehind)
 // a daemon's orphan.
 TEST_F(SpawnTest, ReapOrphansLeavesOurOwnChildren)
 {
-    ASSERT_EQ(spawn_adopt_orphans(), 0);
+    AdoptedOrphans adopted;
+    ASSERT_TRUE(adopted.ok());
     int out = make_capture("out");
     pid_t pid = -1;
     int pidfd = -1;
@@ -382,7 +382,6 @@ TEST_F(SpawnTest, ReapOrphansLeavesOurOwnChildren)
     EXPECT_FALSE(left);
     EXPECT_EQ(spawn_reap_orphans(0), 1u); // keep no longer kept
     EXPECT_FALSE(still_ours(keep));
-    prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
     close(pidfd);
     close(out);
 }

@@ -44,6 +44,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -346,6 +347,28 @@ class SavedEnv
 
   private:
     std::vector<std::pair<std::string, std::optional<std::string>>> saved_;
+};
+
+// This process a child subreaper (spawn_adopt_orphans()) for the object's
+// life, then not, even when an assertion ends the test early: orphans of
+// later tests go to PID 1 again.
+class AdoptedOrphans
+{
+  public:
+    AdoptedOrphans() : ok_(spawn_adopt_orphans() == 0) {}
+    ~AdoptedOrphans()
+    {
+        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+    }
+    AdoptedOrphans(const AdoptedOrphans &) = delete;
+    AdoptedOrphans &operator=(const AdoptedOrphans &) = delete;
+    bool ok() const
+    {
+        return ok_;
+    }
+
+  private:
+    bool ok_;
 };
 
 // Fixture base: each test gets its own TempDir, dir_, named after `name`.
