@@ -299,7 +299,10 @@ class Beyond(pmcrun.TestCase):
         stdout; and `stuck`, whose program ignores SIGTERM (--time-limit
         0.5 s each).  The DAG's path and the file's."""
         marker = self.path("graceful.txt")
-        self.write("prog.sh", 'trap \'sleep 0.4; echo graceful >> "$1"; echo bye-from-prog; '
+        # the trap kills its own sleep, which may have lost the SIGTERM
+        # (one that lands between the sleep's fork and its exec)
+        self.write("prog.sh", 'trap \'kill -9 $! 2>/dev/null; sleep 0.4; echo graceful >> "$1"; '
+                              'echo bye-from-prog; '
                               'exit 0\' TERM\necho started >> "$1"\nsleep 30 &\nwait\n')
         self.write("stub.sh", "trap '' TERM\nsleep 30\n")
         dag = self.write_dag("wrap.dag", """
