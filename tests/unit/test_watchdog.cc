@@ -19,7 +19,6 @@
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -75,13 +74,14 @@ class Watchdog : public ::testing::Test
   protected:
     void SetUp() override
     {
-        ASSERT_EQ(0, prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0));
+        ASSERT_TRUE(adopted_.ok());
     }
     void TearDown() override
     {
-        reap_orphans();
-        prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0);
+        reap_orphans(); // adopted_ ends the subreaper after this
     }
+
+    AdoptedOrphans adopted_;
 };
 
 TEST_F(Watchdog, KilledAgentTakesItsTasksGroupsWithIt)
