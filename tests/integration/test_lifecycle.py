@@ -455,8 +455,9 @@ class Lifecycle(pmcrun.TestCase):
                 # The trap kills its sleep: a SIGTERM to the group that
                 # lands in the sleep's child between its fork and its exec
                 # is taken by the shell's handler there and lost, and the
-                # sleep would keep the group for the whole grace (status 9;
-                # 1 in 300 tries on a 2-core VM, once in CI)
+                # sleep would keep the group for the whole grace (status 9:
+                # once in CI; 1 in 300 tries of a stand-alone probe that
+                # signals the group as the marker appears, 2-core Intel VM)
                 dag_path = self.write("stop%d.dag" % i, (
                     "TASK trapper -f A=%s/fwd%d.txt /bin/sh -c "
                     "\"trap 'kill -9 $! 2>/dev/null; echo partial >&$A; exit 0' TERM; "
