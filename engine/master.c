@@ -26,17 +26,14 @@ static int master_alloc_state(struct master *m)
 {
     uint32_t n = m->dag->ntasks;
     m->done_before = calloc(n, 1);
-    m->remaining = malloc(sizeof *m->remaining * n);
-    m->state = calloc(n, 1);
-    m->attempts = calloc(n, sizeof *m->attempts);
+    m->run = calloc(n, sizeof *m->run);              /* TASK_WAITING (0), no attempt */
     m->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
     /* the node of each success, for output found lost at the end
      * (master_report.c); the null executor records nothing */
     if (!m->cfg.null_executor)
         m->ran_on = malloc(sizeof *m->ran_on * n);
     bool ran_on_ok = m->ran_on || m->cfg.null_executor;
-    return m->done_before && m->remaining && m->state && m->attempts && m->ready && ran_on_ok ? 0
-                                                                                              : -1;
+    return m->done_before && m->run && m->ready && ran_on_ok ? 0 : -1;
 }
 
 enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
@@ -560,7 +557,8 @@ static int master_prepare(struct master *m)
                                           /* rounded up, as the DAG's --time-limit:
                                            * 0.0004 s is 1 ms, not 0 (none) */
                                           .default_limit_ms =
-                                              (uint32_t)ceil(m->cfg.task_time_limit * 1000.0)};
+                                              (uint32_t)ceil(m->cfg.task_time_limit * 1000.0),
+                                          .look_ahead = master__look_ahead};
     for (int r = 0; r < m->cfg.nranks; r++)
         m->node_of_rank[r] = -1;
     return 0;
@@ -664,9 +662,7 @@ void master_destroy(struct master *m)
     free(m->agent_of_rank);
     free(m->agent_rank);
     rq_destroy(m->ready);
-    free(m->attempts);
-    free(m->state);
-    free(m->remaining);
+    free(m->run);
     free(m->done_before);
     free(m->ran_on);
     dag_destroy(m->dag);

@@ -36,7 +36,19 @@
 #include "sched/progress.h"
 #include "sched/ready_queue.h"
 
-_Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "master.attempts counts in 16 bits");
+_Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits");
+
+/* What the master keeps of each task while the run goes, in one 8-byte
+ * entry (an array of structs, where the DAG is columns): the fields read
+ * together when a result comes back (state and attempt) and when a parent
+ * is done (remaining and state) share a cache line, so that on a DAG far
+ * larger than the caches each costs one miss, not two or three
+ * (docs/performance.md section 8). */
+struct task_run {
+    uint32_t remaining; /* parents not done yet */
+    uint16_t attempts;  /* started so far; -t is at most DAG_MAX_TRIES */
+    uint8_t state;      /* enum task_state */
+};
 
 #define HELLO_TIMEOUT_S 120.0
 #define IDLE_WAIT_US 500000
@@ -131,9 +143,7 @@ struct master {
     uint8_t *done_before; /* from the old rescue log */
     uint32_t *ran_on;     /* per task: the node whose attempt succeeded (NULL: null executor) */
     uint32_t ndone_before;
-    uint32_t *remaining;
-    uint8_t *state;
-    uint16_t *attempts; /* per task; -t is at most DAG_MAX_TRIES (asserted above) */
+    struct task_run *run; /* per task */
     struct ready_queue *ready;
     struct node *nodes;
     int nnodes;
@@ -177,6 +187,10 @@ static inline const char *task_name(const struct master *m, uint32_t t)
 /* master_sched.c */
 int master__init_ready(struct master *m);
 void master__dispatch(struct master *m);
+
+/* placement_demand.look_ahead for m (ctx): starts the cache misses of what
+ * placing task t will touch; changes nothing.  Master thread. */
+void master__look_ahead(void *ctx, uint32_t t);
 
 /* While dispatching: once CPUs have been idle for RECALL_AFTER_S while
  * nodes hold tasks beyond their CPUs, ask those nodes to give some back

@@ -199,7 +199,7 @@ static int master_close_forwards(struct master *m)
  * not told, so every task that forwards).  Only with m->ran_on. */
 static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool forwards)
 {
-    if (m->state[t] != TASK_DONE || m->done_before[t])
+    if (m->run[t].state != TASK_DONE || m->done_before[t])
         return false;
     return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes[m->ran_on[t]].output_lost;
 }
@@ -228,7 +228,7 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards)
     struct pmc_error err;
     uint8_t *keep = malloc(d->ntasks);
     for (uint32_t t = 0; keep && t < d->ntasks; t++)
-        keep[t] = m->state[t] == TASK_DONE && !master_lost_now(m, t, all, forwards);
+        keep[t] = m->run[t].state == TASK_DONE && !master_lost_now(m, t, all, forwards);
     if (!keep)
         log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
                   n);

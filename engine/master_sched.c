@@ -25,7 +25,7 @@
 static int master_make_ready(struct master *m, uint32_t t, bool front)
 {
     int32_t prio = m->dag->priority[t];
-    m->state[t] = TASK_READY;
+    m->run[t].state = TASK_READY;
     if (m->seq && !front) {
         m->seq[t] = m->next_seq++;
         m->executed[t] = 0;
@@ -34,20 +34,22 @@ static int master_make_ready(struct master *m, uint32_t t, bool front)
     return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
 }
 
-/* remaining[] from the DAG and the done set; queue the tasks that can run. */
+/* Each task's remaining parents from the DAG and the done set; queue the
+ * tasks that can run. */
 int master__init_ready(struct master *m)
 {
     const struct dag *d = m->dag;
-    memcpy(m->remaining, d->nparents, sizeof *m->remaining * d->ntasks);
+    for (uint32_t t = 0; t < d->ntasks; t++)
+        m->run[t].remaining = d->nparents[t];
     for (uint32_t t = 0; t < d->ntasks; t++) {
         if (!m->done_before[t])
             continue;
-        m->state[t] = TASK_DONE;
+        m->run[t].state = TASK_DONE;
         for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
-            m->remaining[d->children[e]]--;
+            m->run[d->children[e]].remaining--;
     }
     for (uint32_t t = 0; t < d->ntasks; t++)
-        if (m->state[t] == TASK_WAITING && m->remaining[t] == 0 &&
+        if (m->run[t].state == TASK_WAITING && m->run[t].remaining == 0 &&
             master_make_ready(m, t, false) < 0)
             return -1;
     return 0;
@@ -77,7 +79,7 @@ static uint32_t master_task_flags(const struct master *m, uint32_t t)
     const struct dag *d = m->dag;
     return (m->seq ? MSG_TASK_NOTIFY_START : 0) |
            (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0) |
-           (master_holds_on_failure(m, t, m->attempts[t]) ? MSG_TASK_HOLD_ON_FAILURE : 0);
+           (master_holds_on_failure(m, t, m->run[t].attempts) ? MSG_TASK_HOLD_ON_FAILURE : 0);
 }
 
 /* Task t's TASKS item as the master sends it (forwards packed in m's
@@ -86,7 +88,7 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 {
     const struct dag *d = m->dag;
     msg_task_from_dag(d, t, mt);
-    mt->attempt = m->attempts[t];
+    mt->attempt = m->run[t].attempts;
     mt->flags = master_task_flags(m, t);
     mt->time_limit_ms = task_time_limit_ms(m, t);
     if (mt->nfwd && msg_pack_forwards(d, t, &m->fwd_scratch, &m->fwd_scratch_cap, &mt->fwd_len) < 0)
@@ -100,7 +102,7 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 static int master_hand_over(struct master *m, uint32_t t)
 {
     struct local_task lt = {.id = t,
-                            .attempt = m->attempts[t],
+                            .attempt = m->run[t].attempts,
                             .flags = master_task_flags(m, t),
                             .time_limit_ms = task_time_limit_ms(m, t)};
     if (!local_link_send_task(m->link, &lt))
@@ -153,14 +155,14 @@ static int master_batch_task(struct master *m, struct node *n, uint32_t t)
 static int master_assign(struct master *m, uint32_t t, int i)
 {
     struct node *n = &m->nodes[i];
-    m->attempts[t]++;
+    m->run[t].attempts++;
     if (master_batch_task(m, n, t) < 0) {
-        m->attempts[t]--;
+        m->run[t].attempts--;
         return -1;
     }
-    if (m->attempts[t] > 1)
+    if (m->run[t].attempts > 1)
         m->st.extra++;
-    m->state[t] = TASK_RUNNING;
+    m->run[t].state = TASK_RUNNING;
     monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
                          m->dag->gpus[t]);
     m->inflight++;
@@ -173,6 +175,29 @@ static int master_assign(struct master *m, uint32_t t, int i)
 static int master_assign_cb(void *ctx, uint32_t t, int i)
 {
     return master_assign(ctx, t, i);
+}
+
+/* placement_demand.look_ahead: start the cache misses of what
+ * master_assign() reads and writes for task t (its task_run entry, its DAG
+ * entries, and its strings for a TASKS message), a few tasks before it is
+ * placed.  placement prefetches the demand columns itself.  The strings'
+ * offsets are loaded here, a miss that only feeds the prefetch. */
+void master__look_ahead(void *ctx, uint32_t t)
+{
+    const struct master *m = ctx;
+    const struct dag *d = m->dag;
+    __builtin_prefetch(&m->run[t], 1);
+    __builtin_prefetch(&d->child_first[t]);
+    if (m->link && m->nnodes == 1)
+        return; /* the hand-over reads no more (master_hand_over) */
+    __builtin_prefetch(&d->priority[t]);
+    __builtin_prefetch(&d->argc[t]);
+    __builtin_prefetch(&d->nfwd[t]);
+    __builtin_prefetch(&d->name[t]);
+    __builtin_prefetch(&d->argv[t]);
+    __builtin_prefetch(&d->pegasus_id[t]);
+    __builtin_prefetch(d->arena + d->name[t]);
+    __builtin_prefetch(d->arena + d->argv[t]);
 }
 
 static void master_send_batches(struct master *m)
@@ -246,7 +271,7 @@ static void master_release_children(struct master *m, uint32_t t)
     const struct dag *d = m->dag;
     for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
         uint32_t c = d->children[e];
-        if (--m->remaining[c] == 0 && m->state[c] == TASK_WAITING) {
+        if (--m->run[c].remaining == 0 && m->run[c].state == TASK_WAITING) {
             if (master_make_ready(m, c, false) < 0) {
                 log_fatal("Out of memory for the ready queue");
                 m->fatal = true;
@@ -291,15 +316,16 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
     if (m->seq)
         monitor_event(m->monitor, WF_TASK_FAILURE, task_name(m, t), m->seq[t], code);
     uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
-    if (m->attempts[t] < tries && !m->stop_dispatch) {
-        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->attempts[t] + 1, tries);
+    if (m->run[t].attempts < tries && !m->stop_dispatch) {
+        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->run[t].attempts + 1,
+                 tries);
         if (master_make_ready(m, t, false) < 0) {
             log_fatal("Out of memory for the ready queue");
             m->fatal = true;
         }
         return;
     }
-    m->state[t] = TASK_FAILED;
+    m->run[t].state = TASK_FAILED;
     m->st.failed++;
     master__status_finished(m, t, true, code);
     if (m->cfg.max_failures && m->st.failed >= m->cfg.max_failures && !m->max_failures_hit) {
@@ -312,8 +338,8 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
  * this attempt does not count. */
 static void master_task_returned(struct master *m, uint32_t t)
 {
-    m->attempts[t]--;
-    if (m->attempts[t] >= 1)
+    m->run[t].attempts--;
+    if (m->run[t].attempts >= 1)
         m->st.extra--;
     m->st.submitted--;
     if (master_make_ready(m, t, true) < 0) {
@@ -329,7 +355,7 @@ static void master_task_succeeded(struct master *m, const struct node *n, uint32
     log_debug("Task %s finished", task_name(m, t));
     if (m->seq)
         monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
-    m->state[t] = TASK_DONE;
+    m->run[t].state = TASK_DONE;
     m->st.succeeded++;
     master__status_finished(m, t, false, 0);
     if (m->rescue)
@@ -404,7 +430,8 @@ static void master_resume_node(struct master *m, const struct node *n)
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
 {
     uint32_t t = r->id;
-    if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || r->attempt != m->attempts[t]) {
+    if (t >= m->dag->ntasks || m->run[t].state != TASK_RUNNING ||
+        r->attempt != m->run[t].attempts) {
         log_error("Rank %d sent a result for task id %u attempt %u that is not running", n->rank, t,
                   r->attempt);
         return -1;
@@ -450,7 +477,8 @@ int master__node_index(const struct master *m, int rank, const char *what)
 static int master_apply_started(struct master *m, int rank, const struct msg_started *st)
 {
     uint32_t t = st->id;
-    if (t >= m->dag->ntasks || m->state[t] != TASK_RUNNING || st->attempt != m->attempts[t]) {
+    if (t >= m->dag->ntasks || m->run[t].state != TASK_RUNNING ||
+        st->attempt != m->run[t].attempts) {
         log_error("Rank %d says task id %u attempt %u started, but it is not running", rank, t,
                   st->attempt);
         return -1;

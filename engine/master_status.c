@@ -167,7 +167,7 @@ static json_t *slowest_json(const struct master *m, double elapsed)
     int k = 0;
     const float *sent = m->status.sent_at;
     for (uint32_t t = 0; sent && t < m->dag->ntasks; t++) {
-        if (m->state[t] != TASK_RUNNING)
+        if (m->run[t].state != TASK_RUNNING)
             continue;
         if (k == STATUS_SLOWEST && sent[t] >= sent[top[k - 1]])
             continue; /* younger than every one kept */
@@ -189,9 +189,9 @@ static json_t *failures_json(const struct master *m, size_t first, size_t last)
     json_t *a = json_array();
     for (size_t i = first; a && i < last; i++) {
         const struct failed_task *f = &m->status.failures[i];
-        json_array_append_new(a, json_pack("{s:o, s:i, s:i}", "name",
-                                           json_text(task_name(m, f->task)), "exit_code",
-                                           f->exit_code, "attempts", (int)m->attempts[f->task]));
+        json_array_append_new(
+            a, json_pack("{s:o, s:i, s:i}", "name", json_text(task_name(m, f->task)), "exit_code",
+                         f->exit_code, "attempts", (int)m->run[f->task].attempts));
     }
     return a;
 }
@@ -246,7 +246,7 @@ static json_t *attempts_json(const struct master *m)
     json_t *retried = json_array();
     size_t nretried = 0;
     for (uint32_t t = 0; t < m->dag->ntasks; t++) {
-        uint32_t a = m->attempts[t];
+        uint32_t a = m->run[t].attempts;
         hist[a < 7 ? a : 7]++;
         if (a > 1 && nretried++ < SUMMARY_LIST_MAX)
             json_array_append_new(

@@ -166,6 +166,20 @@ bool mpmc_ring_try_pop(struct mpmc_ring *r, uint32_t *v)
     return true;
 }
 
+bool mpmc_ring_peek(const struct mpmc_ring *r, uint32_t k, uint32_t *v)
+{
+    /* relaxed: the caller is the only consumer, so the position is its own. */
+    uint32_t pos = atomic_load_explicit(&r->dequeue_pos, memory_order_relaxed) + k;
+    const struct mpmc_cell *c = &r->cell[pos & r->mask];
+    /* acquire: pairs with the push's release of seq, as in try_pop.  Any
+     * other seq (a lap behind: not pushed yet; k >= capacity: another lap)
+     * is not the value at pos. */
+    if (atomic_load_explicit(&c->seq, memory_order_acquire) != pos + 1)
+        return false;
+    *v = c->value;
+    return true;
+}
+
 uint32_t mpmc_ring_size(const struct mpmc_ring *r)
 {
     /* A snapshot.  dequeue_pos first: for the ring's only consumer it is

@@ -47,6 +47,13 @@ bool mpmc_ring_try_push(struct mpmc_ring *r, uint32_t v);
  * written). */
 bool mpmc_ring_try_pop(struct mpmc_ring *r, uint32_t *v);
 
+/* The value k places behind the oldest (k = 0: the one try_pop would take
+ * next) into *v, removing nothing; false when that position holds no
+ * published value yet (*v not written).  Only for a ring with one consumer,
+ * called by that consumer: no pop may run meanwhile (a published value then
+ * stays until this thread pops it).  A hint for prefetching; O(1). */
+bool mpmc_ring_peek(const struct mpmc_ring *r, uint32_t k, uint32_t *v);
+
 /* Values in the ring, between 0 and the capacity.  Exact when no push or pop
  * is running.  Concurrently it is a snapshot that may be stale, and it counts
  * pushes that claimed a slot but have not finished; for the ring's only

@@ -506,6 +506,23 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
     return 0;
 }
 
+/* Start the cache misses of the task PLACEMENT_LOOK_AHEAD places behind
+ * bucket b's front: its demand, and what the caller's assign reads. */
+static void look_ahead(const struct ready_queue *q, size_t b, const struct placement_demand *d,
+                       void *ctx)
+{
+    uint32_t t = rq_bucket_peek(q, b, PLACEMENT_LOOK_AHEAD);
+    if (t == UINT32_MAX)
+        return;
+    __builtin_prefetch(&d->cpus[t]);
+    __builtin_prefetch(&d->memory_mb[t]);
+    __builtin_prefetch(&d->gpus[t]);
+    if (d->time_limit_ms)
+        __builtin_prefetch(&d->time_limit_ms[t]);
+    if (d->look_ahead)
+        d->look_ahead(ctx, t);
+}
+
 /* Dispatch from one priority bucket; tasks that fit nowhere keep their
  * place at the front.  -1 when assign or the scratch failed. */
 static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
@@ -516,6 +533,7 @@ static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
     int32_t prio = rq_bucket_priority(q, b);
     int rc = 0;
     for (size_t k = 0; k < n && p->room > 0 && rc == 0; k++) {
+        look_ahead(q, b, d, ctx);
         uint32_t t = rq_bucket_pop(q, b);
         int i = pick_task(p, d, t, time_left_s);
         if (i < 0 ? defer(p, ndef, t) < 0 : assign(ctx, t, i) < 0) {

@@ -147,6 +147,13 @@ struct placement_node {
     int32_t queue_floor; /* lowest priority sent to it while queueing (INT32_MAX: none) */
 };
 
+/* How far ahead placement_dispatch() looks in a bucket to start the cache
+ * misses of a task (its demand columns, and placement_demand.look_ahead):
+ * far enough for them to land before that task is placed, near enough
+ * for its lines to stay cached.  8 is the one distance measured (the
+ * simulator at 4,000 nodes, docs/performance.md section 8). */
+#define PLACEMENT_LOOK_AHEAD 8
+
 /* What each task asks, as columns indexed by task id (the DAG's struct of
  * arrays); only read, owned by the caller, alive while placement_dispatch()
  * runs.  time_limit_ms may be NULL (no task has its own limit);
@@ -157,6 +164,13 @@ struct placement_demand {
     const uint32_t *gpus;          /* GPUs per task, 0 = none */
     const uint32_t *time_limit_ms; /* hard run-time limit per task, ms, or NULL */
     uint32_t default_limit_ms;     /* the run's --time-limit, ms; 0 = none */
+    /* Or NULL.  Called by placement_dispatch() before it places each task
+     * of a bucket, with the task PLACEMENT_LOOK_AHEAD places behind it
+     * (when the bucket holds one), and assign's ctx: for the caller to
+     * start the cache misses of what its assign will read for that task
+     * (__builtin_prefetch; a cache prefetch, not the prefetch window).
+     * A hint: it must change nothing.  Dispatcher's thread. */
+    void (*look_ahead)(void *ctx, uint32_t t);
 };
 
 struct placement;

@@ -449,6 +449,15 @@ size_t rq_bucket_size(const struct ready_queue *q, size_t b)
     return (size_t)q->held[b].len + mpmc_ring_size(q->ring[b]);
 }
 
+uint32_t rq_bucket_peek(const struct ready_queue *q, size_t b, uint32_t k)
+{
+    const struct rq_held *h = &q->held[b];
+    if (k < h->len)
+        return h->slot[(h->head + k) & (h->cap - 1)];
+    uint32_t t;
+    return mpmc_ring_peek(q->ring[b], k - h->len, &t) ? t : UINT32_MAX;
+}
+
 uint32_t rq_bucket_pop(struct ready_queue *q, size_t b)
 {
     struct rq_held *h = &q->held[b];

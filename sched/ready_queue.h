@@ -94,6 +94,12 @@ size_t rq_buckets(const struct ready_queue *q);
 int32_t rq_bucket_priority(const struct ready_queue *q, size_t b);
 size_t rq_bucket_size(const struct ready_queue *q, size_t b);
 
+/* The task k places behind the front of bucket b (k = 0: the one
+ * rq_bucket_pop() takes next), removing nothing; UINT32_MAX when the bucket
+ * holds no k-th task, or its push is not finished.  A hint, for prefetching
+ * what dispatching that task will read.  O(1).  Dispatcher only. */
+uint32_t rq_bucket_peek(const struct ready_queue *q, size_t b, uint32_t k);
+
 /* The first bucket that may hold a task: every bucket below it is empty
  * (the number of buckets when all are).  Where a dispatch round starts: the
  * drained buckets of higher priority are skipped, each looked at once after

@@ -2,7 +2,7 @@
 //
 // Single thread: capacity rounding and limits, FIFO order, full and empty
 // (a failed push or pop changes nothing), a capacity-8 ring wrapped around
-// 10^6 operations against a model, and the 32-bit positions crossing 2^32
+// 10^6 operations (push, pop, peek) against a model, and the 32-bit positions crossing 2^32
 // (mpmc_ring__seek).  Many threads (ck_ring's validate style): producers and
 // consumers released together from a start gate on a small ring, so it is
 // full and empty over and over; each producer pushes (producer, sequence)
@@ -123,11 +123,20 @@ void random_ops_against_model(struct mpmc_ring *r, int ops, unsigned seed)
     std::mt19937 rng(seed);
     uint32_t next = 0, cap = mpmc_ring_capacity(r);
     for (int op = 0; op < ops; op++) {
-        if (rng() % 2) {
+        unsigned kind = rng() % 3;
+        if (kind == 0) {
             bool ok = mpmc_ring_try_push(r, next);
             ASSERT_EQ(ok, model.size() < cap) << "op " << op;
             if (ok)
                 model.push_back(next++);
+        } else if (kind == 1) { // peek up to two laps past the end
+            uint32_t k = rng() % (2 * cap + 2), v = UINT32_MAX;
+            bool ok = mpmc_ring_peek(r, k, &v);
+            ASSERT_EQ(ok, k < model.size()) << "op " << op << " k " << k;
+            if (ok)
+                ASSERT_EQ(v, model[k]) << "op " << op << " k " << k;
+            else
+                ASSERT_EQ(v, UINT32_MAX) << "a failed peek must not write";
         } else {
             uint32_t v;
             bool ok = mpmc_ring_try_pop(r, &v);
@@ -308,6 +317,57 @@ TEST(MpmcRingStress, SixProducersOneConsumer)
 {
     StressResult res = run_stress(6, 1, kPerProducer / 2, 256, 0);
     check_stress(res, 6, kPerProducer / 2);
+}
+
+// The dispatcher's look-ahead: producers push while the one consumer peeks
+// k places ahead and pops; every value a peek returned must be the one the
+// k-th pop after it takes (a published value stays until its pop).
+TEST(MpmcRingStress, PeeksOfTheOnlyConsumerComeTrue)
+{
+    constexpr int kProducers = 3;
+    const uint32_t per = kPerProducer / 4;
+    RingPtr r = make_ring(64);
+    StartGate gate(kProducers + 1);
+    std::atomic<bool> stop{false}; // the consumer gave up: a full ring must not wedge the join
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; p++)
+        producers.emplace_back([&, p] {
+            gate.arrive();
+            for (uint32_t i = 0; i < per; i++)
+                while (!mpmc_ring_try_push(r.get(), encode(p, i)) && !stop.load())
+                    std::this_thread::yield();
+        });
+    gate.arrive();
+    const uint64_t total = uint64_t{kProducers} * per;
+    std::deque<int64_t> predicted; // predicted[j]: the value of pop (popped + j), or -1
+    std::mt19937 rng(7);
+    uint64_t popped = 0, peeks = 0, wrong = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (popped < total && std::chrono::steady_clock::now() < deadline) {
+        uint32_t k = rng() % 20, v;
+        if (mpmc_ring_peek(r.get(), k, &v)) {
+            peeks++;
+            while (predicted.size() <= k)
+                predicted.push_back(-1);
+            if (predicted[k] >= 0 && predicted[k] != v)
+                wrong++; // two peeks of one position disagree
+            predicted[k] = v;
+        }
+        if (!mpmc_ring_try_pop(r.get(), &v))
+            continue;
+        if (!predicted.empty()) {
+            if (predicted.front() >= 0 && predicted.front() != v)
+                wrong++;
+            predicted.pop_front();
+        }
+        popped++;
+    }
+    stop.store(true);
+    for (auto &t : producers)
+        t.join();
+    EXPECT_EQ(popped, total) << "timed out";
+    EXPECT_EQ(wrong, 0u);
+    EXPECT_GT(peeks, total / 100) << "the peeks should find values often";
 }
 
 TEST(MpmcRingStress, OneProducerSixConsumers)

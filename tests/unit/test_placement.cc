@@ -83,7 +83,8 @@ struct Tasks {
     }
     struct placement_demand demand() const
     {
-        return {cpus.data(), memory_mb.data(), gpus.data(), limit_ms.data(), default_limit_ms};
+        return {cpus.data(),     memory_mb.data(), gpus.data(),
+                limit_ms.data(), default_limit_ms, nullptr};
     }
 };
 
@@ -900,6 +901,59 @@ TEST(Placement, TaskOutlastingTheBatchJobIsDeferred)
     Recorder r2;
     EXPECT_EQ(placement_dispatch(p.get(), q2.get(), &d, 0.0, record_assign, &r2), 0);
     EXPECT_EQ(r2.assigned.size(), 1u) << "no limit at all: runs even at the end";
+}
+
+// The look-ahead hook sees, before each task is placed, the task
+// PLACEMENT_LOOK_AHEAD places behind it in its bucket, while there is one,
+// and changes nothing: the round places what it places without the hook.
+struct LookAhead {
+    Recorder rec;
+    std::vector<std::pair<uint32_t, size_t>> seen; // (task, tasks assigned before)
+};
+
+void record_look_ahead(void *ctx, uint32_t t)
+{
+    auto *la = static_cast<LookAhead *>(ctx);
+    la->seen.emplace_back(t, la->rec.assigned.size());
+}
+
+int look_ahead_assign(void *ctx, uint32_t t, int i)
+{
+    return record_assign(&static_cast<LookAhead *>(ctx)->rec, t, i);
+}
+
+TEST(Placement, LookAheadSeesTheTaskBehindAndChangesNothing)
+{
+    const uint32_t kAhead = PLACEMENT_LOOK_AHEAD;
+    Tasks tasks;
+    for (int k = 0; k < 40; k++)
+        tasks.add(1, 0, 0, k < 30 ? 5 : 1); // two buckets: 30 tasks, then 10
+    std::vector<uint32_t> order;
+    for (uint32_t t = 0; t < 40; t++)
+        order.push_back((t * 7) % 40); // not the id order
+    PlacementPtr plain = make_placement({{4, 0, 0}, {8, 0, 0}});
+    RqPtr q1 = queue_of(tasks, order);
+    Recorder without = dispatch(plain.get(), q1.get(), tasks);
+
+    PlacementPtr p = make_placement({{4, 0, 0}, {8, 0, 0}});
+    RqPtr q = queue_of(tasks, order);
+    struct placement_demand d = tasks.demand();
+    d.look_ahead = record_look_ahead;
+    LookAhead la;
+    ASSERT_EQ(placement_dispatch(p.get(), q.get(), &d, INFINITY, look_ahead_assign, &la), 0);
+    ASSERT_EQ(la.rec.assigned, without.assigned);
+    ASSERT_EQ(drain(q.get()), drain(q1.get()));
+    ASSERT_EQ(la.rec.assigned.size(), 40u) << "the two nodes' windows take all 40";
+    // pop order: the priority-5 bucket, then the priority-1 one, each FIFO
+    std::vector<uint32_t> hi, lo;
+    for (uint32_t t : order)
+        (tasks.prio[t] == 5 ? hi : lo).push_back(t);
+    std::vector<std::pair<uint32_t, size_t>> want;
+    for (size_t k = 0; k + kAhead < hi.size(); k++)
+        want.emplace_back(hi[k + kAhead], k);
+    for (size_t k = 0; k + kAhead < lo.size(); k++)
+        want.emplace_back(lo[k + kAhead], hi.size() + k);
+    EXPECT_EQ(la.seen, want);
 }
 
 TEST(Placement, RoundStopsWhenNoNodeHasRoom)

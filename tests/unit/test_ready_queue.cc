@@ -191,6 +191,30 @@ TEST(ReadyQueue, PushFrontRestoresFrontPosition)
     EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{1, 4, 5, 8, 99, 50}));
 }
 
+// rq_bucket_peek() sees the bucket in rq_bucket_pop()'s order, across the
+// tasks put back and the ring behind them, and removes nothing.
+TEST(ReadyQueue, PeekFollowsThePopOrder)
+{
+    RqPtr q = make_rq();
+    for (uint32_t t = 10; t < 14; t++)
+        ASSERT_EQ(rq_push(q.get(), t, 3), 0);
+    ASSERT_EQ(rq_push(q.get(), 90, 1), 0);
+    ASSERT_EQ(rq_push_front(q.get(), 2, 3), 0);
+    ASSERT_EQ(rq_push_front(q.get(), 1, 3), 0);
+    size_t b = static_cast<size_t>(bucket_of(q.get(), 3));
+    const std::vector<uint32_t> order = {1, 2, 10, 11, 12, 13};
+    for (uint32_t k = 0; k < order.size(); k++)
+        EXPECT_EQ(rq_bucket_peek(q.get(), b, k), order[k]) << "k " << k;
+    EXPECT_EQ(rq_bucket_peek(q.get(), b, 6), UINT32_MAX) << "past the end";
+    EXPECT_EQ(rq_bucket_peek(q.get(), b, 1000), UINT32_MAX);
+    EXPECT_EQ(rq_size(q.get()), 7u) << "a peek removes nothing";
+    EXPECT_EQ(rq_bucket_pop(q.get(), b), 1u);
+    EXPECT_EQ(rq_bucket_peek(q.get(), b, 0), 2u);
+    EXPECT_EQ(rq_bucket_peek(q.get(), b, 1), 10u);
+    EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{2, 10, 11, 12, 13, 90}));
+    EXPECT_EQ(rq_bucket_peek(q.get(), b, 0), UINT32_MAX) << "empty";
+}
+
 // Deferral of a partially popped bucket: the remaining tasks stay behind the
 // ones put back.
 TEST(ReadyQueue, PushFrontInFrontOfRemainingTasks)
@@ -300,7 +324,7 @@ TEST(ReadyQueue, RandomOperationsMatchModel)
     RqPtr q = make_rq();
     std::map<int32_t, std::deque<uint32_t>, std::greater<int32_t>> model;
     size_t model_size = 0;
-    std::mt19937 rng(777);
+    std::mt19937 rng(777), peek_rng(778);
     uint32_t next = 0;
     for (int op = 0; op < 200000; op++) {
         int32_t p = static_cast<int32_t>(rng() % 9) - 4;
@@ -325,6 +349,14 @@ TEST(ReadyQueue, RandomOperationsMatchModel)
             model_size--;
         }
         ASSERT_EQ(rq_size(q.get()), model_size);
+        if (rq_buckets(q.get()) == 0)
+            continue;
+        // the look-ahead: any place of any bucket, past its end too
+        size_t b = peek_rng() % rq_buckets(q.get());
+        const auto &m = model[rq_bucket_priority(q.get(), b)];
+        uint32_t k = peek_rng() % (m.size() + 3);
+        ASSERT_EQ(rq_bucket_peek(q.get(), b, k), k < m.size() ? m[k] : UINT32_MAX)
+            << "op " << op << " bucket " << b << " k " << k;
     }
     EXPECT_EQ(sum_bucket_sizes(q.get()), model_size);
     expect_buckets_sorted(q.get());
