@@ -4,10 +4,11 @@
  *   master_report.c  the end: stdio merge, statistics, cluster-summary
  * Not a public header: only these files include it.
  *
- * Per-task state lives in flat arrays indexed by task id (remaining parents,
- * state, attempts), beside the read-only DAG.  Invariants:
- *   - a task is in the ready queue iff state == TASK_READY;
- *   - remaining[t] == number of parents of t not yet TASK_DONE;
+ * Per-task state lives in one flat array indexed by task id, run[t]
+ * (struct task_run: remaining parents, attempts, state), beside the
+ * read-only DAG.  Invariants:
+ *   - a task is in the ready queue iff run[t].state == TASK_READY;
+ *   - run[t].remaining == number of parents of t not yet TASK_DONE;
  *   - for every node, its committed CPUs in m->place (sched/placement.h)
  *     == sum(cpus of the tasks sent to it and not yet reported back:
  *     running or queued there) (same for memory and GPUs), and inflight ==
