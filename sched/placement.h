@@ -164,12 +164,13 @@ struct placement_demand {
     const uint32_t *gpus;          /* GPUs per task, 0 = none */
     const uint32_t *time_limit_ms; /* hard run-time limit per task, ms, or NULL */
     uint32_t default_limit_ms;     /* the run's --time-limit, ms; 0 = none */
-    /* Or NULL.  Called by placement_dispatch() before it places each task
-     * of a bucket, with the task PLACEMENT_LOOK_AHEAD places behind it
-     * (when the bucket holds one), and assign's ctx: for the caller to
-     * start the cache misses of what its assign will read for that task
-     * (__builtin_prefetch; a cache prefetch, not the prefetch window).
-     * A hint: it must change nothing.  Dispatcher's thread. */
+    /* Or NULL.  Called by placement_dispatch() before it pops each task of
+     * a bucket for its nodes' room (not for the overflow lane), with the
+     * task PLACEMENT_LOOK_AHEAD places behind it (when the bucket holds
+     * one), and assign's ctx: for the caller to start the cache misses
+     * of what its assign will read for that task (__builtin_prefetch; a
+     * cache prefetch, not the prefetch window).  A hint: it must change
+     * nothing.  Dispatcher's thread. */
     void (*look_ahead)(void *ctx, uint32_t t);
 };
 
