@@ -42,9 +42,9 @@ _Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits
 /* What the master keeps of each task while the run goes, in one 8-byte
  * entry (an array of structs, where the DAG is columns): the fields read
  * together when a result comes back (state and attempt) and when a parent
- * is done (remaining and state) share a cache line, so that on a DAG far
- * larger than the caches each costs one miss, not two or three
- * (docs/performance.md section 8). */
+ * is done (remaining and state) share a cache line: one line to fetch
+ * on a DAG far larger than the caches, not two or three (read from the
+ * layout; the gain measured is docs/performance.md section 8's A/B). */
 struct task_run {
     uint32_t remaining; /* parents not done yet */
     uint16_t attempts;  /* started so far; -t is at most DAG_MAX_TRIES */

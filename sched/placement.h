@@ -150,8 +150,9 @@ struct placement_node {
 /* How far ahead placement_dispatch() looks in a bucket to start the cache
  * misses of a task (its demand columns, and placement_demand.look_ahead):
  * far enough for them to land before that task is placed, near enough
- * for its lines to stay cached.  8 is the one distance measured (the
- * simulator at 4,000 nodes, docs/performance.md section 8). */
+ * for its lines to stay cached.  8 is the only distance tried (the
+ * simulator at 4,000 and 16,000 nodes and the 10M null run,
+ * docs/performance.md section 8); others were not measured. */
 #define PLACEMENT_LOOK_AHEAD 8
 
 /* What each task asks, as columns indexed by task id (the DAG's struct of
