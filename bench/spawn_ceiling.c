@@ -11,7 +11,7 @@
  * share the work, each spawning its share of TASKS with its share of
  * PARALLEL in flight: one spawning thread is held in clone() until its
  * child's exec, so on a many-core machine one spawner is no ceiling (16
- * cores: 8.3k tasks/s with 1 spawner, 19.3k with 16; docs/performance.md
+ * cores: 8.3k tasks/s with 1 spawner, 19.3k with 16; docs/performance-history.md
  * section 16).  With -t THREADS, that many threads of this one process
  * share the work instead, as the engine's launcher pool does: each claims
  * the next task while fewer than PARALLEL run and reaps whichever child

@@ -37,7 +37,7 @@
  * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
  * and the staged tasks per CPU left at which an exit wakes the agent
  * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
- * docs/performance.md (section 26; 10,000 /bin/true, two sets of 8
+ * docs/performance-history.md (section 26; 10,000 /bin/true, two sets of 8
  * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
  * and 0.932, one agent wake-up per ~10 tasks instead of ~6 (counted:
  * launcher.h, launcher_set_quiet_exits()). */

@@ -7,7 +7,7 @@
  * (the exit) -> agent picks the next task -> launcher (the spawn), two
  * cross-thread hand-offs on the path of every task.  Measured on a 16-core
  * Intel VM, 16,000 /bin/true, 16 at once, 8 launchers, 5 alternating
- * rounds: 16.6-18.5k tasks/s against 15.4-17.5k without (docs/performance.md
+ * rounds: 16.6-18.5k tasks/s against 15.4-17.5k without (docs/performance-history.md
  * section 17).  The first try hung a
  * successor behind one chosen running task; a successor behind a long
  * task then waited for it while other CPUs went on with later tasks.  A

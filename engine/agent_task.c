@@ -108,7 +108,7 @@ static void agent_slot_init(struct slot *s)
 
 /* Slot i's two capture files, made at its first use rather than with the
  * table: the table doubles, and in /tmp on ext4 one O_TMPFILE took
- * 200-325 us of CPU here (docs/performance.md section 30), so a run with one
+ * 200-325 us of CPU here (docs/performance-history.md section 30), so a run with one
  * task made 16.  0, or -1 with errno (EMFILE, ENFILE, ENOSPC); what was
  * opened stays and is not opened again. */
 static int agent_slot_open_captures(struct agent *a, uint32_t i)

@@ -216,7 +216,7 @@ static int comm_receive(struct comm *c)
  * passes half a second (a task's result after it ran T, the usual case),
  * and a rank whose tasks run for minutes wakes 10 times a second instead
  * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
- * VM of docs/performance.md section 6, timer and context switch
+ * VM of docs/performance-history.md section 6, timer and context switch
  * included).  Pure. */
 long comm__idle_cap_us(uint64_t since_moved_ns)
 {

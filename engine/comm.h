@@ -20,10 +20,11 @@
  * Between ranks of one host each message is followed by a ring of the receiver's doorbell
  * (engine/doorbell.h), and a rank whose every peer rings sleeps until rung (with a 100 ms safety
  * net) instead of polling every 20-100 us while messages flow (PMC's one rank per core: ~15 us of
- * CPU per task on each side, and up to a poll interval late per message, docs/performance.md
- * sections 19 and 20). MPI delivers messages between one pair of ranks with one tag in order, and
- * all messages of a rank to one destination go through this one thread, so per-destination order is
- * kept (a task's forwarded data travels inside its result, so no cross-message ordering is needed).
+ * CPU per task on each side, and up to a poll interval late per message,
+ * docs/performance-history.md sections 19 and 20). MPI delivers messages between one pair of ranks
+ * with one tag in order, and all messages of a rank to one destination go through this one thread,
+ * so per-destination order is kept (a task's forwarded data travels inside its result, so no
+ * cross-message ordering is needed).
  */
 #ifndef PMC_COMM_H
 #define PMC_COMM_H

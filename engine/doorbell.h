@@ -5,7 +5,7 @@
  * polls (a probe for messages), and a message waits for the next poll.
  * So while messages flow the progress thread polls every 20-100 us, which
  * costs ~15 us of CPU per task on each side in PMC's launch shape (all
- * ranks on one host; docs/performance.md section 19).  Between the ranks of
+ * ranks on one host; docs/performance-history.md section 19).  Between the ranks of
  * one host a doorbell removes the guesswork: after each MPI send to a rank
  * on its own host, the sender rings that rank's doorbell, and the receiver
  * sleeps in poll() on it with its other descriptors.

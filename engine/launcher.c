@@ -447,7 +447,7 @@ static int launcher_wait(struct launcher *l, struct epoll_event *ev)
 /* Wait for slot i's task, this launcher's own (launcher_take_own()), in
  * waitid(2), as a spawner process's waitpid() does, and reap it (its exit
  * wakes the waiter on the CPU it last ran on: the task's own where the
- * launcher is bound, spawn_thread_pin(); docs/performance.md section 27).
+ * launcher is bound, spawn_thread_pin(); docs/performance-history.md section 27).
  * When waitid fails (not EINTR) the pool's epoll set watches it instead,
  * or the agent does (launcher_launch()'s failed watch). */
 static void launcher_wait_own(struct launcher *l, uint32_t i, uint32_t *own)

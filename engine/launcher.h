@@ -43,7 +43,7 @@
  * thread every task of a node passes through, then only reports the
  * result and frees the slot: per /bin/true task it no longer makes the
  * two waitid, the kill, the epoll_ctl pair, the close, the two fstat and
- * the record's pwrite (docs/performance.md section 14 has the
+ * the record's pwrite (docs/performance-history.md section 14 has the
  * measurements).  Signals to such a task (an abort) go through
  * launcher_signal(), which a per-slot
  * state orders against the reaper, so that no signal reaches a process
@@ -69,7 +69,7 @@
  * way (launcher_take_staged()).  A task's end then costs no round trip
  * through the agent: on a 16-core VM, 16 /bin/true at once, 8 launchers
  * ran 19.8-22.2k tasks/s with it against 18.1-19.4k without
- * (docs/performance.md section 17).  Staged jobs are first in, first out,
+ * (docs/performance-history.md section 17).  Staged jobs are first in, first out,
  * and every one fits in what any ended task frees; the agent stages only
  * while the node runs no more tasks than its usable CPUs
  * (engine/agent_stage.c).
@@ -132,7 +132,7 @@ extern "C" {
  *     of the smaller of the two (4 at 8-9, 8 at 16, 32 at 64), at most
  *     LAUNCHER_MAX_THREADS, none of them to spare.
  *
- * Below 8 CPUs, measured on the 2-core Intel VM (docs/performance.md
+ * Below 8 CPUs, measured on the 2-core Intel VM (docs/performance-history.md
  * section 26; 10,000 /bin/true, tasks/s against single-threaded spawner
  * processes with one child each, as many as tasks at once, 8 for 4 at
  * once; medians of 4-6 alternating rounds):
@@ -264,7 +264,7 @@ struct launcher;
  * to the k-th CPU of pin (spawn_thread_pin(), whose children get their CPUs
  * back), threads past pin's CPUs stay unbound; the agent pins its
  * launchers to spare when its node has every CPU the process may run on
- * (docs/performance.md section 27).  A thread that
+ * (docs/performance-history.md section 27).  A thread that
  * cannot bind runs unbound (a -v line says so).  NULL with err (EINVAL,
  * ENOMEM, or pthread_create's error). */
 struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mailbox *wake,
@@ -387,7 +387,7 @@ void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
  * Intel VM, 10,000 /bin/true 2 at once, 3 launchers with 2 waiting ran
  * a median 0.877 of two spawner processes (8 rounds) against 0.860 with
  * no pool, and 0.909 against 0.846 with quiet exits as well
- * (launcher_set_quiet_exits(); docs/performance.md section 25).  Call
+ * (launcher_set_quiet_exits(); docs/performance-history.md section 25).  Call
  * before the first submit. */
 void launcher_set_own_waits(struct launcher *l, uint32_t n);
 /* Tasks a launcher waited for itself so far (launcher_set_own_waits()). */
@@ -405,7 +405,7 @@ uint64_t launcher_own_waits(const struct launcher *l);
  * 10 on 2 CPUs (16 staged, quiet while more than 6 are left; counted: 991
  * and 1,014 launcher eventfd writes in two runs of 10,000 /bin/true)
  * instead of at every exit; with 4 per CPU and low = its CPUs, 1,592
- * wake-ups over 9,300 tasks were counted (docs/performance.md sections 25
+ * wake-ups over 9,300 tasks were counted (docs/performance-history.md sections 25
  * and 26).  Call before the first submit. */
 void launcher_set_quiet_exits(struct launcher *l, uint32_t low);
 

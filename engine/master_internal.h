@@ -44,7 +44,7 @@ _Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits
  * together when a result comes back (state and attempt) and when a parent
  * is done (remaining and state) share a cache line: one line to fetch
  * on a DAG far larger than the caches, not two or three (read from the
- * layout; the gain measured is docs/performance.md section 8's A/B). */
+ * layout; the gain measured is docs/performance-history.md section 8's A/B). */
 struct task_run {
     uint32_t remaining; /* parents not done yet */
     uint16_t attempts;  /* started so far; -t is at most DAG_MAX_TRIES */

@@ -23,7 +23,7 @@
  *      descriptor (the engine holds two capture files per slot) and the
  *      child then closes them all again before execve: ~13 us of a
  *      task's CPU with 88 descriptors open on a 2-core VM, and more on a
- *      node with more slots (docs/performance.md section 29);
+ *      node with more slots (docs/performance-history.md section 29);
  *   1. sets every signal disposition to SIG_DFL (all signals stay blocked
  *      from before clone until step 6, so no handler of the engine ever runs
  *      on the child's stack).  Where the kernel takes clone3 with
@@ -229,7 +229,7 @@ int spawn_timed_out(int stderr_fd, const char *name, uint32_t limit_ms);
  * behind that task for up to its slice (~1.4 ms on 2 CPUs) while the
  * ended task's CPU idles: on the 2-core AMD VM the engine's CPUs sat idle
  * ~81 us per /bin/true task against the raw spawn loop's ~37 us
- * (docs/performance.md section 15).
+ * (docs/performance-history.md section 15).
  * SCHED_FLAG_RESET_ON_FORK comes with it, so that the tasks the thread
  * starts get the default slice back.  That flag also resets, in children,
  * a negative nice, a real-time policy and utilization clamps (uclampset),
@@ -259,7 +259,7 @@ int spawn_thread_short_slice(void);
  * treats no wake-up by an exiting task, PF_EXITING, as a sync one), often
  * the other CPU, while its child's CPU idled until the next child was
  * sent back to it: bound, 1.023 of the unbound throughput of /bin/true
- * tasks in 20 alternating pairs (docs/performance.md section 27).  Pinned again, the thread
+ * tasks in 20 alternating pairs (docs/performance-history.md section 27).  Pinned again, the thread
  * may take any of the CPUs it had before the first pin, which stay its
  * children's.  Bound anew by someone else since (taskset -a -p on the
  * running process, a cgroup cpuset that took its CPU away), the thread is
@@ -278,7 +278,7 @@ int spawn_thread_pin(int cpu);
  * child (CLONE_CLEAR_SIGHAND), so only the ignored ones cost the child a
  * system call each, and spawn_task() does not read them anew per task (62
  * queries; the 62 resets they replace cost ~10 us of CPU per task on a
- * 2-core VM, docs/performance.md section 30): it reads them at its first call and
+ * 2-core VM, docs/performance-history.md section 30): it reads them at its first call and
  * uses that reading until this is called again.  So call it after setting
  * a signal to SIG_IGN once tasks may have been spawned (main() does after
  * its handlers; a library that ignores a signal later, unseen, leaves it

@@ -38,7 +38,7 @@ static long transport_next_sleep(long sleep_ns, long waited_ns)
  * rank 0 waits in one while rank 0 reads the DAG (0.4 s for 1M tasks,
  * seconds for 10M) or runs the host script: a whole core each, taken from
  * the parser where ranks outnumber CPUs or share a core's hardware threads.
- * Measured by hand on the 2-core VM of docs/performance.md (section 19), 4
+ * Measured by hand on the 2-core VM of docs/performance-history.md (section 19), 4
  * ranks on one host, 1M-task DAG: the first task started 0.60-0.82 s after
  * launch against 1.13-1.59 s.  A wake-up costs that VM 29-44 us of CPU
  * when quiet and up to 300 us with its disk busy (a bare nanosleep loop,
@@ -69,7 +69,7 @@ static void transport_wait_quietly(MPI_Request *req)
  * not have are skipped).  MPICH loads the topology with its I/O devices,
  * and where hwloc's plugins are installed its OpenCL component starts every
  * OpenCL driver, NVIDIA's by initialising CUDA: on the 16-core H100 VM of
- * docs/performance.md section 22 a bare MPI_Init_thread took 260-300 ms of
+ * docs/performance-history.md section 22 a bare MPI_Init_thread took 260-300 ms of
  * wall and 230-255 ms of CPU, ~200 ms of it in that load, against 22-32 ms
  * with these excluded (24-25 ms on the 2-core VM, which has no GPU).  The
  * engine sends host memory only, so MPICH needs no GPU in its topology;

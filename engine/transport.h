@@ -62,7 +62,7 @@ int transport_init(int *argc, char ***argv, struct pmc_error *err);
  * variable (`pmc-hybrid wf.dag` typed at a shell) the process is a job of
  * one rank and MPI is never initialised (MPICH 4.0.2's singleton
  * MPI_Init_thread took 20 ms of wall and MPI_Finalize 2 ms on the 2-core
- * Intel VM of docs/performance.md, section 26); placement, the
+ * Intel VM of docs/performance-history.md, section 26); placement, the
  * collectives and transport_finalize() then need no MPI, and
  * transport_abort() ends the process with _exit().  Only a launcher that
  * sets none of these and yet makes MPI see several ranks could start
@@ -79,7 +79,7 @@ bool transport_without_mpi(void);
  * sched/hosts.h's hosts_leaders_by_name()).  MPICH's
  * MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) finds the same groups under
  * hydra but builds a shared-memory communicator: ~30 ms of CPU a rank with
- * 4 ranks on the 2-core VM of docs/performance.md, where the gather takes
+ * 4 ranks on the 2-core VM of docs/performance-history.md, where the gather takes
  * ~2 ms (bare MPI programs run by hand, section 19 there; bench/run's
  * "idle 4 ranks: CPU over the whole run" row shows the sum).  Then rank 0 draws the job key
  * (getrandom) and broadcasts it: p->job_key.  The caller frees p->leaders.  After

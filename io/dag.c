@@ -35,7 +35,7 @@
  * its first touch (THP defrag "madvise", the kernel's default), a 10M-task
  * DAG's 1.1 GB cost 0.8 s more system time than 4 KiB pages in the median
  * of 7 runs (up to 2.2 s), and its load time varied the most
- * (docs/performance.md section 12).
+ * (docs/performance-history.md section 12).
  * dag_reserve() sizes the index once from an estimate (the doubling rehashed
  * every name and held both tables at once), and dag_prefetch() lets a reader
  * start a lookup's three dependent misses (slot, name offset, name) early.

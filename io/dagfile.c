@@ -29,14 +29,14 @@
  * number of seconds > 0 (kept in ms, rounded up).  A NUL byte in a line
  * and an empty executable ("") are errors.
  *
- * Speed (docs/performance.md section 1): lines are scanned 12 ahead of the
+ * Speed (docs/performance-history.md section 1): lines are scanned 12 ahead of the
  * parse, their names hashed and their index lookups started with
  * dag_prefetch() in three stages; the parse itself still goes line by line,
  * so errors and their order are unchanged.  A buffer of 4 MB or more is
  * sampled first (64 windows of 16 KiB) to estimate its tasks and edges for
  * dag_reserve(), and, where the process may run on two CPUs, its lines are
  * found and their names hashed by a scanning thread that runs ahead of the
- * parse (docs/performance.md section 29).  Option values that are plain
+ * parse (docs/performance-history.md section 29).  Option values that are plain
  * digits skip strtod/strtoll.
  *
  * Files are loaded with mapfile_load() (mapped, or read into one buffer when

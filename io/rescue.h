@@ -32,7 +32,7 @@
  * 50 ms (a 2-core 10,000-task /bin/true run, the master appending in
  * batches: ~400 write+fdatasync pairs and 33-34 ms of the writer's CPU with
  * one interval for both; 369-410 writes, 76-77 syncs and 18-21 ms with
- * two, docs/performance.md section 27).  The idle writer also wakes every
+ * two, docs/performance-history.md section 27).  The idle writer also wakes every
  * RESCUE_FLUSH_USEC, once a second (a safety net; the wake-up protocol does not need it, and
  * late_wakeups counts what it catches; at 50 ms it was 87 % of an idle 1-rank run's CPU).
  */

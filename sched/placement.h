@@ -152,7 +152,7 @@ struct placement_node {
  * far enough for them to land before that task is placed, near enough
  * for its lines to stay cached.  8 is the only distance tried (the
  * simulator at 4,000 and 16,000 nodes and the 10M null run,
- * docs/performance.md section 8); others were not measured. */
+ * docs/performance-history.md section 8); others were not measured. */
 #define PLACEMENT_LOOK_AHEAD 8
 
 /* What each task asks, as columns indexed by task id (the DAG's struct of
