@@ -109,11 +109,15 @@ static void agent_slot_init(struct slot *s)
 /* Slot i's two capture files, made at its first use rather than with the
  * table: the table doubles, and in /tmp on ext4 one O_TMPFILE took
  * 200-325 us of CPU here (docs/performance-history.md section 30), so a run with one
- * task made 16.  0, or -1 with errno (EMFILE, ENFILE, ENOSPC); what was
- * opened stays and is not opened again. */
+ * task made 16.  They are lent to the watchdog once, when both are made:
+ * a later use of the slot costs no system call (watchdog.h).  0, or -1
+ * with errno (EMFILE, ENFILE, ENOSPC); what was opened stays and is not
+ * opened again. */
 static int agent_slot_open_captures(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
+    if (s->out_fd >= 0 && s->err_fd >= 0)
+        return 0; /* made and lent at an earlier use */
     if (s->out_fd < 0)
         s->out_fd = taskio_capture_open();
     if (s->err_fd < 0 && s->out_fd >= 0)

@@ -20,6 +20,11 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
     (--host-cpus 8, TMPDIR a folder of the test's): the last one finds
     exactly two files of that folder open in pmc-hybrid (its own slot's
     stdout and stderr captures), not those of the slots the table holds.
+  * capture_files_lent_once: 40 tasks one after another, then one that
+    reads the watchdog's voluntary context switches (/proc/PID/status of
+    pmc-hybrid's child "pmc-watchdog"): fewer than 20, since a slot's
+    capture files are lent to it once (engine/watchdog.h), not at every
+    use of the slot (a message, and a wake-up, per task).
   * dev_null_stdout: -o /dev/null: exit 0, stdout holds only the
     cluster-summary, /dev/null is still a character device.
   * pipe_forward: 40 tasks (every 8th exiting 1 after writing) write 200
@@ -308,6 +313,27 @@ class TaskIO(pmcrun.TestCase):
         if counts != ["2"]:
             problems.append("capture files open in pmc-hybrid as the last task ran: %r, "
                             "expected ['2']" % counts)
+        self.check(problems, res)
+
+    def test_capture_files_lent_once(self):
+        # the watchdog is the child of pmc-hybrid named pmc-watchdog; it
+        # sleeps in recvmsg() between lends
+        probe = ("/bin/sh -c 'for c in $(cat /proc/$PPID/task/*/children); do "
+                 "[ \"$(cat /proc/$c/comm)\" = pmc-watchdog ] && "
+                 "sed -n \"s/^voluntary_ctxt_switches:[[:space:]]*/switches /p\" "
+                 "/proc/$c/status; done; exit 0'")
+        n = 40
+        lines = ["TASK t%d /bin/true" % i for i in range(n)] + ["TASK probe %s" % probe]
+        lines += ["EDGE t%d t%d" % (i, i + 1) for i in range(n - 1)] + ["EDGE t%d probe" % (n - 1)]
+        dag_path = self.write_dag("lend.dag", "\n".join(lines) + "\n")
+        res = self.run_pmc(["--host-cpus", "2", dag_path], timeout=60)
+        problems = [] if res.returncode == 0 else ["exit status %s" % res.returncode]
+        got = [int(x.split()[1]) for x in res.stdout.splitlines() if x.startswith("switches ")]
+        if len(got) != 1:
+            problems.append("no watchdog found by the last task: %r" % got)
+        elif got[0] >= n // 2:
+            problems.append("the watchdog woke %d times over %d tasks in a row: lent each "
+                            "slot's capture files more than once" % (got[0], n + 1))
         self.check(problems, res)
 
     def test_dev_null_stdout(self):
