@@ -636,7 +636,8 @@ static void agent_wait_events(struct agent *a)
     int timeout = agent_wait_timeout(a);
     /* spin only for the master's next TASKS: with tasks running, exits come
      * through epoll and a spin would take CPU from the tasks */
-    if (timeout != 0 && a->spin.hot && a->running == 0 && mailbox_may_spin() &&
+    uint64_t now = pmc_mono_ns();
+    if (timeout != 0 && mailbox_spin_due(&a->spin, now) && a->running == 0 && mailbox_may_spin() &&
         mailbox_spin(&a->box, MAILBOX_SPIN_US, NULL, NULL))
         timeout = 0;
     if (mailbox_prepare_sleep(&a->box))
@@ -651,7 +652,9 @@ static void agent_wait_events(struct agent *a)
     else
         mailbox_awake_unsignaled(&a->box);
     if (timeout != 0) /* answered fast: spin before the next wait */
-        a->spin.hot = pmc_mono_ns() - t0 < 2 * MAILBOX_SPIN_US * 1000u;
+        mailbox_spin_note(&a->spin, t0, pmc_mono_ns());
+    else
+        a->spin.seen_ns = now;
     if (a->launcher)
         agent__take_launches(a);
     for (int i = 0; i < n; i++) {

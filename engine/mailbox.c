@@ -216,15 +216,32 @@ bool mailbox_may_spin(void)
     return cpus >= 2;
 }
 
+bool mailbox_spin_due(const struct mailbox_spin_state *sp, uint64_t now_ns)
+{
+    return sp->hot && now_ns - sp->seen_ns < MAILBOX_SPIN_GAP_US * 1000u;
+}
+
+void mailbox_spin_note(struct mailbox_spin_state *sp, uint64_t t0_ns, uint64_t t1_ns)
+{
+    sp->hot = t1_ns - t0_ns < 2 * MAILBOX_SPIN_US * 1000u;
+    sp->seen_ns = t1_ns;
+}
+
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp)
 {
-    if (timeout_us == 0)
-        return;
-    if (sp->hot && mailbox_may_spin() && mailbox_spin(mb, MAILBOX_SPIN_US, NULL, NULL))
-        return;
     uint64_t t0 = pmc_mono_ns();
+    if (timeout_us == 0) {
+        sp->seen_ns = t0;
+        return;
+    }
+    if (mailbox_spin_due(sp, t0) && mailbox_may_spin() &&
+        mailbox_spin(mb, MAILBOX_SPIN_US, NULL, NULL)) {
+        sp->seen_ns = pmc_mono_ns();
+        return;
+    }
+    t0 = pmc_mono_ns();
     mailbox_wait(mb, timeout_us);
-    sp->hot = pmc_mono_ns() - t0 < 2 * MAILBOX_SPIN_US * 1000u;
+    mailbox_spin_note(sp, t0, pmc_mono_ns());
 }
 
 void mailbox_wait(struct mailbox *mb, long timeout_us)

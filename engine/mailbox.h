@@ -101,12 +101,32 @@ int mailbox_wait_fd(struct mailbox *mb, long timeout_us, int fd);
  * MAILBOX_SPIN_US: how long mailbox_spin() polls.  A consumer spins only
  * while `hot` (struct mailbox_spin_state): its last wait ended within
  * 2 * MAILBOX_SPIN_US, so that a thread waiting for tasks that run
- * milliseconds, or an idle engine, never spins. */
+ * milliseconds, or an idle engine, never spins; and only when it last
+ * looked at its mailbox less than MAILBOX_SPIN_GAP_US ago
+ * (mailbox_spin_due()), so that a thread back from other work or from a
+ * sleep elsewhere parks at once: its peer's answer is no nearer for its
+ * last wait having been short (bench/wake_bench's quiet rows, whose pinging
+ * thread sleeps 10 ms in between, spun ~20 us per round trip before). */
 #define MAILBOX_SPIN_US 50
+#define MAILBOX_SPIN_GAP_US 1000
 
 struct mailbox_spin_state {
-    bool hot; /* the last wait was short: spin before the next one */
+    bool hot;         /* the last wait was short: spin before the next one */
+    uint64_t seen_ns; /* pmc_mono_ns() when the consumer last looked at its
+                         mailbox (a wait, a spin, or a call with timeout 0);
+                         0: never */
 };
+
+/* Whether a consumer with state sp should spin before the wait it starts at
+ * now_ns (pmc_mono_ns()): sp->hot, and sp->seen_ns less than
+ * MAILBOX_SPIN_GAP_US before now_ns.  Says nothing of the CPUs
+ * (mailbox_may_spin()).  Pure; any thread. */
+bool mailbox_spin_due(const struct mailbox_spin_state *sp, uint64_t now_ns);
+
+/* Record in sp a wait that began at t0_ns and ended at t1_ns
+ * (pmc_mono_ns()): hot when it took less than 2 * MAILBOX_SPIN_US, seen at
+ * t1_ns.  Pure; the consumer's thread. */
+void mailbox_spin_note(struct mailbox_spin_state *sp, uint64_t t0_ns, uint64_t t1_ns);
 
 /* Poll mb (consumer only) for up to us microseconds, or until more(arg)
  * returns true when more is given: 1 when a mail (or more) is ready, 0
@@ -119,8 +139,9 @@ int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
  * any thread. */
 bool mailbox_may_spin(void);
 
-/* mailbox_wait(), after spinning first when sp->hot and mailbox_may_spin();
- * updates sp->hot. */
+/* mailbox_wait(), after spinning first when mailbox_spin_due() and
+ * mailbox_may_spin(); updates sp (a call with timeout_us 0 waits for
+ * nothing and only records that the consumer looked). */
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp);
 
 /* Call before blocking on mb->efd in your own poll/epoll set: returns 1 if

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "engine/mailbox.h"
+#include "io/clock.h"
 #include "testutil.h" // PMC_TEST_SANITIZED
 
 namespace
@@ -381,6 +382,76 @@ TEST_F(MailboxTest, TimedOutWaitLeavesTheEventfdToTheNextWait)
 // Ping-pong through two boxes, each side blocking in mailbox_wait(-1) between
 // messages: every round crosses the sleep/wake protocol in both directions
 // under varying interleavings.
+// The spin rule (mailbox.h): spin before a wait only after a short wait
+// that ended a moment ago.  Times are pmc_mono_ns() values, made up here.
+TEST(MailboxSpinRule, NeverSpinsBeforeTheFirstWait)
+{
+    struct mailbox_spin_state sp = {};
+    EXPECT_FALSE(mailbox_spin_due(&sp, 5'000'000'000ull));
+}
+
+TEST(MailboxSpinRule, SpinsRightAfterAShortWait)
+{
+    struct mailbox_spin_state sp = {};
+    const uint64_t t0 = 5'000'000'000ull, t1 = t0 + 30'000; // answered in 30 us
+    mailbox_spin_note(&sp, t0, t1);
+    EXPECT_TRUE(sp.hot);
+    EXPECT_EQ(sp.seen_ns, t1);
+    EXPECT_TRUE(mailbox_spin_due(&sp, t1 + 10'000));
+    EXPECT_TRUE(mailbox_spin_due(&sp, t1 + MAILBOX_SPIN_GAP_US * 1000ull - 1));
+}
+
+TEST(MailboxSpinRule, ParksAfterALongWait)
+{
+    struct mailbox_spin_state sp = {};
+    const uint64_t t0 = 5'000'000'000ull, t1 = t0 + 2 * MAILBOX_SPIN_US * 1000ull;
+    mailbox_spin_note(&sp, t0, t1);
+    EXPECT_FALSE(sp.hot);
+    EXPECT_FALSE(mailbox_spin_due(&sp, t1 + 1'000));
+}
+
+// The quiet ping-pong: a short wait for a reply, then 10 ms asleep
+// elsewhere; the next wait must park at once.
+TEST(MailboxSpinRule, ParksWhenBackFromElsewhere)
+{
+    struct mailbox_spin_state sp = {};
+    const uint64_t t0 = 5'000'000'000ull, t1 = t0 + 20'000;
+    mailbox_spin_note(&sp, t0, t1);
+    EXPECT_FALSE(mailbox_spin_due(&sp, t1 + 10'000'000));
+    EXPECT_FALSE(mailbox_spin_due(&sp, t1 + MAILBOX_SPIN_GAP_US * 1000ull));
+}
+
+// A call with no time to wait records the look, so a consumer that keeps
+// coming back (a busy loop) stays due to spin at its next real wait.
+TEST_F(MailboxTest, WaitSpinWithoutTimeRecordsTheLook)
+{
+    struct mailbox_spin_state sp = {};
+    sp.hot = true;
+    uint64_t before = pmc_mono_ns();
+    mailbox_wait_spin(&mb_, 0, &sp);
+    EXPECT_GE(sp.seen_ns, before);
+    EXPECT_LE(sp.seen_ns, pmc_mono_ns());
+    EXPECT_TRUE(sp.hot);
+}
+
+// A wait answered at once (the mail was there) is short: hot after it, and
+// seen when it ended.
+TEST_F(MailboxTest, WaitSpinAnsweredAtOnceIsHot)
+{
+    struct mailbox_spin_state sp = {};
+    mailbox_push(&mb_, make_mail(0, 3));
+    Watchdog dog({&mb_}, 10s);
+    uint64_t before = pmc_mono_ns();
+    mailbox_wait_spin(&mb_, -1, &sp);
+    dog.done();
+    EXPECT_FALSE(dog.fired());
+    EXPECT_TRUE(sp.hot);
+    EXPECT_GE(sp.seen_ns, before);
+    struct mail *m = mailbox_pop(&mb_);
+    ASSERT_NE(m, nullptr);
+    mail_free(m);
+}
+
 TEST(MailboxPingPong, NoLostWakeups)
 {
     const int rounds = 20000;
