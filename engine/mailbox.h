@@ -125,7 +125,7 @@ bool mailbox_spin_due(const struct mailbox_spin_state *sp, uint64_t now_ns);
 
 /* Record in sp a wait that began at t0_ns and ended at t1_ns
  * (pmc_mono_ns()): hot when it took less than 2 * MAILBOX_SPIN_US, seen at
- * t1_ns.  Pure; the consumer's thread. */
+ * t1_ns.  No clock read, no system call; the consumer's thread. */
 void mailbox_spin_note(struct mailbox_spin_state *sp, uint64_t t0_ns, uint64_t t1_ns);
 
 /* Poll mb (consumer only) for up to us microseconds, or until more(arg)
