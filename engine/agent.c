@@ -637,8 +637,7 @@ static void agent_wait_events(struct agent *a)
     /* spin only for the master's next TASKS: with tasks running, exits come
      * through epoll and a spin would take CPU from the tasks */
     uint64_t now = pmc_mono_ns();
-    if (timeout != 0 && mailbox_spin_due(&a->spin, now) && a->running == 0 && mailbox_may_spin() &&
-        mailbox_spin(&a->box, MAILBOX_SPIN_US, NULL, NULL))
+    if (timeout != 0 && a->running == 0 && mailbox_spin_if_due(&a->box, &a->spin, now))
         timeout = 0;
     if (mailbox_prepare_sleep(&a->box))
         timeout = 0;
@@ -654,7 +653,7 @@ static void agent_wait_events(struct agent *a)
     if (timeout != 0) /* answered fast: spin before the next wait */
         mailbox_spin_note(&a->spin, t0, pmc_mono_ns());
     else
-        a->spin.seen_ns = now;
+        a->spin.seen_ns = now; /* looked without waiting */
     if (a->launcher)
         agent__take_launches(a);
     for (int i = 0; i < n; i++) {

@@ -227,19 +227,23 @@ void mailbox_spin_note(struct mailbox_spin_state *sp, uint64_t t0_ns, uint64_t t
     sp->seen_ns = t1_ns;
 }
 
+int mailbox_spin_if_due(struct mailbox *mb, struct mailbox_spin_state *sp, uint64_t now_ns)
+{
+    bool due = mailbox_spin_due(sp, now_ns) && mailbox_may_spin();
+    sp->seen_ns = now_ns;
+    return due && mailbox_spin(mb, MAILBOX_SPIN_US, NULL, NULL);
+}
+
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp)
 {
-    uint64_t t0 = pmc_mono_ns();
+    uint64_t now = pmc_mono_ns();
     if (timeout_us == 0) {
-        sp->seen_ns = t0;
+        sp->seen_ns = now;
         return;
     }
-    if (mailbox_spin_due(sp, t0) && mailbox_may_spin() &&
-        mailbox_spin(mb, MAILBOX_SPIN_US, NULL, NULL)) {
-        sp->seen_ns = pmc_mono_ns();
+    if (mailbox_spin_if_due(mb, sp, now))
         return;
-    }
-    t0 = pmc_mono_ns();
+    uint64_t t0 = pmc_mono_ns(); /* after any spin that ran out */
     mailbox_wait(mb, timeout_us);
     mailbox_spin_note(sp, t0, pmc_mono_ns());
 }

@@ -139,6 +139,14 @@ int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
  * any thread. */
 bool mailbox_may_spin(void);
 
+/* Spin before a wait that starts at now_ns (pmc_mono_ns()) when
+ * mailbox_spin_due() and mailbox_may_spin(): mailbox_spin() for
+ * MAILBOX_SPIN_US, without a `more` test.  Records the look in sp
+ * (seen_ns = now_ns).  1 when mail came during the spin, 0 when it did not
+ * spin or the time ran out (then park: mailbox_wait() or the caller's own
+ * poll, and mailbox_spin_note()).  The consumer's thread. */
+int mailbox_spin_if_due(struct mailbox *mb, struct mailbox_spin_state *sp, uint64_t now_ns);
+
 /* mailbox_wait(), after spinning first when mailbox_spin_due() and
  * mailbox_may_spin(); updates sp (a call with timeout_us 0 waits for
  * nothing and only records that the consumer looked). */

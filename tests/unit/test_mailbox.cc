@@ -434,6 +434,23 @@ TEST_F(MailboxTest, WaitSpinWithoutTimeRecordsTheLook)
     EXPECT_TRUE(sp.hot);
 }
 
+// Not due (cold): no spin, 0 at once even with mail waiting, and the look
+// recorded.  Due with mail waiting: 1 where the thread may spin.
+TEST_F(MailboxTest, SpinIfDueSpinsOnlyWhenDue)
+{
+    struct mailbox_spin_state sp = {};
+    mailbox_push(&mb_, make_mail(0, 3));
+    uint64_t now = pmc_mono_ns();
+    EXPECT_EQ(mailbox_spin_if_due(&mb_, &sp, now), 0);
+    EXPECT_EQ(sp.seen_ns, now);
+    mailbox_spin_note(&sp, now, now + 10'000);
+    EXPECT_EQ(mailbox_spin_if_due(&mb_, &sp, now + 20'000), mailbox_may_spin() ? 1 : 0);
+    EXPECT_EQ(sp.seen_ns, now + 20'000);
+    struct mail *m = mailbox_pop(&mb_);
+    ASSERT_NE(m, nullptr);
+    mail_free(m);
+}
+
 // A wait answered at once (the mail was there) is short: hot after it, and
 // seen when it ended.
 TEST_F(MailboxTest, WaitSpinAnsweredAtOnceIsHot)
