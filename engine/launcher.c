@@ -65,12 +65,13 @@ struct launcher {
     atomic_ulong staged_starts; /* launcher_staged_starts() */
     atomic_uint holds;          /* failures that hold staged starts (launcher_hold()) */
     atomic_uint own_waits_max;  /* launcher_set_own_waits() */
-    atomic_uint own_waiting;    /* launchers that wait for their own task now */
+    atomic_uint own_waiting;    /* unbound launchers that wait for their own task now */
     atomic_ulong own_waits;     /* launcher_own_waits() */
     atomic_uint quiet_low;      /* launcher_set_quiet_exits(); QUIET_OFF: every exit wakes */
     struct mailbox *wake;
     atomic_uint started;               /* launcher threads past their start */
     int pin_cpu[LAUNCHER_MAX_THREADS]; /* launcher_create()'s pin: the k-th thread's CPU, or -1 */
+    uint32_t nbound;                   /* threads with a CPU in pin_cpu: the first nbound */
     pthread_t threads[LAUNCHER_MAX_THREADS];
 };
 
@@ -168,23 +169,43 @@ static void push(struct mpmc_ring *r, uint32_t i)
         ; /* cannot be full: each ring holds every slot once at most */
 }
 
-/* May the launcher that started slot i's reaped launch, which has none
- * in *own (NONE_OWN), wait for that task itself (launcher_set_own_waits())?
- * Then *own is i and the launcher counts among the waiting ones.  Not a
- * task with -f pipes: those are read through the pool's epoll set. */
 #define NONE_OWN UINT32_MAX
-static bool launcher_take_own(struct launcher *l, uint32_t i, uint32_t *own)
+
+/* One launcher thread's own state, which its calls pass down. */
+struct launcher_thread {
+    uint32_t own; /* the task it waits for itself (launcher_take_own()), or NONE_OWN */
+    int bound;    /* its place among the bound threads (launcher_create()'s pin), or -1 */
+};
+
+/* May the launcher `self`, which started slot i's reaped launch and has
+ * no task of its own (NONE_OWN), wait for that task itself
+ * (launcher_set_own_waits())?  Then self->own is i.  Of the n own waits,
+ * the k-th bound thread (k < n) always has one: a bound thread is woken on
+ * its CPU, where that task's exit freed the CPU, while an unbound one may
+ * be woken on the other, busy CPU and leave the freed one idle (on 2 CPUs
+ * the idle time per task fell from 20-22 to 12-13 us, against the
+ * ceiling's 10; docs/performance-history.md section 33).  The unbound
+ * share the rest, counted in own_waiting.  Not a task with -f pipes: those
+ * are read through the pool's epoll set. */
+static bool launcher_take_own(struct launcher *l, uint32_t i, struct launcher_thread *self)
 {
-    if (!own || *own != NONE_OWN || l->jobs[i].forwards.npipes > 0)
+    if (!self || self->own != NONE_OWN || l->jobs[i].forwards.npipes > 0)
         return false;
     unsigned most = atomic_load_explicit(&l->own_waits_max, memory_order_relaxed);
+    if (self->bound >= 0) {
+        if ((unsigned)self->bound >= most)
+            return false;
+        self->own = i;
+        return true;
+    }
+    unsigned unbound = most > l->nbound ? most - l->nbound : 0;
     unsigned n = atomic_load_explicit(&l->own_waiting, memory_order_relaxed);
     do {
-        if (n >= most)
+        if (n >= unbound)
             return false;
     } while (!atomic_compare_exchange_weak_explicit(&l->own_waiting, &n, n + 1,
                                                     memory_order_relaxed, memory_order_relaxed));
-    *own = i;
+    self->own = i;
     return true;
 }
 
@@ -199,9 +220,9 @@ static void launcher_unwatched(struct launcher *l, uint32_t i, int e)
 }
 
 /* Start slot i's job and hand it back: completed, then (a reaped launch)
- * watched, by the pool's epoll set or, through *own (launcher_take_own();
- * own is NULL where the caller cannot wait), by this launcher itself. */
-static void launcher_launch(struct launcher *l, uint32_t i, uint32_t *own)
+ * watched, by the pool's epoll set or, through self (launcher_take_own()),
+ * by this launcher itself. */
+static void launcher_launch(struct launcher *l, uint32_t i, struct launcher_thread *self)
 {
     struct launch_job *j = &l->jobs[i];
     j->err = spawn_task(&j->req, &j->pid, &j->pidfd);
@@ -219,7 +240,7 @@ static void launcher_launch(struct launcher *l, uint32_t i, uint32_t *own)
         mailbox_notify(l->wake);
         return;
     }
-    int e = launcher_take_own(l, i, own) ? 0 : launcher_watch(l, i, gen);
+    int e = launcher_take_own(l, i, self) ? 0 : launcher_watch(l, i, gen);
     if (e == 0) {
         /* the push, then the flag: launcher_wake_always() stores the flag,
          * then the agent looks at the rings before it sleeps */
@@ -273,14 +294,14 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t p, uint3
 
 /* Start staged job k on the CPU a task just gave up: its clock and its
  * record's start are its own start's. */
-static void launcher_start_staged(struct launcher *l, uint32_t k, uint32_t *own)
+static void launcher_start_staged(struct launcher *l, uint32_t k, struct launcher_thread *self)
 {
     struct launch_job *j = &l->jobs[k];
     clock_gettime(CLOCK_MONOTONIC, &j->started);
     j->output.record.start = pmc_epoch_s();
     j->chained = true;
     atomic_fetch_add_explicit(&l->staged_starts, 1, memory_order_relaxed);
-    launcher_launch(l, k, own);
+    launcher_launch(l, k, self);
 }
 
 /* After its task's exit, drain and close job j's -f pipes and, after a 0
@@ -375,7 +396,7 @@ static void launcher_hand_back(struct launcher *l, uint32_t i, uint32_t handed)
  * reaped, and when its group has members left it goes back lingering, to
  * be finished by the agent (launcher_finish()).  A staged job it starts
  * may become the caller's own to wait for (launcher_launch()). */
-static void launcher_reap(struct launcher *l, uint32_t i, uint32_t *own)
+static void launcher_reap(struct launcher *l, uint32_t i, struct launcher_thread *self)
 {
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
@@ -404,7 +425,7 @@ static void launcher_reap(struct launcher *l, uint32_t i, uint32_t *own)
     bool hand = !hold && atomic_load_explicit(&l->holds, memory_order_acquire) == 0 &&
                 mpmc_ring_try_pop(l->staged, &k);
     if (hand)
-        launcher_start_staged(l, k, own);
+        launcher_start_staged(l, k, self);
     launcher_write(l, j);
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }
@@ -450,8 +471,9 @@ static int launcher_wait(struct launcher *l, struct epoll_event *ev)
  * launcher is bound, spawn_thread_pin(); docs/performance-history.md section 27).
  * When waitid fails (not EINTR) the pool's epoll set watches it instead,
  * or the agent does (launcher_launch()'s failed watch). */
-static void launcher_wait_own(struct launcher *l, uint32_t i, uint32_t *own)
+static void launcher_wait_own(struct launcher *l, struct launcher_thread *self)
 {
+    uint32_t i = self->own;
     struct launch_job *j = &l->jobs[i];
     siginfo_t si;
     int rc;
@@ -459,11 +481,12 @@ static void launcher_wait_own(struct launcher *l, uint32_t i, uint32_t *own)
         memset(&si, 0, sizeof si);
         rc = waitid(P_PIDFD, (id_t)j->pidfd, &si, WEXITED | WNOWAIT);
     } while (rc < 0 && errno == EINTR);
-    *own = NONE_OWN;
-    atomic_fetch_sub_explicit(&l->own_waiting, 1, memory_order_relaxed);
+    self->own = NONE_OWN;
+    if (self->bound < 0)
+        atomic_fetch_sub_explicit(&l->own_waiting, 1, memory_order_relaxed);
     if (rc == 0) {
         atomic_fetch_add_explicit(&l->own_waits, 1, memory_order_relaxed);
-        launcher_reap(l, i, own);
+        launcher_reap(l, i, self);
         return;
     }
     uint32_t w = atomic_load_explicit(&l->state[i], memory_order_relaxed);
@@ -476,21 +499,26 @@ static void *launcher_main(void *arg)
 {
     struct launcher *l = arg;
     struct epoll_event ev[LAUNCHER_EVENTS];
-    uint32_t own = NONE_OWN;          /* the task this launcher waits for itself */
     (void)spawn_thread_short_slice(); /* woken by exits: run at once (spawn.h) */
-    int cpu = l->pin_cpu[atomic_fetch_add_explicit(&l->started, 1, memory_order_relaxed)], e;
-    if (cpu >= 0 && (e = spawn_thread_pin(cpu)) != 0) /* unbound, it works as before */
+    uint32_t t = atomic_fetch_add_explicit(&l->started, 1, memory_order_relaxed);
+    int cpu = l->pin_cpu[t], e;
+    /* a thread that cannot bind runs as an unbound one, and its share of
+     * the own waits (launcher_take_own()) goes unused */
+    struct launcher_thread self = {.own = NONE_OWN, .bound = cpu >= 0 ? (int)t : -1};
+    if (cpu >= 0 && (e = spawn_thread_pin(cpu)) != 0) {
         log_debug("launcher: cannot bind to CPU %d (%s); it runs unbound", cpu, strerror(e));
+        self.bound = -1;
+    }
     for (;;) {
         uint32_t i;
         /* submissions first: this launcher may have taken the work
          * eventfd's wake-up meant for them before it waits for its own */
         if (mpmc_ring_try_pop(l->submitted, &i)) {
-            launcher_launch(l, i, &own);
+            launcher_launch(l, i, &self);
             continue;
         }
-        if (own != NONE_OWN) {
-            launcher_wait_own(l, own, &own);
+        if (self.own != NONE_OWN) {
+            launcher_wait_own(l, &self);
             continue;
         }
         if (atomic_load_explicit(&l->stop, memory_order_acquire))
@@ -508,7 +536,7 @@ static void *launcher_main(void *arg)
                 pipe_event_parts(d, &slot, &pipe, &gen);
                 launcher_read_pipe(l, slot, pipe, gen);
             } else {
-                launcher_reap(l, (uint32_t)d, &own);
+                launcher_reap(l, (uint32_t)d, &self);
             }
         }
     }
@@ -568,6 +596,7 @@ static void launcher_plan_pins(struct launcher *l, uint32_t nthreads, const cpu_
     for (int cpu = 0; pin && cpu < CPU_SETSIZE && k < nthreads; cpu++)
         if (CPU_ISSET(cpu, pin))
             l->pin_cpu[k++] = cpu;
+    l->nbound = k;
     for (; k < LAUNCHER_MAX_THREADS; k++)
         l->pin_cpu[k] = -1;
 }

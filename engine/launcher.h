@@ -379,7 +379,11 @@ void launcher__stale_pipe_event(struct launcher *l, uint32_t i, uint32_t p);
  * spawner process waits in waitpid() (a bound launcher is woken on its
  * task's CPU: launcher_create()'s pin), then reap it and start a staged
  * job, which may become
- * theirs in turn.  The others serve submissions, pipes and the exits of
+ * theirs in turn.  Bound launchers come first: the first n bound ones may
+ * always wait so, and the unbound share what is left of n (none when n is
+ * the bound count), since an unbound waiter may be woken on a busy CPU
+ * while the one its task freed idles (docs/performance-history.md section
+ * 33).  The others serve submissions, pipes and the exits of
  * the tasks in the epoll set.  A launcher that waits so is held until its
  * task ends, so the agent asks for this only when the pool has launchers
  * to spare beyond one per CPU (--launch-threads above the node's CPUs:

@@ -20,6 +20,7 @@
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -982,6 +983,63 @@ TEST_F(LauncherPool, LaunchersPastThePinnedCpusStayUnbound)
     std::multiset<std::string> want = pinned_cpus(n);
     start(n, 4, &mine);
     EXPECT_EQ(threads_cpus_allowed_once("pmc-launch", want), want);
+}
+
+// This process's threads named pmc-launch that sit in waitid(2) now
+// (/proc/self/task/TID/syscall starts with the number of the system call a
+// blocked thread is in), by their Cpus_allowed_list.
+static std::multiset<std::string> launchers_in_waitid()
+{
+    std::multiset<std::string> got;
+    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
+        pid_t tid = (pid_t)std::stol(t.path().filename());
+        std::string call = read_file(t.path().string() + "/syscall");
+        if (read_file(t.path().string() + "/comm") == "pmc-launch\n" &&
+            call.compare(0, call.find(' '), std::to_string(SYS_waitid)) == 0)
+            got.insert(cpus_allowed(tid));
+    }
+    return got;
+}
+
+// Bound launchers come first for the own waits (launcher_set_own_waits()):
+// with one launcher bound and one to spare, and one own wait, only the
+// bound one waits for its task in waitid; the unbound one, which its
+// task's exit could wake on a busy CPU, leaves its tasks to the pool's
+// epoll set.  Ten tasks one at a time, each taken by whichever launcher is
+// free (about half by each: before, the unbound one then waited in
+// waitid), and the one in waitid, if any, is looked at while the task
+// sleeps.
+TEST_F(LauncherPool, OnlyBoundLaunchersWaitForTheirOwnTasks)
+{
+    cpu_set_t mine, one;
+    ASSERT_EQ(sched_getaffinity(0, sizeof mine, &mine), 0);
+    if (CPU_COUNT(&mine) < 2)
+        GTEST_SKIP() << "on one CPU a bound launcher and an unbound one look alike";
+    int c = 0;
+    while (!CPU_ISSET(c, &mine))
+        c++;
+    CPU_ZERO(&one);
+    CPU_SET(c, &one);
+    std::string bound = std::to_string(c), unbound = cpus_allowed();
+    start(2, 4, &one);
+    std::multiset<std::string> want = {bound, unbound};
+    ASSERT_EQ(threads_cpus_allowed_once("pmc-launch", want), want);
+    launcher_set_own_waits(pool_, 1);
+    size_t bound_waits = 0;
+    for (uint32_t round = 0; round < 10; round++) {
+        uint32_t s = round % 4, i;
+        submit(s, {"/bin/sleep", "0.3"}, true);
+        ASSERT_TRUE(take(&i));
+        EXPECT_EQ(i, s);
+        usleep(100000);
+        std::multiset<std::string> waiting = launchers_in_waitid();
+        EXPECT_EQ(waiting.count(unbound), 0u) << "round " << round;
+        bound_waits += waiting.count(bound);
+        ASSERT_TRUE(take_exited(&i));
+        EXPECT_EQ(i, s);
+        EXPECT_EQ(launcher_job(pool_, s)->status, 0);
+    }
+    EXPECT_GE(launcher_own_waits(pool_), bound_waits);
 }
 
 // A task its launcher waits for is signalled as any watched one
