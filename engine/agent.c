@@ -838,7 +838,8 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
         log_warn("%s: if this process is killed, its tasks run on", err->text);
     /* launchers to spare beyond one per CPU: all but one wait for their own
-     * task, as spawner processes do (launcher_set_own_waits()), and the
+     * task, as spawner processes do, the bound ones first
+     * (launcher_set_own_waits()), and the
      * exits they reap wake the agent less often, over more staged tasks
      * (launcher_set_quiet_exits()) */
     uint32_t cpus = cfg->cpus ? cfg->cpus : 1;

@@ -125,8 +125,9 @@ extern "C" {
  *     there only take turns on the one CPU);
  *   - fewer than LAUNCHER_MIN_CPUS of the smaller of the two: cpus + 1,
  *     launchers to spare (all but one wait for the task they started,
- *     as a spawner process waits for its child: launcher_set_own_waits();
- *     the agent binds them one per CPU: launcher_create()'s pin),
+ *     as a spawner process waits for its child, the bound ones first:
+ *     launcher_set_own_waits(); the agent binds them one per CPU:
+ *     launcher_create()'s pin),
  *     or none where cpus + 1 passes LAUNCHER_MAX_THREADS;
  *   - from LAUNCHER_MIN_CPUS on: one launcher per LAUNCHER_CPUS_PER_THREAD
  *     of the smaller of the two (4 at 8-9, 8 at 16, 32 at 64), at most
