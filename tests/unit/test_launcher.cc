@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cctype>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -1021,6 +1022,9 @@ TEST_F(LauncherPool, OnlyBoundLaunchersWaitForTheirOwnTasks)
     CPU_ZERO(&one);
     CPU_SET(c, &one);
     std::string bound = std::to_string(c), unbound = cpus_allowed();
+    std::string own_call = read_file("/proc/thread-self/syscall");
+    ASSERT_TRUE(!own_call.empty() && isdigit((unsigned char)own_call[0]))
+        << "launchers_in_waitid() cannot see system calls here: '" << own_call << "'";
     start(2, 4, &one);
     std::multiset<std::string> want = {bound, unbound};
     ASSERT_EQ(threads_cpus_allowed_once("pmc-launch", want), want);
