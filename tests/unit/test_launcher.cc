@@ -992,11 +992,9 @@ TEST_F(LauncherPool, LaunchersPastThePinnedCpusStayUnbound)
 static std::multiset<std::string> launchers_in_waitid()
 {
     std::multiset<std::string> got;
-    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
-        pid_t tid = (pid_t)std::stol(t.path().filename());
-        std::string call = read_file(t.path().string() + "/syscall");
-        if (read_file(t.path().string() + "/comm") == "pmc-launch\n" &&
-            call.compare(0, call.find(' '), std::to_string(SYS_waitid)) == 0)
+    for (pid_t tid : threads_named("pmc-launch")) {
+        std::string call = read_file("/proc/self/task/" + std::to_string(tid) + "/syscall");
+        if (call.compare(0, call.find(' '), std::to_string(SYS_waitid)) == 0)
             got.insert(cpus_allowed(tid));
     }
     return got;

@@ -1,8 +1,9 @@
 // testutil.h - helpers shared by the unit tests (header-only, C++17).
 //
 // Files and descriptors: read_file, status_field and status_mask (a
-// /proc/PID/status line's value, a signal mask line as bits), cpus_allowed
-// threads_cpus_allowed (the CPUs of this process or of its threads),
+// /proc/PID/status line's value, a signal mask line as bits), cpus_allowed,
+// threads_named and threads_cpus_allowed (this process's threads by name, and
+// the CPUs of this process or of its threads),
 // pinned_cpus and threads_cpus_allowed_once (threads bound one per CPU),
 // write_file, write_all, read_to_eof,
 // random_bytes, open_fds (this process's descriptors), FdAt (a descriptor
@@ -141,16 +142,23 @@ inline std::string cpus_allowed(pid_t tid = 0)
     return status_field(read_file(path), "Cpus_allowed_list");
 }
 
-// The Cpus_allowed_list of each of this process's threads named comm
-// (pthread_setname_np), one entry a thread.
+// The thread ids of this process's threads named comm (pthread_setname_np).
+inline std::vector<pid_t> threads_named(const std::string &comm)
+{
+    std::vector<pid_t> tids;
+    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task"))
+        if (read_file(t.path().string() + "/comm") == comm + "\n")
+            tids.push_back((pid_t)std::stol(t.path().filename()));
+    return tids;
+}
+
+// The Cpus_allowed_list of each of this process's threads named comm, one
+// entry a thread.
 inline std::multiset<std::string> threads_cpus_allowed(const std::string &comm)
 {
     std::multiset<std::string> got;
-    for (const auto &t : std::filesystem::directory_iterator("/proc/self/task")) {
-        pid_t tid = (pid_t)std::stol(t.path().filename());
-        if (read_file(t.path().string() + "/comm") == comm + "\n")
-            got.insert(cpus_allowed(tid));
-    }
+    for (pid_t tid : threads_named(comm))
+        got.insert(cpus_allowed(tid));
     return got;
 }
 
