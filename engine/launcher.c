@@ -183,8 +183,8 @@ struct launcher_thread {
  * the k-th bound thread (k < n) always has one: a bound thread is woken on
  * its CPU, where that task's exit freed the CPU, while an unbound one may
  * be woken on the other, busy CPU and leave the freed one idle (on 2 CPUs
- * the idle time per task fell from 20-22 to 12-13 us, against the
- * ceiling's 10; docs/performance-history.md section 33).  The unbound
+ * the idle time per task fell from 20-23 to 12-13 us, against the
+ * ceiling's 9-10; docs/performance-history.md section 33).  The unbound
  * share the rest, counted in own_waiting.  Not a task with -f pipes: those
  * are read through the pool's epoll set. */
 static bool launcher_take_own(struct launcher *l, uint32_t i, struct launcher_thread *self)
