@@ -63,6 +63,7 @@
 #include "io/dag.h"
 #include "io/dagfile.h"
 #include "io/error.h"
+#include "io/fdio.h"
 #include "io/scan.h"
 #include "io/utf8.h"
 
@@ -1764,6 +1765,12 @@ static const char main_help[] =
 /* Dispatch to the command named by argv[1]. */
 int main(int argc, char **argv)
 {
+    /* 0, 1 and 2 valid first: with stdout closed, the file opened for -o
+     * would become descriptor 1 */
+    if (fdio_standard_fds() < 0) {
+        fprintf(stderr, "pmc-dag: /dev/null: %s\n", strerror(errno));
+        return 1;
+    }
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;
