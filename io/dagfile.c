@@ -39,8 +39,8 @@
  * parse (docs/performance-history.md section 29).  Option values that are plain
  * digits skip strtod/strtoll.
  *
- * Files are loaded with mapfile_load() (mapped, or read into one buffer when
- * they are not regular files); pages of a mapping already parsed are given
+ * Files are loaded with mapfile_load_fd() (mapped; only regular files are
+ * taken, dagfile_check_regular()); pages of a mapping already parsed are given
  * back with MADV_DONTNEED every 4 MB so that a large DAG file does not stay
  * resident next to the DAG built from it.
  *
@@ -65,7 +65,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -824,6 +826,9 @@ static int parse_lines(struct parser *p, const char *buf, size_t len, struct sca
             return 0;
         p->cur = &ring[done++ % DAGFILE__RING];
         p->line++;
+        if ((size_t)(p->cur->eol - p->cur->s) > DAGFILE_MAX_LINE)
+            return syntax(p, "line of %zu bytes, longer than the limit of %zu bytes (1 MiB)",
+                          (size_t)(p->cur->eol - p->cur->s), DAGFILE_MAX_LINE);
         if (parse_line(p, p->cur->s, p->cur->eol))
             return -1;
         drop_parsed(p, p->cur->next);
@@ -905,10 +910,56 @@ struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, str
     return parse_buffer(buf, len, filename, err, false);
 }
 
+/* What a file of mode m is, when it is not a regular file. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a pipe or FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+           : S_ISDIR(m)  ? "a directory"
+                         : "a special file";
+}
+
+/* The one message for a DAG that is not a regular file; errno EINVAL. */
+static int not_regular(const char *path, mode_t m, struct pmc_error *err)
+{
+    errno = S_ISDIR(m) ? EISDIR : EINVAL;
+    return pmc_errorf(err,
+                      "%s: %s, not a regular file: write the DAG to a file first (a run "
+                      "locks it, keeps its rescue log next to it and reads it again to restart)",
+                      path, file_kind(m));
+}
+
+int dagfile_check_regular(const char *path, struct pmc_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || S_ISREG(st.st_mode))
+        return 0;
+    return not_regular(path, st.st_mode, err);
+}
+
 struct dag *dagfile_load(const char *path, struct pmc_error *err)
 {
+    /* O_NONBLOCK: a FIFO with no writer is refused below, not waited for */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        pmc_errorf(err, "%s: %m", path);
+        return NULL;
+    }
+    struct stat st;
     struct mapfile mf;
-    if (mapfile_load(&mf, path, err) < 0)
+    int rc = fstat(fd, &st);
+    if (rc < 0)
+        pmc_errorf(err, "%s: %m", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = not_regular(path, st.st_mode, err);
+    else
+        rc = mapfile_load_fd(&mf, fd, path, err);
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (rc < 0)
         return NULL;
     struct dag *dag = parse_buffer(mf.data, mf.size, path, err, mf.mapped);
     mapfile_release(&mf); /* keeps errno */
