@@ -32,6 +32,7 @@
 #include "io/clock.h"
 #include "io/fdio.h"
 #include "io/log.h"
+#include "io/taskio.h"
 #include "sched/hosts.h"
 
 struct rank_info {
@@ -375,6 +376,11 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .stop_reason = stop_reason};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
+        if (*mp && o->per_task_stdio &&
+            taskio_check_per_task_names(master_dag(*mp), o->dag_path, &err) < 0) {
+            master_destroy(*mp); /* before any output is opened: nothing changed */
+            *mp = NULL;
+        }
         if (!*mp) {
             fprintf(stderr, "pmc-hybrid: %s\n", err.text);
             ok = 0;
@@ -416,6 +422,13 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     uint32_t usable_cpus;
     host_resources(o, &ac.cpus, &ac.memory_mb, &usable_cpus);
     struct pmc_error err;
+    /* before any task: a TMPDIR that cannot hold the capture files failed
+     * every task with a message that did not name it */
+    if (!o->null_executor && taskio_check_capture_dir(&err) < 0) {
+        log_fatal("Rank %d: %s", ri->rank, err.text);
+        *failed = 1;
+        return NULL;
+    }
     if (gpus_discover(o->host_gpus_set, o->host_gpus, &ri->gpus, &err) < 0) {
         log_fatal("%s", err.text);
         *failed = 1;
