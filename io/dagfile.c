@@ -422,16 +422,20 @@ struct task_option {
     const char *expects;
 };
 
+/* Each "expects" states the whole range, upper limits included: "> 0" for
+ * -c 99999999999 read as if the value were too small. */
 static const struct task_option task_options[] = {
-    {'m', "request-memory", opt_memory, "a number of MB >= 0"},
-    {'c', "request-cpus", opt_cpus, "a number of CPUs > 0"},
+    {'m', "request-memory", opt_memory, "a number of MB from 0 to 4294967295"},
+    {'c', "request-cpus", opt_cpus, "a number of CPUs > 0, at most 4294967295"},
     {'t', "tries", opt_tries, "an integer from 1 to 65535"},
-    {'p', "priority", opt_priority, "an integer"},
+    {'p', "priority", opt_priority, "an integer from -2147483648 to 2147483647"},
     {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once, at most 64 a task"},
     {'F', "file-forward", opt_file, "SRC=DEST, each SRC once"},
-    {'g', "request-gpus", opt_gpus, "a whole number of GPUs >= 0"},
-    {0, "time-limit", opt_time_limit, "a number of seconds > 0"},
+    {'g', "request-gpus", opt_gpus, "a whole number of GPUs from 0 to 65536"},
+    {0, "time-limit", opt_time_limit,
+     "a number of seconds > 0, at most 4294967.295 (49.7 days)"},
 };
+_Static_assert(DAG_MAX_TRIES == 65535, "the -t/--tries message names DAG_MAX_TRIES");
 
 /* "-c/--request-cpus", or "--time-limit" for an option without a letter. */
 static const char *option_name(const struct task_option *o, char *buf, size_t n)
@@ -917,14 +921,16 @@ static const char *file_kind(mode_t m)
            : S_ISCHR(m)  ? "a character device"
            : S_ISBLK(m)  ? "a block device"
            : S_ISSOCK(m) ? "a socket"
-           : S_ISDIR(m)  ? "a directory"
                          : "a special file";
 }
 
-/* The one message for a DAG that is not a regular file; errno EINVAL. */
+/* The one message for a DAG that is not a regular file; errno EINVAL
+ * ("PATH: Is a directory", EISDIR, for a directory). */
 static int not_regular(const char *path, mode_t m, struct pmc_error *err)
 {
     errno = S_ISDIR(m) ? EISDIR : EINVAL;
+    if (S_ISDIR(m))
+        return pmc_errorf(err, "%s: %m", path);
     return pmc_errorf(err,
                       "%s: %s, not a regular file: write the DAG to a file first (a run "
                       "locks it, keeps its rescue log next to it and reads it again to restart)",
