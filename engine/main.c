@@ -319,6 +319,11 @@ static int batch_stop(const struct options *o, double *stop_at, const char **rea
         fprintf(stderr, "pmc-hybrid: %s\n", err.text);
         return -1;
     }
+    if (be.ignored[0]) /* a past end: the run would stop before it began */
+        log_warn("Ignoring the batch job's end: %s (give --max-wall-time to stop in time)",
+                 be.ignored);
+    if (be.note[0])
+        log_debug("Batch job's end: %s", be.note);
     if (rc == 0)
         return 0;
     *stop_at = be.end_epoch - o->drain_margin;
