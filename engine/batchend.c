@@ -692,8 +692,8 @@ static int ignore_past(struct batchend *out, double now)
     char when[32] = "?";
     if (gmtime_r(&end, &tm))
         strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
-    snprintf(out->ignored, sizeof out->ignored, "%s: the job's end, %s, is %.0f s past", out->source,
-             when, now - out->end_epoch);
+    snprintf(out->ignored, sizeof out->ignored, "%s: the job's end, %s, is %.0f s past",
+             out->source, when, now - out->end_epoch);
     out->end_epoch = 0;
     out->source[0] = '\0';
     return 0;

@@ -75,11 +75,11 @@ extern "C" {
 #define BATCHEND_TIMEOUT_MS 5000 /* per command */
 
 struct batchend {
-    double end_epoch; /* seconds since the epoch; 0 when not found */
-    char source[96];  /* where end_epoch came from, for the log ("" if none) */
-    char note[512];   /* what was asked and said nothing ("squeue: exit
-                       * status 1; qstat: no answer within 5000 ms, killed"),
-                       * for a warning; "" if none */
+    double end_epoch;  /* seconds since the epoch; 0 when not found */
+    char source[96];   /* where end_epoch came from, for the log ("" if none) */
+    char note[512];    /* what was asked and said nothing ("squeue: exit
+                        * status 1; qstat: no answer within 5000 ms, killed"),
+                        * for the log (-v); "" if none */
     char ignored[160]; /* an end found but already past, so not used:
                         * "SLURM_JOB_END_TIME: the job's end, 2023-11-14
                         * 22:13:10 UTC, is 10 s past", for a warning; "" if none */

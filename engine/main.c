@@ -575,8 +575,10 @@ int main(int argc, char **argv)
     if (!standard_fds_errno)
         open_standard_fds();
     if (standard_fds_errno) {
-        fprintf(stderr, "pmc-hybrid: /dev/null: %s (stdin, stdout or stderr is closed and must "
-                        "be opened on it)\n", strerror(standard_fds_errno));
+        fprintf(stderr,
+                "pmc-hybrid: /dev/null: %s (stdin, stdout or stderr is closed and must "
+                "be opened on it)\n",
+                strerror(standard_fds_errno));
         return 1;
     }
     /* before the transport starts (MPI's shared-memory set-up writes several

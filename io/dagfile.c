@@ -432,8 +432,7 @@ static const struct task_option task_options[] = {
     {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once, at most 64 a task"},
     {'F', "file-forward", opt_file, "SRC=DEST, each SRC once"},
     {'g', "request-gpus", opt_gpus, "a whole number of GPUs from 0 to 65536"},
-    {0, "time-limit", opt_time_limit,
-     "a number of seconds > 0, at most 4294967.295 (49.7 days)"},
+    {0, "time-limit", opt_time_limit, "a number of seconds > 0, at most 4294967.295 (49.7 days)"},
 };
 _Static_assert(DAG_MAX_TRIES == 65535, "the -t/--tries message names DAG_MAX_TRIES");
 

@@ -139,8 +139,7 @@ int taskio_needs_newline(int fd, off_t len);
  * "DAGPATH:LINE: task NAME: a '/' in a task name is not allowed with
  * --per-task-stdio (its output files, NAME.out.NNN, must stay in the DAG's
  * directory)" for the first such task.  O(tasks + name bytes). */
-int taskio_check_per_task_names(const struct dag *dag, const char *dag_path,
-                                struct pmc_error *err);
+int taskio_check_per_task_names(const struct dag *dag, const char *dag_path, struct pmc_error *err);
 
 /* --per-task-stdio: create DIR/NAME.out.NNN and DIR/NAME.err.NNN for one
  * attempt, NNN the first number from 000 for which neither exists (PMC

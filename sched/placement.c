@@ -275,8 +275,9 @@ static void placement_offers(const struct placement *p, char *buf, size_t size)
             return;
         }
         shown[nshown++] = i;
-        int w = snprintf(buf + len, size - len, "%s%" PRIu32 " CPUs, %" PRIu64 " MB, %" PRIu32 " GPUs",
-                         len ? "; " : "", n->cpus, n->memory_mb, n->gpus);
+        int w =
+            snprintf(buf + len, size - len, "%s%" PRIu32 " CPUs, %" PRIu64 " MB, %" PRIu32 " GPUs",
+                     len ? "; " : "", n->cpus, n->memory_mb, n->gpus);
         len = w > 0 && (size_t)w < size - len ? len + (size_t)w : size - 1;
     }
     if (nshown == 0)

@@ -145,8 +145,8 @@ static uint64_t parse_uint(const char *opt, const char *s, uint64_t min, uint64_
  * they arrive (*line_start: where the current line starts, *line: its
  * number), so that a pipe or device without newlines (/dev/zero) is not
  * read without bound.  0, or -1 with err "PATH:LINE: ...". */
-static int bound_lines(const char *p, size_t from, size_t n, size_t *line_start, unsigned long *line,
-                       const char *path, struct pmc_error *err)
+static int bound_lines(const char *p, size_t from, size_t n, size_t *line_start,
+                       unsigned long *line, const char *path, struct pmc_error *err)
 {
     const char *nl;
     while ((nl = memchr(p + from, '\n', n - from)) != NULL &&

@@ -383,7 +383,8 @@ struct BadOpt {
 TEST(DagFile, BadOptionValues)
 {
     const std::string m = "for -m/--request-memory (expected a number of MB from 0 to 4294967295)";
-    const std::string c = "for -c/--request-cpus (expected a number of CPUs > 0, at most 4294967295)";
+    const std::string c =
+        "for -c/--request-cpus (expected a number of CPUs > 0, at most 4294967295)";
     const std::string t = "for -t/--tries (expected an integer from 1 to 65535)";
     const std::string p = "for -p/--priority (expected an integer from -2147483648 to 2147483647)";
     const std::string f =

@@ -95,9 +95,16 @@ TEST_F(GpusTest, DuplicatesMarkersAndEmptyLists)
 TEST_F(GpusTest, WordsThatAreNotGpuIdsAreAnError)
 {
     const char *bad[][2] = {
-        {"garbage,,$$,-5", "garbage"}, {"0,$$", "$$"},   {"0, 1", " 1"}, {"GPU-", "GPU-"},
-        {"GPU-xyz", "GPU-xyz"},        {"1.", "1."},     {"0..1", "0..1"}, {"+1", "+1"},
-        {"MIG-", "MIG-"},              {"mig-abc", "mig-abc"},
+        {"garbage,,$$,-5", "garbage"},
+        {"0,$$", "$$"},
+        {"0, 1", " 1"},
+        {"GPU-", "GPU-"},
+        {"GPU-xyz", "GPU-xyz"},
+        {"1.", "1."},
+        {"0..1", "0..1"},
+        {"+1", "+1"},
+        {"MIG-", "MIG-"},
+        {"mig-abc", "mig-abc"},
     };
     for (auto &b : bad) {
         for (bool override : {false, true}) {

@@ -540,17 +540,21 @@ TEST(Placement, TaskLargerThanEveryNodeIsNotCapable)
     EXPECT_EQ(placement_check_capable(p.get(), 16, 0, 0, "big", &err), -1);
     // PMC's message (the engine prints "FATAL ERROR: " before it), then
     // the request and what the hosts offer
-    const std::string offers = "; the hosts offer 8 CPUs, 1000 MB, 0 GPUs; 4 CPUs, 4000 MB, 1 GPUs)";
+    const std::string offers =
+        "; the hosts offer 8 CPUs, 1000 MB, 0 GPUs; 4 CPUs, 4000 MB, 1 GPUs)";
     EXPECT_EQ(std::string(err.text), "No host is capable of running task big (it requests 16 "
-                                     "CPUs, 0 MB of memory, 0 GPUs" + offers);
+                                     "CPUs, 0 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 1, 5000, 0, "fat", &err), -1);
     EXPECT_EQ(std::string(err.text), "No host is capable of running task fat (it requests 1 "
-                                     "CPUs, 5000 MB of memory, 0 GPUs" + offers);
+                                     "CPUs, 5000 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 2, "gpu2", &err), -1);
     // each dimension alone fits some node, all three together none
     EXPECT_EQ(placement_check_capable(p.get(), 8, 4000, 0, "mix", &err), -1);
     EXPECT_EQ(std::string(err.text), "No host is capable of running task mix (it requests 8 "
-                                     "CPUs, 4000 MB of memory, 0 GPUs" + offers);
+                                     "CPUs, 4000 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 8, 1000, 0, "a", &err), 0);
     EXPECT_EQ(placement_check_capable(p.get(), 4, 4000, 1, "b", &err), 0);
     // capability ignores what is committed now

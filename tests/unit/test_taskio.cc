@@ -133,7 +133,9 @@ TEST_F(TaskioTest, CheckCaptureDirNamesTmpdir)
                                          ": No such file or directory (the tasks' output is "
                                          "captured there; set TMPDIR to a writable directory)");
     std::string file = dir_ + "/plain";
-    { std::ofstream(file) << "x"; }
+    {
+        std::ofstream(file) << "x";
+    }
     setenv("TMPDIR", file.c_str(), 1);
     EXPECT_EQ(taskio_check_capture_dir(&err), -1);
     EXPECT_EQ(std::string(err.text).rfind("TMPDIR=" + file + ": Not a directory", 0), 0u)
