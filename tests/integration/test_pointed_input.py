@@ -104,7 +104,7 @@ class PointedInput(pmcrun.TestCase):
                              False, time.time())
 
     def test_closed_standard_descriptors(self):
-        combos = [c for c in ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))]
+        combos = ((0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2))
         for closed in combos:
             with self.subTest(closed=closed):
                 sub = self.path("closed" + "".join(map(str, closed)))
@@ -260,7 +260,7 @@ class PointedInput(pmcrun.TestCase):
 
     def test_past_batch_end_logged(self):
         dag = self.write("w.dag", "TASK a /bin/touch %s\n" % self.path("ran.a"))
-        for end, ago in ((int(time.time()) - 100, None), (1, None)):
+        for end in (int(time.time()) - 100, 1):
             with self.subTest(end=end):
                 if os.path.exists(self.path("ran.a")):
                     os.unlink(self.path("ran.a"))
