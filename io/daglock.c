@@ -5,8 +5,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "io/dagfile.h"
+
 int daglock_acquire(const char *path, struct pmc_error *err)
 {
+    if (dagfile_check_regular(path, err) < 0)
+        return -1; /* never opened for writing: a FIFO's open would wait */
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         if (errno == EACCES || errno == EROFS || errno == EPERM)

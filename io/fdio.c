@@ -9,6 +9,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int fdio_standard_fds(void)
+{
+    int opened = 0;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        /* every lower descriptor is valid now: open() gives fd itself */
+        int nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (nfd < 0)
+            return -1;
+        if (nfd != fd) { /* cannot happen (see above); keep the promise anyway */
+            int rc = dup2(nfd, fd);
+            int e = errno;
+            close(nfd);
+            if (rc < 0) {
+                errno = e;
+                return -1;
+            }
+        }
+        opened |= 1 << fd;
+    }
+    return opened;
+}
+
 /* The one write-all loop: write(2) at the file position when off is NULL,
  * else pwrite(2) at *off, advancing it. */
 static int fdio__write_loop(int fd, const void *p, size_t n, off_t *off)

@@ -25,6 +25,19 @@ static inline bool fdio_same_file(const struct stat *a, const struct stat *b)
     return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Make descriptors 0, 1 and 2 valid, as daemons do: each one that is
+ * closed (EBADF) is opened on /dev/null (0 for reading, 1 and 2 for
+ * writing), so that no file opened later (the DAG's lock, a log, MPI's own
+ * files) takes the number of stdout or stderr and gets their writes: run
+ * with stdout closed (`<&- >&-`, cron, some launchers) the DAG file was
+ * overwritten with task output.  Call it first thing in main(), before
+ * anything opens a file.  A closed stdout on /dev/null sends task output
+ * nowhere, which is what closing it asked for.  Returns a bit mask of the
+ * descriptors it opened (bit k: descriptor k), or -1 with errno when
+ * /dev/null cannot be opened (the caller must not go on: a file it opens
+ * could become stdout).  Not thread-safe: call it before any thread. */
+int fdio_standard_fds(void);
+
 /* Write all of p[0, n) (bytes) to fd at its current position, retrying
  * partial writes and EINTR.  Returns 0, or the errno of the failure, which
  * is also left in errno (EIO when write(2) returns 0, so a broken

@@ -10,7 +10,8 @@
 // zeroed struct.
 // fdio: fdio_write_all writes everything and a failure returns and sets the
 // errno; fdio_pwrite_all writes at the offset, advances it and leaves the
-// file position alone.
+// file position alone; fdio_standard_fds opens /dev/null on each closed
+// standard descriptor (every combination of 0, 1 and 2, in a child).
 //
 // Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
@@ -22,6 +23,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/fdio.h"
@@ -176,6 +178,59 @@ TEST_F(MapfileTest, LoadClosesItsDescriptor)
     ASSERT_EQ(mapfile_load(&mf, p.c_str(), nullptr), 0);
     EXPECT_EQ(open_fds(), before);
     mapfile_release(&mf);
+}
+
+// In a child, close the standard descriptors of mask (bit k: descriptor
+// k), call fdio_standard_fds() and exit 0 when it returned mask, each
+// descriptor it opened is /dev/null open for the right direction, the
+// others are what they were, and the next open() gets 3 or more; else
+// exit with the number of the check that failed.
+int standard_fds_child(int mask)
+{
+    struct stat null_st;
+    if (stat("/dev/null", &null_st) < 0)
+        return 10;
+    struct stat before[3];
+    for (int fd = 0; fd < 3; fd++)
+        if (fstat(fd, &before[fd]) < 0 && !(mask & (1 << fd)))
+            return 11;
+    for (int fd = 0; fd < 3; fd++)
+        if (mask & (1 << fd))
+            close(fd);
+    if (fdio_standard_fds() != mask)
+        return 1;
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return 2;
+        bool is_null = S_ISCHR(st.st_mode) && st.st_rdev == null_st.st_rdev;
+        if ((mask & (1 << fd)) && !is_null)
+            return 3;
+        if (!(mask & (1 << fd)) && !fdio_same_file(&st, &before[fd]))
+            return 4;
+        int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+        if ((mask & (1 << fd)) && acc != (fd == 0 ? O_RDONLY : O_WRONLY))
+            return 5;
+    }
+    int next = open("/dev/null", O_RDONLY);
+    if (next < 3)
+        return 6;
+    return fdio_standard_fds() == 0 ? 0 : 7; /* nothing left to open */
+}
+
+TEST(FdioStandardFds, OpensDevNullOnEachClosedOne)
+{
+    for (int mask = 0; mask < 8; mask++) {
+        fflush(nullptr);
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0)
+            _exit(standard_fds_child(mask));
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(WEXITSTATUS(status), 0) << "closed mask " << mask;
+    }
 }
 
 TEST_F(MapfileTest, WriteAllWritesEverythingAndReportsErrno)
