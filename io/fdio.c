@@ -46,6 +46,19 @@ bool fdio_not_regular(const char *path)
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
+bool fdio_still_at(int fd, const char *path)
+{
+    struct stat open_st, path_st;
+    if (fstat(fd, &open_st) < 0)
+        return false;
+    if (stat(path, &path_st) < 0)
+        return false; /* ENOENT: nothing there */
+    if (open_st.st_nlink > 0 && fdio_same_file(&open_st, &path_st))
+        return true;
+    errno = EEXIST; /* path names another file: ours was replaced */
+    return false;
+}
+
 /* PATH.tmp into tmp; -1 with err when it does not fit. */
 static int tmp_path(char tmp[PATH_MAX], const char *path, struct pmc_error *err)
 {
