@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -57,6 +58,12 @@ bool fdio_still_at(int fd, const char *path)
         return true;
     errno = EEXIST; /* path names another file: ours was replaced */
     return false;
+}
+
+bool fdio_reader_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
 /* PATH.tmp into tmp; -1 with err when it does not fit. */

@@ -52,6 +52,12 @@ bool fdio_not_regular(const char *path);
  * changes nothing. */
 bool fdio_still_at(int fd, const char *path);
 
+/* Is fd the writing end of a pipe (or FIFO) whose readers are all gone
+ * (poll(2) reports POLLERR: `cmd | head -1` once head has exited)?  What
+ * is written there now fails with EPIPE.  False for files, terminals and
+ * pipes still read; one poll(), no wait, nothing written. */
+bool fdio_reader_gone(int fd);
+
 /* Before a run: could a file be written at PATH.tmp and renamed over path
  * (the atomic-replace pattern of the rescue log and the JSON files)?  Not
  * when path is a directory or not a regular file (fdio_not_regular()).

@@ -13,7 +13,9 @@
 // file position alone; fdio_still_at is true while the open file is the
 // one at its path, and false with ENOENT once it is deleted or renamed
 // away, EEXIST once another file is renamed over it or a new one made
-// there, and EBADF for a closed descriptor.
+// there, and EBADF for a closed descriptor; fdio_reader_gone is true for
+// a pipe's writing end once its reader is closed, false while it is open
+// and for a file.
 //
 // Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
@@ -253,6 +255,23 @@ TEST_F(MapfileTest, StillAtTellsDeletedAndReplacedFiles)
     errno = 0;
     EXPECT_FALSE(fdio_still_at(fd, other.c_str())) << "a closed descriptor";
     EXPECT_EQ(errno, EBADF);
+}
+
+TEST_F(MapfileTest, ReaderGoneOnlyForAPipeWithoutReader)
+{
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "the reader is there";
+    ASSERT_EQ(write(p[1], "x", 1), 1);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "unread data is no error";
+    close(p[0]);
+    EXPECT_TRUE(fdio_reader_gone(p[1]));
+    close(p[1]);
+    std::string f = file("plain", "");
+    int fd = open(f.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_FALSE(fdio_reader_gone(fd));
+    close(fd);
 }
 
 } // namespace
