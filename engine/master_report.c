@@ -233,11 +233,11 @@ static int master_close_outputs(struct master *m)
     int rc = 0;
     const char *path[2] = {m->cfg.out_path, m->cfg.err_path};
     int *fd[2] = {&m->out_fd, &m->err_fd};
-    for (int k = 0; k < 2; k++) {
-        /* gone during the merge: what it wrote is not where the user looks */
+    for (int k = 0; k < 2; k++) /* before any close: -o and -e may share one descriptor */
         if (!m->output_gone[k] &&
             !master_output_kept(m, k, "the task output merged into it is lost"))
-            rc = -1;
+            rc = -1; /* gone during the merge: what it wrote is not where the user looks */
+    for (int k = 0; k < 2; k++) {
         if (*fd[k] > 2 && (k == 0 || *fd[1] != *fd[0]) && close(*fd[k]) < 0 && errno != EINTR) {
             log_error("Task output may be lost: closing %s failed: %s", path[k], strerror(errno));
             rc = -1;
