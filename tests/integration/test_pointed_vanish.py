@@ -122,7 +122,8 @@ class VanishTest(pmcrun.TestCase):
         rescue = pmcrun.parse_rescue(self.rescue)
         problems += rescue.problems
         if sorted(rescue.done_set) != names():
-            problems.append("the rescue log lists %s, expected every task" % sorted(rescue.done_set))
+            problems.append("the rescue log lists %s, expected every task"
+                            % sorted(rescue.done_set))
         self.check(problems, res)
         again = self.run_pmc(["--host-cpus", "2", "--no-progress", self.dag])
         if again.returncode != 0 or again.tasks:
