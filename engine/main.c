@@ -134,7 +134,7 @@ static void install_signal_handlers(void)
         signal(SIGHUP, SIG_IGN); /* as nohup left it, before UCX's handler */
     else
         sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
+    signal(SIGPIPE, SIG_IGN); /* also first thing in main(), with SIGXFSZ */
     spawn_note_signals();     /* the tasks get these three back as SIG_DFL */
 }
 
@@ -291,9 +291,13 @@ static int setup_options(struct options *o, int argc, char **argv, int rank)
         return -1;
     }
     if (o->help || o->version) {
-        if (rank == 0)
-            o->help ? fputs(options_usage(), stdout) : print_version();
-        return 1;
+        if (rank != 0)
+            return 1;
+        o->help ? fputs(options_usage(), stdout) : print_version();
+        if (fflush(stdout) == 0 && !ferror(stdout))
+            return 1;
+        fprintf(stderr, "pmc-hybrid: writing to stdout failed: %s\n", strerror(errno));
+        return -1; /* SIGPIPE is ignored: a closed pipe is said, not silent */
     }
     log_set_level(PMC_LOG_INFO + o->verbosity);
     return 0;
@@ -583,8 +587,11 @@ int main(int argc, char **argv)
     }
     /* before the transport starts (MPI's shared-memory set-up writes several
      * MB): a file over RLIMIT_FSIZE fails a write with EFBIG instead of
-     * killing us */
+     * killing us; and a log line to a closed pipe (`2>&1 | head -1`) fails
+     * with EPIPE instead of killing us silently before the handlers are
+     * in (install_signal_handlers() ignores it again after MPI's start) */
     signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
     main_start_mono = pmc_mono_s();
     struct pmc_error terr;
     int started = transport_init(&argc, &argv, &terr);

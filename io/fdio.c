@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,6 +69,25 @@ bool fdio_not_regular(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+bool fdio_still_at(int fd, const char *path)
+{
+    struct stat open_st, path_st;
+    if (fstat(fd, &open_st) < 0)
+        return false;
+    if (stat(path, &path_st) < 0)
+        return false; /* ENOENT: nothing there */
+    if (open_st.st_nlink > 0 && fdio_same_file(&open_st, &path_st))
+        return true;
+    errno = EEXIST; /* path names another file: ours was replaced */
+    return false;
+}
+
+bool fdio_reader_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
 /* PATH.tmp into tmp; -1 with err when it does not fit. */

@@ -54,6 +54,23 @@ int fdio_pwrite_all(int fd, const void *p, size_t n, off_t *off);
  * replaced by rename(2), which as root would swap /dev/null for a file. */
 bool fdio_not_regular(const char *path);
 
+/* Is the file open at fd still the one at path: linked (fstat's st_nlink
+ * > 0: not deleted) and named by path (stat(2) gives its device and
+ * inode)?  An output of the run that was deleted, renamed away, or had
+ * another file renamed over it while the run went is no longer where the
+ * user looks for it.  False then, with errno ENOENT when nothing is at path
+ * (a deleted or renamed-away file: a new one may be made there), EEXIST
+ * when another file is (replaced: it must be left alone), or the errno of
+ * a failed fstat(2) or stat(2) (EACCES, EBADF, ...).  Two system calls;
+ * changes nothing. */
+bool fdio_still_at(int fd, const char *path);
+
+/* Is fd the writing end of a pipe (or FIFO) whose readers are all gone
+ * (poll(2) reports POLLERR: `cmd | head -1` once head has exited)?  What
+ * is written there now fails with EPIPE.  False for files, terminals and
+ * pipes still read; one poll(), no wait, nothing written. */
+bool fdio_reader_gone(int fd);
+
 /* Before a run: could a file be written at PATH.tmp and renamed over path
  * (the atomic-replace pattern of the rescue log and the JSON files)?  Not
  * when path is a directory or not a regular file (fdio_not_regular()).

@@ -162,7 +162,9 @@ int taskio_file_close(struct taskio_file *f);
 
 /* Copy the whole file at src_path to dst_fd (a file, pipe or tty, written
  * at its current position) and unlink src_path.  A missing src_path is not
- * an error (returns 0: that rank ran no task).  -1 with err otherwise. */
+ * an error (returns 0: that rank ran no task); an empty one writes
+ * nothing to dst_fd (a pipe without reader gives no EPIPE for it).  -1
+ * with err otherwise. */
 int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err);
 
 #ifdef __cplusplus

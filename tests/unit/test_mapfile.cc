@@ -11,7 +11,13 @@
 // fdio: fdio_write_all writes everything and a failure returns and sets the
 // errno; fdio_pwrite_all writes at the offset, advances it and leaves the
 // file position alone; fdio_standard_fds opens /dev/null on each closed
-// standard descriptor (every combination of 0, 1 and 2, in a child).
+// standard descriptor (every combination of 0, 1 and 2, in a child);
+// fdio_still_at is true while the open file is the
+// one at its path, and false with ENOENT once it is deleted or renamed
+// away, EEXIST once another file is renamed over it or a new one made
+// there, and EBADF for a closed descriptor; fdio_reader_gone is true for
+// a pipe's writing end once its reader is closed, false while it is open
+// and for a file.
 //
 // Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
@@ -265,6 +271,63 @@ TEST_F(MapfileTest, PwriteAllWritesAtTheOffsetAndAdvancesIt)
     EXPECT_EQ(fdio_pwrite_all(fd, "x", 1, &off), EBADF);
     EXPECT_EQ(errno, EBADF);
     EXPECT_EQ(off, 9);
+}
+
+TEST_F(MapfileTest, StillAtTellsDeletedAndReplacedFiles)
+{
+    std::string p = file("out", "kept");
+    int fd = open(p.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(fdio_still_at(fd, p.c_str()));
+    std::string other = path("other");
+    ASSERT_EQ(link(p.c_str(), other.c_str()), 0);
+    EXPECT_TRUE(fdio_still_at(fd, p.c_str())) << "a second name changes nothing";
+    EXPECT_TRUE(fdio_still_at(fd, other.c_str())) << "and at its other name";
+
+    ASSERT_EQ(unlink(p.c_str()), 0); // deleted at path, still linked as other
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, p.c_str()));
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_TRUE(fdio_still_at(fd, other.c_str())) << "renamed away: found at its new name";
+
+    file("out", "new"); // a new file made at the path
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, p.c_str()));
+    EXPECT_EQ(errno, EEXIST);
+
+    ASSERT_EQ(rename(p.c_str(), other.c_str()), 0); // another file renamed over ours
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str())) << "unlinked: st_nlink is 0";
+    EXPECT_EQ(errno, EEXIST);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_nlink, 0u);
+    ASSERT_EQ(unlink(other.c_str()), 0);
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str()));
+    EXPECT_EQ(errno, ENOENT);
+    close(fd);
+
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str())) << "a closed descriptor";
+    EXPECT_EQ(errno, EBADF);
+}
+
+TEST_F(MapfileTest, ReaderGoneOnlyForAPipeWithoutReader)
+{
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "the reader is there";
+    ASSERT_EQ(write(p[1], "x", 1), 1);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "unread data is no error";
+    close(p[0]);
+    EXPECT_TRUE(fdio_reader_gone(p[1]));
+    close(p[1]);
+    std::string f = file("plain", "");
+    int fd = open(f.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_FALSE(fdio_reader_gone(fd));
+    close(fd);
 }
 
 } // namespace
