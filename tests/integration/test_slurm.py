@@ -15,7 +15,8 @@ has, so that the timed cases take as long everywhere.
     workloads (cycles, 67 tasks) to the end, one node agent per Slurm node
     (PMC_RANKS_ARE_HOSTS=1): MPICH's hydra started through srun, and
     `srun --mpi=pmi2`.  Exit 0, job COMPLETED 0:0, the records and the
-    rescue log as without Slurm, both nodes' agents ran tasks;
+    rescue log as without Slurm, both nodes' agents ran tasks, both
+    nodes' slurmd launched the job's step 0 (hydra's proxies or the ranks);
   * drain: --time=4 and the default --drain-margin 180: pmc-hybrid reads
     the job's end from the real squeue, starts no task after 60 s, ends the
     running ones, writes the rescue log and exits before Slurm's time limit
@@ -323,6 +324,10 @@ class Slurm(pmcrun.TestCase):
         if not re.search(end_source(job_id), res.stderr):
             problems.append("the job's end was read from neither squeue nor "
                             "SLURM_JOB_END_TIME")
+        for node in ("n1", "n2"):  # the ranks (hydra's proxies) started as a job step
+            log = pmcrun.read_text(os.path.join(self.cluster, "log", "slurmd.%s.log" % node))
+            if "launch task StepId=%s.0 " % job_id not in (log or ""):
+                problems.append("slurmd of node %s launched no step %s.0" % (node, job_id))
         problems += self.leftover_problems()
         self.check(problems, res, "job %s" % job_id)
 
