@@ -332,6 +332,7 @@ static int file_make(struct pathset *s, const char *path, const char *label, uns
     struct stat st;
     if (stat(path, &st) == 0) {
         f->exists = true;
+        f->special = !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
         f->dev = st.st_dev;
         f->ino = st.st_ino;
     }
@@ -365,7 +366,7 @@ int pathset_add(struct pathset *s, const char *path, const char *label, unsigned
         errno = ENOMEM;
         return pmc_errorf(err, "out of memory");
     }
-    const struct pathset_file *g = alias_of(s, &f);
+    const struct pathset_file *g = f.special ? NULL : alias_of(s, &f);
     if (g) {
         alias_error(&f, g, err);
         file_free(&f);
@@ -374,7 +375,7 @@ int pathset_add(struct pathset *s, const char *path, const char *label, unsigned
     s->files[s->n++] = f;
     uint32_t e = (uint32_t)s->n;
     const struct pathset_file *p = &s->files[e - 1];
-    for (uint32_t k = KEY_NAME; k <= KEY_BASE_REAL; k++)
+    for (uint32_t k = KEY_NAME; k <= KEY_BASE_REAL && !p->special; k++)
         if (k != KEY_INODE || p->exists) {
             slot_put(s->slots, s->nslots, key_hash(p, k), e, k);
             s->used++;
@@ -394,7 +395,7 @@ int pathset_check_name(struct pathset *s, const char *path, const char *label,
         errno = ENOMEM;
         return pmc_errorf(err, "out of memory");
     }
-    const struct pathset_file *g = alias_of(s, &f);
+    const struct pathset_file *g = f.special ? NULL : alias_of(s, &f);
     int rc = g ? alias_error(&f, g, err) : 0;
     file_free(&f);
     return rc;

@@ -11,7 +11,9 @@
  * (./x, d/../x, a symbolic link), the resolved name catches a file not
  * created yet (--status st.json beside -o ./st.json).  A path whose
  * directory does not exist is named by its directory as written, made
- * absolute (the run fails to create it anyway).
+ * absolute (the run fails to create it anyway).  A device, FIFO or socket
+ * (/dev/null, /dev/stdout) holds no content to lose: it may be named any
+ * number of times.
  *
  * Lookups are hash tables (resolved names, inodes, last components):
  * adding n paths costs O(n) time and memory plus one realpath(3) per
@@ -46,6 +48,7 @@ struct pathset_file {
     const char *resolved; /* absolute: the directory's realpath + "/" + last component */
     size_t dir_len;       /* resolved[0, dir_len) is the directory ("/" for the root) */
     bool exists;          /* dev and ino are valid */
+    bool special;         /* exists and is neither a regular file nor a directory */
     dev_t dev;
     ino_t ino;
     unsigned share; /* 0, or a tag: files of one tag may be one file */

@@ -8,11 +8,12 @@
 // relative target); a hard link; a file not created yet under two
 // spellings.  Not aliases: different files, one name in two directories,
 // two files of one share tag (-o and -e), while a third file of the same
-// name with tag 0 is one.  pathset_check_name(): accepts a last component
-// the set lacks (even for a hard link: the inode check is the caller's),
-// refuses another spelling of a file of the set, adds nothing.  Growth:
-// 10,000 files beside one another, then one alias of the first found.
-// Failures leave the set as it was.
+// name with tag 0 is one; a device named twice (/dev/null).
+// pathset_check_name(): accepts a last component the set lacks (even for a
+// hard link: the inode check is the caller's), refuses another spelling of
+// a file of the set, adds nothing.  Growth: 10,000 files beside one
+// another, then one alias of the first found.  pathset_resolve(): the
+// root, a trailing slash, a missing directory.
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -146,6 +147,15 @@ TEST_F(PathSetTest, OneShareTagMayBeOneFile)
     EXPECT_EQ(add("log", "--status", 0), -1);
     EXPECT_EQ(text(), "--status log and -o name the same file log");
     EXPECT_EQ(add("log", "--summary-json", 2), -1) << "another tag";
+}
+
+TEST_F(PathSetTest, DevicesMayBeNamedTwice)
+{
+    // no content to lose: -o /dev/null, --status /dev/null, a forward there
+    ASSERT_EQ(add("/dev/null", "-o"), 0) << text();
+    EXPECT_EQ(add("/dev/../dev/null", "--summary-json"), 0) << text();
+    EXPECT_EQ(pathset_check_name(set_, "/dev/null", "a forward", &err_), 0);
+    EXPECT_TRUE(pathset_at(set_, 0)->special);
 }
 
 TEST_F(PathSetTest, CheckNameByLastComponent)
