@@ -122,8 +122,14 @@ static int agent_slot_open_captures(struct agent *a, uint32_t i)
         s->out_fd = taskio_capture_open();
     if (s->err_fd < 0 && s->out_fd >= 0)
         s->err_fd = taskio_capture_open();
-    if (s->out_fd < 0 || s->err_fd < 0)
+    if (s->out_fd < 0 || s->err_fd < 0) {
+        char dir[4200];
+        int e = errno;
+        log_error("Rank %d: cannot make a task's capture file in %s: %s", a->cfg.rank,
+                  taskio_capture_dir_name(dir, sizeof dir), strerror(e));
+        errno = e;
         return -1;
+    }
     /* the watchdog saves them if this process dies (watchdog.h) */
     if (watchdog_lend(a->watchdog, i, s->out_fd, s->err_fd) < 0)
         log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank, i,

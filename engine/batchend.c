@@ -683,6 +683,22 @@ static int flux(const struct ctx *x)
     return rc;
 }
 
+/* The end found is before now: not used (batchend.h), out->ignored says
+ * why.  Returns 0. */
+static int ignore_past(struct batchend *out, double now)
+{
+    time_t end = (time_t)out->end_epoch;
+    struct tm tm;
+    char when[32] = "?";
+    if (gmtime_r(&end, &tm))
+        strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    snprintf(out->ignored, sizeof out->ignored, "%s: the job's end, %s, is %.0f s past",
+             out->source, when, now - out->end_epoch);
+    out->end_epoch = 0;
+    out->source[0] = '\0';
+    return 0;
+}
+
 int batchend_discover_timeout(double now_epoch, int timeout_ms, struct batchend *out,
                               struct pmc_error *err)
 {
@@ -695,6 +711,8 @@ int batchend_discover_timeout(double now_epoch, int timeout_ms, struct batchend 
             out->end_epoch = 0;
             out->source[0] = '\0';
         }
+        if (rc > 0 && out->end_epoch < now_epoch)
+            return ignore_past(out, now_epoch);
         if (rc != 0)
             return rc;
     }

@@ -75,20 +75,27 @@ extern "C" {
 #define BATCHEND_TIMEOUT_MS 5000 /* per command */
 
 struct batchend {
-    double end_epoch; /* seconds since the epoch; 0 when not found */
-    char source[96];  /* where end_epoch came from, for the log ("" if none) */
-    char note[512];   /* what was asked and said nothing ("squeue: exit
-                       * status 1; qstat: no answer within 5000 ms, killed"),
-                       * for a warning; "" if none */
+    double end_epoch;  /* seconds since the epoch; 0 when not found */
+    char source[96];   /* where end_epoch came from, for the log ("" if none) */
+    char note[512];    /* what was asked and said nothing ("squeue: exit
+                        * status 1; qstat: no answer within 5000 ms, killed"),
+                        * for the log (-v); "" if none */
+    char ignored[160]; /* an end found but already past, so not used:
+                        * "SLURM_JOB_END_TIME: the job's end, 2023-11-14
+                        * 22:13:10 UTC, is 10 s past", for a warning; "" if none */
 };
 
 /* Find the end of the batch allocation.  now_epoch: the current time in
  * seconds since the epoch (time(2) or CLOCK_REALTIME), from which relative
  * answers (seconds left) are counted.  Returns 1 with out->end_epoch and
- * out->source set (the end may already be past: the caller decides); 0
- * when not in a batch job or no source gave an end (out->end_epoch 0,
- * out->source ""); -1 when a value is malformed: err names the variable or
- * command and the value.  out->note is set in every case.  out is the
+ * out->source set (at or after now_epoch); 0 when not in a batch job or no
+ * source gave an end (out->end_epoch 0, out->source ""), or when the end
+ * found is already past (before now_epoch): a batch system that enforced
+ * it would have ended the job, so the value is stale (a job's variables
+ * copied into another environment, a limit extended since) and is ignored,
+ * with out->ignored naming its source and how long ago it was; -1 when a
+ * value is malformed: err names the variable or command and the value.
+ * out->note and out->ignored are set in every case.  out is the
  * caller's (every field written); err may be NULL.  Each command may take
  * up to BATCHEND_TIMEOUT_MS. */
 int batchend_discover(double now_epoch, struct batchend *out, struct pmc_error *err);

@@ -44,19 +44,66 @@ static bool has_id(const struct gpu_ids *g, const char *s, size_t len)
     return false;
 }
 
-/* Split an inherited visibility list ("0,2" or "GPU-uuid,...").  An id
- * given twice counts once (two tasks would share the GPU); "-1" and
- * "NoDevFiles" (Slurm's "no GPU") end the list, as CUDA stops at an
- * invalid index. */
-static int add_list(struct gpu_ids *g, const char *list)
+/* Is s[0, len) a negative integer ("-1", Slurm's "none", or any other: CUDA
+ * stops at an invalid index) or "NoDevFiles" (Slurm's "no GPU")?  Such a
+ * word ends the list. */
+static bool ends_list(const char *s, size_t len)
 {
+    if (len == 10 && memcmp(s, "NoDevFiles", 10) == 0)
+        return true;
+    return len >= 2 && s[0] == '-' && strspn(s + 1, "0123456789") >= len - 1;
+}
+
+/* Do the len - skip bytes of s after its first skip all belong to set (and
+ * is there at least one)? */
+static bool all_in(const char *s, size_t len, size_t skip, const char *set)
+{
+    if (len <= skip)
+        return false;
+    for (size_t i = skip; i < len; i++)
+        if (!strchr(set, s[i]) || s[i] == '\0')
+            return false;
+    return true;
+}
+
+/* Is s[0, len) a GPU id a visibility variable may hold: a device number
+ * ("2"; Level Zero's "0.1" device.sub-device too), a GPU UUID as CUDA and
+ * ROCm write it ("GPU-" and hexadecimal digits and dashes; a unique
+ * beginning of one is enough for CUDA), or a MIG instance ("MIG-<UUID>",
+ * or the older "MIG-GPU-<UUID>/GI/CI")? */
+static bool is_gpu_id(const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdefABCDEF-";
+    static const char mig[] = "0123456789abcdefABCDEF-GPU/";
+    if (all_in(s, len, 0, "0123456789."))
+        return s[0] != '.' && s[len - 1] != '.' && !memmem(s, len, "..", 2);
+    if (len > 4 && memcmp(s, "GPU-", 4) == 0)
+        return all_in(s, len, 4, hex);
+    if (len > 4 && memcmp(s, "MIG-", 4) == 0)
+        return all_in(s, len, 4, mig);
+    return false;
+}
+
+/* Split an inherited visibility list ("0,2" or "GPU-uuid,..."), read from
+ * variable var.  An id given twice counts once (two tasks would share the
+ * GPU); a negative number and "NoDevFiles" (Slurm's "no GPU") end the
+ * list, as CUDA stops at an invalid index; empty words are skipped.  0, -1
+ * with err for a word that is not a GPU id (is_gpu_id(): "garbage" was
+ * handed to a task as its GPU), -2 out of memory. */
+static int add_list(struct gpu_ids *g, const char *var, const char *list, struct pmc_error *err)
+{
+    const char *all = list;
     while (*list) {
         size_t len = strcspn(list, ",");
-        if ((len == 2 && memcmp(list, "-1", 2) == 0) ||
-            (len == 10 && memcmp(list, "NoDevFiles", 10) == 0))
+        if (ends_list(list, len))
             break;
+        if (len && !is_gpu_id(list, len))
+            return pmc_errorf(err,
+                              "%s='%.100s': '%.*s' is not a GPU (a device number, GPU-<UUID> or "
+                              "MIG-<UUID>; -1 or NoDevFiles for none)",
+                              var, all, (int)(len > 60 ? 60 : len), list);
         if (len && !has_id(g, list, len) && add_id(g, list, len) < 0)
-            return -1;
+            return -2;
         list += len + (list[len] == ',');
     }
     return 0;
@@ -329,7 +376,11 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     const char *var = NULL, *list = inherited_list(&var, &kind);
     int rc = 0;
     if (list)
-        rc = add_list(out, list);
+        rc = add_list(out, var, list, err);
+    if (rc == -1) {
+        gpus_free(out);
+        return -1;
+    }
     if (rc == 0 && override && list && out->n < count) {
         uint32_t n = out->n;
         gpus_free(out);

@@ -8,8 +8,13 @@
  *      ROCR_VISIBLE_DEVICES, else HIP_VISIBLE_DEVICES, else ZE_AFFINITY_MASK
  *      ("2,3" -> ids "2" and "3"); tasks then get a subset of those ids.
  *      Set but empty means no GPU (no detection); an id given twice counts
- *      once; "-1" or "NoDevFiles" (Slurm's "none") ends the list, as CUDA
- *      stops at an invalid index;
+ *      once; "-1" (any negative number) or "NoDevFiles" (Slurm's "none")
+ *      ends the list, as CUDA stops at an invalid index; empty words are
+ *      skipped.  Every other word must be a GPU id: a device number ("2",
+ *      Level Zero's "0.1"), "GPU-" and a UUID's hexadecimal digits and
+ *      dashes (CUDA's and ROCm's UUIDs, or a unique beginning of one), or
+ *      "MIG-" and a MIG instance's UUID ("MIG-GPU-<UUID>/GI/CI" too); any
+ *      other word ("garbage", "$$") is an error naming the variable;
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
  *      first of CUDA, ROCm SMI, Level Zero and NVML that sees a device,
@@ -74,8 +79,9 @@ struct gpu_ids {
 
 /* Find this host's GPUs; with override, exactly count of them (see above).
  * 0, or -1 with err: out of memory; "--host-gpus N: the inherited VAR lists
- * M GPUs (\"LIST\")" (a malformed visibility list is taken as it is: its
- * comma-separated words are the ids). */
+ * M GPUs (\"LIST\")"; "CUDA_VISIBLE_DEVICES='garbage,1': 'garbage' is not a
+ * GPU (a device number, GPU-<UUID> or MIG-<UUID>; -1 or NoDevFiles for
+ * none)" for a word of a visibility list that is not a GPU id (above). */
 int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err);
 
 /* "id,id,..." of the ids whose indices are idx[0..n) into buf (size bytes);

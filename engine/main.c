@@ -30,7 +30,9 @@
 #include "engine/topology.h"
 #include "engine/transport.h"
 #include "io/clock.h"
+#include "io/fdio.h"
 #include "io/log.h"
+#include "io/taskio.h"
 #include "sched/hosts.h"
 
 struct rank_info {
@@ -80,19 +82,36 @@ static void on_signal(int sig)
     errno = saved;
 }
 
-/* Was SIGHUP ignored when the process started (nohup)?  Read from the
- * executable's DT_PREINIT_ARRAY, which runs before any shared library's
- * constructor: UCX's (libucs) installs a SIGHUP handler of its own there,
- * whatever the disposition was. */
-static void read_hangup_disposition(int argc, char **argv, char **envp)
+static int standard_fds_errno; /* open_standard_fds() could not open /dev/null */
+
+/* Descriptors 0, 1 and 2 valid (fdio_standard_fds()) before anything opens a
+ * file: run with stdout closed, the DAG's lock took descriptor 1 and the
+ * tasks' output went into the DAG file.  main() reports a failure. */
+static void open_standard_fds(void)
 {
-    (void)argc, (void)argv, (void)envp;
+    if (fdio_standard_fds() < 0)
+        standard_fds_errno = errno;
+}
+
+/* Was SIGHUP ignored when the process started (nohup)? */
+static void read_hangup_disposition(void)
+{
     struct sigaction hup;
     hangup_ignored = sigaction(SIGHUP, NULL, &hup) == 0 && hup.sa_handler == SIG_IGN;
 }
+
+/* From the executable's DT_PREINIT_ARRAY, which runs before any shared
+ * library's constructor: UCX's (libucs) installs a SIGHUP handler of its
+ * own there, whatever the disposition was, and MPI's, UCX's or hwloc's may
+ * open a file (it must not become stdout). */
+static void at_preinit(int argc, char **argv, char **envp)
+{
+    (void)argc, (void)argv, (void)envp;
+    open_standard_fds();
+    read_hangup_disposition();
+}
 typedef void (*preinit_fn)(int argc, char **argv, char **envp);
-__attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_hangup =
-    read_hangup_disposition;
+__attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_first = at_preinit;
 
 /* Rank 0 asks the master to abort; other ranks ignore the batch system's
  * signals and wait for the master's ABORT (a dying rank would take the whole
@@ -115,7 +134,7 @@ static void install_signal_handlers(void)
         signal(SIGHUP, SIG_IGN); /* as nohup left it, before UCX's handler */
     else
         sigaction(SIGHUP, &sa, NULL);
-    signal(SIGPIPE, SIG_IGN); /* SIGXFSZ: ignored first thing in main() */
+    signal(SIGPIPE, SIG_IGN); /* also first thing in main(), with SIGXFSZ */
     spawn_note_signals();     /* the tasks get these three back as SIG_DFL */
 }
 
@@ -272,9 +291,13 @@ static int setup_options(struct options *o, int argc, char **argv, int rank)
         return -1;
     }
     if (o->help || o->version) {
-        if (rank == 0)
-            o->help ? fputs(options_usage(), stdout) : print_version();
-        return 1;
+        if (rank != 0)
+            return 1;
+        o->help ? fputs(options_usage(), stdout) : print_version();
+        if (fflush(stdout) == 0 && !ferror(stdout))
+            return 1;
+        fprintf(stderr, "pmc-hybrid: writing to stdout failed: %s\n", strerror(errno));
+        return -1; /* SIGPIPE is ignored: a closed pipe is said, not silent */
     }
     log_set_level(PMC_LOG_INFO + o->verbosity);
     return 0;
@@ -300,6 +323,11 @@ static int batch_stop(const struct options *o, double *stop_at, const char **rea
         fprintf(stderr, "pmc-hybrid: %s\n", err.text);
         return -1;
     }
+    if (be.ignored[0]) /* a past end: the run would stop before it began */
+        log_warn("Ignoring the batch job's end: %s (give --max-wall-time to stop in time)",
+                 be.ignored);
+    if (be.note[0])
+        log_debug("Batch job's end: %s", be.note);
     if (rc == 0)
         return 0;
     *stop_at = be.end_epoch - o->drain_margin;
@@ -358,6 +386,11 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .stop_reason = stop_reason};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
+        if (*mp && o->per_task_stdio &&
+            taskio_check_per_task_names(master_dag(*mp), o->dag_path, &err) < 0) {
+            master_destroy(*mp); /* before any output is opened: nothing changed */
+            *mp = NULL;
+        }
         if (!*mp) {
             fprintf(stderr, "pmc-hybrid: %s\n", err.text);
             ok = 0;
@@ -399,6 +432,13 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     uint32_t usable_cpus;
     host_resources(o, &ac.cpus, &ac.memory_mb, &usable_cpus);
     struct pmc_error err;
+    /* before any task: a TMPDIR that cannot hold the capture files failed
+     * every task with a message that did not name it */
+    if (!o->null_executor && taskio_check_capture_dir(&err) < 0) {
+        log_fatal("Rank %d: %s", ri->rank, err.text);
+        *failed = 1;
+        return NULL;
+    }
     if (gpus_discover(o->host_gpus_set, o->host_gpus, &ri->gpus, &err) < 0) {
         log_fatal("%s", err.text);
         *failed = 1;
@@ -535,10 +575,24 @@ static int check_plan(const struct rank_info *ri)
 
 int main(int argc, char **argv)
 {
+    /* first (again, where no preinit array ran): 0, 1 and 2 are valid, or
+     * the first file opened would become stdout or stderr */
+    if (!standard_fds_errno)
+        open_standard_fds();
+    if (standard_fds_errno) {
+        fprintf(stderr,
+                "pmc-hybrid: /dev/null: %s (stdin, stdout or stderr is closed and must "
+                "be opened on it)\n",
+                strerror(standard_fds_errno));
+        return 1;
+    }
     /* before the transport starts (MPI's shared-memory set-up writes several
      * MB): a file over RLIMIT_FSIZE fails a write with EFBIG instead of
-     * killing us */
+     * killing us; and a log line to a closed pipe (`2>&1 | head -1`) fails
+     * with EPIPE instead of killing us silently before the handlers are
+     * in (install_signal_handlers() ignores it again after MPI's start) */
     signal(SIGXFSZ, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
     main_start_mono = pmc_mono_s();
     struct pmc_error terr;
     int started = transport_init(&argc, &argv, &terr);

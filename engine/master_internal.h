@@ -135,6 +135,7 @@ struct master {
     uint32_t *seq;           /* submit sequence number per task (monitor only) */
     uint8_t *executed;       /* EXECUTE written for the current attempt (monitor only) */
     int out_fd, err_fd;      /* -o / -e (1 / 2 without), opened at start */
+    bool output_gone[2];     /* -o / -e was no longer at its path as the merge began */
     uint32_t next_seq;
     char *fwd_scratch; /* a task's forwards in wire form */
     size_t fwd_scratch_cap;

@@ -19,8 +19,33 @@
 
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
+/* -o (k 0) or -e (k 1) as the user named it, or NULL (our stdout or
+ * stderr). */
+static const char *master_output_path(const struct master *m, int k)
+{
+    return k ? m->cfg.err_path : m->cfg.out_path;
+}
+
+/* Is -o (k 0) or -e (k 1) still the file at the path the user gave
+ * (fdio_still_at())?  True without one.  When not (deleted, or another
+ * file renamed over it, during the run), logs "The -o file PATH was
+ * deleted or replaced during the run: " and then `then`, what it means
+ * for the output. */
+static bool master_output_kept(const struct master *m, int k, const char *then)
+{
+    const char *path = master_output_path(m, k);
+    int fd = k ? m->err_fd : m->out_fd;
+    if (!path || fd < 0 || fdio_still_at(fd, path))
+        return true;
+    log_error("The %s file %s was deleted or replaced during the run: %s", k ? "-e" : "-o", path,
+              then);
+    return false;
+}
+
 /* Merge one per-rank file (k: 0 stdout, 1 stderr) into -o / -e: 0, or -1
- * (logged; the file is kept). */
+ * (logged; the file is kept).  Not into an -o / -e that is no longer at its
+ * path (m->output_gone[k], master__finish()): the file is kept, for the
+ * next run to merge. */
 static int master_merge_one(struct master *m, int k, const char *path)
 {
     const char *to = k ? (m->cfg.err_path ? m->cfg.err_path : "stderr")
@@ -28,6 +53,8 @@ static int master_merge_one(struct master *m, int k, const char *path)
     int fd = k ? m->err_fd : m->out_fd;
     struct pmc_error e;
     struct stat dst, src;
+    if (m->output_gone[k])
+        return -1; /* said once by master_output_kept() */
     if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && fdio_same_file(&dst, &src))
         return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
     if (fd < 0 || taskio_merge(fd, path, &e) == 0)
@@ -134,7 +161,10 @@ static void master_print_stats(const struct master *m, double wall)
                  (unsigned long)m->st.recalls, (unsigned long)m->st.recalled);
 }
 
-static void master_print_summary(const struct master *m, bool failed, double wall)
+/* Print the [cluster-summary] record on stdout: 0, or -1 (logged) when it
+ * could not be written (a closed pipe: EPIPE, SIGPIPE being ignored; a
+ * full disk): output was lost, the run fails. */
+static int master_print_summary(const struct master *m, bool failed, double wall)
 {
     struct summary_record s = {.failed = failed,
                                .tasks = m->dag->ntasks,
@@ -155,8 +185,37 @@ static void master_print_summary(const struct master *m, bool failed, double wal
     if (n >= sizeof line)
         n = sizeof line - 1;
     fflush(stdout);
-    if (write(1, line, n) != (ssize_t)n)
-        log_error("Error writing cluster-summary: %s", strerror(errno));
+    if (fdio_write_all(1, line, n) == 0)
+        return 0;
+    log_error("Output lost: writing the [cluster-summary] record to stdout failed: %s",
+              strerror(errno));
+    return -1;
+}
+
+/* Before the verdict: is stdout, where the [cluster-summary] record (and,
+ * without -o, the task output) goes, a pipe whose reader is gone
+ * (`pmc-hybrid wf.dag | head -1` once head has exited)?  Then that output
+ * is lost: false, logged. */
+static bool master_stdout_read(const struct master *m)
+{
+    if (!fdio_reader_gone(1))
+        return true;
+    log_error("Output lost: stdout is a pipe whose reader is gone: the [cluster-summary] "
+              "record%s cannot be written",
+              m->cfg.out_path ? "" : " and task output merged there");
+    return false;
+}
+
+/* The rescue log at the end (after its last flush, rescue_writer_path()):
+ * true when the file at its path is the log and always was; false
+ * (logged as found) when it was deleted or replaced during the run, even
+ * if it was written again since: the run fails.  *lost: the file at the
+ * path is not the log (replaced), and must be left alone. */
+static bool master_rescue_kept(const struct master *m, bool *lost)
+{
+    enum rescue_path where = m->rescue ? rescue_writer_path(m->rescue) : RESCUE_PATH_KEPT;
+    *lost = where == RESCUE_PATH_LOST;
+    return where == RESCUE_PATH_KEPT;
 }
 
 static bool master_workflow_ok(const struct master *m)
@@ -166,12 +225,18 @@ static bool master_workflow_ok(const struct master *m)
 
 /* Close -o and -e (not the inherited stdout and stderr) once the merge is
  * done: a network file system reports a failed write-back at the close.
- * -1 (logged) when one failed: the merged output may be cut short. */
+ * -1 (logged) when one failed, or when one was deleted or replaced during
+ * the merge (master_output_kept()): the merged output may be cut short or
+ * is not at its path. */
 static int master_close_outputs(struct master *m)
 {
     int rc = 0;
     const char *path[2] = {m->cfg.out_path, m->cfg.err_path};
     int *fd[2] = {&m->out_fd, &m->err_fd};
+    for (int k = 0; k < 2; k++) /* before any close: -o and -e may share one descriptor */
+        if (!m->output_gone[k] &&
+            !master_output_kept(m, k, "the task output merged into it is lost"))
+            rc = -1; /* gone during the merge: what it wrote is not where the user looks */
     for (int k = 0; k < 2; k++) {
         if (*fd[k] > 2 && (k == 0 || *fd[1] != *fd[0]) && close(*fd[k]) < 0 && errno != EINTR) {
             log_error("Task output may be lost: closing %s failed: %s", path[k], strerror(errno));
@@ -211,7 +276,7 @@ static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool f
  * output.  The run fails anyway; this only logs.  Tasks done in earlier
  * runs keep their records (a rank file they left, merged now, is not
  * told apart). */
-static void master_take_back_lost(struct master *m, bool all, bool forwards)
+static void master_take_back_lost(struct master *m, bool all, bool forwards, bool rescue_lost)
 {
     const struct dag *d = m->dag;
     if (!m->ran_on)
@@ -225,6 +290,12 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards)
         }
     if (n == 0)
         return;
+    if (rescue_lost) { /* the file at its path is another one: never replaced */
+        log_error("Task output lost: %u tasks (%s%s) are not taken out of the rescue log, which "
+                  "is not at %s",
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+        return;
+    }
     struct pmc_error err;
     uint8_t *keep = malloc(d->ntasks);
     for (uint32_t t = 0; keep && t < d->ntasks; t++)
@@ -243,9 +314,11 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards)
 
 int master__finish(struct master *m)
 {
+    bool rescue_lost = false, rescue_kept = true;
     if (m->rescue) { /* the writer's CPU, its work done, before it ends */
         struct rescue_writer_stats st;
         (void)rescue_writer_flush(m->rescue); /* a failure stays: close() reports it */
+        rescue_kept = master_rescue_kept(m, &rescue_lost);
         rescue_writer_get_stats(m->rescue, &st);
         m->rescue_cpu_ns = st.cpu_ns;
         log_debug("Rescue log %s: %llu writes, %llu fdatasync calls", m->rescue_path,
@@ -257,11 +330,17 @@ int master__finish(struct master *m)
     }
     m->rescue = NULL;
     double wall = pmc_mono_s() - m->start_mono;
+    for (int k = 0; k < 2; k++) /* gone before the merge: the ranks' files keep the output */
+        m->output_gone[k] = !master_output_kept(
+            m, k,
+            "the task output is not merged into it; the ranks' files keep it for the next run");
     bool merged = master_merge_stdio(m) == 0;
     bool closed = master_close_outputs(m) == 0;
     bool forwarded = master_close_forwards(m) == 0;
-    master_take_back_lost(m, !closed, !forwarded);
-    bool ok = master_workflow_ok(m) && merged && closed && forwarded && !monitor_failed(m->monitor);
+    master_take_back_lost(m, !closed, !forwarded, rescue_lost);
+    bool read = master_stdout_read(m);
+    bool ok = master_workflow_ok(m) && merged && closed && forwarded && rescue_kept && read &&
+              !monitor_failed(m->monitor);
     monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
     if (monitor_close(m->monitor) < 0)
         ok = false; /* its last lines were lost */
@@ -273,7 +352,8 @@ int master__finish(struct master *m)
     if (m->max_failures_hit)
         log_error("Max failures reached: DAG prematurely aborted");
     master_print_stats(m, wall);
-    master_print_summary(m, !ok, wall);
+    if (master_print_summary(m, !ok, wall) < 0)
+        ok = false; /* the verdict above said ok: the record itself was lost */
     if (ok)
         log_info("Workflow succeeded");
     else

@@ -190,6 +190,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t *out)
 #define HOST_CPUS_MAX 65536u
 #define HOST_CPUS_EXPECTED "must be a whole number up to 65536 (0: detect)"
 #define HOST_GPUS_EXPECTED "must be a whole number up to 1024 (0: none)"
+#define HOST_MEMORY_EXPECTED "must be a whole number of MB up to 18446744073709551615 (0: detect)"
 _Static_assert(GPUS_MAX == 1024, "HOST_GPUS_EXPECTED names GPUS_MAX");
 _Static_assert(DAG_MAX_TRIES == 65535, "the -t/--tries message names DAG_MAX_TRIES");
 
@@ -219,7 +220,7 @@ static int options_from_env(struct options *o, struct pmc_error *err)
     if ((v = getenv("PMC_HOST_SCRIPT")) && *v)
         o->host_script = v;
     if ((v = getenv("PMC_HOST_MEMORY")) && *v && parse_u64(v, 0, &o->host_memory) < 0)
-        return bad_value(err, "PMC_HOST_MEMORY", v, "must be a whole number of MB (0: detect)");
+        return bad_value(err, "PMC_HOST_MEMORY", v, HOST_MEMORY_EXPECTED);
     if ((v = getenv("PMC_HOST_CPUS")) && *v &&
         parse_u32_range(v, 0, HOST_CPUS_MAX, &o->host_cpus) < 0)
         return bad_value(err, "PMC_HOST_CPUS", v, HOST_CPUS_EXPECTED);
@@ -351,7 +352,8 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
         return 0;
     case 'm':
         return parse_u32(v, 0, &o->max_failures) < 0
-                   ? bad_value(err, "-m/--max-failures", v, "must be a whole number >= 0")
+                   ? bad_value(err, "-m/--max-failures", v,
+                               "must be a whole number from 0 to 4294967295")
                    : 0;
     case 't':
         return parse_u32_range(v, 1, DAG_MAX_TRIES, &o->tries) < 0
@@ -363,7 +365,7 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    : 0;
     case OPT_HOST_MEMORY:
         return parse_u64(v, 0, &o->host_memory) < 0
-                   ? bad_value(err, "--host-memory", v, "must be a whole number of MB (0: detect)")
+                   ? bad_value(err, "--host-memory", v, HOST_MEMORY_EXPECTED)
                    : 0;
     case OPT_MAX_WALL_TIME:
         return parse_nonneg(v, &o->max_wall_time) < 0
@@ -396,7 +398,7 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
                    : 0;
     case OPT_MAXFDS:
         return parse_u32(v, 1, &o->maxfds) < 0
-                   ? bad_value(err, "--maxfds", v, "must be a whole number >= 1")
+                   ? bad_value(err, "--maxfds", v, "must be a whole number from 1 to 4294967295")
                    : 0;
     }
     return pmc_errorf(err, "unknown option");

@@ -39,8 +39,8 @@
  * parse (docs/performance-history.md section 29).  Option values that are plain
  * digits skip strtod/strtoll.
  *
- * Files are loaded with mapfile_load() (mapped, or read into one buffer when
- * they are not regular files); pages of a mapping already parsed are given
+ * Files are loaded with mapfile_load_fd() (mapped; only regular files are
+ * taken, dagfile_check_regular()); pages of a mapping already parsed are given
  * back with MADV_DONTNEED every 4 MB so that a large DAG file does not stay
  * resident next to the DAG built from it.
  *
@@ -65,7 +65,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -420,16 +422,19 @@ struct task_option {
     const char *expects;
 };
 
+/* Each "expects" states the whole range, upper limits included: "> 0" for
+ * -c 99999999999 read as if the value were too small. */
 static const struct task_option task_options[] = {
-    {'m', "request-memory", opt_memory, "a number of MB >= 0"},
-    {'c', "request-cpus", opt_cpus, "a number of CPUs > 0"},
+    {'m', "request-memory", opt_memory, "a number of MB from 0 to 4294967295"},
+    {'c', "request-cpus", opt_cpus, "a number of CPUs > 0, at most 4294967295"},
     {'t', "tries", opt_tries, "an integer from 1 to 65535"},
-    {'p', "priority", opt_priority, "an integer"},
+    {'p', "priority", opt_priority, "an integer from -2147483648 to 2147483647"},
     {'f', "pipe-forward", opt_pipe, "VAR=FILE, each VAR once, at most 64 a task"},
     {'F', "file-forward", opt_file, "SRC=DEST, each SRC once"},
-    {'g', "request-gpus", opt_gpus, "a whole number of GPUs >= 0"},
-    {0, "time-limit", opt_time_limit, "a number of seconds > 0"},
+    {'g', "request-gpus", opt_gpus, "a whole number of GPUs from 0 to 65536"},
+    {0, "time-limit", opt_time_limit, "a number of seconds > 0, at most 4294967.295 (49.7 days)"},
 };
+_Static_assert(DAG_MAX_TRIES == 65535, "the -t/--tries message names DAG_MAX_TRIES");
 
 /* "-c/--request-cpus", or "--time-limit" for an option without a letter. */
 static const char *option_name(const struct task_option *o, char *buf, size_t n)
@@ -824,6 +829,9 @@ static int parse_lines(struct parser *p, const char *buf, size_t len, struct sca
             return 0;
         p->cur = &ring[done++ % DAGFILE__RING];
         p->line++;
+        if ((size_t)(p->cur->eol - p->cur->s) > DAGFILE_MAX_LINE)
+            return syntax(p, "line of %zu bytes, longer than the limit of %zu bytes (1 MiB)",
+                          (size_t)(p->cur->eol - p->cur->s), DAGFILE_MAX_LINE);
         if (parse_line(p, p->cur->s, p->cur->eol))
             return -1;
         drop_parsed(p, p->cur->next);
@@ -905,10 +913,58 @@ struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, str
     return parse_buffer(buf, len, filename, err, false);
 }
 
+/* What a file of mode m is, when it is not a regular file. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISFIFO(m)   ? "a pipe or FIFO"
+           : S_ISCHR(m)  ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISSOCK(m) ? "a socket"
+                         : "a special file";
+}
+
+/* The one message for a DAG that is not a regular file; errno EINVAL
+ * ("PATH: Is a directory", EISDIR, for a directory). */
+static int not_regular(const char *path, mode_t m, struct pmc_error *err)
+{
+    errno = S_ISDIR(m) ? EISDIR : EINVAL;
+    if (S_ISDIR(m))
+        return pmc_errorf(err, "%s: %m", path);
+    return pmc_errorf(err,
+                      "%s: %s, not a regular file: write the DAG to a file first (a run "
+                      "locks it, keeps its rescue log next to it and reads it again to restart)",
+                      path, file_kind(m));
+}
+
+int dagfile_check_regular(const char *path, struct pmc_error *err)
+{
+    struct stat st;
+    if (stat(path, &st) < 0 || S_ISREG(st.st_mode))
+        return 0;
+    return not_regular(path, st.st_mode, err);
+}
+
 struct dag *dagfile_load(const char *path, struct pmc_error *err)
 {
+    /* O_NONBLOCK: a FIFO with no writer is refused below, not waited for */
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) {
+        pmc_errorf(err, "%s: %m", path);
+        return NULL;
+    }
+    struct stat st;
     struct mapfile mf;
-    if (mapfile_load(&mf, path, err) < 0)
+    int rc = fstat(fd, &st);
+    if (rc < 0)
+        pmc_errorf(err, "%s: %m", path);
+    else if (!S_ISREG(st.st_mode))
+        rc = not_regular(path, st.st_mode, err);
+    else
+        rc = mapfile_load_fd(&mf, fd, path, err);
+    int e = errno;
+    close(fd);
+    errno = e;
+    if (rc < 0)
         return NULL;
     struct dag *dag = parse_buffer(mf.data, mf.size, path, err, mf.mapped);
     mapfile_release(&mf); /* keeps errno */

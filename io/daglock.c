@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/dagfile.h"
+
 int daglock_hold(int fd)
 {
     struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
@@ -29,6 +31,8 @@ static int lock_open_file(int fd, const char *path, const char *what, struct pmc
 
 int daglock_acquire(const char *path, struct pmc_error *err)
 {
+    if (dagfile_check_regular(path, err) < 0)
+        return -1; /* never opened for writing: a FIFO's open would wait */
     int fd = open(path, O_RDWR | O_CLOEXEC);
     if (fd < 0) {
         if (errno == EACCES || errno == EROFS || errno == EPERM)

@@ -24,7 +24,9 @@ extern "C" {
 /* Lock path.  Returns the descriptor holding the lock (close it to unlock),
  * -2 when the file could not be opened for writing (no lock; not an error:
  * the caller warns), or -1 with err "PATH is locked by another pmc-hybrid
- * run (-n skips the lock)" or "PATH: <strerror>". */
+ * run (-n skips the lock)", "PATH: <strerror>", or, for a path that is
+ * not a regular file (a pipe, a FIFO, a device), dagfile_check_regular()'s
+ * message; such a path is not opened. */
 int daglock_acquire(const char *path, struct pmc_error *err);
 
 /* The same lock on a file the run writes and replaces (the rescue log,

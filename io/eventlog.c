@@ -156,11 +156,21 @@ static int lb_printf(struct linebuf *lb, struct pmc_error *err, const char *fmt,
     return rc;
 }
 
-/* Flush, close, free; the first error wins. */
+/* Flush, close, free; the first error wins.  A log no longer at its path
+ * (deleted, or another file renamed over it, while the run went:
+ * fdio_still_at()) is an error too: its lines are not where they are
+ * looked for. */
 static int lb_close(struct linebuf *lb, struct pmc_error *err)
 {
     if (!lb->failed)
         lb_flush(lb, NULL);
+    if (!lb->failed && !fdio_still_at(lb->fd, lb->path)) {
+        pmc_errorf(&lb->error,
+                   "%s was deleted or replaced during the run: its lines since then "
+                   "are lost",
+                   lb->path);
+        lb->failed = true;
+    }
     if (close(lb->fd) < 0 && errno != EINTR)
         lb_fail(lb, errno, NULL);
     int rc = lb->failed ? pmc_errorf(err, "%s", lb->error.text) : 0;

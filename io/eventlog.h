@@ -107,7 +107,10 @@ int jobstate_log_event_at(struct jobstate_log *jl, enum wf_event ev, const char 
 int jobstate_log_flush(struct jobstate_log *jl, struct pmc_error *err);
 
 /* Flush, close and free (also after an error).  0, or -1 with err if the
- * log had failed or the final flush or close(2) fails. */
+ * log had failed, the final flush or close(2) fails, or the file is no
+ * longer at path (deleted, or another file renamed over it, during the
+ * run: "PATH was deleted or replaced during the run: its lines since then
+ * are lost").  The same for the three logs' *_close(). */
 int jobstate_log_close(struct jobstate_log *jl, struct pmc_error *err);
 
 /* ---- DAGFILE.dagman.out -------------------------------------------------- */

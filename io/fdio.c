@@ -4,10 +4,35 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+int fdio_standard_fds(void)
+{
+    int opened = 0;
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        /* every lower descriptor is valid now: open() gives fd itself */
+        int nfd = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (nfd < 0)
+            return -1;
+        if (nfd != fd) { /* cannot happen (see above); keep the promise anyway */
+            int rc = dup2(nfd, fd);
+            int e = errno;
+            close(nfd);
+            if (rc < 0) {
+                errno = e;
+                return -1;
+            }
+        }
+        opened |= 1 << fd;
+    }
+    return opened;
+}
 
 /* The one write-all loop: write(2) at the file position when off is NULL,
  * else pwrite(2) at *off, advancing it. */
@@ -44,6 +69,25 @@ bool fdio_not_regular(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
+}
+
+bool fdio_still_at(int fd, const char *path)
+{
+    struct stat open_st, path_st;
+    if (fstat(fd, &open_st) < 0)
+        return false;
+    if (stat(path, &path_st) < 0)
+        return false; /* ENOENT: nothing there */
+    if (open_st.st_nlink > 0 && fdio_same_file(&open_st, &path_st))
+        return true;
+    errno = EEXIST; /* path names another file: ours was replaced */
+    return false;
+}
+
+bool fdio_reader_gone(int fd)
+{
+    struct pollfd p = {.fd = fd, .events = POLLOUT};
+    return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
 /* PATH.tmp into tmp; -1 with err when it does not fit. */

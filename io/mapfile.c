@@ -91,20 +91,28 @@ static int mapfile__error(const char *path, struct pmc_error *err)
     return pmc_errorf(err, "%s: %s", path, strerror_r(errno, eb, sizeof eb)); /* GNU: reentrant */
 }
 
+int mapfile_load_fd(struct mapfile *mf, int fd, const char *path, struct pmc_error *err)
+{
+    memset(mf, 0, sizeof *mf);
+    if (mapfile__load_fd(fd, mf) == 0)
+        return 0;
+    int e = errno;
+    memset(mf, 0, sizeof *mf);
+    errno = e;
+    return mapfile__error(path, err);
+}
+
 int mapfile_load(struct mapfile *mf, const char *path, struct pmc_error *err)
 {
     memset(mf, 0, sizeof *mf);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return mapfile__error(path, err);
-    int rc = mapfile__load_fd(fd, mf);
+    int rc = mapfile_load_fd(mf, fd, path, err);
     int e = errno;
     close(fd);
-    if (rc == 0)
-        return 0;
-    memset(mf, 0, sizeof *mf);
     errno = e;
-    return mapfile__error(path, err);
+    return rc;
 }
 
 void mapfile_release(struct mapfile *mf)

@@ -41,6 +41,10 @@ struct mapfile {
  * it).  Release with mapfile_release(). */
 int mapfile_load(struct mapfile *mf, const char *path, struct pmc_error *err);
 
+/* The same for a file the caller opened (fd, readable; path for messages
+ * only).  fd stays open: the caller closes it (a mapping outlives it). */
+int mapfile_load_fd(struct mapfile *mf, int fd, const char *path, struct pmc_error *err);
+
 /* Unmap or free what mapfile_load() gave and zero *mf.  errno is kept.  A
  * zeroed struct (a failed load, or one released already) is a no-op. */
 void mapfile_release(struct mapfile *mf);

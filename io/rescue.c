@@ -300,10 +300,13 @@ struct rescue_writer {
     pthread_cond_t writer_cv;
     pthread_cond_t producer_cv;
 
-    /* Owned by whoever writes the file: open(), then the writer thread. */
+    /* Owned by whoever writes the file: open(), then the writer thread
+     * (and a flush while it idles: writer_check_path()). */
     char *buf;
     size_t bufcap;
+    uint8_t *done; /* dag->ntasks bytes: every task the log holds, to write it again */
     char errtext[512];
+    _Atomic int path_state; /* enum rescue_path; set by the owner, read by any thread */
 };
 
 /* a is at or after b, for free-running counters less than 2^31 apart */
@@ -351,9 +354,12 @@ static void writer_fail(struct rescue_writer *w, const char *what)
 static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t *len)
 {
     *len = 0;
-    for (uint32_t i = 0; i < n; i++)
-        if (buf_put(w, len, w->ring[(d + i) & RING_MASK]) < 0)
+    for (uint32_t i = 0; i < n; i++) {
+        dag_task_t t = w->ring[(d + i) & RING_MASK];
+        if (buf_put(w, len, t) < 0)
             return -1;
+        w->done[t] = 1;
+    }
     return 0;
 }
 
@@ -368,14 +374,19 @@ static void writer_write(struct rescue_writer *w, size_t len)
         atomic_fetch_add_explicit(&w->writes, 1, memory_order_relaxed);
 }
 
-/* Make everything written so far durable: one fdatasync(). */
+static void writer_check_path(struct rescue_writer *w);
+
+/* Make everything written so far durable: one fdatasync(); then see that
+ * the file is still the one at the log's path (writer_check_path()). */
 static void writer_sync(struct rescue_writer *w)
 {
     w->sync_ns = pmc_mono_ns();
-    if (datasync(w->fd) < 0)
+    if (datasync(w->fd) < 0) {
         writer_fail(w, "fdatasync");
-    else
-        atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
+        return;
+    }
+    atomic_fetch_add_explicit(&w->syncs, 1, memory_order_relaxed);
+    writer_check_path(w);
 }
 
 /* Wake the producer if it announced that it sleeps.  Called by the writer
@@ -640,7 +651,18 @@ int rescue_writer_flush(struct rescue_writer *w)
 {
     uint32_t target = atomic_load_explicit(&w->enq, memory_order_relaxed); /* own counter */
     producer_wait(w, &w->synced, target);
-    return rescue_writer_failed(w) ? -1 : 0;
+    /* everything queued is synced: the writer idles until the next append
+     * (ours), so the file is ours to check (the acquire of synced orders
+     * its last use of fd, buf and done before this) */
+    if (rescue_writer_failed(w))
+        return -1;
+    writer_check_path(w);
+    return 0;
+}
+
+enum rescue_path rescue_writer_path(const struct rescue_writer *w)
+{
+    return (enum rescue_path)atomic_load_explicit(&w->path_state, memory_order_acquire);
 }
 
 /* Ask the thread to stop once the ring is empty, and join it. */
@@ -662,6 +684,7 @@ static void writer_free(struct rescue_writer *w)
     }
     free(w->buf);
     free(w->ring);
+    free(w->done);
     free(w->path);
     free(w);
 }
@@ -757,9 +780,12 @@ static struct rescue_writer *writer_alloc(const char *path, const struct dag *da
     w->fd = -1;
     w->bufcap = BUF_INITIAL;
     w->buf = malloc(w->bufcap);
-    if (with_thread)
+    if (with_thread) {
         w->ring = malloc(RING_SIZE * sizeof *w->ring);
-    if ((with_thread && (!w->ring || sync_init(w) < 0)) || !w->buf || writer_paths(w, path) < 0) {
+        w->done = calloc(dag->ntasks ? dag->ntasks : 1, 1);
+    }
+    if ((with_thread && (!w->ring || !w->done || sync_init(w) < 0)) || !w->buf ||
+        writer_paths(w, path) < 0) {
         writer_free(w);
         errno = ENOMEM;
         return NULL;
@@ -890,6 +916,79 @@ static struct rescue_writer *writer_prepare(const char *path, const struct dag *
     return w;
 }
 
+/* The log's file was deleted (or renamed away) and nothing is at its path:
+ * write every task it holds (w->done) into a fresh PATH.tmp, synced, and
+ * link it at the path (link(2), not rename(2): a file someone put there
+ * meanwhile is never replaced); it becomes the log's file, the old
+ * descriptor is closed.  Owner of the file only.  The number of tasks
+ * written, or -1 with err (the old file stays the log's, PATH.tmp is
+ * removed). */
+static long writer_recreate(struct rescue_writer *w, struct pmc_error *err)
+{
+    char eb[128];
+    int old = w->fd;
+    if (rewrite(w, w->done, err) < 0) {
+        if (w->fd >= 0) {
+            unlink(w->tmp); /* created with O_EXCL: it is ours */
+            close(w->fd);
+        }
+        w->fd = old;
+        return -1;
+    }
+    int rc = link(w->tmp, w->path);
+    int e = errno;
+    unlink(w->tmp);
+    if (rc < 0) {
+        close(w->fd);
+        w->fd = old;
+        return pmc_errorf(err, "%s: cannot write it again: %s", w->path, errstr(e, eb, sizeof eb));
+    }
+    if (fsync_dir(w->dir) < 0)
+        log_warn("%s: cannot sync directory %s: %s", w->path, w->dir, errstr(errno, eb, sizeof eb));
+    close(old);
+    long n = 0;
+    for (dag_task_t t = 0; t < w->dag->ntasks; t++)
+        n += w->done[t];
+    return n;
+}
+
+/* Is the log's file still the one at its path (fdio_still_at())?  A file
+ * deleted or renamed away while the run goes is written again there
+ * (writer_recreate()): RESCUE_PATH_WRITTEN_AGAIN; one replaced (another
+ * file renamed over it), or one that cannot be written again, is left as it
+ * is: RESCUE_PATH_LOST, final (the records go on into the file we hold,
+ * which is no longer where the next run looks).  Each is logged once, as
+ * it is found.  Owner of the file only (the writer thread at each sync, a
+ * flush while it idles). */
+static void writer_check_path(struct rescue_writer *w)
+{
+    char eb[128];
+    if (atomic_load_explicit(&w->path_state, memory_order_relaxed) == RESCUE_PATH_LOST ||
+        fdio_still_at(w->fd, w->path))
+        return;
+    int e = errno;
+    struct pmc_error err;
+    long n = e == ENOENT ? writer_recreate(w, &err) : -1;
+    if (n >= 0) {
+        log_error("The rescue log %s was deleted during the run: it is written again there, with "
+                  "the %ld tasks done so far",
+                  w->path, n);
+        atomic_store_explicit(&w->path_state, RESCUE_PATH_WRITTEN_AGAIN, memory_order_release);
+        return;
+    }
+    char why[640] = "";
+    if (e == ENOENT)
+        snprintf(why, sizeof why, " (%s)", err.text);
+    else if (e == EEXIST)
+        snprintf(why, sizeof why, " (another file is there now, left as it is)");
+    else
+        snprintf(why, sizeof why, " (%s)", errstr(e, eb, sizeof eb));
+    log_error("The rescue log %s was deleted or replaced during the run: progress since then is "
+              "not recorded there%s",
+              w->path, why);
+    atomic_store_explicit(&w->path_state, RESCUE_PATH_LOST, memory_order_release);
+}
+
 int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
                    struct pmc_error *err)
 {
@@ -916,6 +1015,8 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
     struct rescue_writer *w = writer_prepare(path, dag, done, true, " at start", err);
     if (!w)
         return NULL;
+    if (dag->ntasks > 0)
+        memcpy(w->done, done, dag->ntasks); /* what the log holds: writer_recreate() */
     if (writer_start(w) < 0) {
         pmc_errorf(err, "%s: cannot start the writer thread: %s", path,
                    errstr(errno, eb, sizeof eb));

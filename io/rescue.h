@@ -35,6 +35,8 @@
  * two, docs/performance-history.md section 27).  The idle writer also wakes every
  * RESCUE_FLUSH_USEC, once a second (a safety net; the wake-up protocol does not need it, and
  * late_wakeups counts what it catches; at 50 ms it was 87 % of an idle 1-rank run's CPU).
+ * After each fdatasync, and at each flush, the writer checks that its file
+ * is still the one at the path (deleted or replaced: rescue_writer_path()).
  */
 #ifndef PMC_RESCUE_H
 #define PMC_RESCUE_H
@@ -158,9 +160,28 @@ struct rescue_writer_stats {
 void rescue_writer_get_stats(const struct rescue_writer *w, struct rescue_writer_stats *st);
 
 /* Wait until every record queued so far is written and synced (or dropped
- * because the log failed).  Returns 0, or -1 if the log has failed.  Same
+ * because the log failed), then check that the file is still at the path
+ * (rescue_writer_path()).  Returns 0, or -1 if the log has failed.  Same
  * thread as append(). */
 int rescue_writer_flush(struct rescue_writer *w);
+
+/* Where the log's file stands (checked at each fdatasync of a batch and
+ * at each rescue_writer_flush(), with fdio_still_at()):
+ *   RESCUE_PATH_KEPT          the file at the path is the log;
+ *   RESCUE_PATH_WRITTEN_AGAIN it was deleted (or renamed away) during the
+ *       run and was written again at the path, with every task done so
+ *       far (through PATH.tmp and link(2), which never replaces a file
+ *       that appeared there meanwhile); it is the log again;
+ *   RESCUE_PATH_LOST          another file was renamed over it (left as it
+ *       is), or it could not be written again: progress since then is not
+ *       at the path; final.
+ * Each change is logged once as it is found ("The rescue log PATH was
+ * deleted during the run: it is written again there, with the N tasks
+ * done so far", "The rescue log PATH was deleted or replaced during the
+ * run: progress since then is not recorded there (...)").  Either of the
+ * last two must fail the run.  Any thread; exact after a flush. */
+enum rescue_path { RESCUE_PATH_KEPT, RESCUE_PATH_WRITTEN_AGAIN, RESCUE_PATH_LOST };
+enum rescue_path rescue_writer_path(const struct rescue_writer *w);
 
 /* Flush, stop the thread, close the file, free.  Returns what the last flush
  * returned (0 or -1).  NULL is a no-op returning 0. */

@@ -23,6 +23,33 @@ static const char *taskio_tmpdir(void)
     return d && d[0] ? d : "/tmp";
 }
 
+const char *taskio_capture_dir_name(char *buf, size_t n)
+{
+    const char *d = getenv("TMPDIR");
+    if (d && d[0])
+        snprintf(buf, n, "TMPDIR=%s", d);
+    else
+        snprintf(buf, n, "/tmp (TMPDIR unset)");
+    return buf;
+}
+
+int taskio_check_capture_dir(struct pmc_error *err)
+{
+    int fd = taskio_capture_open();
+    if (fd >= 0) {
+        close(fd); /* anonymous, or unlinked already: nothing is left */
+        return 0;
+    }
+    int e = errno;
+    char dir[4200], eb[128];
+    pmc_errorf(err,
+               "%s: %s (the tasks' output is captured there; set TMPDIR to a writable "
+               "directory)",
+               taskio_capture_dir_name(dir, sizeof dir), strerror_r(e, eb, sizeof eb));
+    errno = e;
+    return -1;
+}
+
 int taskio_capture_open(void)
 {
     const char *dir = taskio_tmpdir();
@@ -236,10 +263,32 @@ int taskio_needs_newline(int fd, off_t len)
     return len > 0 && pread(fd, &last, 1, len - 1) == 1 && last != '\n';
 }
 
+/* The message for a name with a '/' (see taskio_check_per_task_names()). */
+#define TASKIO_SLASH_NAME                                                                          \
+    "a '/' in a task name is not allowed with --per-task-stdio (its output files, "                \
+    "NAME.out.NNN, must stay in the DAG's directory)"
+
+int taskio_check_per_task_names(const struct dag *dag, const char *dag_path, struct pmc_error *err)
+{
+    for (dag_task_t t = 0; t < dag->ntasks; t++) {
+        const char *name = dag_task_name(dag, t);
+        if (!strchr(name, '/'))
+            continue;
+        errno = EINVAL;
+        return pmc_errorf(err, "%s:%u: task %.200s: " TASKIO_SLASH_NAME, dag_path,
+                          (unsigned)dag->line[t], name);
+    }
+    return 0;
+}
+
 int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
                          struct pmc_error *err)
 {
     char out[4096], errp[4096];
+    if (strchr(name, '/')) { /* never outside dir, whoever calls */
+        errno = EINVAL;
+        return pmc_errorf(err, "task %.200s: " TASKIO_SLASH_NAME, name);
+    }
     for (unsigned n = 0; n < 1000000; n++) {
         snprintf(out, sizeof out, "%s/%s.out.%03u", dir, name, n);
         snprintf(errp, sizeof errp, "%s/%s.err.%03u", dir, name, n);
@@ -304,7 +353,10 @@ int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err)
     int src = open(src_path, O_RDONLY | O_CLOEXEC);
     if (src < 0)
         return errno == ENOENT ? 0 : pmc_errorf(err, "%s: %m", src_path);
-    int rc = taskio_copy_stream(dst_fd, src);
+    /* an empty file writes nothing: sendfile() to a pipe without reader
+     * fails with EPIPE even then, and no output is lost (a closed stderr
+     * must not fail a run whose tasks wrote nothing there) */
+    int rc = taskio_size(src) == 0 ? 0 : taskio_copy_stream(dst_fd, src);
     int e = errno;
     close(src);
     if (rc < 0) {

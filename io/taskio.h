@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "io/dag.h"
 #include "io/error.h"
 #include "io/records.h"
 
@@ -34,6 +35,18 @@ extern "C" {
  * writes at its end whatever the shared offset, so a reset needs no
  * rewind).  Returns the fd, or -1 with errno. */
 int taskio_capture_open(void);
+
+/* Before any task: can capture files be made where taskio_capture_open()
+ * makes them ($TMPDIR, default /tmp)?  Makes one and closes it.  0, or -1
+ * with errno and err naming the variable and the reason: "TMPDIR=/nonexistent:
+ * No such file or directory (the tasks' output is captured there; set TMPDIR
+ * to a writable directory)", or "/tmp (TMPDIR unset): ...".  Reentrant
+ * (getenv). */
+int taskio_check_capture_dir(struct pmc_error *err);
+
+/* The capture files' directory, for messages: "TMPDIR=DIR", or "/tmp
+ * (TMPDIR unset)", into buf (n bytes, truncated).  Returns buf. */
+const char *taskio_capture_dir_name(char *buf, size_t n);
 
 /* Bytes in the file at fd (fstat): what a task wrote to its capture file.
  * -1 with errno. */
@@ -119,12 +132,22 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
  * line). */
 int taskio_needs_newline(int fd, off_t len);
 
+/* --per-task-stdio names files after tasks (NAME.out.NNN, NAME.err.NNN in
+ * the DAG's directory): a task name with a '/' (../x, /abs/x, sub/x) would
+ * put them elsewhere, or fail to, after the task ran.  Checks every task
+ * of dag before the run: 0, or -1 with errno EINVAL and err
+ * "DAGPATH:LINE: task NAME: a '/' in a task name is not allowed with
+ * --per-task-stdio (its output files, NAME.out.NNN, must stay in the DAG's
+ * directory)" for the first such task.  O(tasks + name bytes). */
+int taskio_check_per_task_names(const struct dag *dag, const char *dag_path, struct pmc_error *err);
+
 /* --per-task-stdio: create DIR/NAME.out.NNN and DIR/NAME.err.NNN for one
  * attempt, NNN the first number from 000 for which neither exists (PMC
  * manual, --per-task-stdio).  Both are opened O_CREAT|O_EXCL|O_CLOEXEC,
  * the .out file O_RDWR (the record that follows the task's output reads
  * its last byte: taskio_needs_newline()), the .err file O_WRONLY.  0, or
- * -1 with err "PATH: <strerror>". */
+ * -1 with err "PATH: <strerror>", or EINVAL for a name with a '/'
+ * (taskio_check_per_task_names() refuses those before a run). */
 int taskio_open_per_task(const char *dir, const char *name, int *out_fd, int *err_fd,
                          struct pmc_error *err);
 
@@ -139,7 +162,9 @@ int taskio_file_close(struct taskio_file *f);
 
 /* Copy the whole file at src_path to dst_fd (a file, pipe or tty, written
  * at its current position) and unlink src_path.  A missing src_path is not
- * an error (returns 0: that rank ran no task).  -1 with err otherwise. */
+ * an error (returns 0: that rank ran no task); an empty one writes
+ * nothing to dst_fd (a pipe without reader gives no EPIPE for it).  -1
+ * with err otherwise. */
 int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err);
 
 #ifdef __cplusplus

@@ -10,7 +10,9 @@
 #include "sched/placement.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 struct placement {
@@ -249,6 +251,39 @@ int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, u
     return i;
 }
 
+#define PLACEMENT__OFFERS_SHOWN 3 /* distinct host offers a "No host" message lists */
+
+/* "8 CPUs, 1000 MB, 0 GPUs; 4 CPUs, 4000 MB, 1 GPUs" into buf: the first
+ * PLACEMENT__OFFERS_SHOWN distinct offers of the nodes (a cluster of one
+ * kind of node has one), then "and more"; "none (no host)" without nodes. */
+static void placement_offers(const struct placement *p, char *buf, size_t size)
+{
+    size_t len = 0;
+    int shown[PLACEMENT__OFFERS_SHOWN], nshown = 0;
+    buf[0] = '\0';
+    for (int i = 0; i < p->nnodes; i++) {
+        const struct placement_node *n = &p->nodes[i];
+        bool seen = false;
+        for (int k = 0; k < nshown && !seen; k++) {
+            const struct placement_node *o = &p->nodes[shown[k]];
+            seen = o->cpus == n->cpus && o->memory_mb == n->memory_mb && o->gpus == n->gpus;
+        }
+        if (seen)
+            continue;
+        if (nshown == PLACEMENT__OFFERS_SHOWN) {
+            snprintf(buf + len, size - len, "; and more");
+            return;
+        }
+        shown[nshown++] = i;
+        int w =
+            snprintf(buf + len, size - len, "%s%" PRIu32 " CPUs, %" PRIu64 " MB, %" PRIu32 " GPUs",
+                     len ? "; " : "", n->cpus, n->memory_mb, n->gpus);
+        len = w > 0 && (size_t)w < size - len ? len + (size_t)w : size - 1;
+    }
+    if (nshown == 0)
+        snprintf(buf, size, "none (no host)");
+}
+
 int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t memory_mb,
                             uint32_t gpus, const char *name, struct pmc_error *err)
 {
@@ -257,7 +292,12 @@ int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t m
         if (cpus <= n->cpus && memory_mb <= n->memory_mb && gpus <= n->gpus)
             return 0;
     }
-    return pmc_errorf(err, "No host is capable of running task %s", name);
+    char offers[256];
+    placement_offers(p, offers, sizeof offers);
+    return pmc_errorf(err,
+                      "No host is capable of running task %.200s (it requests %" PRIu32
+                      " CPUs, %" PRIu64 " MB of memory, %" PRIu32 " GPUs; the hosts offer %s)",
+                      name, cpus, memory_mb, gpus, offers);
 }
 
 /* Can node n start a task of cpus/mem/gpus now, on what it has free

@@ -206,8 +206,11 @@ int placement_nopen(const struct placement *p);
 /* 0 when at least one node offers cpus, memory_mb (MB) and gpus (its whole
  * offer, whatever is committed now), so a task asking that much can run
  * some day; else -1 with err set to "No host is capable of running task
- * NAME" (PMC's message; the engine prints it after "FATAL ERROR: " and
- * aborts the workflow, PMC manual, RESOURCE-BASED SCHEDULING).  With no
+ * NAME (it requests 1 CPUs, 1000000000 MB of memory, 0 GPUs; the hosts
+ * offer 2 CPUs, 7936 MB, 0 GPUs)": PMC's message (the engine prints it
+ * after "FATAL ERROR: " and aborts the workflow, PMC manual,
+ * RESOURCE-BASED SCHEDULING), then the request and the nodes' distinct
+ * offers, at most 3 of them ("; and more").  With no
  * node registered nothing is capable.  O(nodes) at worst. */
 int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t memory_mb,
                             uint32_t gpus, const char *name, struct pmc_error *err);

@@ -63,6 +63,7 @@
 #include "io/dag.h"
 #include "io/dagfile.h"
 #include "io/error.h"
+#include "io/fdio.h"
 #include "io/pathset.h"
 #include "io/scan.h"
 #include "io/utf8.h"
@@ -141,15 +142,37 @@ static uint64_t parse_uint(const char *opt, const char *s, uint64_t min, uint64_
 
 /* ------------------------------------------------------------------ files */
 
+/* Check the bytes p[from, n) for a line longer than DAGFILE_MAX_LINE as
+ * they arrive (*line_start: where the current line starts, *line: its
+ * number), so that a pipe or device without newlines (/dev/zero) is not
+ * read without bound.  0, or -1 with err "PATH:LINE: ...". */
+static int bound_lines(const char *p, size_t from, size_t n, size_t *line_start,
+                       unsigned long *line, const char *path, struct pmc_error *err)
+{
+    const char *nl;
+    while ((nl = memchr(p + from, '\n', n - from)) != NULL &&
+           (size_t)(nl - p) - *line_start <= DAGFILE_MAX_LINE) {
+        from = *line_start = (size_t)(nl - p) + 1;
+        (*line)++;
+    }
+    if (!nl && n - *line_start <= DAGFILE_MAX_LINE)
+        return 0; /* every line so far fits, the last one may go on */
+    errno = EFBIG;
+    return pmc_errorf(err, "%s:%lu: line longer than the limit of %zu bytes (1 MiB)", path, *line,
+                      DAGFILE_MAX_LINE);
+}
+
 /* Read all of path into a malloc'ed buffer (NUL-terminated, *len bytes
- * before the NUL; the caller frees it).  Returns 0, or -1 with errno and
- * err = "PATH: reason". */
+ * before the NUL; the caller frees it): a file, or a pipe (`pmc-dag check
+ * <(gen)`), whose lines are bounded as they are read (bound_lines()).
+ * Returns 0, or -1 with errno and err = "PATH: reason". */
 static int read_file(const char *path, char **buf, size_t *len, struct pmc_error *err)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return pmc_errorf(err, "%s: %s", path, strerror(errno));
-    size_t n = 0, cap = 1 << 16;
+    size_t n = 0, cap = 1 << 16, line_start = 0;
+    unsigned long line = 1;
     char *p = xcalloc(cap, 1);
     for (;;) {
         if (n + 1 >= cap)
@@ -159,12 +182,16 @@ static int read_file(const char *path, char **buf, size_t *len, struct pmc_error
             break;
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            int e = errno;
+        int e = r < 0 ? errno : 0;
+        if (r > 0 && bound_lines(p, n, n + (size_t)r, &line_start, &line, path, err) < 0)
+            e = errno;
+        else if (r < 0)
+            pmc_errorf(err, "%s: %s", path, strerror(e));
+        if (e) {
             free(p);
             close(fd);
             errno = e;
-            return pmc_errorf(err, "%s: %s", path, strerror(e));
+            return -1;
         }
         n += (size_t)r;
     }
@@ -1784,6 +1811,12 @@ static const char main_help[] =
 /* Dispatch to the command named by argv[1]. */
 int main(int argc, char **argv)
 {
+    /* 0, 1 and 2 valid first: with stdout closed, the file opened for -o
+     * would become descriptor 1 */
+    if (fdio_standard_fds() < 0) {
+        fprintf(stderr, "pmc-dag: /dev/null: %s\n", strerror(errno));
+        return 1;
+    }
     if (argc < 2) {
         fputs(main_help, stderr);
         return 2;

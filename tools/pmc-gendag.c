@@ -63,6 +63,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fdio.h"
+
 #define GD_MAX_TASKS 2147483647ull /* engine limit (DAG_MAX_TASKS) */
 #define GD_MAX_K 256               /* --edges-per-task upper bound */
 #define GD_OUTBUF (1u << 20)       /* output buffer size */
@@ -980,6 +982,12 @@ static void emit_header(struct gd *g, const struct gd_plan *p)
 
 int main(int argc, char **argv)
 {
+    /* 0, 1 and 2 valid first: with stdout closed, the file opened for -o
+     * would become descriptor 1 */
+    if (fdio_standard_fds() < 0) {
+        fprintf(stderr, "pmc-gendag: /dev/null: %s\n", strerror(errno));
+        return 1;
+    }
     struct gd_options opt;
     parse_options(argc, argv, &opt);
 

@@ -165,6 +165,39 @@ TEST_F(BatchEnd, SlurmEndTimeVariable)
     EXPECT_FALSE(ran("squeue")); // the variable is enough
 }
 
+// An end already past is not used: a batch system that enforced it would
+// have ended the job, so it is stale (issue 45: it was taken, and a run
+// stopped at once or, before the epoch's first drain margin, went on
+// silently).  out->ignored names the source, the end and how long ago.
+TEST_F(BatchEnd, PastEndIsIgnoredAndSaysSo)
+{
+    setenv("SLURM_JOB_END_TIME", "1699999990", 1); // kNow - 10
+    EXPECT_EQ(discover(), 0) << error();
+    expect_none();
+    EXPECT_EQ(std::string(be_.ignored),
+              "SLURM_JOB_END_TIME: the job's end, 2023-11-14 22:13:10 UTC, is 10 s past");
+    setenv("SLURM_JOB_END_TIME", "1", 1);
+    EXPECT_EQ(discover(), 0) << error();
+    expect_none();
+    EXPECT_EQ(std::string(be_.ignored),
+              "SLURM_JOB_END_TIME: the job's end, 1970-01-01 00:00:01 UTC, is 1699999999 s past");
+    unsetenv("SLURM_JOB_END_TIME");
+    setenv("SLURM_JOB_ID", "77", 1);
+    setenv("TZ", "UTC", 1);
+    tzset();
+    fake_prints("squeue", "2023-11-14T22:00:00\n");
+    EXPECT_EQ(discover(), 0) << error();
+    expect_none();
+    EXPECT_EQ(std::string(be_.ignored), "squeue (end time of job 77): the job's end, 2023-11-14 "
+                                        "22:00:00 UTC, is 800 s past");
+    // now itself is not past: the caller stops at once
+    unsetenv("SLURM_JOB_ID");
+    setenv("SLURM_JOB_END_TIME", "1700000000", 1);
+    EXPECT_EQ(discover(), 1) << error();
+    EXPECT_EQ(be_.end_epoch, kNow);
+    EXPECT_EQ(std::string(be_.ignored), "");
+}
+
 TEST_F(BatchEnd, SlurmEndTimeVariableMalformed)
 {
     for (const char *bad :

@@ -1,6 +1,6 @@
 // test_dagfile.cc - unit tests of the DAG file reader (io/dagfile.h): the
 // grammar of COMPAT.md "DAG file", quoting, task options, every error message
-// (file and line), files read by mmap and through a pipe, and the real
+// (file and line), files read by mmap, pipes refused, and the real
 // workloads in ../shared/workloads checked against a naive reader.
 #include <gtest/gtest.h>
 
@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -381,10 +382,11 @@ struct BadOpt {
 
 TEST(DagFile, BadOptionValues)
 {
-    const std::string m = "for -m/--request-memory (expected a number of MB >= 0)";
-    const std::string c = "for -c/--request-cpus (expected a number of CPUs > 0)";
+    const std::string m = "for -m/--request-memory (expected a number of MB from 0 to 4294967295)";
+    const std::string c =
+        "for -c/--request-cpus (expected a number of CPUs > 0, at most 4294967295)";
     const std::string t = "for -t/--tries (expected an integer from 1 to 65535)";
-    const std::string p = "for -p/--priority (expected an integer)";
+    const std::string p = "for -p/--priority (expected an integer from -2147483648 to 2147483647)";
     const std::string f =
         "for -f/--pipe-forward (expected VAR=FILE, each VAR once, at most 64 a task)";
     const std::string F = "for -F/--file-forward (expected SRC=DEST, each SRC once)";
@@ -404,6 +406,15 @@ TEST(DagFile, BadOptionValues)
         {"-c 0", "bad value '0' " + c},
         {"-c -1", "bad value '-1' " + c},
         {"-c two", "bad value 'two' " + c},
+        // above the range: the message states the upper limit
+        {"-c 99999999999", "bad value '99999999999' " + c},
+        {"-c 4294967296", "bad value '4294967296' " + c},
+        {"-g 65537", "bad value '65537' for -g/--request-gpus (expected a whole number of GPUs "
+                     "from 0 to 65536)"},
+        {"--time-limit 1e300", "bad value '1e300' for --time-limit (expected a number of seconds "
+                               "> 0, at most 4294967.295 (49.7 days))"},
+        {"--time-limit 4294968", "bad value '4294968' for --time-limit (expected a number of "
+                                 "seconds > 0, at most 4294967.295 (49.7 days))"},
         {"-t 0", "bad value '0' " + t},
         {"-t -2", "bad value '-2' " + t},
         {"-t 1.5", "bad value '1.5' " + t},
@@ -508,17 +519,44 @@ TEST(DagFile, UnterminatedQuote)
 
 TEST(DagFile, LongLinesAndManyArguments)
 {
-    std::string big(3 << 20, 'x');
+    std::string big(900 << 10, 'x');
     std::string line = "TASK A /bin/echo \"" + big + "\"";
-    const int nargs = 100000;
+    const int nargs = 10000;
     for (int i = 0; i < nargs; i++)
         line += " a" + std::to_string(i);
+    ASSERT_LE(line.size(), DAGFILE_MAX_LINE);
     Dag r = parse(line + "\nTASK B /bin/echo short\n");
     ASSERT_NE(nullptr, r.d) << r.error;
     ASSERT_EQ((uint32_t)nargs + 2, r->argc[0]);
     EXPECT_EQ(big, dag_task_arg(r.d, 0, 1));
-    EXPECT_STREQ("a99999", dag_task_arg(r.d, 0, nargs + 1));
+    EXPECT_STREQ("a9999", dag_task_arg(r.d, 0, nargs + 1));
     EXPECT_EQ((Args{"/bin/echo", "short"}), args_of(r, 1));
+}
+
+// A line is at most DAGFILE_MAX_LINE (1 MiB) bytes, its newline not
+// counted: one byte more is an error naming the file, the line and its
+// length, whatever the line holds (a comment too), in a small buffer and
+// in one large enough for the scanning thread (>= 4 MB).
+TEST(DagFile, LineLongerThanTheLimitIsAnError)
+{
+    const size_t max = DAGFILE_MAX_LINE;
+    EXPECT_EQ(max, (size_t)1 << 20);
+    std::string ok = "TASK A /bin/echo " + std::string(max - 17, 'x');
+    ASSERT_EQ(max, ok.size());
+    Dag r = parse(ok + "\n");
+    EXPECT_NE(nullptr, r.d) << "a line of exactly 1 MiB: " << r.error;
+    std::string msg = "t.dag:2: line of 1048577 bytes, longer than the limit of 1048576 bytes "
+                      "(1 MiB)";
+    EXPECT_EQ(msg, parse_error("TASK A /bin/true\n" + ok + "y\n"));
+    EXPECT_EQ(msg, parse_error("TASK A /bin/true\n#" + std::string(max, ' ') + "\nEDGE\n"));
+    EXPECT_EQ(msg, parse_error("TASK A /bin/true\n" + ok + "y")) << "last line, no newline";
+    std::string large;
+    for (int i = 0; large.size() < (5u << 20); i++)
+        large += "TASK t" + std::to_string(i) + " /bin/true\n";
+    size_t lines = (size_t)std::count(large.begin(), large.end(), '\n');
+    EXPECT_EQ("t.dag:" + std::to_string(lines + 1) +
+                  ": line of 1048577 bytes, longer than the limit of 1048576 bytes (1 MiB)",
+              parse_error(large + ok + "y\nTASK z /bin/true\n"));
 }
 
 // -F files need no descriptor in the task: any number of them, beside the
@@ -619,27 +657,37 @@ TEST(DagFile, LoadErrorsNameThePath)
     EXPECT_EQ(cyc + ": cycle: A -> B -> A", load(cyc).error);
 }
 
-TEST(DagFile, LoadFromFifo)
+// A DAG that is not a regular file is refused, not read: a FIFO with no
+// writer used to block the load for ever (and the DAG lock holds a writer
+// open, so a FIFO with one never reached its end), /dev/zero grew memory
+// without bound.  dagfile_check_regular() says the same without opening.
+TEST(DagFile, NotARegularFileIsRefused)
 {
     TempDir dir("test_dagfile");
     std::string fifo = dir.path("pipe.dag");
     ASSERT_EQ(0, mkfifo(fifo.c_str(), 0600));
-    std::string text;
-    for (int i = 0; i < 50000; i++) // more than one pipe buffer
-        text += "TASK t" + std::to_string(i) + " /bin/echo " + std::to_string(i) + "\n";
-    text += "EDGE t0 t49999\n";
-    std::thread writer([&] {
-        int fd = open(fifo.c_str(), O_WRONLY);
-        if (fd >= 0)
-            write_all(fd, text);
-        close(fd);
-    });
-    Dag r = load(fifo);
-    writer.join();
-    ASSERT_NE(nullptr, r.d) << r.error;
-    EXPECT_EQ(50000u, r->ntasks);
-    EXPECT_EQ(1u, r->nedges);
-    EXPECT_EQ((Args{"/bin/echo", "49999"}), args_of(r, id_of(r, "t49999")));
+    const std::string tail = ", not a regular file: write the DAG to a file first (a run locks "
+                             "it, keeps its rescue log next to it and reads it again to restart)";
+    Dag r = load(fifo); // no writer: returns at once (O_NONBLOCK)
+    EXPECT_EQ(nullptr, r.d);
+    EXPECT_EQ(fifo + ": a pipe or FIFO" + tail, r.error);
+    EXPECT_EQ(EINVAL, errno);
+    EXPECT_EQ("/dev/zero: a character device" + tail, load("/dev/zero").error);
+    int p[2];
+    ASSERT_EQ(0, pipe(p));
+    std::string via = "/proc/self/fd/" + std::to_string(p[0]); // as <(gen) gives
+    EXPECT_EQ(via + ": a pipe or FIFO" + tail, load(via).error);
+    close(p[0]);
+    close(p[1]);
+    pmc_error err{};
+    EXPECT_EQ(-1, dagfile_check_regular(fifo.c_str(), &err));
+    EXPECT_EQ(fifo + ": a pipe or FIFO" + tail, err.text);
+    EXPECT_EQ(-1, dagfile_check_regular("/dev/null", &err));
+    EXPECT_EQ("/dev/null: a character device" + tail, err.text);
+    std::string file = dir.file("wf.dag", "TASK A /bin/true\n");
+    EXPECT_EQ(0, dagfile_check_regular(file.c_str(), &err));
+    EXPECT_EQ(0, dagfile_check_regular(dir.path("missing").c_str(), &err)) << "open() says why";
+    EXPECT_NE(nullptr, load(file).d);
 }
 
 // A file of several times the 4 MB step at which parsed pages are given back.

@@ -9,7 +9,8 @@
 // only whole lines), close flushes, a full buffer is written whole lines at a
 // time, an event longer than the buffer, NULL logs are no-ops, bad events,
 // an unopenable path (a directory, so the test works as root) and write
-// errors (/dev/full: ENOSPC) reported with the path, sticky until close.
+// errors (/dev/full: ENOSPC) reported with the path, sticky until close; a
+// log deleted or replaced before its close is an error naming it.
 //
 // Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
@@ -467,6 +468,35 @@ TEST_F(EventlogTest, UnopenablePathIsAnErrorNamingIt)
 
 // /dev/full opens fine and fails every write with ENOSPC: the error shows
 // at the flush, names the path, and sticks until close.
+TEST_F(EventlogTest, LogDeletedOrReplacedBeforeCloseIsAnError)
+{
+    std::string p = path("jobstate.log");
+    const std::string want = p + " was deleted or replaced during the run: its lines since then "
+                                 "are lost";
+    pmc_error err{};
+    jobstate_log *jl = jobstate_log_open(p.c_str(), &err);
+    ASSERT_NE(jl, nullptr) << err.text;
+    EXPECT_EQ(jobstate_log_event(jl, WF_WORKFLOW_START, nullptr, 0, 0, &err), 0);
+    ASSERT_EQ(unlink(p.c_str()), 0);
+    EXPECT_EQ(jobstate_log_close(jl, &err), -1);
+    EXPECT_EQ(std::string(err.text), want);
+
+    std::string r = path("wf.dag.resource"), other = path("other");
+    resource_log *rl = resource_log_open(r.c_str(), &err);
+    ASSERT_NE(rl, nullptr) << err.text;
+    write_file(other, "mine\n");
+    ASSERT_EQ(rename(other.c_str(), r.c_str()), 0);
+    err = {};
+    EXPECT_EQ(resource_log_close(rl, &err), -1);
+    EXPECT_EQ(std::string(err.text),
+              r + " was deleted or replaced during the run: its lines since then are lost");
+    EXPECT_EQ(read_file(r), "mine\n") << "the file there is left alone";
+
+    jl = jobstate_log_open(p.c_str(), &err); // in place: no error
+    ASSERT_NE(jl, nullptr) << err.text;
+    EXPECT_EQ(jobstate_log_close(jl, &err), 0) << err.text;
+}
+
 TEST_F(EventlogTest, WriteErrorIsReportedAndSticky)
 {
     if (access("/dev/full", W_OK) != 0)

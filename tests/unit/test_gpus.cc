@@ -87,6 +87,56 @@ TEST_F(GpusTest, DuplicatesMarkersAndEmptyLists)
     }
 }
 
+// A word that is not a GPU id is an error naming the variable and the
+// word: "garbage,,$$,-5" counted as 3 GPUs and handed "garbage" to a task.
+// Accepted: numbers, Level Zero's device.sub-device, CUDA's and ROCm's
+// GPU-<UUID> (a beginning of one too), MIG-<UUID> and the older
+// MIG-GPU-<UUID>/GI/CI; any negative number ends the list as -1 does.
+TEST_F(GpusTest, WordsThatAreNotGpuIdsAreAnError)
+{
+    const char *bad[][2] = {
+        {"garbage,,$$,-5", "garbage"},
+        {"0,$$", "$$"},
+        {"0, 1", " 1"},
+        {"GPU-", "GPU-"},
+        {"GPU-xyz", "GPU-xyz"},
+        {"1.", "1."},
+        {"0..1", "0..1"},
+        {"+1", "+1"},
+        {"MIG-", "MIG-"},
+        {"mig-abc", "mig-abc"},
+    };
+    for (auto &b : bad) {
+        for (bool override : {false, true}) {
+            setenv("CUDA_VISIBLE_DEVICES", b[0], 1);
+            pmc_error err{};
+            EXPECT_EQ(gpus_discover(override, 1, &g_, &err), -1) << b[0];
+            EXPECT_EQ(std::string(err.text),
+                      std::string("CUDA_VISIBLE_DEVICES='") + b[0] + "': '" + b[1] +
+                          "' is not a GPU (a device number, GPU-<UUID> or MIG-<UUID>; -1 or "
+                          "NoDevFiles for none)")
+                << b[0];
+            EXPECT_EQ(g_.n, 0u);
+        }
+    }
+    unsetenv("CUDA_VISIBLE_DEVICES");
+    setenv("ZE_AFFINITY_MASK", "0.1,bad", 1);
+    pmc_error err{};
+    EXPECT_EQ(gpus_discover(false, 0, &g_, &err), -1);
+    EXPECT_NE(std::string(err.text).find("ZE_AFFINITY_MASK='0.1,bad': 'bad'"), std::string::npos)
+        << err.text;
+    setenv("ZE_AFFINITY_MASK", "0.1,1", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"0.1", "1"}));
+    unsetenv("ZE_AFFINITY_MASK");
+    const char *uuid = "GPU-8932f937-d72c-4106-c12f-20bd9faed9f6";
+    const char *mig = "MIG-GPU-8932f937-d72c-4106-c12f-20bd9faed9f6/1/0";
+    const char *mig2 = "MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f";
+    setenv("CUDA_VISIBLE_DEVICES", (std::string(uuid) + ",12," + mig + "," + mig2).c_str(), 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{uuid, "12", mig, mig2}));
+    setenv("CUDA_VISIBLE_DEVICES", "3,-5,garbage", 1);
+    EXPECT_EQ(ids(false, 0), (std::vector<std::string>{"3"})) << "-5 ends the list as -1 does";
+}
+
 TEST_F(GpusTest, FormatListsAndMeasures)
 {
     ids(true, 4);

@@ -10,7 +10,14 @@
 // zeroed struct.
 // fdio: fdio_write_all writes everything and a failure returns and sets the
 // errno; fdio_pwrite_all writes at the offset, advances it and leaves the
-// file position alone.
+// file position alone; fdio_standard_fds opens /dev/null on each closed
+// standard descriptor (every combination of 0, 1 and 2, in a child);
+// fdio_still_at is true while the open file is the
+// one at its path, and false with ENOENT once it is deleted or renamed
+// away, EEXIST once another file is renamed over it or a new one made
+// there, and EBADF for a closed descriptor; fdio_reader_gone is true for
+// a pipe's writing end once its reader is closed, false while it is open
+// and for a file.
 //
 // Each test gets its own directory under $TMPDIR (or /tmp).
 #include <gtest/gtest.h>
@@ -22,6 +29,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/fdio.h"
@@ -178,6 +186,59 @@ TEST_F(MapfileTest, LoadClosesItsDescriptor)
     mapfile_release(&mf);
 }
 
+// In a child, close the standard descriptors of mask (bit k: descriptor
+// k), call fdio_standard_fds() and exit 0 when it returned mask, each
+// descriptor it opened is /dev/null open for the right direction, the
+// others are what they were, and the next open() gets 3 or more; else
+// exit with the number of the check that failed.
+int standard_fds_child(int mask)
+{
+    struct stat null_st;
+    if (stat("/dev/null", &null_st) < 0)
+        return 10;
+    struct stat before[3];
+    for (int fd = 0; fd < 3; fd++)
+        if (fstat(fd, &before[fd]) < 0 && !(mask & (1 << fd)))
+            return 11;
+    for (int fd = 0; fd < 3; fd++)
+        if (mask & (1 << fd))
+            close(fd);
+    if (fdio_standard_fds() != mask)
+        return 1;
+    for (int fd = 0; fd < 3; fd++) {
+        struct stat st;
+        if (fstat(fd, &st) < 0)
+            return 2;
+        bool is_null = S_ISCHR(st.st_mode) && st.st_rdev == null_st.st_rdev;
+        if ((mask & (1 << fd)) && !is_null)
+            return 3;
+        if (!(mask & (1 << fd)) && !fdio_same_file(&st, &before[fd]))
+            return 4;
+        int acc = fcntl(fd, F_GETFL) & O_ACCMODE;
+        if ((mask & (1 << fd)) && acc != (fd == 0 ? O_RDONLY : O_WRONLY))
+            return 5;
+    }
+    int next = open("/dev/null", O_RDONLY);
+    if (next < 3)
+        return 6;
+    return fdio_standard_fds() == 0 ? 0 : 7; /* nothing left to open */
+}
+
+TEST(FdioStandardFds, OpensDevNullOnEachClosedOne)
+{
+    for (int mask = 0; mask < 8; mask++) {
+        fflush(nullptr);
+        pid_t pid = fork();
+        ASSERT_GE(pid, 0);
+        if (pid == 0)
+            _exit(standard_fds_child(mask));
+        int status = 0;
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        ASSERT_TRUE(WIFEXITED(status));
+        EXPECT_EQ(WEXITSTATUS(status), 0) << "closed mask " << mask;
+    }
+}
+
 TEST_F(MapfileTest, WriteAllWritesEverythingAndReportsErrno)
 {
     std::string p = path("w");
@@ -210,6 +271,63 @@ TEST_F(MapfileTest, PwriteAllWritesAtTheOffsetAndAdvancesIt)
     EXPECT_EQ(fdio_pwrite_all(fd, "x", 1, &off), EBADF);
     EXPECT_EQ(errno, EBADF);
     EXPECT_EQ(off, 9);
+}
+
+TEST_F(MapfileTest, StillAtTellsDeletedAndReplacedFiles)
+{
+    std::string p = file("out", "kept");
+    int fd = open(p.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(fdio_still_at(fd, p.c_str()));
+    std::string other = path("other");
+    ASSERT_EQ(link(p.c_str(), other.c_str()), 0);
+    EXPECT_TRUE(fdio_still_at(fd, p.c_str())) << "a second name changes nothing";
+    EXPECT_TRUE(fdio_still_at(fd, other.c_str())) << "and at its other name";
+
+    ASSERT_EQ(unlink(p.c_str()), 0); // deleted at path, still linked as other
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, p.c_str()));
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_TRUE(fdio_still_at(fd, other.c_str())) << "renamed away: found at its new name";
+
+    file("out", "new"); // a new file made at the path
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, p.c_str()));
+    EXPECT_EQ(errno, EEXIST);
+
+    ASSERT_EQ(rename(p.c_str(), other.c_str()), 0); // another file renamed over ours
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str())) << "unlinked: st_nlink is 0";
+    EXPECT_EQ(errno, EEXIST);
+    struct stat st;
+    ASSERT_EQ(fstat(fd, &st), 0);
+    EXPECT_EQ(st.st_nlink, 0u);
+    ASSERT_EQ(unlink(other.c_str()), 0);
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str()));
+    EXPECT_EQ(errno, ENOENT);
+    close(fd);
+
+    errno = 0;
+    EXPECT_FALSE(fdio_still_at(fd, other.c_str())) << "a closed descriptor";
+    EXPECT_EQ(errno, EBADF);
+}
+
+TEST_F(MapfileTest, ReaderGoneOnlyForAPipeWithoutReader)
+{
+    int p[2];
+    ASSERT_EQ(pipe(p), 0);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "the reader is there";
+    ASSERT_EQ(write(p[1], "x", 1), 1);
+    EXPECT_FALSE(fdio_reader_gone(p[1])) << "unread data is no error";
+    close(p[0]);
+    EXPECT_TRUE(fdio_reader_gone(p[1]));
+    close(p[1]);
+    std::string f = file("plain", "");
+    int fd = open(f.c_str(), O_WRONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    EXPECT_FALSE(fdio_reader_gone(fd));
+    close(fd);
 }
 
 } // namespace

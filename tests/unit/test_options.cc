@@ -459,6 +459,17 @@ INSTANTIATE_TEST_SUITE_P(
          {"--host-gpus", "'1025'", "up to 1024"}},
         // the master counts attempts in 16 bits: 65537 retried for ever
         {"TriesPastTheMost", {"-t", "65536", "wf.dag"}, {"--tries", "'65536'", "1 to 65535"}},
+        // values past the top of their range: the message gives the top
+        // (">= 0" alone read as if the value were too small)
+        {"MaxFailuresPastTheMost",
+         {"-m", "99999999999", "wf.dag"},
+         {"-m/--max-failures", "'99999999999'", "from 0 to 4294967295"}},
+        {"MaxfdsPastTheMost",
+         {"--maxfds", "4294967296", "wf.dag"},
+         {"--maxfds", "'4294967296'", "from 1 to 4294967295"}},
+        {"HostMemoryPastTheMost",
+         {"--host-memory", "18446744073709551616", "wf.dag"},
+         {"--host-memory", "up to 18446744073709551615"}},
         {"SetAffinityWithHostCpus",
          {"--set-affinity", "--host-cpus", "4", "wf.dag"},
          {"--set-affinity", "--host-cpus"}},

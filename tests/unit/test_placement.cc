@@ -258,6 +258,26 @@ TEST(Placement, EmptyPlacementPlacesNothing)
     EXPECT_EQ(placement_room(p.get()), 0u);
     struct pmc_error err;
     EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 0, "t", &err), -1);
+    EXPECT_STREQ(err.text, "No host is capable of running task t (it requests 1 CPUs, 0 MB of "
+                           "memory, 0 GPUs; the hosts offer none (no host))");
+}
+
+// Many hosts of a few kinds: each kind of offer once, at most three, then
+// "and more" (the message stays short on a large cluster).
+TEST(Placement, NotCapableListsDistinctOffers)
+{
+    PlacementPtr p = make_placement({{8, 1000, 0}, {8, 1000, 0}, {8, 1000, 0}, {4, 2000, 1}});
+    struct pmc_error err;
+    EXPECT_EQ(placement_check_capable(p.get(), 1, 1000000000, 0, "a", &err), -1);
+    EXPECT_STREQ(err.text, "No host is capable of running task a (it requests 1 CPUs, 1000000000 "
+                           "MB of memory, 0 GPUs; the hosts offer 8 CPUs, 1000 MB, 0 GPUs; 4 "
+                           "CPUs, 2000 MB, 1 GPUs)");
+    PlacementPtr q =
+        make_placement({{1, 1, 0}, {2, 1, 0}, {3, 1, 0}, {4, 1, 0}, {1, 1, 0}, {5, 1, 0}});
+    EXPECT_EQ(placement_check_capable(q.get(), 9, 0, 0, "b", &err), -1);
+    EXPECT_STREQ(err.text, "No host is capable of running task b (it requests 9 CPUs, 0 MB of "
+                           "memory, 0 GPUs; the hosts offer 1 CPUs, 1 MB, 0 GPUs; 2 CPUs, 1 MB, 0 "
+                           "GPUs; 3 CPUs, 1 MB, 0 GPUs; and more)");
 }
 
 // ---- the open list and its hysteresis -------------------------------------
@@ -518,13 +538,23 @@ TEST(Placement, TaskLargerThanEveryNodeIsNotCapable)
     struct pmc_error err;
     err.text[0] = '\0';
     EXPECT_EQ(placement_check_capable(p.get(), 16, 0, 0, "big", &err), -1);
-    // PMC's message; the engine prints "FATAL ERROR: " before it
-    EXPECT_STREQ(err.text, "No host is capable of running task big");
+    // PMC's message (the engine prints "FATAL ERROR: " before it), then
+    // the request and what the hosts offer
+    const std::string offers =
+        "; the hosts offer 8 CPUs, 1000 MB, 0 GPUs; 4 CPUs, 4000 MB, 1 GPUs)";
+    EXPECT_EQ(std::string(err.text), "No host is capable of running task big (it requests 16 "
+                                     "CPUs, 0 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 1, 5000, 0, "fat", &err), -1);
-    EXPECT_STREQ(err.text, "No host is capable of running task fat");
+    EXPECT_EQ(std::string(err.text), "No host is capable of running task fat (it requests 1 "
+                                     "CPUs, 5000 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 2, "gpu2", &err), -1);
     // each dimension alone fits some node, all three together none
     EXPECT_EQ(placement_check_capable(p.get(), 8, 4000, 0, "mix", &err), -1);
+    EXPECT_EQ(std::string(err.text), "No host is capable of running task mix (it requests 8 "
+                                     "CPUs, 4000 MB of memory, 0 GPUs" +
+                                         offers);
     EXPECT_EQ(placement_check_capable(p.get(), 8, 1000, 0, "a", &err), 0);
     EXPECT_EQ(placement_check_capable(p.get(), 4, 4000, 1, "b", &err), 0);
     // capability ignores what is committed now

@@ -7,8 +7,12 @@
 // the time bound, a rewrite that cannot finish leaving PATH untouched, write
 // errors provoked with RLIMIT_FSIZE (no test hook in the library), and a
 // 1,000,000-record stress test that also crosses the ring's counter wrap and
-// its backpressure; run it under ThreadSanitizer too.  The installed log is
-// locked by its writer (daglock.h) until it is closed.
+// its backpressure; run it under ThreadSanitizer too.  The log's file
+// deleted while the writer runs is written again at its path with every
+// record (carried over and appended), at the next sync or flush; one
+// replaced by another file leaves that file alone and says the log is
+// lost (rescue_writer_path()).  The installed log is locked by its writer
+// (daglock.h) until it is closed.
 //
 // Each test gets its own directory under $TMPDIR; log output is captured
 // through a pipe so warnings can be checked and never hit a size-limited file.
@@ -570,6 +574,69 @@ TEST_F(RescueTest, AppendsAreWrittenInOrder)
     rescue_writer_append(w, id("c"));
     EXPECT_EQ(rescue_writer_close(w), 0);
     EXPECT_EQ(read_file(path_), "DONE b\nDONE task10\nDONE a\nDONE d\nDONE task1\nDONE c\n");
+}
+
+TEST_F(RescueTest, DeletedLogIsWrittenAgainWithEveryRecord)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"b"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("a"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_path(w), RESCUE_PATH_KEPT);
+    ASSERT_EQ(unlink(path_.c_str()), 0);
+    rescue_writer_append(w, id("c")); // its sync finds the file gone
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_path(w), RESCUE_PATH_WRITTEN_AGAIN);
+    ReadResult r = read(path_);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "b", "c"}));
+    EXPECT_FALSE(fs::exists(path_ + ".tmp"));
+    rescue_writer_append(w, id("d")); // appended to the new file
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    r = read(path_);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    EXPECT_EQ(r.names, (Names{"a", "b", "c", "d"}));
+    EXPECT_EQ(log_.take(), "[error] The rescue log " + path_ +
+                               " was deleted during the run: it is written again there, with "
+                               "the 3 tasks done so far\n");
+}
+
+TEST_F(RescueTest, LogRenamedAwayWhileIdleIsWrittenAgainAtTheFlush)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    rescue_writer_append(w, id("b"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    std::string away = dir_ + "/moved";
+    ASSERT_EQ(rename(path_.c_str(), away.c_str()), 0);
+    ASSERT_EQ(rescue_writer_flush(w), 0); // nothing queued: the flush checks
+    EXPECT_EQ(rescue_writer_path(w), RESCUE_PATH_WRITTEN_AGAIN);
+    EXPECT_EQ(read_file(path_), "DONE a\nDONE b\n");
+    EXPECT_EQ(read_file(away), "DONE a\nDONE b\n") << "the moved file is left as it was";
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    log_.take();
+}
+
+TEST_F(RescueTest, ReplacedLogIsLeftAloneAndLost)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    std::string other = dir_ + "/other";
+    write_file(other, "# the user's\n");
+    ASSERT_EQ(rename(other.c_str(), path_.c_str()), 0);
+    rescue_writer_append(w, id("b"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_path(w), RESCUE_PATH_LOST);
+    rescue_writer_append(w, id("c"));
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_EQ(read_file(path_), "# the user's\n");
+    EXPECT_EQ(log_.take(), "[error] The rescue log " + path_ +
+                               " was deleted or replaced during the run: progress since then is "
+                               "not recorded there (another file is there now, left as it is)\n")
+        << "said once";
 }
 
 TEST_F(RescueTest, FlushMakesRecordsVisibleToAFreshRead)

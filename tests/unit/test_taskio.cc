@@ -117,6 +117,81 @@ TEST_F(TaskioTest, CaptureFileLivesInTmpdir)
     close(fd);
 }
 
+// Before any task, the agent checks that capture files can be made: a
+// TMPDIR that is missing or not a directory is named in the error (it was
+// "cannot start task a: No such file or directory").
+TEST_F(TaskioTest, CheckCaptureDirNamesTmpdir)
+{
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_check_capture_dir(&err), 0) << err.text;
+    EXPECT_TRUE(list_dir(tmpdir_).empty()) << "the check left a file";
+    std::string missing = dir_ + "/nonexistent";
+    setenv("TMPDIR", missing.c_str(), 1);
+    EXPECT_EQ(taskio_check_capture_dir(&err), -1);
+    EXPECT_EQ(errno, ENOENT);
+    EXPECT_EQ(std::string(err.text), "TMPDIR=" + missing +
+                                         ": No such file or directory (the tasks' output is "
+                                         "captured there; set TMPDIR to a writable directory)");
+    std::string file = dir_ + "/plain";
+    {
+        std::ofstream(file) << "x";
+    }
+    setenv("TMPDIR", file.c_str(), 1);
+    EXPECT_EQ(taskio_check_capture_dir(&err), -1);
+    EXPECT_EQ(std::string(err.text).rfind("TMPDIR=" + file + ": Not a directory", 0), 0u)
+        << err.text;
+    char buf[64];
+    unsetenv("TMPDIR");
+    EXPECT_STREQ(taskio_capture_dir_name(buf, sizeof buf), "/tmp (TMPDIR unset)");
+}
+
+// --per-task-stdio names files after tasks: a name with a '/' is refused
+// before the run, naming the DAG file, the line and the task, and
+// taskio_open_per_task() refuses it too (../escape.out.000 was written
+// outside the run's directory).
+TEST_F(TaskioTest, PerTaskNamesWithASlashAreRefused)
+{
+    struct dag *d = dag_create();
+    ASSERT_NE(d, nullptr);
+    const char *names[] = {"ok", "..", "../escape"};
+    const char *argv[] = {"/bin/true"};
+    size_t argv_len[] = {9};
+    for (uint32_t i = 0; i < 3; i++) {
+        dag_task_spec spec = {};
+        spec.name = names[i];
+        spec.name_len = strlen(names[i]);
+        spec.argv = argv;
+        spec.argv_len = argv_len;
+        spec.argc = 1;
+        spec.cpus = 1;
+        spec.line = 10 + i;
+        dag_task_t id;
+        ASSERT_EQ(dag_add_task(d, &spec, &id), 0);
+    }
+    struct pmc_error e;
+    ASSERT_EQ(dag_finish(d, &e), 0) << e.text;
+    struct pmc_error err = {};
+    EXPECT_EQ(taskio_check_per_task_names(d, "run/w.dag", &err), -1);
+    EXPECT_EQ(errno, EINVAL);
+    EXPECT_STREQ(err.text, "run/w.dag:12: task ../escape: a '/' in a task name is not allowed "
+                           "with --per-task-stdio (its output files, NAME.out.NNN, must stay "
+                           "in the DAG's directory)");
+    dag_destroy(d);
+    int out = -1, errfd = -1;
+    for (const char *bad : {"../escape", "/abs/x", "sub/x"}) {
+        EXPECT_EQ(taskio_open_per_task(dir_.c_str(), bad, &out, &errfd, &err), -1) << bad;
+        EXPECT_EQ(errno, EINVAL);
+        EXPECT_EQ(std::string(err.text), std::string("task ") + bad +
+                                             ": a '/' in a task name is not allowed with "
+                                             "--per-task-stdio (its output files, NAME.out.NNN, "
+                                             "must stay in the DAG's directory)");
+    }
+    EXPECT_FALSE(fs::exists(fs::path(dir_).parent_path() / "escape.out.000"));
+    ASSERT_EQ(taskio_open_per_task(dir_.c_str(), "..", &out, &errfd, &err), 0) << err.text;
+    EXPECT_TRUE(fs::exists(dir_ + "/...out.000")) << "'..' stays in the directory";
+    EXPECT_EQ(taskio_close_per_task(&out, &errfd), 0);
+}
+
 // A capture file is O_APPEND: after a reset, the next task's output lands
 // at offset 0 even though the descriptor's offset is still past it.
 TEST_F(TaskioTest, CaptureResetTruncatesAndNextOutputStartsTheFile)
