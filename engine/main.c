@@ -371,6 +371,7 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .nagents = ri->plan.nagents,
                                    .agent_ranks = agent_ranks,
                                    .null_executor = o->null_executor,
+                                   .per_task_stdio = o->per_task_stdio,
                                    .nolock = o->nolock,
                                    .maxfds = o->maxfds,
                                    .jobstate_log = o->jobstate_log,

@@ -18,6 +18,7 @@
 #include "io/grow.h"
 #include "io/clock.h"
 #include "io/log.h"
+#include "io/pathset.h"
 #include "io/taskio.h"
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
@@ -76,6 +77,188 @@ static char *master_default_rescue(const char *dag_path)
     return p;
 }
 
+/* ---- the run's files: no two may be one (io/pathset.h) ------------------ */
+
+/* Add path as label and, when tmp_label, PATH.tmp, which replacing path
+ * writes first (the rescue log, --status, --summary-json). */
+static int paths_add(struct pathset *ps, const char *path, const char *label, const char *tmp_label,
+                     unsigned share, struct pmc_error *err)
+{
+    if (pathset_add(ps, path, label, share, err) < 0)
+        return -1;
+    if (!tmp_label)
+        return 0;
+    char tmp[PATH_MAX];
+    if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) >= sizeof tmp)
+        return 0; /* cannot be created anyway: the check of the output says so */
+    return pathset_add(ps, tmp, tmp_label, 0, err);
+}
+
+/* The stdio files of every rank that runs a node agent (DAG.out.R,
+ * DAG.err.R: taskio_rank_path()). */
+static int paths_add_ranks(struct master *m, struct pathset *ps, struct pmc_error *err)
+{
+    for (int k = 0; k < m->cfg.nagents; k++) {
+        int rank = m->cfg.agent_ranks ? m->cfg.agent_ranks[k] : k;
+        for (int stream = 0; stream < 2; stream++) {
+            char path[PATH_MAX], label[64];
+            taskio_rank_path(path, sizeof path, m->cfg.dag_path, stream, rank);
+            snprintf(label, sizeof label, "rank %d's %s file", rank, stream ? "stderr" : "stdout");
+            if (pathset_add(ps, path, label, 0, err) < 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+/* Every file the run reads or writes that the command line names: the
+ * DAG, the rescue log, -o, -e (one file allowed: one descriptor), the
+ * status and summary files, the event logs, the ranks' stdio files. */
+static int paths_add_own(struct master *m, struct pathset *ps, struct pmc_error *err)
+{
+    const struct master_config *c = &m->cfg;
+    static const char *const logs[MONITOR_LOGS] = {"the jobstate log (--jobstate-log)",
+                                                   "the dagman log (--monitord-hack)",
+                                                   "the resource log"};
+    bool wanted[MONITOR_LOGS] = {c->jobstate_log, c->dagman_log, c->resource_log};
+    if (pathset_add(ps, c->dag_path, "the DAG", 0, err) < 0)
+        return -1;
+    if (!c->null_executor &&
+        paths_add(ps, m->rescue_path, c->rescue_path ? "the rescue log (-r)" : "the rescue log",
+                  "the rescue log's temporary file", 0, err) < 0)
+        return -1;
+    if ((c->out_path && paths_add(ps, c->out_path, "-o", NULL, 1, err) < 0) ||
+        (c->err_path && paths_add(ps, c->err_path, "-e", NULL, 1, err) < 0) ||
+        (c->status_path &&
+         paths_add(ps, c->status_path, "--status", "the temporary file of --status", 0, err) < 0) ||
+        (c->summary_json_path && paths_add(ps, c->summary_json_path, "--summary-json",
+                                           "the temporary file of --summary-json", 0, err) < 0))
+        return -1;
+    for (int k = 0; k < MONITOR_LOGS; k++) {
+        char *p = wanted[k] ? monitor_log_path(c->dag_path, (enum monitor_log)k) : NULL;
+        int rc = wanted[k] && (!p || pathset_add(ps, p, logs[k], 0, err) < 0) ? -1 : 0;
+        if (wanted[k] && !p)
+            pmc_errorf(err, "out of memory");
+        free(p);
+        if (rc < 0)
+            return -1;
+    }
+    return paths_add_ranks(m, ps, err);
+}
+
+/* The destinations of the DAG's forwards (-f, -F), by name
+ * (pathset_check_name()): no system call for one whose last component is
+ * none of the run's files', so a DAG of a million forwards costs a hash
+ * lookup each.  Another name of a run's file (a hard link, a symbolic link
+ * of another name) is refused when first opened (master_forward_guard()). */
+static int paths_check_forwards(struct master *m, struct pathset *ps, struct pmc_error *err)
+{
+    const struct dag *d = m->dag;
+    for (uint32_t t = 0; t < d->ntasks; t++) {
+        for (uint32_t i = d->fwd_first[t]; i < d->fwd_first[t] + d->nfwd[t]; i++) {
+            const char *dest = d->arena + d->fwd[i].dest;
+            if (pathset_check_name(ps, dest, "", NULL) == 0)
+                continue;
+            char label[PATH_MAX];
+            snprintf(label, sizeof label, "%s:%u: task %s's %s destination", m->cfg.dag_path,
+                     d->line[t], task_name(m, t), d->fwd[i].kind == DAG_FORWARD_PIPE ? "-f" : "-F");
+            return pathset_check_name(ps, dest, label, err);
+        }
+    }
+    return 0;
+}
+
+/* The task name in base when base is NAME.out.NNN or NAME.err.NNN with
+ * NNN as taskio_open_per_task() writes it (%03u): its length, else 0. */
+static size_t per_task_name_len(const char *base)
+{
+    const char *dot = strrchr(base, '.');
+    if (!dot || dot - base < 5 || strlen(dot + 1) < 3 ||
+        strspn(dot + 1, "0123456789") != strlen(dot + 1))
+        return 0;
+    char nnn[32];
+    snprintf(nnn, sizeof nnn, "%03lu", strtoul(dot + 1, NULL, 10));
+    if (strcmp(nnn, dot + 1) != 0 || (strncmp(dot - 4, ".out", 4) && strncmp(dot - 4, ".err", 4)))
+        return 0;
+    return (size_t)(dot - 4 - base);
+}
+
+/* --per-task-stdio writes DIR/NAME.out.NNN and DIR/NAME.err.NNN per attempt
+ * of task NAME, DIR the DAG's directory (taskio_open_per_task()); a file
+ * of the run so named would be taken for one, or replaced over one
+ * (--status).  O(files of the run), a DAG lookup each. */
+static int paths_check_per_task(struct master *m, struct pathset *ps, struct pmc_error *err)
+{
+    if (!m->cfg.per_task_stdio)
+        return 0;
+    const char *dag = m->cfg.dag_path, *slash = strrchr(dag, '/');
+    for (size_t i = 1; i < pathset_count(ps); i++) { /* 0 is the DAG: read, not written */
+        const struct pathset_file *f = pathset_at(ps, i);
+        const char *base = strrchr(f->resolved, '/') + 1;
+        size_t len = per_task_name_len(base);
+        dag_task_t t;
+        if (!len || dag_lookup(m->dag, base, len, &t) < 0)
+            continue;
+        char task_file[PATH_MAX], *real = NULL;
+        size_t dir_len;
+        snprintf(task_file, sizeof task_file, "%.*s%s", slash ? (int)(slash - dag) + 1 : 0, dag,
+                 base);
+        if (pathset_resolve(task_file, &real, &dir_len) < 0)
+            return pmc_errorf(err, "out of memory");
+        bool same = strcmp(real, f->resolved) == 0;
+        free(real);
+        if (same)
+            return pmc_errorf(err,
+                              "%s %s and the --per-task-stdio files of task %s name the same "
+                              "file %s",
+                              f->label, f->path, task_name(m, t), task_file);
+    }
+    return 0;
+}
+
+/* Refuse a run two of whose files are one (issue 45): before anything is
+ * opened for writing, with both named.  The DAG must be loaded (its
+ * forwards and task names). */
+static int master_check_paths(struct master *m, struct pmc_error *err)
+{
+    struct pathset *ps = pathset_create();
+    int rc = !ps ? pmc_errorf(err, "out of memory")
+             : paths_add_own(m, ps, err) < 0 || paths_check_forwards(m, ps, err) < 0 ||
+                     paths_check_per_task(m, ps, err) < 0
+                 ? -1
+                 : 0;
+    pathset_destroy(ps);
+    return rc;
+}
+
+/* Hold the lock of the rescue log this run writes, whatever its name
+ * (daglock_acquire_output(): created empty when missing, and removed by
+ * master_destroy() if the run never wrote it).  Not with -n, nor with the
+ * null executor, which writes none. */
+static int master_lock_rescue(struct master *m, struct pmc_error *err)
+{
+    if (m->cfg.nolock || m->cfg.null_executor)
+        return 0;
+    m->rescue_lock_fd =
+        daglock_acquire_output(m->rescue_path, "the rescue log", &m->rescue_created, err);
+    return m->rescue_lock_fd == -1 ? -1 : 0;
+}
+
+/* The empty rescue log master_lock_rescue() created, if the run never
+ * replaced it (the writer's rename leaves our descriptor on an unlinked
+ * file): a run that did not start leaves the rescue path as it was. */
+static void master_unlock_rescue(struct master *m)
+{
+    struct stat ours, now;
+    if (m->rescue_lock_fd >= 0 && m->rescue_created && fstat(m->rescue_lock_fd, &ours) == 0 &&
+        ours.st_nlink > 0 && ours.st_size == 0 && stat(m->rescue_path, &now) == 0 &&
+        fdio_same_file(&ours, &now))
+        unlink(m->rescue_path);
+    if (m->rescue_lock_fd >= 0)
+        close(m->rescue_lock_fd);
+    m->rescue_lock_fd = -1;
+}
+
 static const char *master_forward_guard(void *ctx, const struct stat *st);
 
 struct master *master_create(const struct master_config *cfg, struct pmc_error *err)
@@ -88,6 +271,7 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->cfg = *cfg;
     m->box.efd = -1;
     m->lock_fd = -1;
+    m->rescue_lock_fd = -1;
     m->out_fd = 1;
     m->err_fd = 2;
     m->rescue_path =
@@ -102,7 +286,7 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     if (m->lock_fd == -2)
         log_warn("Cannot open %s for writing: running without the DAG lock", cfg->dag_path);
     m->dag = dagfile_load(cfg->dag_path, err);
-    if (!m->dag)
+    if (!m->dag || master_check_paths(m, err) < 0)
         goto fail;
     if (master_alloc_state(m) < 0 || master_ctl_init(m) < 0) {
         pmc_errorf(err, "out of memory for %u tasks", m->dag->ntasks);
@@ -117,6 +301,12 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
                    m->rescue_path);
         goto fail;
     }
+    if (master_lock_rescue(m, err) < 0)
+        goto fail;
+    struct stat rst;
+    if (m->rescue_lock_fd == -2 && stat(m->rescue_path, &rst) == 0 && S_ISREG(rst.st_mode))
+        log_warn("Cannot open %s for writing: running without the rescue log's lock",
+                 m->rescue_path);
     if (!cfg->skip_rescue &&
         rescue_read(m->rescue_path, m->dag, m->done_before, &m->ndone_before, NULL, err) < 0)
         goto fail;
@@ -233,25 +423,9 @@ static bool master_same_file(int a, int b)
     return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && fdio_same_file(&sa, &sb);
 }
 
-/* Does path name the DAG file itself (-o wf.dag, -r wf.dag)?  Opening it
- * for output would destroy the workflow the user gave. */
-static bool master_names_the_dag(const struct master *m, const char *path)
-{
-    struct stat dag, st;
-    return path && stat(m->cfg.dag_path, &dag) == 0 && stat(path, &st) == 0 &&
-           fdio_same_file(&dag, &st);
-}
-
 int master_open_outputs(struct master *m)
 {
-    const struct master_config *c = &m->cfg;
-    const char *outputs[] = {c->out_path, c->err_path, c->null_executor ? NULL : m->rescue_path};
-    for (size_t k = 0; k < sizeof outputs / sizeof outputs[0]; k++) {
-        if (master_names_the_dag(m, outputs[k])) {
-            log_fatal("%s is the DAG file: it would be overwritten", outputs[k]);
-            return -1;
-        }
-    }
+    const struct master_config *c = &m->cfg; /* no two are one file: master_check_paths() */
     if (master_open_dest(c->out_path, 1, &m->out_fd) < 0)
         return -1;
     if (c->err_path && c->out_path && !strcmp(c->err_path, c->out_path))
@@ -611,6 +785,7 @@ int master_fail_at_start(struct master *m)
     m->start_mono = pmc_mono_s();
     m->fatal = m->aborting = true;
     master__finish(m);
+    master_unlock_rescue(m); /* as it was: none if there was none */
     return 1;
 }
 
@@ -681,6 +856,7 @@ void master_destroy(struct master *m)
         close(m->out_fd);
     if (m->err_fd > 2 && m->err_fd != m->out_fd)
         close(m->err_fd);
+    master_unlock_rescue(m);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);

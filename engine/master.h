@@ -47,6 +47,8 @@ struct master_config {
     int nagents;                   /* ranks that run a node agent (sched/hosts.h), >= 1 */
     const int *agent_ranks;        /* those nagents ranks (copied); NULL: ranks 0..nagents-1 */
     bool null_executor;            /* benchmark: no rescue log is written */
+    bool per_task_stdio;           /* --per-task-stdio: the agents write TASK.out.NNN
+                                      beside the DAG (checked against the run's files) */
     bool nolock;                   /* -n: do not lock the DAG file */
     uint32_t maxfds;               /* --maxfds, 0 = from RLIMIT_NOFILE */
     bool jobstate_log;             /* --jobstate-log */

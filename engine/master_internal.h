@@ -139,7 +139,9 @@ struct master {
     uint32_t next_seq;
     char *fwd_scratch; /* a task's forwards in wire form */
     size_t fwd_scratch_cap;
-    int lock_fd; /* holds the DAG lock; -1 none, -2 could not lock */
+    int lock_fd;         /* holds the DAG lock; -1 none, -2 could not lock */
+    int rescue_lock_fd;  /* holds the rescue log's lock; -1 none, -2 could not lock */
+    bool rescue_created; /* the rescue log was created empty for its lock (master.c) */
     char *rescue_path;
     struct dag *dag;
     uint8_t *done_before; /* from the old rescue log */
@@ -217,8 +219,10 @@ int master__finish(struct master *m);
 int master__status_init(struct master *m); /* 0, or -1 (logged) */
 void master__status_sent(struct master *m, uint32_t t);
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code);
-void master__status_tick(struct master *m);                      /* each scheduling round */
-void master__status_end(struct master *m, bool ok, double wall); /* at the end */
+void master__status_tick(struct master *m); /* each scheduling round */
+/* At the end: the last progress line, status file and summary; -1 when
+ * --status or --summary-json could not be written (logged): the run fails. */
+int master__status_end(struct master *m, bool ok, double wall);
 void master__status_free(struct master *m);
 
 #endif

@@ -345,7 +345,8 @@ int master__finish(struct master *m)
     if (monitor_close(m->monitor) < 0)
         ok = false; /* its last lines were lost */
     m->monitor = NULL;
-    master__status_end(m, ok, wall);
+    if (master__status_end(m, ok, wall) < 0)
+        ok = false;
     if (m->aborting)
         log_error("Aborting workflow");
     if (m->max_failures_hit)

@@ -403,11 +403,11 @@ void master__status_tick(struct master *m)
     }
 }
 
-void master__status_end(struct master *m, bool ok, double wall)
+int master__status_end(struct master *m, bool ok, double wall)
 {
     struct master_status *st = &m->status;
     if (!st->tracking)
-        return;
+        return 0;
     struct snapshot s;
     snapshot_take(m, &s);
     if (m->cfg.progress) {
@@ -416,11 +416,19 @@ void master__status_end(struct master *m, bool ok, double wall)
             st->line_shown = false;
         log_set_erase_line(false);
     }
-    if (m->cfg.status_path)
+    /* a file asked for and not written fails the run (the files were
+     * checked at start: a full disk, a directory removed); the summary
+     * then says so */
+    bool status_failed = false, summary_failed = false;
+    if (m->cfg.status_path) {
+        st->file_failed = false; /* the last word is logged whatever came before */
         write_json(m->cfg.status_path, status_json(m, &s, true, ok), &st->file_failed);
-    bool failed = false;
+        status_failed = st->file_failed;
+    }
     if (m->cfg.summary_json_path)
-        write_json(m->cfg.summary_json_path, summary_json(m, &s, ok, wall), &failed);
+        write_json(m->cfg.summary_json_path, summary_json(m, &s, ok && !status_failed, wall),
+                   &summary_failed);
+    return status_failed || summary_failed ? -1 : 0;
 }
 
 void master__status_free(struct master *m)

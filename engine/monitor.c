@@ -84,26 +84,32 @@ static char *monitor_path(const char *dag_path, const char *suffix, bool beside)
     return p;
 }
 
+char *monitor_log_path(const char *dag_path, enum monitor_log which)
+{
+    static const char *const suffix[MONITOR_LOGS] = {"jobstate.log", ".dagman.out", ".resource"};
+    return monitor_path(dag_path, suffix[which], which == MONITOR_JOBSTATE);
+}
+
 static int monitor_open_logs(struct monitor *mon, const struct monitor_config *cfg,
                              struct pmc_error *err)
 {
     char *p;
     if (cfg->jobstate_log) {
-        p = monitor_path(cfg->dag_path, "jobstate.log", true);
+        p = monitor_log_path(cfg->dag_path, MONITOR_JOBSTATE);
         mon->jobstate = p ? jobstate_log_open(p, err) : NULL;
         free(p);
         if (!mon->jobstate)
             return -1;
     }
     if (cfg->dagman_log) {
-        p = monitor_path(cfg->dag_path, ".dagman.out", false);
+        p = monitor_log_path(cfg->dag_path, MONITOR_DAGMAN);
         mon->dagman = p ? dagman_log_open(p, cfg->dag_path, err) : NULL;
         free(p);
         if (!mon->dagman)
             return -1;
     }
     if (cfg->resource_log) {
-        p = monitor_path(cfg->dag_path, ".resource", false);
+        p = monitor_log_path(cfg->dag_path, MONITOR_RESOURCE);
         mon->resource = p ? resource_log_open(p, err) : NULL;
         free(p);
         if (!mon->resource)

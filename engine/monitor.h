@@ -41,6 +41,15 @@ struct monitor_config {
 
 struct monitor;
 
+/* The event logs, by what cfg's flags name. */
+enum monitor_log { MONITOR_JOBSTATE, MONITOR_DAGMAN, MONITOR_RESOURCE, MONITOR_LOGS };
+
+/* Where log `which` of the DAG at dag_path goes: jobstate.log in the
+ * DAG's directory, DAGFILE.dagman.out, DAGFILE.resource.  Malloc'ed (the
+ * caller frees it); NULL with ENOMEM.  For the master's check that no two
+ * files of the run are one (io/pathset.h).  Reentrant. */
+char *monitor_log_path(const char *dag_path, enum monitor_log which);
+
 /* Open the logs asked for.  NULL with err when one cannot be created. */
 struct monitor *monitor_open(const struct monitor_config *cfg, struct pmc_error *err);
 

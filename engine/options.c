@@ -305,8 +305,32 @@ static int options_flag(struct options *o, int c)
     return 1;
 }
 
+/* The options whose value is a path, by their names in messages. */
+static const char *path_option_name(int c)
+{
+    switch (c) {
+    case 'o':
+        return "-o/--stdout";
+    case 'e':
+        return "-e/--stderr";
+    case 'r':
+        return "-r/--rescue";
+    case OPT_HOST_SCRIPT:
+        return "--host-script";
+    case OPT_STATUS:
+        return "--status";
+    case OPT_SUMMARY_JSON:
+        return "--summary-json";
+    default:
+        return NULL;
+    }
+}
+
 static int options_value(struct options *o, int c, const char *v, struct pmc_error *err)
 {
+    const char *path_opt = path_option_name(c);
+    if (path_opt && !*v) /* "" would be found out only when written: after the run */
+        return bad_value(err, path_opt, v, "must name a file");
     switch (c) {
     case 'o':
         o->out_path = v;
@@ -424,6 +448,8 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     if (optind + 1 < argc)
         return pmc_errorf(err, "unexpected argument '%s' after DAGFILE", argv[optind + 1]);
     o->dag_path = argv[optind];
+    if (!*o->dag_path)
+        return pmc_errorf(err, "invalid DAGFILE: '' (must name a file)");
     if (o->set_affinity && o->host_cpus)
         return pmc_errorf(err, "--set-affinity cannot be used with --host-cpus or PMC_HOST_CPUS "
                                "(tasks are bound to the host's real CPUs)");

@@ -68,6 +68,7 @@
 #include <unistd.h>
 
 #include "io/clock.h"
+#include "io/daglock.h"
 #include "io/fdio.h"
 #include "io/grow.h"
 #include "io/log.h"
@@ -802,6 +803,9 @@ static int rewrite(struct rescue_writer *w, const uint8_t *done, struct pmc_erro
     w->fd = open(w->tmp, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0666);
     if (w->fd < 0)
         return pmc_errorf(err, "%s: %s", w->tmp, errstr(errno, eb, sizeof eb));
+    /* the run's lock of the log moves with it: once renamed over the old
+     * one, a run that opens path finds it locked (daglock.h) */
+    (void)daglock_hold(w->fd);
     size_t len = 0;
     for (dag_task_t t = 0; t < w->dag->ntasks; t++) {
         if (!done[t])

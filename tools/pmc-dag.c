@@ -64,6 +64,7 @@
 #include "io/dagfile.h"
 #include "io/error.h"
 #include "io/fdio.h"
+#include "io/pathset.h"
 #include "io/scan.h"
 #include "io/utf8.h"
 
@@ -247,6 +248,23 @@ static void output_close(struct output *o)
     pd_unlink_on_error = NULL;
     free(o->tmp);
     o->tmp = NULL;
+}
+
+/* Exit 1 when the output file out (NULL or "-": stdout) is the input
+ * file in, under any name (io/pathset.h): writing it would replace the
+ * input the user pointed at.  what names the input ("the DAG"). */
+static void refuse_output_is_input(const char *in, const char *what, const char *out)
+{
+    if (!out || strcmp(out, "-") == 0)
+        return;
+    struct pmc_error err;
+    struct pathset *ps = pathset_create();
+    if (!ps)
+        die(1, "out of memory");
+    int rc = pathset_add(ps, in, what, 0, &err) < 0 ? -1 : pathset_add(ps, out, "-o", 0, &err);
+    pathset_destroy(ps);
+    if (rc < 0)
+        die(1, "%s", err.text);
 }
 
 /* Load a DAG with the engine's parser or exit 1 with its message. */
@@ -1306,6 +1324,7 @@ static int cmd_dot(int argc, char **argv)
     if (optind != argc - 1)
         die(2, "dot: expected one DAGFILE (pmc-dag dot --help)");
     const char *path = argv[optind];
+    refuse_output_is_input(path, "the DAG", out);
     struct dag *dag = load_or_die(path);
     struct levels lv;
     levels_compute(dag, &lv);
@@ -1704,6 +1723,7 @@ static int cmd_from_wfcommons(int argc, char **argv)
     if (!out)
         die(2, "from-wfcommons: -o DAGFILE is required");
     const char *path = argv[optind];
+    refuse_output_is_input(path, "the WfCommons instance", out);
     json_error_t jerr;
     json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {

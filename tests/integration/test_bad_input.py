@@ -164,12 +164,13 @@ class BadInput(pmcrun.TestCase):
         dag = self.write("wf.dag", GOOD_TASKS.format(tmp=self.tmp))
         out = self.write("out.txt", "hello\n[cluster-task name=A, status=0]\n")
         os.mkfifo(self.path("fifo"))
-        # (the outputs are checked once the DAG and the rescue log are read:
-        # those two end like any run that fails at start, summary and all)
-        cases = [("-r DAG", ["-r", dag], ["wf.dag:1", "not a rescue log"], True),
+        # (each refused with one line before anything is opened)
+        same = "name the same file"  # io/pathset.h, test_pointed_paths.py
+        cases = [("-r DAG", ["-r", dag], ["the rescue log (-r)", "the DAG", same], True),
                  ("-r output", ["-r", out], ["out.txt:1", "not a rescue log"], True),
-                 ("-s -r DAG", ["-s", "-r", dag], ["wf.dag", "is the DAG file"], False),
-                 ("-o DAG", ["-o", dag], ["wf.dag", "is the DAG file"], False),
+                 ("-s -r DAG", ["-s", "-r", dag], ["the rescue log (-r)", "the DAG", same],
+                  True),
+                 ("-o DAG", ["-o", dag], ["-o %s and the DAG" % dag, same], True),
                  ("-r FIFO", ["-r", self.path("fifo")], ["fifo", "not a regular file"], True)]
         for case, opts, names, one_line in cases:
             with self.subTest(case=case):

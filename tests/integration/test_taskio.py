@@ -599,17 +599,22 @@ class TaskIO(pmcrun.TestCase):
         self.check(problems, res)
 
     def test_forward_to_the_runs_own_files_is_refused(self):
-        """Forward destinations that are the run's own files (-o, a rank's
-        output file, the rescue log, the DAG) fail their task with the file
-        named, and the files are untouched; before, the data was lost (the
-        -o merge, the next block) or corrupted the rescue log and the DAG,
-        and the run succeeded."""
+        """Forward destinations that reach the run's own files (-o, a rank's
+        output file, the rescue log, the DAG) under another name (a
+        symbolic link: a destination spelled as one of them is refused
+        before the first task, test_pointed_paths.py) fail their task with
+        the file named, and the files are untouched; before, the data was
+        lost (the -o merge, the next block) or corrupted the rescue log and
+        the DAG, and the run succeeded."""
         t = self.tmp
+        for link, target in (("l.out", "out.txt"), ("l.rank", "own.dag.out.0"),
+                             ("l.rescue", "own.dag.rescue"), ("l.dag", "own.dag")):
+            os.symlink(target, self.path(link))
         dag_path = self.write_dag("own.dag", """
-            TASK a -f A={t}/out.txt /bin/sh -c 'echo fwd-a >&$A'
-            TASK b -f A={t}/own.dag.out.0 /bin/sh -c 'echo fwd-b >&$A'
-            TASK c -f A={t}/own.dag.rescue /bin/sh -c 'echo fwd-c >&$A'
-            TASK d -f A={t}/own.dag /bin/sh -c 'echo TASK injected /bin/true >&$A'
+            TASK a -f A={t}/l.out /bin/sh -c 'echo fwd-a >&$A'
+            TASK b -f A={t}/l.rank /bin/sh -c 'echo fwd-b >&$A'
+            TASK c -f A={t}/l.rescue /bin/sh -c 'echo fwd-c >&$A'
+            TASK d -f A={t}/l.dag /bin/sh -c 'echo TASK injected /bin/true >&$A'
             TASK e -f A={t}/fine.txt /bin/sh -c 'echo fwd-e >&$A'
             """.format(t=t))
         dag_text = read_text(dag_path)
@@ -618,8 +623,8 @@ class TaskIO(pmcrun.TestCase):
         problems = []
         if res.timed_out or res.returncode != 1:
             problems.append("exit status %s, expected 1" % res.returncode)
-        for path, what in (("out.txt", "the -o file"), ("own.dag.out.0", "a rank's output file"),
-                           ("own.dag.rescue", "the rescue log"), ("own.dag", "the DAG file")):
+        for path, what in (("l.out", "the -o file"), ("l.rank", "a rank's output file"),
+                           ("l.rescue", "the rescue log"), ("l.dag", "the DAG file")):
             want = "%s is %s: forwarded data may not go there" % (self.path(path), what)
             if want not in res.stderr:
                 problems.append("stderr lacks %r" % want)

@@ -475,6 +475,15 @@ INSTANTIATE_TEST_SUITE_P(
          {"--set-affinity", "--host-cpus"}},
         {"MaxWallTimeNegative", {"--max-wall-time", "-1", "wf.dag"}, {"--max-wall-time", "'-1'"}},
         {"ExtraArgument", {"wf.dag", "other.dag"}, {"other.dag"}},
+        // an empty path was found out only when written, after every task
+        // (--status ''), or opened as nothing (issue 45)
+        {"EmptyStatus", {"--status", "", "wf.dag"}, {"--status", "''", "must name a file"}},
+        {"EmptySummaryJson", {"--summary-json=", "wf.dag"}, {"--summary-json", "''"}},
+        {"EmptyStdout", {"-o", "", "wf.dag"}, {"-o/--stdout", "''"}},
+        {"EmptyStderr", {"--stderr", "", "wf.dag"}, {"-e/--stderr", "''"}},
+        {"EmptyRescue", {"-r", "", "wf.dag"}, {"-r/--rescue", "''"}},
+        {"EmptyHostScript", {"--host-script", "", "wf.dag"}, {"--host-script", "''"}},
+        {"EmptyDagfile", {""}, {"DAGFILE", "''"}},
     }),
     [](const ::testing::TestParamInfo<Rejected> &p) { return std::string(p.param.name); });
 

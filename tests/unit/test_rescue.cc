@@ -11,7 +11,8 @@
 // deleted while the writer runs is written again at its path with every
 // record (carried over and appended), at the next sync or flush; one
 // replaced by another file leaves that file alone and says the log is
-// lost (rescue_writer_path()).
+// lost (rescue_writer_path()).  The installed log is locked by its writer
+// (daglock.h) until it is closed.
 //
 // Each test gets its own directory under $TMPDIR; log output is captured
 // through a pipe so warnings can be checked and never hit a size-limited file.
@@ -534,6 +535,31 @@ TEST_F(RescueTest, OpenWithAnEmptySetCreatesAnEmptyLog)
     EXPECT_TRUE(fs::exists(path_));
     EXPECT_EQ(read_file(path_), "");
     EXPECT_EQ(rescue_writer_close(w), 0);
+}
+
+// The log the writer installs is locked while it is open (another open
+// file description cannot lock it: another run, io/daglock.h), though it
+// replaced the file a run locked first; closed, it is free (issue 45).
+TEST_F(RescueTest, TheInstalledLogIsLockedWhileTheWriterHasIt)
+{
+    auto lockable = [this] {
+        int fd = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+        EXPECT_GE(fd, 0) << strerror(errno);
+        struct flock fl = {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
+        if (fd >= 0)
+            close(fd);
+        return ok;
+    };
+    write_file(path_, "DONE a\n");
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    EXPECT_FALSE(lockable()) << "the new log must be locked by its writer";
+    EXPECT_EQ(rescue_writer_close(w), 0);
+    EXPECT_TRUE(lockable());
 }
 
 TEST_F(RescueTest, AppendsAreWrittenInOrder)
