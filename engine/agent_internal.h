@@ -177,6 +177,9 @@ struct agent {
     struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
     struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
     struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
+    /* launcher_set_quiet_exits() is on: exits may wait in the pool without
+     * waking the agent (agent_quiet_exits_wait_ms()) */
+    bool quiet_exits;
     struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
     struct timespec kill_deadline;
     bool killed_hard;
