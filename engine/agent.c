@@ -120,11 +120,12 @@ static void agent_hold(struct agent *a, const struct slot *s)
     a->send_now = true;
 }
 
-/* The batching clock of a result whose task ran for `duration` seconds
- * from t0 (CLOCK_MONOTONIC) starts at the task's end, not when the agent
- * took it: an exit the pool handed back quietly was seen up to
- * RESULT_DELAY_LEAF_MS late (agent_quiet_exits_wait_ms()), and that counts
- * toward the result's delay, so no result is held longer than
+/* The batching clock (first_result: when the oldest unsent result or
+ * notice was added) of a result whose task ran for `duration` seconds from
+ * t0 (CLOCK_MONOTONIC) starts at the task's end if that is earlier, not
+ * when the agent took it: an exit the pool handed back quietly was seen up
+ * to RESULT_DELAY_LEAF_MS late (agent_quiet_exits_wait_ms()), and that
+ * counts toward the result's delay, so no result is held longer than
  * RESULT_DELAY_LEAF_MS after its task ended.  Call after queueing it. */
 static void agent_result_clock(struct agent *a, const struct timespec *t0, double duration)
 {
