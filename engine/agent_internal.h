@@ -145,6 +145,7 @@ struct agent {
     uint32_t *staged_order;     /* agent__requeue_staged()'s scratch: staged_cap slot indices */
     atomic_int fail_next_start; /* agent__fail_next_start() */
     uint32_t staged_cap;        /* the most staged at once: the node's CPUs */
+    bool quiet_exits;           /* launcher_set_quiet_exits() on: agent_quiet_exits_wait_ms() */
     bool requeue_due;           /* a task above staged_floor came: agent__requeue_staged() */
     uint32_t cpus_free;         /* local accounting of the host's resources */
     uint64_t memory_free;
@@ -152,7 +153,7 @@ struct agent {
     bool *gpu_busy;               /* per host GPU id: held by a running task */
     uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
     const char *gpu_env[5];       /* inherited CUDA/ROCR/ZE/PMC_GPUS/HIP entries, or NULL */
-    struct timespec first_result; /* when the oldest unsent result or notice was added */
+    struct timespec first_result; /* the oldest unsent item's clock (agent_result_clock()) */
     bool results_release;         /* an unsent result is of a task with children */
     bool low_water_sent;          /* results went at the refill mark (agent.c) */
     bool shutting, aborting, draining, failed, sent_abort;

@@ -402,8 +402,11 @@ uint64_t launcher_own_waits(const struct launcher *l);
  * freed, of a task that exited 0 and whose job does not ask for the agent
  * (wake_on_exit), is handed back without waking the agent while more
  * than low staged jobs are left; the agent takes it with the next exit
- * that wakes it.  Every other exit wakes it, so the last ones always do,
- * and results that release children or report a failure are not held.
+ * that wakes it, or at its next look at the pool (at most
+ * RESULT_DELAY_LEAF_MS later: agent.c, agent_quiet_exits_wait_ms(), so
+ * that no result waits for later exits).  Every other exit wakes it, so
+ * the last ones always do, and results that release children or report a
+ * failure are not held.
  * Off until called.  The agent turns this on with own waits and stages
  * more tasks ahead (8 per CPU, low = 3 per CPU: AGENT_STAGED_PER_CPU_SPARE),
  * so that a node of short, independent tasks wakes it at one exit in about
