@@ -927,6 +927,7 @@ static long writer_recreate(struct rescue_writer *w, struct pmc_error *err)
 {
     char eb[128];
     int old = w->fd;
+    w->fd = -1; /* rewrite() sets it once it has opened PATH.tmp */
     if (rewrite(w, w->done, err) < 0) {
         if (w->fd >= 0) {
             unlink(w->tmp); /* created with O_EXCL: it is ours */

@@ -639,6 +639,35 @@ TEST_F(RescueTest, ReplacedLogIsLeftAloneAndLost)
         << "said once";
 }
 
+// A log that cannot be written again (here PATH.tmp is a directory that
+// rewrite() cannot unlink) is lost, but the writer keeps its own file: the
+// records go on into it, none fails (the failed rewrite once closed the
+// log's descriptor: "write failed: Bad file descriptor").
+TEST_F(RescueTest, LogThatCannotBeWrittenAgainKeepsItsFile)
+{
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    int held = open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(held, 0);
+    ASSERT_EQ(unlink(path_.c_str()), 0);
+    ASSERT_EQ(mkdir((path_ + ".tmp").c_str(), 0755), 0);
+    write_file(path_ + ".tmp/x", "");
+    rescue_writer_append(w, id("b"));
+    ASSERT_EQ(rescue_writer_flush(w), 0);
+    EXPECT_EQ(rescue_writer_path(w), RESCUE_PATH_LOST);
+    rescue_writer_append(w, id("c"));
+    EXPECT_EQ(rescue_writer_close(w), 0) << "its records still go into its file";
+    std::string kept(64, '\0');
+    ssize_t n = pread(held, &kept[0], kept.size(), 0);
+    close(held);
+    ASSERT_GE(n, 0);
+    kept.resize((size_t)n);
+    EXPECT_EQ(kept, "DONE a\nDONE b\nDONE c\n");
+    EXPECT_TRUE(fs::exists(path_ + ".tmp/x")) << "a PATH.tmp not ours is left alone";
+    EXPECT_NE(log_.take().find("was deleted or replaced during the run"), std::string::npos);
+}
+
 TEST_F(RescueTest, FlushMakesRecordsVisibleToAFreshRead)
 {
     pmc_error err{};
