@@ -830,8 +830,9 @@ static int parse_lines(struct parser *p, const char *buf, size_t len, struct sca
         p->cur = &ring[done++ % DAGFILE__RING];
         p->line++;
         if ((size_t)(p->cur->eol - p->cur->s) > DAGFILE_MAX_LINE)
-            return syntax(p, "line of %zu bytes, longer than the limit of %zu bytes (1 MiB)",
-                          (size_t)(p->cur->eol - p->cur->s), DAGFILE_MAX_LINE);
+            return syntax(p, "line of %zu bytes, longer than the limit of %zu bytes (%zu MiB)",
+                          (size_t)(p->cur->eol - p->cur->s), DAGFILE_MAX_LINE,
+                          DAGFILE_MAX_LINE >> 20);
         if (parse_line(p, p->cur->s, p->cur->eol))
             return -1;
         drop_parsed(p, p->cur->next);

@@ -17,7 +17,8 @@
  * names the file and line: "wf.dag:12: duplicate task A".
  *
  * Limits: a line (its bytes before the newline) is at most
- * DAGFILE_MAX_LINE bytes, 1 MiB; a longer one is an error naming the file,
+ * DAGFILE_MAX_LINE bytes, 8 MiB (above what execve(2) takes: at most 6 MiB
+ * of arguments and environment); a longer one is an error naming the file,
  * the line and its length.  A DAG file must be a regular file: a pipe
  * (`pmc-hybrid <(gen)`), a FIFO or a device is refused with a message that
  * asks for a file, because a run locks its DAG, keeps its rescue log next
@@ -37,7 +38,7 @@
 extern "C" {
 #endif
 
-#define DAGFILE_MAX_LINE ((size_t)1 << 20) /* bytes in a line, its newline not counted */
+#define DAGFILE_MAX_LINE ((size_t)8 << 20) /* bytes in a line, its newline not counted */
 
 /* 0 when path is a regular file, or cannot be stat(2)ed (the open that
  * follows reports why); -1 with err "PATH: a pipe or FIFO, not a regular

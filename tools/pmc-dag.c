@@ -158,8 +158,8 @@ static int bound_lines(const char *p, size_t from, size_t n, size_t *line_start,
     if (!nl && n - *line_start <= DAGFILE_MAX_LINE)
         return 0; /* every line so far fits, the last one may go on */
     errno = EFBIG;
-    return pmc_errorf(err, "%s:%lu: line longer than the limit of %zu bytes (1 MiB)", path, *line,
-                      DAGFILE_MAX_LINE);
+    return pmc_errorf(err, "%s:%lu: line longer than the limit of %zu bytes (%zu MiB)", path, *line,
+                      DAGFILE_MAX_LINE, DAGFILE_MAX_LINE >> 20);
 }
 
 /* Read all of path into a malloc'ed buffer (NUL-terminated, *len bytes

@@ -17,8 +17,8 @@ messages that must name the option or variable at fault and its limit.
   * fifo_dag: the same for a FIFO with no writer, with and without -n.
   * dev_zero_dag: /dev/zero as the DAG is refused at once, with and without
     -n (it grew memory without bound).
-  * over_long_line: a line of 1 MiB + 1 byte (a comment) is an error naming
-    the file and line, nothing ran; a line of exactly 1 MiB is fine.
+  * over_long_line: a line of 8 MiB + 1 byte (a comment) is an error naming
+    the file and line, nothing ran; a line of exactly 8 MiB is fine.
   * escaping_names: with --per-task-stdio, tasks named ../escape and
     TMP/abs/x are refused before any task runs (DAG file, line, name), and
     nothing is written outside the run's directory; without the option the
@@ -48,7 +48,7 @@ sys.dont_write_bytecode = True  # keep the source tree clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import pmcrun  # noqa: E402
 
-MiB = 1 << 20
+LIMIT = 8 << 20  # DAGFILE_MAX_LINE
 REFUSE_TIMEOUT = 30  # seconds: a refusal is immediate; a hang runs into this
 
 NOT_REGULAR = "not a regular file: write the DAG to a file first"
@@ -182,14 +182,14 @@ class PointedInput(pmcrun.TestCase):
 
     def test_over_long_line(self):
         task = "TASK a /bin/touch %s\n" % self.path("ran.a")
-        dag = self.write("long.dag", task + "#" + "x" * MiB + "\nEDGE\n")
+        dag = self.write("long.dag", task + "#" + "x" * LIMIT + "\nEDGE\n")
         res = self.run_pmc(["--host-cpus", "2", dag], timeout=REFUSE_TIMEOUT)
-        problems = self.refused(res, ["long.dag:2: line of 1048577 bytes, longer than the "
-                                      "limit of 1048576 bytes (1 MiB)"])
-        ok = self.write("ok.dag", task + "#" + "x" * (MiB - 1) + "\n")
+        problems = self.refused(res, ["long.dag:2: line of 8388609 bytes, longer than the "
+                                      "limit of 8388608 bytes (8 MiB)"])
+        ok = self.write("ok.dag", task + "#" + "x" * (LIMIT - 1) + "\n")
         res2 = self.run_pmc(["--host-cpus", "2", ok], timeout=60)
         if res2.returncode != 0 or not self.ran(["a"]):
-            problems.append("a line of exactly 1 MiB: exit %s, ran %s"
+            problems.append("a line of exactly 8 MiB: exit %s, ran %s"
                             % (res2.returncode, self.ran(["a"])))
         self.check(problems, res)
 

@@ -519,9 +519,9 @@ TEST(DagFile, UnterminatedQuote)
 
 TEST(DagFile, LongLinesAndManyArguments)
 {
-    std::string big(900 << 10, 'x');
+    std::string big(3 << 20, 'x');
     std::string line = "TASK A /bin/echo \"" + big + "\"";
-    const int nargs = 10000;
+    const int nargs = 100000;
     for (int i = 0; i < nargs; i++)
         line += " a" + std::to_string(i);
     ASSERT_LE(line.size(), DAGFILE_MAX_LINE);
@@ -529,24 +529,24 @@ TEST(DagFile, LongLinesAndManyArguments)
     ASSERT_NE(nullptr, r.d) << r.error;
     ASSERT_EQ((uint32_t)nargs + 2, r->argc[0]);
     EXPECT_EQ(big, dag_task_arg(r.d, 0, 1));
-    EXPECT_STREQ("a9999", dag_task_arg(r.d, 0, nargs + 1));
+    EXPECT_STREQ("a99999", dag_task_arg(r.d, 0, nargs + 1));
     EXPECT_EQ((Args{"/bin/echo", "short"}), args_of(r, 1));
 }
 
-// A line is at most DAGFILE_MAX_LINE (1 MiB) bytes, its newline not
+// A line is at most DAGFILE_MAX_LINE (8 MiB) bytes, its newline not
 // counted: one byte more is an error naming the file, the line and its
 // length, whatever the line holds (a comment too), in a small buffer and
 // in one large enough for the scanning thread (>= 4 MB).
 TEST(DagFile, LineLongerThanTheLimitIsAnError)
 {
     const size_t max = DAGFILE_MAX_LINE;
-    EXPECT_EQ(max, (size_t)1 << 20);
+    EXPECT_EQ(max, (size_t)8 << 20);
     std::string ok = "TASK A /bin/echo " + std::string(max - 17, 'x');
     ASSERT_EQ(max, ok.size());
     Dag r = parse(ok + "\n");
-    EXPECT_NE(nullptr, r.d) << "a line of exactly 1 MiB: " << r.error;
-    std::string msg = "t.dag:2: line of 1048577 bytes, longer than the limit of 1048576 bytes "
-                      "(1 MiB)";
+    EXPECT_NE(nullptr, r.d) << "a line of exactly 8 MiB: " << r.error;
+    std::string msg = "t.dag:2: line of 8388609 bytes, longer than the limit of 8388608 bytes "
+                      "(8 MiB)";
     EXPECT_EQ(msg, parse_error("TASK A /bin/true\n" + ok + "y\n"));
     EXPECT_EQ(msg, parse_error("TASK A /bin/true\n#" + std::string(max, ' ') + "\nEDGE\n"));
     EXPECT_EQ(msg, parse_error("TASK A /bin/true\n" + ok + "y")) << "last line, no newline";
@@ -555,7 +555,7 @@ TEST(DagFile, LineLongerThanTheLimitIsAnError)
         large += "TASK t" + std::to_string(i) + " /bin/true\n";
     size_t lines = (size_t)std::count(large.begin(), large.end(), '\n');
     EXPECT_EQ("t.dag:" + std::to_string(lines + 1) +
-                  ": line of 1048577 bytes, longer than the limit of 1048576 bytes (1 MiB)",
+                  ": line of 8388609 bytes, longer than the limit of 8388608 bytes (8 MiB)",
               parse_error(large + ok + "y\nTASK z /bin/true\n"));
 }
 
