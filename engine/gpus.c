@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "io/log.h"
+
 static int add_id(struct gpu_ids *g, const char *s, size_t len)
 {
     if (g->n >= GPUS_MAX)
@@ -377,7 +379,11 @@ int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc
     int rc = 0;
     if (list)
         rc = add_list(out, var, list, err);
-    if (rc == -1) {
+    if (rc == -1 && override && count == 0) { /* --host-gpus 0: the list is not used */
+        log_warn("%s (ignored: --host-gpus 0)", err->text);
+        gpus_free(out);
+        rc = 0;
+    } else if (rc == -1) {
         gpus_free(out);
         return -1;
     }

@@ -14,7 +14,8 @@
  *      Level Zero's "0.1"), "GPU-" and a UUID's hexadecimal digits and
  *      dashes (CUDA's and ROCm's UUIDs, or a unique beginning of one), or
  *      "MIG-" and a MIG instance's UUID ("MIG-GPU-<UUID>/GI/CI" too); any
- *      other word ("garbage", "$$") is an error naming the variable;
+ *      other word ("garbage", "$$") is an error naming the variable
+ *      (with --host-gpus 0, which uses no list, a warning);
  *   2. hwloc's OS devices (CUDA "cudaN", NVML "nvmlN", ROCm SMI "rsmiN",
  *      Level Zero "zeN" where hwloc was built with those backends): the
  *      first of CUDA, ROCm SMI, Level Zero and NVML that sees a device,
@@ -81,7 +82,8 @@ struct gpu_ids {
  * 0, or -1 with err: out of memory; "--host-gpus N: the inherited VAR lists
  * M GPUs (\"LIST\")"; "CUDA_VISIBLE_DEVICES='garbage,1': 'garbage' is not a
  * GPU (a device number, GPU-<UUID> or MIG-<UUID>; -1 or NoDevFiles for
- * none)" for a word of a visibility list that is not a GPU id (above). */
+ * none)" for a word of a visibility list that is not a GPU id (above;
+ * logged as a warning instead with override and count 0). */
 int gpus_discover(bool override, uint32_t count, struct gpu_ids *out, struct pmc_error *err);
 
 /* "id,id,..." of the ids whose indices are idx[0..n) into buf (size bytes);

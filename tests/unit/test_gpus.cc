@@ -92,6 +92,17 @@ TEST_F(GpusTest, DuplicatesMarkersAndEmptyLists)
 // Accepted: numbers, Level Zero's device.sub-device, CUDA's and ROCm's
 // GPU-<UUID> (a beginning of one too), MIG-<UUID> and the older
 // MIG-GPU-<UUID>/GI/CI; any negative number ends the list as -1 does.
+// --host-gpus 0 uses no visibility list: one that does not parse is only
+// worth a warning there, not a reason to refuse a run that needs no GPU.
+TEST_F(GpusTest, ListThatDoesNotParseIsIgnoredWithHostGpusZero)
+{
+    setenv("CUDA_VISIBLE_DEVICES", "0, 1", 1);
+    pmc_error err{};
+    EXPECT_EQ(gpus_discover(true, 0, &g_, &err), 0) << err.text;
+    EXPECT_EQ(g_.n, 0u);
+    unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 TEST_F(GpusTest, WordsThatAreNotGpuIdsAreAnError)
 {
     const char *bad[][2] = {
