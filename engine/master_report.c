@@ -276,9 +276,29 @@ static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool f
  * output.  The run fails anyway; this only logs.  Tasks done in earlier
  * runs keep their records (a rank file they left, merged now, is not
  * told apart). */
+/* Keep the lock on the rescue log now at its path through fd, a
+ * descriptor of it from the writer or rescue_replace(): the lock taken at
+ * start (master_lock_rescue()) is on a file the writer's rename unlinked,
+ * so from the writer's close to the end of the run the path would be
+ * unlocked and a second run could start on it.  fd -1 or a run without the
+ * lock: nothing kept. */
+static void master_keep_rescue_lock(struct master *m, int fd)
+{
+    if (fd < 0)
+        return;
+    if (m->rescue_lock_fd < 0) {
+        close(fd);
+        return;
+    }
+    close(m->rescue_lock_fd);
+    m->rescue_lock_fd = fd;
+    m->rescue_created = false; /* the writer's file, not the empty one made to lock */
+}
+
 static void master_take_back_lost(struct master *m, bool all, bool forwards, bool rescue_lost)
 {
     const struct dag *d = m->dag;
+    int lock_fd = -1;
     if (!m->ran_on)
         return; /* the null executor records nothing */
     uint32_t n = 0, first = 0;
@@ -303,13 +323,14 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards, boo
     if (!keep)
         log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
                   n);
-    else if (rescue_replace(m->rescue_path, d, keep, &err) < 0)
+    else if (rescue_replace(m->rescue_path, d, keep, &lock_fd, &err) < 0)
         log_error("%s still lists %u tasks whose output was lost: %s", m->rescue_path, n, err.text);
     else
         log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "
                   "of %s",
                   n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
     free(keep);
+    master_keep_rescue_lock(m, lock_fd);
 }
 
 int master__finish(struct master *m)
@@ -324,10 +345,12 @@ int master__finish(struct master *m)
         log_debug("Rescue log %s: %llu writes, %llu fdatasync calls", m->rescue_path,
                   (unsigned long long)st.writes, (unsigned long long)st.syncs);
     }
-    if (m->rescue && rescue_writer_close(m->rescue) < 0 && !m->fatal) {
+    int lock_fd = -1;
+    if (m->rescue && rescue_writer_close_locked(m->rescue, &lock_fd) < 0 && !m->fatal) {
         log_fatal("Rescue log failed");
         m->fatal = true;
     }
+    master_keep_rescue_lock(m, lock_fd);
     m->rescue = NULL;
     double wall = pmc_mono_s() - m->start_mono;
     for (int k = 0; k < 2; k++) /* gone before the merge: the ranks' files keep the output */

@@ -689,13 +689,30 @@ static void writer_free(struct rescue_writer *w)
     free(w);
 }
 
+/* A descriptor of w's file (close-on-exec) for *lock_fd, when lock_fd is
+ * not NULL: it keeps the file's lock (an OFD lock lives while any
+ * descriptor of its open file does).  -1 there when dup fails. */
+static void writer_keep_lock(const struct rescue_writer *w, int *lock_fd)
+{
+    if (lock_fd)
+        *lock_fd = w->fd >= 0 ? fcntl(w->fd, F_DUPFD_CLOEXEC, 0) : -1;
+}
+
 int rescue_writer_close(struct rescue_writer *w)
 {
+    return rescue_writer_close_locked(w, NULL);
+}
+
+int rescue_writer_close_locked(struct rescue_writer *w, int *lock_fd)
+{
+    if (lock_fd)
+        *lock_fd = -1;
     if (!w)
         return 0;
     char eb[128];
     int rc = rescue_writer_flush(w);
     writer_stop(w);
+    writer_keep_lock(w, lock_fd);
     if (close(w->fd) < 0 && rc == 0) {
         log_error("%s: close failed: %s", w->path, errstr(errno, eb, sizeof eb));
         rc = -1;
@@ -990,16 +1007,19 @@ static void writer_check_path(struct rescue_writer *w)
     atomic_store_explicit(&w->path_state, RESCUE_PATH_LOST, memory_order_release);
 }
 
-int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
+int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done, int *lock_fd,
                    struct pmc_error *err)
 {
     char eb[128];
+    if (lock_fd)
+        *lock_fd = -1;
     struct rescue_writer *w = writer_prepare(path, dag, done, false, "", err);
     if (!w)
         return -1;
     bool renamed;
     int rc = writer_install(w, path, err, &renamed);
     if (rc == 0) { /* synced already: a close error is a late write-back error */
+        writer_keep_lock(w, lock_fd);
         int closed = close(w->fd);
         w->fd = -1;
         if (closed < 0)

@@ -89,8 +89,10 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
  * ("PATH.tmp: write failed: No space left on device"); before the rename
  * PATH.tmp is removed and path is left as it was, after it (a failed
  * directory sync or close) path holds the new log.  Nothing else may
- * write path meanwhile (the DAG lock); reentrant otherwise. */
-int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
+ * write path meanwhile (the DAG lock); reentrant otherwise.  lock_fd (NULL:
+ * not wanted) gets a descriptor of the installed file that holds its lock
+ * (the caller closes it), or -1. */
+int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done, int *lock_fd,
                    struct pmc_error *err);
 
 struct rescue_writer;
@@ -186,6 +188,11 @@ enum rescue_path rescue_writer_path(const struct rescue_writer *w);
 /* Flush, stop the thread, close the file, free.  Returns what the last flush
  * returned (0 or -1).  NULL is a no-op returning 0. */
 int rescue_writer_close(struct rescue_writer *w);
+
+/* rescue_writer_close(), and *lock_fd (not NULL) gets a descriptor of the
+ * log's file that keeps the lock the writer took on it, for the caller to
+ * close when it no longer writes the path; -1 when w is NULL or dup fails. */
+int rescue_writer_close_locked(struct rescue_writer *w, int *lock_fd);
 
 #ifdef __cplusplus
 }

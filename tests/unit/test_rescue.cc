@@ -562,6 +562,40 @@ TEST_F(RescueTest, TheInstalledLogIsLockedWhileTheWriterHasIt)
     EXPECT_TRUE(lockable());
 }
 
+// The lock outlives the writer through the descriptor close_locked() and
+// rescue_replace() hand back, until the caller closes it: a run keeps its
+// log locked to its very end (its last merge, a take-back of records).
+TEST_F(RescueTest, CloseLockedAndReplaceHandTheLockOver)
+{
+    auto lockable = [this] {
+        int fd = open(path_.c_str(), O_RDWR | O_CLOEXEC);
+        struct flock fl = {};
+        fl.l_type = F_WRLCK;
+        fl.l_whence = SEEK_SET;
+        bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
+        if (fd >= 0)
+            close(fd);
+        return ok;
+    };
+    pmc_error err{};
+    rescue_writer *w = open_writer({"a"}, &err);
+    ASSERT_NE(w, nullptr) << err.text;
+    int held = -2;
+    EXPECT_EQ(rescue_writer_close_locked(w, &held), 0);
+    ASSERT_GE(held, 0);
+    EXPECT_FALSE(lockable()) << "still locked through the descriptor handed back";
+    close(held);
+    EXPECT_TRUE(lockable());
+    std::vector<uint8_t> none(dag_->ntasks, 0);
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), &held, &err), 0) << err.text;
+    ASSERT_GE(held, 0);
+    EXPECT_FALSE(lockable()) << "the replaced log is locked through the descriptor";
+    close(held);
+    EXPECT_TRUE(lockable());
+    EXPECT_EQ(rescue_writer_close_locked(nullptr, &held), 0);
+    EXPECT_EQ(held, -1);
+}
+
 TEST_F(RescueTest, AppendsAreWrittenInOrder)
 {
     pmc_error err{};
@@ -891,11 +925,11 @@ TEST_F(RescueTest, ReplaceWritesExactlyTheGivenSet)
     ASSERT_EQ(read_file(path_), "DONE a\nDONE task1\nDONE c\n");
     write_file(path_ + ".tmp", "stale from a crash");
     auto keep = done_set({"c", "a"});
-    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), keep.data(), &err), 0) << err.text;
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), keep.data(), nullptr, &err), 0) << err.text;
     EXPECT_EQ(read_file(path_), "DONE a\nDONE c\n");
     EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     auto none = done_set({});
-    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), &err), 0) << err.text;
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), nullptr, &err), 0) << err.text;
     EXPECT_TRUE(fs::exists(path_));
     EXPECT_EQ(read_file(path_), "");
 }
@@ -915,7 +949,7 @@ TEST_F(RescueTest, ARewriteThatCannotFinishLeavesPathAlone)
         {
             FileSizeLimit limit(4096);
             if (replace) {
-                rc = rescue_replace(path_.c_str(), big.get(), done.data(), &err);
+                rc = rescue_replace(path_.c_str(), big.get(), done.data(), nullptr, &err);
             } else {
                 rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), done.data(), &err);
                 rc = w ? 0 : -1;
@@ -928,7 +962,7 @@ TEST_F(RescueTest, ARewriteThatCannotFinishLeavesPathAlone)
         EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     }
     pmc_error err{};
-    EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), &err), -1);
+    EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), nullptr, &err), -1);
     EXPECT_STREQ(err.text, "/dev/null: not a regular file (the rescue log is replaced)");
 }
 
