@@ -22,7 +22,12 @@
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
  * least: dag.c refuses -c 0), and it is never bound (no staging with
- * --set-affinity).  Only the task the pump would start next is staged,
+ * --set-affinity).  Its one CPU id (PMC_AFFINITY) is that CPU's: the
+ * reaper writes the lowest id of the task that ended into the staged
+ * task's environment before it starts it (launch_job.first_id), the agent
+ * moves that id from the ended task to the staged one when it takes
+ * either (agent__adopt_id(); the ended task's release keeps it back),
+ * and a staged task the agent starts itself takes a free id.  Only the task the pump would start next is staged,
  * so staging keeps the queue's priority order and PMC's deferral rule;
  * when that task needs more, staging stops and it waits for the pump.
  * Up to one task per CPU is committed ahead (8 with launchers to spare:
@@ -51,6 +56,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "io/clock.h"
@@ -117,6 +124,22 @@ void agent__stage(struct agent *a)
         ;
 }
 
+/* A staged task the agent starts itself, on a CPU freed another way: its
+ * one CPU id (PMC_AFFINITY) from the pool, written into its environment,
+ * and passed on to the staged task its reaper starts. */
+static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_job *j)
+{
+    cpu_set_t one;
+    if (!s->id_pending || cpuset_pool_take_any(a->pool, 1, &one) != 0)
+        return;
+    int id = agent__first_id(&one);
+    char d[AFFINITY_ID_MAX];
+    snprintf(d, sizeof d, "%d", id);
+    memcpy(s->affinity_value, d, strlen(d) + 1);
+    agent__adopt_id(s, id);
+    j->first_id = id;
+}
+
 void agent__start_staged(struct agent *a)
 {
     uint32_t i;
@@ -125,6 +148,7 @@ void agent__start_staged(struct agent *a)
         a->nstaged--;
         struct slot *s = &a->slots[i]; /* its clock starts now, not when staged */
         struct launch_job *j = launcher_job(a->launcher, i);
+        agent_stage_take_id(a, s, j);
         clock_gettime(CLOCK_MONOTONIC, &s->t0);
         s->start = pmc_epoch_s();
         j->started = s->t0;
