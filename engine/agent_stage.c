@@ -27,22 +27,18 @@
  * task's environment before it starts it (launch_job.first_id), the agent
  * moves that id from the ended task to the staged one when it takes
  * either (agent__adopt_id(); the ended task's release keeps it back),
- * and a staged task the agent starts itself takes a free id.  Only the task the pump would start next is staged,
- * so staging keeps the queue's priority order and PMC's deferral rule;
- * when that task needs more, staging stops and it waits for the pump.
- * Up to one task per CPU is committed ahead (8 with launchers to spare:
- * AGENT_STAGED_PER_CPU_SPARE); a task of higher priority
- * than some of them that arrives meanwhile is staged ahead of those, and
- * the lowest staged task goes back into the queue, in its place
- * (agent__requeue_staged()), so that it starts on the next CPU that
- * frees, as PMC starts the highest priority on the next free slot.
- * Without that, it waited a whole round behind them: on a node of 1-hour
- * tasks, an hour.  The cost is one staging undone and one made per task
- * that goes ahead (Pegasus gives deeper levels higher priorities, so each
- * batch of children may do so); the others are only pushed again.  Not
- * with --per-task-stdio:
- * a staged task has its files made, and one cancelled at a drain or an
- * abort would leave them empty behind.
+ * and a staged task the agent starts itself takes a free id.  Only the
+ * task the pump would start next is staged, so staging keeps the queue's priority order and PMC's
+ * deferral rule; when that task needs more, staging stops and it waits for the pump. Up to one task
+ * per CPU is committed ahead (8 with launchers to spare: AGENT_STAGED_PER_CPU_SPARE); a task of
+ * higher priority than some of them that arrives meanwhile is staged ahead of those, and the lowest
+ * staged task goes back into the queue, in its place (agent__requeue_staged()), so that it starts
+ * on the next CPU that frees, as PMC starts the highest priority on the next free slot. Without
+ * that, it waited a whole round behind them: on a node of 1-hour tasks, an hour.  The cost is one
+ * staging undone and one made per task that goes ahead (Pegasus gives deeper levels higher
+ * priorities, so each batch of children may do so); the others are only pushed again.  Not with
+ * --per-task-stdio: a staged task has its files made, and one cancelled at a drain or an abort
+ * would leave them empty behind.
  *
  * Accounting: a staged task is claimed at once (its slot, its CPU in
  * slot.cpus) against a CPU lent ahead: cpus_free is raised by one before

@@ -448,8 +448,7 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
     if (!failed && o->host_script && ri->host_rank == 0) {
         struct pmc_error err;
         wall_deadline = o->max_wall_time > 0 ? main_start_mono + o->max_wall_time * 60.0 : 0;
-        if (hostscript_run(o->host_script, ri->host_agent, pgid, host_script_must_stop, &err) <
-            0) {
+        if (hostscript_run(o->host_script, ri->host_agent, pgid, host_script_must_stop, &err) < 0) {
             if (caught_signal)
                 log_error("Caught signal: %s", signal_name(caught_signal));
             else if (host_script_must_stop())
