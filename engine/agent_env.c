@@ -160,15 +160,27 @@ static void put_thread_vars(struct agent *a, struct slot *s, const struct msg_ta
         put(o, "OMP_PROC_BIND", "close");
 }
 
+/* The first CPU of set at or after c, or -1: a word at a time (a task's
+ * environment is built for every task; CPU_SETSIZE bits one by one were
+ * a few us of it). */
+static int next_cpu(const cpu_set_t *set, int c)
+{
+    const int bits = (int)(8 * sizeof set->__bits[0]);
+    for (int w = c / bits; w < CPU_SETSIZE / bits; w++, c = w * bits) {
+        __cpu_mask m = set->__bits[w] & (~(__cpu_mask)0 << (c % bits));
+        if (m)
+            return w * bits + __builtin_ctzl(m);
+    }
+    return -1;
+}
+
 /* "0,1,2,3": every CPU of set, NUL-terminated, at o->p (PMC_AFFINITY's
  * value, PMC's form). */
 static void put_ids(struct env_out *o, const cpu_set_t *set)
 {
     char d[DIGITS_MAX + 1];
     bool first = true;
-    for (int c = 0; c < CPU_SETSIZE; c++) {
-        if (!CPU_ISSET(c, set))
-            continue;
+    for (int c = next_cpu(set, 0); c >= 0; c = next_cpu(set, c + 1)) {
         if (!first)
             *o->p++ = ',';
         first = false;
@@ -254,10 +266,7 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
 
 int agent__first_id(const cpu_set_t *set)
 {
-    for (int c = 0; c < CPU_SETSIZE; c++)
-        if (CPU_ISSET(c, set))
-            return c;
-    return -1;
+    return next_cpu(set, 0);
 }
 
 void agent__adopt_id(struct slot *s, int id)
