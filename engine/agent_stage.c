@@ -215,8 +215,7 @@ void agent__requeue_staged(struct agent *a)
      * job left, which goes back into the queue (first, so that the slot it
      * frees is there for the new one).  Jobs merely pushed again cost an
      * atomic push each; a job is made or undone only per displacement,
-     * whose nq_push_front() moves the queue's higher entries (at most a
-     * prefetch window of them) one place each. */
+     * whose nq_push_front() costs O(log n) (a heap: node_queue.h). */
     uint32_t lo = 0, hi = n, moved = 0;
     int32_t floor = INT32_MAX; /* the lowest priority staged again */
     size_t pos;
