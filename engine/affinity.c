@@ -264,6 +264,32 @@ struct cpuset_pool *cpuset_pool_create(hwloc_topology_t topo, const cpu_set_t *w
     return p;
 }
 
+struct cpuset_pool *cpuset_pool_create_slots(unsigned n, struct pmc_error *err)
+{
+    if (n == 0 || n > CPU_SETSIZE) {
+        errno = EINVAL;
+        pmc_errorf(err, "cannot number %u CPU slots (1 to %d)", n, CPU_SETSIZE);
+        return NULL;
+    }
+    struct cpuset_pool *p = calloc(1, sizeof *p);
+    if (p) {
+        p->pu = calloc(n, sizeof *p->pu);
+        p->busy = calloc(n, sizeof *p->busy);
+        p->box = calloc(1, sizeof *p->box);
+    }
+    if (!p || !p->pu || !p->busy || !p->box) {
+        pmc_errorf(err, "cannot build the CPU pool: %m");
+        cpuset_pool_destroy(p);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++)
+        p->pu[i] = i;
+    p->npu = p->nfree = p->local_max = n;
+    p->box[0] = (struct pool_box){0, n, true};
+    p->nbox = 1;
+    return p;
+}
+
 void cpuset_pool_destroy(struct cpuset_pool *pool)
 {
     if (!pool)
@@ -361,6 +387,21 @@ int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t 
 int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
 {
     return cpuset_pool_take_near(pool, n, NULL, out);
+}
+
+int cpuset_pool_take_any(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
+{
+    int rc = cpuset_pool_take_near(pool, n, NULL, out);
+    if (rc != 1)
+        return rc;
+    for (unsigned i = 0, got = 0; got < n; i++) /* fragmented: the first free */
+        if (!pool->busy[i]) {
+            pool->busy[i] = true;
+            CPU_SET(pool->pu[i], out);
+            got++;
+        }
+    pool->nfree -= n;
+    return 0;
 }
 
 void cpuset_pool_give(struct cpuset_pool *pool, const cpu_set_t *set)

@@ -6,8 +6,9 @@
  * be used by PMC tasks on systems that are not configured properly" (PMC
  * manual); affinity_reset_inherited() does the same.
  *
- * With --set-affinity each task is bound to PMC_CPUS PUs of its rank
- * (COMPAT.md "Task environment": PMC_AFFINITY holds the list).  The rank's
+ * Every task is allotted PMC_CPUS PUs of its rank, named in PMC_AFFINITY
+ * (as PMC's worker does), and with --set-affinity it is also bound to them
+ * (docs/compat-notes.md, "Task environment").  The rank's
  * PUs form a cpuset_pool: rank host_rank of host_ranks on a host owns a
  * contiguous block of the host's PUs in hwloc's logical order (which walks
  * the topology tree depth first, so a block keeps cores and packages
@@ -90,6 +91,14 @@ struct cpuset_pool *cpuset_pool_create(hwloc_topology_t topo, const cpu_set_t *w
                                        int host_rank, int host_ranks, struct pmc_error *err);
 void cpuset_pool_destroy(struct cpuset_pool *pool);
 
+/* A pool of n logical CPU slots numbered 0 .. n-1 (1 <= n <= CPU_SETSIZE)
+ * with no topology: what PMC_AFFINITY names when the host is given more
+ * CPUs (--host-cpus) than it has PUs, as PMC numbers --host-cpus N as
+ * CPUs 0 .. N-1.  Such ids are for telling concurrent tasks apart, not
+ * for binding (ids past the real CPUs bind nothing).  NULL with err (EINVAL
+ * for n out of range, ENOMEM). */
+struct cpuset_pool *cpuset_pool_create_slots(unsigned n, struct pmc_error *err);
+
 /* PUs in the pool, and those of them not taken. */
 unsigned cpuset_pool_size(const struct cpuset_pool *pool);
 unsigned cpuset_pool_nfree(const struct cpuset_pool *pool);
@@ -111,6 +120,12 @@ int cpuset_pool_take(struct cpuset_pool *pool, unsigned n, cpu_set_t *out);
 int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t *near,
                           cpu_set_t *out);
 
+/* Take n free PUs as cpuset_pool_take() does, but when the pool is
+ * fragmented take the first n free ones in logical order instead: ids for
+ * PMC_AFFINITY without --set-affinity, where a task is not bound and
+ * locality is only a preference.  0 when taken; -1 as cpuset_pool_take(). */
+int cpuset_pool_take_any(struct cpuset_pool *pool, unsigned n, cpu_set_t *out);
+
 /* Return PUs taken with cpuset_pool_take().  CPUs of *set that are not in
  * the pool or not taken are ignored. */
 void cpuset_pool_give(struct cpuset_pool *pool, const cpu_set_t *set);
@@ -121,6 +136,8 @@ void cpuset_pool_give(struct cpuset_pool *pool, const cpu_set_t *set);
  * 0.  Returns the length of the whole list, as snprintf does;
  * AFFINITY_LIST_MAX bytes always suffice. */
 #define AFFINITY_LIST_MAX 4096
+/* Bytes that hold one CPU id in decimal (< CPU_SETSIZE) and its NUL. */
+#define AFFINITY_ID_MAX 12
 size_t affinity_format(const cpu_set_t *set, char *buf, size_t size);
 
 #ifdef __cplusplus

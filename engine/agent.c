@@ -776,6 +776,7 @@ static bool agent_done(const struct agent *a)
 static void *agent_main(void *arg)
 {
     struct agent *a = arg;
+    log_debug("Worker %d: Starting...", a->cfg.rank); /* PMC's wording */
     if (!a->cfg.null_executor)
         agent_ask_short_slice();
     agent_send_hello(a);
@@ -802,10 +803,15 @@ static void *agent_main(void *arg)
     return NULL;
 }
 
-/* The PUs of this agent: the host's PUs (its share of them when
+/* The CPU ids of this agent's tasks (PMC_AFFINITY; with --set-affinity
+ * they are bound to them): the host's PUs (its share of them when
  * --ranks-are-hosts puts several agents on one machine), or, with
  * --keep-affinity, the CPUs it inherited (a launcher's binding is already
- * per rank).  Without a topology tasks run unbound.  -1 only without memory. */
+ * per rank).  Without --set-affinity, when the agent offers more CPUs than
+ * those PUs (--host-cpus above them) or hwloc cannot tell, the ids are the
+ * logical slots 0 .. CPUs-1, as PMC numbers --host-cpus N (no task is
+ * bound then, and ids past the real CPUs name none).  With --set-affinity
+ * and no topology tasks run unbound.  -1 only without memory. */
 static int agent_create_pool(struct agent *a)
 {
     cpu_set_t inherited;
@@ -815,6 +821,18 @@ static int agent_create_pool(struct agent *a)
                                  keep ? 1 : a->cfg.pu_shares, &perr);
     if (!a->pool && errno == ENOMEM)
         return -1;
+    if (!a->cfg.set_affinity && (!a->pool || cpuset_pool_size(a->pool) < a->cfg.cpus)) {
+        cpuset_pool_destroy(a->pool);
+        a->pool = cpuset_pool_create_slots(a->cfg.cpus ? a->cfg.cpus : 1, &perr);
+        if (!a->pool && errno == ENOMEM)
+            return -1;
+        if (!a->pool)
+            log_warn("%s: tasks get no PMC_AFFINITY", perr.text);
+        else
+            log_debug("Rank %d: PMC_AFFINITY names CPU slots 0-%u (%u CPUs, more than its PUs)",
+                      a->cfg.rank, a->cfg.cpus ? a->cfg.cpus - 1 : 0, a->cfg.cpus);
+        return 0;
+    }
     if (!a->pool)
         log_warn("--set-affinity: %s; tasks run unbound", perr.text);
     else if (cpuset_pool_size(a->pool) < a->cfg.cpus)
@@ -858,7 +876,7 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
-    if (cfg->set_affinity && agent_create_pool(a) < 0) {
+    if (!cfg->null_executor && agent_create_pool(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: out of memory");
         agent_destroy(a);
         return NULL;

@@ -1,7 +1,11 @@
 /* agent_env.c - a task's environment (COMPAT.md "Task environment"):
  * pmc-hybrid's environment without the variables it sets itself, plus
  *   PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK, PMC_HOST_RANK (PMC's),
- *   PMC_AFFINITY with --set-affinity (the CPU list it is bound to),
+ *   PMC_AFFINITY, the CPU ids allotted to it, each one, comma-separated
+ *     ("0,1,2,3", as PMC's worker writes it), for every task, bound to
+ *     them with --set-affinity only (agent_task.c, agent_slot_bind()); a
+ *     staged task gets room for one id, written when it starts on a CPU
+ *     (agent_stage.c),
  *   for a task with -g N: PMC_GPUS and the visibility variable the host's
  *     ids are meant for (gpus.h's gpu_ids.var: CUDA_VISIBLE_DEVICES,
  *     ROCR_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES or ZE_AFFINITY_MASK; all but
@@ -156,6 +160,38 @@ static void put_thread_vars(struct agent *a, struct slot *s, const struct msg_ta
         put(o, "OMP_PROC_BIND", "close");
 }
 
+/* The first CPU of set at or after c, or -1: a word at a time (a task's
+ * environment is built for every task; CPU_SETSIZE bits one by one were
+ * a few us of it). */
+static int next_cpu(const cpu_set_t *set, int c)
+{
+    const int bits = (int)(8 * sizeof set->__bits[0]);
+    for (int w = c / bits; w < CPU_SETSIZE / bits; w++, c = w * bits) {
+        __cpu_mask m = set->__bits[w] & (~(__cpu_mask)0 << (c % bits));
+        if (m)
+            return w * bits + __builtin_ctzl(m);
+    }
+    return -1;
+}
+
+/* "0,1,2,3": every CPU of set, NUL-terminated, at o->p (PMC_AFFINITY's
+ * value, PMC's form). */
+static void put_ids(struct env_out *o, const cpu_set_t *set)
+{
+    char d[DIGITS_MAX + 1];
+    bool first = true;
+    for (int c = next_cpu(set, 0); c >= 0; c = next_cpu(set, c + 1)) {
+        if (!first)
+            *o->p++ = ',';
+        first = false;
+        const char *n = decimal(c, d);
+        size_t len = strlen(n);
+        memcpy(o->p, n, len);
+        o->p += len;
+    }
+    *o->p++ = '\0';
+}
+
 /* list_len: the length of the task's "id,id" list (gpus_format()). */
 static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, size_t list_len)
 {
@@ -185,7 +221,8 @@ static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, siz
 /* Bytes of envbuf the task needs, at most. */
 static size_t env_bytes(struct agent *a, struct slot *s, const struct msg_task *t, size_t gpus)
 {
-    size_t need = strlen(t->name) + 160 + (s->bound ? AFFINITY_LIST_MAX + 16 : 0);
+    size_t need = strlen(t->name) + 160 + (s->ids || s->id_pending ? AFFINITY_ID_MAX + 16 : 0);
+    need += s->ids ? (size_t)CPU_COUNT(&s->cpuset) * AFFINITY_ID_MAX : 0;
     need += NTHREAD_VARS * 40 + (s->bound ? (size_t)CPU_COUNT(&s->cpuset) * 10 + 16 : 0);
     return need + (NGPU_VARS + 1) * (gpus + 32) + 64;
 }
@@ -206,11 +243,17 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
     put(&o, "PMC_CPUS", decimal(t->cpus, n));
     put(&o, "PMC_RANK", decimal(a->cfg.rank, n));
     put(&o, "PMC_HOST_RANK", decimal(a->cfg.host_rank, n));
-    if (s->bound) {
+    if (s->ids || s->id_pending) {
         char *start = o.p;
-        o.p += sprintf(o.p, "PMC_AFFINITY=");
-        affinity_format(&s->cpuset, o.p, AFFINITY_LIST_MAX);
-        o.p += strlen(o.p) + 1;
+        memcpy(o.p, "PMC_AFFINITY=", 13);
+        o.p += 13;
+        s->affinity_value = o.p;
+        if (s->ids) {
+            put_ids(&o, &s->cpuset);
+        } else { /* written at its start: agent_stage.c */
+            memset(o.p, 0, AFFINITY_ID_MAX);
+            o.p += AFFINITY_ID_MAX;
+        }
         *o.e++ = start;
     }
     put_gpu_vars(a, s, &o, gpus);
@@ -219,4 +262,19 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
         return -1;
     o.e[s->fwd.npipes] = NULL;
     return 0;
+}
+
+int agent__first_id(const cpu_set_t *set)
+{
+    return next_cpu(set, 0);
+}
+
+void agent__adopt_id(struct slot *s, int id)
+{
+    if (!s->id_pending || id < 0)
+        return;
+    CPU_ZERO(&s->cpuset);
+    CPU_SET(id, &s->cpuset);
+    s->ids = true;
+    s->id_pending = false;
 }

@@ -103,8 +103,14 @@ struct slot {
     struct fwd_task fwd;        /* -f/-F of the running task */
     int fwd_fds[DAG_MAX_PIPES]; /* write ends handed to the child */
     int task_out, task_err;     /* --per-task-stdio files, -1 otherwise */
-    bool bound;                 /* cpuset taken from the agent's pool */
+    /* ids: cpuset holds the CPU ids taken from the agent's pool for the
+     * task (PMC_AFFINITY); bound: it is bound to them (--set-affinity);
+     * id_pending: a staged task, whose one id is the CPU it starts on,
+     * written at its start into affinity_value (PMC_AFFINITY's value in
+     * envbuf, AFFINITY_ID_MAX bytes) by whoever starts it */
+    bool ids, bound, id_pending;
     cpu_set_t cpuset;
+    char *affinity_value;
     uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
     uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */
     uint32_t ngpu;
@@ -185,7 +191,7 @@ struct agent {
     uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
     uint64_t orphans_results;   /* results_made at the last reap of adopted orphans */
     uint64_t orphans_due_ns;    /* CLOCK_MONOTONIC ns before which none follows it */
-    struct cpuset_pool *pool;   /* --set-affinity, else NULL */
+    struct cpuset_pool *pool;   /* PMC_AFFINITY's ids (agent_create_pool()), or NULL */
     struct deadlines deadlines; /* time limits of the running tasks */
     bool warned_unbound;
     uint64_t results_made;     /* results reported: ran, failed to start or cancelled */
@@ -231,6 +237,14 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
 void agent__stage(struct agent *a);
 void agent__start_staged(struct agent *a);
 void agent__took_handed(struct agent *a, struct slot *s);
+
+/* PMC_AFFINITY of staged tasks (agent_env.c).  The lowest CPU id in set,
+ * -1 when empty. */
+int agent__first_id(const cpu_set_t *set);
+/* A staged task (s->id_pending) started on the CPU whose id is id (>= 0;
+ * -1: none known): its ids become {id}, already taken from the pool by the
+ * task that gave it up, or by agent__start_staged(). */
+void agent__adopt_id(struct slot *s, int id);
 void agent__unstage_all(struct agent *a);
 void agent__cancel_staged(struct agent *a, uint32_t i);
 void agent__requeue_staged(struct agent *a);

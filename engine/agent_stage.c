@@ -22,22 +22,23 @@
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
  * least: dag.c refuses -c 0), and it is never bound (no staging with
- * --set-affinity).  Only the task the pump would start next is staged,
- * so staging keeps the queue's priority order and PMC's deferral rule;
- * when that task needs more, staging stops and it waits for the pump.
- * Up to one task per CPU is committed ahead (8 with launchers to spare:
- * AGENT_STAGED_PER_CPU_SPARE); a task of higher priority
- * than some of them that arrives meanwhile is staged ahead of those, and
- * the lowest staged task goes back into the queue, in its place
- * (agent__requeue_staged()), so that it starts on the next CPU that
- * frees, as PMC starts the highest priority on the next free slot.
- * Without that, it waited a whole round behind them: on a node of 1-hour
- * tasks, an hour.  The cost is one staging undone and one made per task
- * that goes ahead (Pegasus gives deeper levels higher priorities, so each
- * batch of children may do so); the others are only pushed again.  Not
- * with --per-task-stdio:
- * a staged task has its files made, and one cancelled at a drain or an
- * abort would leave them empty behind.
+ * --set-affinity).  Its one CPU id (PMC_AFFINITY) is that CPU's: the
+ * reaper writes the lowest id of the task that ended into the staged
+ * task's environment before it starts it (launch_job.first_id), the agent
+ * moves that id from the ended task to the staged one when it takes
+ * either (agent__adopt_id(); the ended task's release keeps it back),
+ * and a staged task the agent starts itself takes a free id.  Only the
+ * task the pump would start next is staged, so staging keeps the queue's priority order and PMC's
+ * deferral rule; when that task needs more, staging stops and it waits for the pump. Up to one task
+ * per CPU is committed ahead (8 with launchers to spare: AGENT_STAGED_PER_CPU_SPARE); a task of
+ * higher priority than some of them that arrives meanwhile is staged ahead of those, and the lowest
+ * staged task goes back into the queue, in its place (agent__requeue_staged()), so that it starts
+ * on the next CPU that frees, as PMC starts the highest priority on the next free slot. Without
+ * that, it waited a whole round behind them: on a node of 1-hour tasks, an hour.  The cost is one
+ * staging undone and one made per task that goes ahead (Pegasus gives deeper levels higher
+ * priorities, so each batch of children may do so); the others are only pushed again.  Not with
+ * --per-task-stdio: a staged task has its files made, and one cancelled at a drain or an abort
+ * would leave them empty behind.
  *
  * Accounting: a staged task is claimed at once (its slot, its CPU in
  * slot.cpus) against a CPU lent ahead: cpus_free is raised by one before
@@ -51,6 +52,8 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "io/clock.h"
@@ -117,6 +120,22 @@ void agent__stage(struct agent *a)
         ;
 }
 
+/* A staged task the agent starts itself, on a CPU freed another way: its
+ * one CPU id (PMC_AFFINITY) from the pool, written into its environment,
+ * and passed on to the staged task its reaper starts. */
+static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_job *j)
+{
+    cpu_set_t one;
+    if (!s->id_pending || cpuset_pool_take_any(a->pool, 1, &one) != 0)
+        return;
+    int id = agent__first_id(&one);
+    char d[AFFINITY_ID_MAX];
+    snprintf(d, sizeof d, "%d", id);
+    memcpy(s->affinity_value, d, strlen(d) + 1);
+    agent__adopt_id(s, id);
+    j->first_id = id;
+}
+
 void agent__start_staged(struct agent *a)
 {
     uint32_t i;
@@ -125,6 +144,7 @@ void agent__start_staged(struct agent *a)
         a->nstaged--;
         struct slot *s = &a->slots[i]; /* its clock starts now, not when staged */
         struct launch_job *j = launcher_job(a->launcher, i);
+        agent_stage_take_id(a, s, j);
         clock_gettime(CLOCK_MONOTONIC, &s->t0);
         s->start = pmc_epoch_s();
         j->started = s->t0;
@@ -195,8 +215,7 @@ void agent__requeue_staged(struct agent *a)
      * job left, which goes back into the queue (first, so that the slot it
      * frees is there for the new one).  Jobs merely pushed again cost an
      * atomic push each; a job is made or undone only per displacement,
-     * whose nq_push_front() moves the queue's higher entries (at most a
-     * prefetch window of them) one place each. */
+     * whose nq_push_front() costs O(log n) (a heap: node_queue.h). */
     uint32_t lo = 0, hi = n, moved = 0;
     int32_t floor = INT32_MAX; /* the lowest priority staged again */
     size_t pos;

@@ -20,11 +20,13 @@
 
 int agent__open_outputs(struct agent *a, struct pmc_error *err)
 {
-    char path[4096];
+    char path[4096]; /* PMC's log lines for them */
     taskio_rank_path(path, sizeof path, a->cfg.dag_path, 0, a->cfg.rank);
+    log_debug("Worker %d: Using task stdout file: %s", a->cfg.rank, path);
     if (taskio_file_open(&a->out, path, err) < 0)
         return -1;
     taskio_rank_path(path, sizeof path, a->cfg.dag_path, 1, a->cfg.rank);
+    log_debug("Worker %d: Using task stderr file: %s", a->cfg.rank, path);
     return taskio_file_open(&a->err, path, err);
 }
 
@@ -222,9 +224,9 @@ void agent__slot_release(struct agent *a, struct slot *s)
     taskio_capture_reset(s->err_fd, s->err_len);
     (void)taskio_close_per_task(&s->task_out, &s->task_err); /* a task that never ran */
     fwd_reset(&s->fwd);
-    if (s->bound)
+    if (s->ids)
         cpuset_pool_give(a->pool, &s->cpuset);
-    s->bound = false;
+    s->ids = s->bound = s->id_pending = false;
     for (uint32_t i = 0; i < s->ngpu; i++)
         a->gpu_busy[s->gpu[i]] = false;
     a->gpus_free += s->ngpu;
@@ -354,21 +356,31 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     agent__slot_release(a, s);
 }
 
-/* --set-affinity: take t->cpus PUs of the host's pool, near the task's GPUs
- * first (its GPUs are taken before); when they cannot be had, the task runs
- * unbound with a warning.  Always 0. */
-static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t)
+/* The task's CPU ids (PMC_AFFINITY): t->cpus of the host's pool.  Without
+ * --set-affinity any free ones, the most local first; a staged task gets
+ * its one id when it starts (id_pending: the CPU it starts on).  With
+ * --set-affinity the task is bound to them, taken near its GPUs first (its
+ * GPUs are taken before); when they cannot be had, it runs unbound with a
+ * warning.  Always 0. */
+static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t, bool staged)
 {
-    s->bound = false;
+    s->ids = s->bound = s->id_pending = false;
     if (!a->pool)
         return 0;
+    if (!a->cfg.set_affinity) {
+        if (staged)
+            s->id_pending = true;
+        else
+            s->ids = cpuset_pool_take_any(a->pool, t->cpus ? t->cpus : 1, &s->cpuset) == 0;
+        return 0;
+    }
     cpu_set_t near; /* the CPUs near the task's GPUs, when hwloc knows */
     CPU_ZERO(&near);
     for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->ngpu; k++)
         CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu[k]]);
     int rc = cpuset_pool_take_near(a->pool, t->cpus ? t->cpus : 1, &near, &s->cpuset);
     if (rc == 0) {
-        s->bound = true;
+        s->ids = s->bound = true;
     } else if (rc == 1) {
         log_warn("Task %s: the free CPUs of rank %d are fragmented, running it unbound", t->name,
                  a->cfg.rank);
@@ -492,6 +504,8 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     a->running++; /* the agent does not end while a launch is out */
     j->chained = false;
     j->handed = 0;
+    j->first_id = s->ids ? agent__first_id(&s->cpuset) : -1;
+    j->affinity_value = s->id_pending ? s->affinity_value : NULL;
     if (staged)
         launcher_stage(a->launcher, i);
     else
@@ -556,6 +570,7 @@ static void agent_take_completions(struct agent *a)
         if (j->chained) { /* staged: its reaper-started clock (launcher_stage()) */
             s->t0 = j->started;
             s->start = j->output.record.start;
+            agent__adopt_id(s, j->first_id); /* the CPU id its reaper gave up */
         }
         s->pid = j->pid;
         s->pool_reaps = j->pool_reaps && !j->err;
@@ -605,8 +620,11 @@ void agent__take_exited(struct agent *a, uint32_t i)
 {
     struct launch_job *j = launcher_job(a->launcher, i);
     struct slot *s = &a->slots[i];
-    if (j->handed)
+    if (j->handed) {
         agent__took_handed(a, s);
+        if (s->ids && j->first_id >= 0) /* the staged task it started holds it */
+            CPU_CLR(j->first_id, &s->cpuset);
+    }
     s->hold_counted = j->held_failure;
     s->out_len = j->out_len; /* what agent__slot_release() resets */
     s->err_len = j->err_len;
@@ -630,7 +648,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
         return false;
     }
     if (agent_slot_io(a, s, t) < 0 || agent_slot_gpus(a, s, t) < 0 ||
-        agent_slot_bind(a, s, t) < 0 || agent__slot_env(a, s, t) < 0) {
+        agent_slot_bind(a, s, t, staged) < 0 || agent__slot_env(a, s, t) < 0) {
         /* the task cannot start: report it as failed (status 256, as PMC
          * does when stdio cannot be opened) */
         agent_task_unstartable(a, s, t);

@@ -31,13 +31,26 @@ static int hostscript_wait(int pidfd, int ms)
     return r > 0;
 }
 
-static int hostscript_status(int pidfd)
+/* Reap the script: its exit code (128+signal for a signal, -1 when it
+ * cannot be reaped); *raw, when not NULL, its wait status as waitpid's
+ * (what PMC's "(N)" shows) and *sig its signal or 0. */
+static int hostscript_status_of(int pidfd, int *raw, int *sig)
 {
     siginfo_t si;
     memset(&si, 0, sizeof si);
     if (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
         return -1;
-    return si.si_code == CLD_EXITED ? si.si_status : 128 + si.si_status;
+    bool exited = si.si_code == CLD_EXITED;
+    if (raw)
+        *raw = exited ? (si.si_status & 0xff) << 8 : si.si_status;
+    if (sig)
+        *sig = exited ? 0 : si.si_status;
+    return exited ? si.si_status : 128 + si.si_status;
+}
+
+static int hostscript_status(int pidfd)
+{
+    return hostscript_status_of(pidfd, NULL, NULL);
 }
 
 double hostscript_timeout_s(void)
@@ -74,7 +87,8 @@ static int hostscript_wait_stoppable(int pidfd, double limit_s, bool (*stop)(voi
     }
 }
 
-int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc_error *err)
+int hostscript_run(const char *path, int rank, pid_t *pgid, bool (*stop)(void),
+                   struct pmc_error *err)
 {
     double limit_s = hostscript_timeout_s();
     char *argv[] = {(char *)path, NULL};
@@ -82,11 +96,11 @@ int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc
     pid_t pid;
     int pidfd;
     *pgid = 0;
-    log_debug("Launching host script %s", path);
+    log_debug("Worker %d: Launching host script %s", rank, path);
     int e = spawn_task(&req, &pid, &pidfd);
     if (e) {
         errno = e;
-        return pmc_errorf(err, "Host script %s could not be started: %m", path);
+        return pmc_errorf(err, "Worker %d: Host script %s could not be started: %m", rank, path);
     }
     *pgid = pid;
     int waited = hostscript_wait_stoppable(pidfd, limit_s, stop);
@@ -96,7 +110,7 @@ int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc
         kill(-pid, SIGKILL);
         hostscript_status(pidfd);
         close(pidfd);
-        return pmc_errorf(err, "Host script stopped");
+        return pmc_errorf(err, "Worker %d: Host script stopped", rank);
     }
     if (waited == 0) {
         kill(pid, SIGALRM);
@@ -104,20 +118,25 @@ int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc
             kill(-pid, SIGKILL);
         hostscript_status(pidfd);
         close(pidfd);
-        return pmc_errorf(err, "Host script timed out after %g seconds", limit_s);
+        return pmc_errorf(err, "Worker %d: Host script timed out after %g seconds", rank, limit_s);
     }
-    int status = hostscript_status(pidfd);
+    int raw = 0, sig = 0;
+    int status = hostscript_status_of(pidfd, &raw, &sig);
     close(pidfd);
-    log_debug("Host script exited with status %d", status);
+    if (sig)
+        log_debug("Worker %d: Host script exited on signal %d (%d)", rank, sig, raw);
+    else
+        log_debug("Worker %d: Host script exited with status %d (%d)", rank, status, raw);
     if (status != 0)
-        return pmc_errorf(err, "Host script failed with status %d", status);
+        return pmc_errorf(err, "Worker %d: Host script failed with status %d", rank, status);
     return 0;
 }
 
-void hostscript_stop(pid_t pgid)
+void hostscript_stop(pid_t pgid, int rank)
 {
     if (pgid <= 0 || !spawn_group_alive(pgid))
         return;
+    log_debug("Worker %d: Terminating host script process group with SIGTERM", rank);
     kill(-pgid, SIGTERM);
     struct timespec step = {0, 50 * 1000 * 1000};
     for (int waited = 0; waited < HOSTSCRIPT_GRACE_MS; waited += 50) {
@@ -126,4 +145,5 @@ void hostscript_stop(pid_t pgid)
         nanosleep(&step, NULL);
     }
     kill(-pgid, SIGKILL);
+    log_warn("Worker %d: Sent SIGKILL to resilient host script processes", rank);
 }

@@ -35,22 +35,32 @@ extern "C" {
  * Reads the environment: main thread. */
 double hostscript_timeout_s(void);
 
-/* Run the script at path and wait for it.  Returns 0 when it exited 0,
- * with its process group id in *pgid (for hostscript_stop()).  Returns -1
- * with err "Host script failed with status N" (N: the exit code, or
- * 128+signal), "Host script timed out after 60 seconds" (the
- * limit, hostscript_timeout_s(), printed with %g), "Host script stopped"
- * (stop, when not NULL, returned true: asked every
- * HOSTSCRIPT_STOP_POLL_MS while the script runs, e.g. a signal came; the
- * script's group gets SIGTERM, then SIGKILL after HOSTSCRIPT_GRACE_MS),
- * or "Host script PATH could not be started: <reason>"; *pgid is set even
- * then, so the caller can clean up what it left. */
+/* Run the script at path and wait for it; rank is the rank that runs it
+ * (the host's agent), named as PMC's worker names itself in its log
+ * lines: debug "Worker R: Launching host script PATH", "Worker R: Host
+ * script exited with status N (W)" or "... exited on signal S (W)" (W: the
+ * wait status, as PMC prints it).  Returns 0 when it exited 0, with its
+ * process group id in *pgid (for hostscript_stop()).  Returns -1 with err
+ * "Worker R: Host script failed with status N" (N: the exit code, or
+ * 128+signal; PMC printed the wait status there), "Worker R: Host script
+ * timed out after 60 seconds" (the limit, hostscript_timeout_s(), printed
+ * with %g), "Worker R: Host script stopped" (stop, when not NULL, returned
+ * true: asked every HOSTSCRIPT_STOP_POLL_MS while the script runs, e.g. a
+ * signal came; the script's group gets SIGTERM, then SIGKILL after
+ * HOSTSCRIPT_GRACE_MS), or "Worker R: Host script PATH could not be
+ * started: <reason>"; *pgid is set even then, so the caller can clean up
+ * what it left. */
 #define HOSTSCRIPT_STOP_POLL_MS 100
-int hostscript_run(const char *path, pid_t *pgid, bool (*stop)(void), struct pmc_error *err);
+int hostscript_run(const char *path, int rank, pid_t *pgid, bool (*stop)(void),
+                   struct pmc_error *err);
 
 /* SIGTERM the script's process group; SIGKILL whatever is left after
- * HOSTSCRIPT_GRACE_MS.  pgid <= 0 is a no-op. */
-void hostscript_stop(pid_t pgid);
+ * HOSTSCRIPT_GRACE_MS.  pgid <= 0 is a no-op.  Logs PMC's lines, naming
+ * rank: debug "Worker R: Terminating host script process group with
+ * SIGTERM" (when the group is still there), and a warning "Worker R: Sent
+ * SIGKILL to resilient host script processes" when some outlived the
+ * grace. */
+void hostscript_stop(pid_t pgid, int rank);
 
 #ifdef __cplusplus
 }

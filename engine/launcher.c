@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "engine/affinity.h"
 #include "engine/planted.h"
 #include "io/clock.h"
 #include "io/log.h"
@@ -292,6 +293,21 @@ static void launcher_read_pipe(struct launcher *l, uint32_t i, uint32_t p, uint3
     atomic_store_explicit(&l->state[i], w, memory_order_release);
 }
 
+/* id in decimal into value (AFFINITY_ID_MAX bytes): a staged job's
+ * PMC_AFFINITY, the CPU id its reaper's task gave up.  No printf: the
+ * reaper is on the path of the start. */
+static void launcher_put_id(char *value, int id)
+{
+    char d[AFFINITY_ID_MAX];
+    int n = 0;
+    do
+        d[n++] = (char)('0' + id % 10);
+    while ((id /= 10) > 0 && n < AFFINITY_ID_MAX - 1);
+    for (int i = 0; i < n; i++)
+        value[i] = d[n - 1 - i];
+    value[n] = '\0';
+}
+
 /* Start staged job k on the CPU a task just gave up: its clock and its
  * record's start are its own start's. */
 static void launcher_start_staged(struct launcher *l, uint32_t k, struct launcher_thread *self)
@@ -424,8 +440,13 @@ static void launcher_reap(struct launcher *l, uint32_t i, struct launcher_thread
     bool hold = j->hold_on_failure;
     bool hand = !hold && atomic_load_explicit(&l->holds, memory_order_acquire) == 0 &&
                 mpmc_ring_try_pop(l->staged, &k);
-    if (hand)
+    if (hand) {
+        struct launch_job *next = &l->jobs[k]; /* its CPU id is the one given up */
+        next->first_id = j->first_id;
+        if (next->affinity_value && j->first_id >= 0)
+            launcher_put_id(next->affinity_value, j->first_id);
         launcher_start_staged(l, k, self);
+    }
     launcher_write(l, j);
     launcher_hand_back(l, i, hand ? k + 1 : 0);
 }

@@ -237,6 +237,12 @@ struct launch_job {
     /* a reaped launch: slot index + 1 of the staged job its reaper started
      * on the CPU this task gave up (launcher_stage()), 0 when none */
     uint32_t handed;
+    /* in: the lowest CPU id of the task (PMC_AFFINITY), -1 when none; a
+     * staged job started by a reaper takes its reaper's (the CPU given up)
+     * and writes it into its affinity_value (PMC_AFFINITY's value in its
+     * environment, AFFINITY_ID_MAX bytes, NULL when it has none) */
+    int first_id;
+    char *affinity_value;
     /* out: started by the reaper of another task, which then set started
      * and output.record.start (a staged job's own start, not its staging) */
     bool chained;

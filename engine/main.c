@@ -41,6 +41,7 @@ struct rank_info {
     int *leaders;              /* size entries, until the plan is made: transport_place() */
     uint64_t job_key;          /* names the job's doorbells: transport_place() */
     uint8_t role;              /* RANK_MASTER | RANK_AGENT bits, 0 = idle */
+    int host_agent;            /* the rank of this host's agent (PMC's "Worker N") */
     unsigned char *local;      /* size entries, or NULL: this rank's MPI peers on its host */
     bool all_local;            /* every peer of this rank is on its host */
     struct doorbell bell;      /* this rank's doorbell (fd -1: none), until the comm takes it */
@@ -216,6 +217,12 @@ static int rank_plan_roles(struct rank_info *ri, const struct options *o)
     int rc = host_plan_make(ri->leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
     if (rc == 0) {
         ri->role = ri->plan.role[ri->rank];
+        ri->host_agent = ri->rank;
+        for (int r = 0; r < ri->size && !o->ranks_are_hosts; r++)
+            if (ri->leaders[r] == ri->leaders[ri->rank] && (ri->plan.role[r] & RANK_AGENT)) {
+                ri->host_agent = r;
+                break;
+            }
         rank_open_doorbell(ri);
     }
     free(ri->leaders);
@@ -482,7 +489,7 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
     if (!failed && o->host_script && ri->host_rank == 0) {
         struct pmc_error err;
         wall_deadline = o->max_wall_time > 0 ? main_start_mono + o->max_wall_time * 60.0 : 0;
-        if (hostscript_run(o->host_script, pgid, host_script_must_stop, &err) < 0) {
+        if (hostscript_run(o->host_script, ri->host_agent, pgid, host_script_must_stop, &err) < 0) {
             if (caught_signal)
                 log_error("Caught signal: %s", signal_name(caught_signal));
             else if (host_script_must_stop())
@@ -655,7 +662,7 @@ int main(int argc, char **argv)
     else
         rc = run(&ri, m, a);
     agent_destroy(a);
-    hostscript_stop(script_pgid);
+    hostscript_stop(script_pgid, ri.host_agent);
     signal_master = NULL;
     master_destroy(m);
     rank_info_free(&ri);

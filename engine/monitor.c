@@ -231,7 +231,6 @@ static int monitor_line(struct monitor *mon, double now, uint64_t cpus, uint64_t
 static void monitor_write_resources(struct monitor *mon)
 {
     double now = pmc_epoch_s();
-    uint64_t all_cpus = 0, all_mem = 0, all_gpus = 0;
     int rc = 0;
     struct pmc_error err;
     for (uint32_t i = 0; i < mon->nhosts && rc == 0; i++) {
@@ -239,15 +238,10 @@ static void monitor_write_resources(struct monitor *mon)
         uint64_t cpus = free_of(h->cpus, h->committed_cpus);
         uint64_t mem = free_of(h->memory_mb, h->committed_mem);
         uint64_t gpus = free_of(h->gpus, h->committed_gpus);
-        all_cpus += cpus;
-        all_mem += mem;
-        all_gpus += gpus;
         if (h->dirty)
             rc = monitor_line(mon, now, cpus, mem, gpus, h->name, &err);
         h->dirty = false;
     }
-    if (rc == 0)
-        rc = monitor_line(mon, now, all_cpus, all_mem, all_gpus, "*", &err);
     if (rc < 0) {
         log_error("resource log: %s", err.text);
         resource_log_close(mon->resource, NULL);

@@ -6,9 +6,10 @@
  * log.  A host's free CPUs are its CPUs minus what the master committed to
  * its ranks (running or queued there, capped at its CPUs); a line is
  * written for each host whose free resources changed since the last
- * monitor_flush(), plus the "*" totals line, so the log has one line per
- * change at the granularity of a scheduling round (PMC wrote two lines at
- * every task start and end).
+ * monitor_flush(), PMC's lines only (no totals line: the totals are in
+ * --status and --summary-json), so the log has one line per change at the
+ * granularity of a scheduling round, as PMC's one line per host at the
+ * start and at every task start and end.
  *
  * Opening is checked before any task runs (a log that cannot be created
  * fails the run at start); later write errors are logged once and that log

@@ -15,10 +15,13 @@
  * Items are opaque to the queue: the caller gives each one's needs (CPUs,
  * memory in MB, GPUs) and item_size bytes that are copied in and out (the
  * agent keeps a decoded TASKS item and its message's handle there).  A
- * growable power-of-two ring: no allocation once warmed up.  A push is O(1)
- * when it arrives in order (the common case: each batch is sorted) and
- * moves the lower-priority entries back one place otherwise (at most the
- * node's prefetch window).
+ * binary heap ordered by (priority, arrival): push, pop and the removal of
+ * a task found by the deferral scan are O(log n); the scan visits the
+ * first entries in queue order (a best-first walk of the heap, O(k log k)
+ * for the k <= NQ_DEFER_SCAN entries it looks at, 1 when the first fits).
+ * Entries stay in place in a slab while the heap moves 16-byte keys; both
+ * grow by doubling: no allocation once warmed up.  nq_pop_back_fit() (a
+ * recall, rare) looks at every entry: O(n).
  *
  * Thread-safety: not thread-safe; owned by the agent thread.
  */
@@ -41,11 +44,16 @@ extern "C" {
  * fit, in queue order; it must not change the queue. */
 typedef bool (*nq_may_start_fn)(const void *item, void *ctx);
 
+struct nq_key; /* a heap element: an entry's order and its place (node_queue.c) */
+
 struct node_queue {
-    unsigned char *ring; /* (mask + 1) entries of stride bytes */
+    unsigned char *slab;  /* cap entries of stride bytes: the needs, then the item */
+    struct nq_key *heap;  /* len keys, a binary heap: the first in queue order first */
+    uint32_t *free_slots; /* slab entries not in use, nfree of them */
     size_t item_size, stride;
-    size_t mask, head, len;
-    nq_may_start_fn may_start; /* NULL: every entry that fits may start */
+    size_t cap, len, nfree;
+    int64_t next_back, next_front; /* arrival numbers of nq_push(), nq_push_front() */
+    nq_may_start_fn may_start;     /* NULL: every entry that fits may start */
     void *may_start_ctx;
 };
 
@@ -72,7 +80,7 @@ int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gp
  * and comes back (a staged launch taken back, engine/agent_stage.c) takes
  * its place again ahead of tasks of its priority that came after it.
  * Several such tasks go back in reverse order, the last taken first.  0,
- * or -1 with ENOMEM.  O(entries of higher priority). */
+ * or -1 with ENOMEM.  O(log n). */
 int nq_push_front(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
                   int32_t prio, const void *item);
 
@@ -92,7 +100,8 @@ const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t
                         size_t *pos);
 
 /* Remove the task at position pos (from nq_peek_fit(), the queue unchanged
- * since) and copy its item to out; the others keep their order. */
+ * since; a place in the heap, not a rank in the order) and copy its item
+ * to out; the others keep their order. */
 void nq_take_at(struct node_queue *q, size_t pos, void *out);
 
 /* Remove the first task regardless of fit, its item into out.  1, or 0

@@ -308,6 +308,54 @@ TEST(CpusetPool, FragmentedWhenNoPackageHolds)
         {{5, "0-4"}, {5, "8-12"}, {4, "fragmented", 6}, {3, "5-7"}, {4, "none"}, {3, "13-15"}});
 }
 
+// Without --set-affinity (PMC_AFFINITY's ids only): where take() says
+// fragmented, take_any() takes the first free PUs across packages.
+TEST(CpusetPool, TakeAnyTakesTheFirstFreeWhenFragmented)
+{
+    Topo t("pack:2 core:4 pu:2");
+    Pool p = make_pool(t);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(take(p.get(), 5), "0-4");
+    EXPECT_EQ(take(p.get(), 5), "8-12");
+    cpu_set_t out;
+    ASSERT_EQ(cpuset_pool_take_any(p.get(), 2, &out), 0) << "a free core: the local way";
+    EXPECT_EQ(list(out), "6-7");
+    ASSERT_EQ(cpuset_pool_take_any(p.get(), 2, &out), 0);
+    EXPECT_EQ(list(out), "14-15");
+    EXPECT_EQ(take(p.get(), 2), "fragmented") << "5 and 13 free, one in each package";
+    ASSERT_EQ(cpuset_pool_take_any(p.get(), 2, &out), 0);
+    EXPECT_EQ(list(out), "5,13");
+    EXPECT_EQ(cpuset_pool_nfree(p.get()), 0u);
+    errno = 0;
+    EXPECT_EQ(cpuset_pool_take_any(p.get(), 1, &out), -1);
+    EXPECT_EQ(errno, EBUSY);
+    EXPECT_EQ(CPU_COUNT(&out), 0);
+}
+
+// --host-cpus above the PUs: ids 0 .. n-1 with no topology, each taken once.
+TEST(CpusetPool, SlotsNumberZeroToNMinusOne)
+{
+    struct pmc_error err;
+    Pool p(cpuset_pool_create_slots(8, &err));
+    ASSERT_NE(p, nullptr) << err.text;
+    EXPECT_EQ(cpuset_pool_size(p.get()), 8u);
+    EXPECT_EQ(pool_list(p.get()), "0-7");
+    EXPECT_EQ(take(p.get(), 1), "0");
+    EXPECT_EQ(take(p.get(), 2), "1-2");
+    EXPECT_EQ(take(p.get(), 4), "3-6");
+    EXPECT_EQ(take(p.get(), 2), "none");
+    cpu_set_t back;
+    CPU_ZERO(&back);
+    CPU_SET(1, &back);
+    CPU_SET(2, &back);
+    cpuset_pool_give(p.get(), &back);
+    EXPECT_EQ(take(p.get(), 3), "1-2,7");
+    EXPECT_EQ(cpuset_pool_nfree(p.get()), 0u);
+    EXPECT_EQ(cpuset_pool_create_slots(0, &err), nullptr);
+    EXPECT_EQ(cpuset_pool_create_slots(CPU_SETSIZE + 1, &err), nullptr);
+    EXPECT_EQ(errno, EINVAL);
+}
+
 TEST(CpusetPool, NotEnoughFreeAndZero)
 {
     expect_takes("pack:1 core:2 pu:2",

@@ -70,10 +70,10 @@ TEST_F(HostscriptTest, ScriptThatExitsZeroSucceeds)
     std::string s = script("echo ran > '" + path("ran") + "'\nexit 0\n");
     pid_t pgid = -1;
     pmc_error err{};
-    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), 0) << err.text;
+    ASSERT_EQ(hostscript_run(s.c_str(), 1, &pgid, nullptr, &err), 0) << err.text;
     EXPECT_GT(pgid, 0);
     EXPECT_EQ(read_file(path("ran")), "ran\n");
-    hostscript_stop(pgid);
+    hostscript_stop(pgid, 1);
 }
 
 TEST_F(HostscriptTest, ScriptThatExitsThreeFails)
@@ -81,9 +81,9 @@ TEST_F(HostscriptTest, ScriptThatExitsThreeFails)
     std::string s = script("exit 3\n");
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
-    EXPECT_STREQ(err.text, "Host script failed with status 3");
-    hostscript_stop(pgid);
+    EXPECT_EQ(hostscript_run(s.c_str(), 1, &pgid, nullptr, &err), -1);
+    EXPECT_STREQ(err.text, "Worker 1: Host script failed with status 3");
+    hostscript_stop(pgid, 1);
 }
 
 TEST_F(HostscriptTest, HangingScriptTimesOutAfterTheLimitFromTheEnvironment)
@@ -93,10 +93,10 @@ TEST_F(HostscriptTest, HangingScriptTimesOutAfterTheLimitFromTheEnvironment)
     std::string s = script("sleep 600\n");
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
-    EXPECT_STREQ(err.text, "Host script timed out after 0.3 seconds");
+    EXPECT_EQ(hostscript_run(s.c_str(), 1, &pgid, nullptr, &err), -1);
+    EXPECT_STREQ(err.text, "Worker 1: Host script timed out after 0.3 seconds");
     ASSERT_GT(pgid, 0);
-    hostscript_stop(pgid);
+    hostscript_stop(pgid, 1);
     EXPECT_FALSE(group_alive(pgid)) << "the script's sleep survived hostscript_stop()";
 }
 
@@ -116,9 +116,9 @@ TEST_F(HostscriptTest, StopEndsTheWaitAndTheScript)
     stop_calls = 0;
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, stop_after_three_calls, &err), -1);
+    EXPECT_EQ(hostscript_run(s.c_str(), 1, &pgid, stop_after_three_calls, &err), -1);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    EXPECT_STREQ(err.text, "Host script stopped");
+    EXPECT_STREQ(err.text, "Worker 1: Host script stopped");
     EXPECT_EQ(stop_calls, 3);
     EXPECT_LT(t1.tv_sec - t0.tv_sec, 10) << "waited for more than the stop and the grace";
     ASSERT_GT(pgid, 0);
@@ -141,11 +141,11 @@ TEST_F(HostscriptTest, StopReapsWhatTheScriptLeftWhenItIsOurs)
                            "\"; while :; do sleep 0.05; done) &\nexit 0\n");
     pid_t pgid = -1;
     pmc_error err{};
-    ASSERT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), 0) << err.text;
+    ASSERT_EQ(hostscript_run(s.c_str(), 1, &pgid, nullptr, &err), 0) << err.text;
     for (int k = 0; k < 500 && read_file(up).empty(); k++)
         usleep(10000);
     ASSERT_EQ(read_file(up), "up\n") << "the script's daemon did not start";
-    hostscript_stop(pgid);
+    hostscript_stop(pgid, 1);
     EXPECT_FALSE(group_alive(pgid)) << "a zombie of ours kept the group for the whole grace";
     EXPECT_EQ(read_file(term), "term\n") << "the daemon did not end of the SIGTERM";
 }
@@ -155,9 +155,9 @@ TEST_F(HostscriptTest, ScriptThatCannotRunSaysSo)
     std::string s = file("not-executable.sh", "#!/bin/sh\nexit 0\n", 0644);
     pid_t pgid = -1;
     pmc_error err{};
-    EXPECT_EQ(hostscript_run(s.c_str(), &pgid, nullptr, &err), -1);
+    EXPECT_EQ(hostscript_run(s.c_str(), 1, &pgid, nullptr, &err), -1);
     EXPECT_EQ(std::string(err.text),
-              "Host script " + s + " could not be started: Permission denied");
+              "Worker 1: Host script " + s + " could not be started: Permission denied");
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <random>
 #include <vector>
@@ -390,21 +391,30 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
     std::mt19937 rng(7);
     Queue q;
     // the model: higher priority first, first in first out within one
-    // priority; a map, so the model costs log n per step.  20,000 steps
-    // (50,000 took 92 s under ThreadSanitizer, past ctest's 120 s limit on
-    // a loaded CI machine: a push moves the lower-priority entries, so a
-    // run costs the square of the queue's length) still grow the ring from
-    // 64 entries past 1,000, wrapped.
-    std::map<std::pair<int32_t, uint32_t>, struct msg_task> model;
+    // priority, a task put back (nq_push_front()) ahead of its priority;
+    // a map, so the model costs log n per step.  20,000 steps (the queue
+    // was a ring whose pushes moved the lower-priority entries: 50,000
+    // took 92 s under ThreadSanitizer) grow the queue from 64 entries past
+    // 1,000; takes alternate between nq_take_fit() and nq_peek_fit() +
+    // nq_take_at().
+    // key: (-priority, arrival); nq_push_front() arrivals count down from -1
+    std::map<std::pair<int32_t, int64_t>, struct msg_task> model;
     uint32_t next = 0;
+    int64_t front = 0;
     size_t peak = 0;
     for (int step = 0; step < 20000; step++) {
         unsigned op = rng() % 100;
-        if (op < 55) {
+        if (op < 50) {
             struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3,
                                      static_cast<int32_t>(rng() % 4));
             push(q, t);
-            model.emplace(std::make_pair(-t.priority, t.id), t);
+            model.emplace(std::make_pair(-t.priority, static_cast<int64_t>(t.id)), t);
+        } else if (op < 55) { // a staged task back: ahead of its priority
+            struct msg_task t = task(next++, 1 + rng() % 8, rng() % 2000, rng() % 3,
+                                     static_cast<int32_t>(rng() % 4));
+            struct node_task nt = {t, nullptr};
+            ASSERT_EQ(nq_push_front(&q.q, t.cpus, t.memory_mb, t.gpus, t.priority, &nt), 0);
+            model.emplace(std::make_pair(-t.priority, --front), t);
         } else if (op < 62) { // a recall: the task that would start last
             struct node_task nt;
             uint32_t cpus = 1 + rng() % 8, gpus = rng() % 3;
@@ -433,7 +443,23 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
             }
             bool fits = it != model.end() && k < NQ_DEFER_SCAN;
             struct node_task nt;
-            int got = nq_take_fit(&q.q, cpus, mem, gpus, &nt);
+            int got;
+            if (op % 2) { // peek, then take what it named (agent_stage.c)
+                uint32_t c, g;
+                uint64_t m;
+                size_t pos;
+                const void *seen = nq_peek_fit(&q.q, cpus, mem, gpus, &c, &m, &g, &pos);
+                got = seen != nullptr;
+                if (seen) {
+                    struct node_task peeked;
+                    memcpy(&peeked, seen, sizeof peeked);
+                    nq_take_at(&q.q, pos, &nt);
+                    ASSERT_EQ(peeked.t.id, nt.t.id);
+                    ASSERT_EQ(c, nt.t.cpus);
+                }
+            } else {
+                got = nq_take_fit(&q.q, cpus, mem, gpus, &nt);
+            }
             ASSERT_EQ(got, fits ? 1 : 0);
             if (got) {
                 ASSERT_EQ(nt.t.id, it->second.id);
@@ -443,7 +469,7 @@ TEST(NodeQueue, RandomRunMatchesAModelAcrossGrowth)
         ASSERT_EQ(nq_len(&q.q), model.size());
         peak = std::max(peak, model.size());
     }
-    EXPECT_GT(peak, 1000u) << "the ring did not grow as far as meant";
+    EXPECT_GT(peak, 1000u) << "the queue did not grow as far as meant";
     std::vector<uint32_t> want;
     for (const auto &kv : model)
         want.push_back(kv.second.id);
