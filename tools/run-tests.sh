@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what pmc-hybrid needs (Debian 12), build it, and run every test:
-# the unit tests and the integration tests (real workflows with 1 and 4 MPI
-# ranks), through ctest.  Extra arguments go to ctest (e.g. -L unit).
+# the unit tests, the integration tests (real workflows with 1 and 4 MPI
+# ranks) and the Slurm tests (a private Slurm: needs root), through ctest.  Extra arguments go to ctest (e.g. -L unit).
 set -eu
 cd "$(dirname "$0")/.."
 tools/bootstrap.sh
