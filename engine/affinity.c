@@ -361,6 +361,19 @@ static const struct pool_box *pool_best_box(const struct cpuset_pool *p, unsigne
     return best;
 }
 
+/* Mark the first n free PUs from index `from` on busy and add them to out
+ * (the caller knows that many are free there). */
+static void pool_take_from(struct cpuset_pool *pool, unsigned from, unsigned n, cpu_set_t *out)
+{
+    for (unsigned i = from, got = 0; got < n; i++)
+        if (!pool->busy[i]) {
+            pool->busy[i] = true;
+            CPU_SET(pool->pu[i], out);
+            got++;
+        }
+    pool->nfree -= n;
+}
+
 int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t *near,
                           cpu_set_t *out)
 {
@@ -374,13 +387,7 @@ int cpuset_pool_take_near(struct cpuset_pool *pool, unsigned n, const cpu_set_t 
         b = pool_best_box(pool, n, NULL);
     if (!b)
         return 1;
-    for (unsigned i = b->lo, got = 0; got < n; i++)
-        if (!pool->busy[i]) {
-            pool->busy[i] = true;
-            CPU_SET(pool->pu[i], out);
-            got++;
-        }
-    pool->nfree -= n;
+    pool_take_from(pool, b->lo, n, out);
     return 0;
 }
 
@@ -394,13 +401,7 @@ int cpuset_pool_take_any(struct cpuset_pool *pool, unsigned n, cpu_set_t *out)
     int rc = cpuset_pool_take_near(pool, n, NULL, out);
     if (rc != 1)
         return rc;
-    for (unsigned i = 0, got = 0; got < n; i++) /* fragmented: the first free */
-        if (!pool->busy[i]) {
-            pool->busy[i] = true;
-            CPU_SET(pool->pu[i], out);
-            got++;
-        }
-    pool->nfree -= n;
+    pool_take_from(pool, 0, n, out); /* fragmented: the first free */
     return 0;
 }
 

@@ -540,26 +540,29 @@ TEST_F(RescueTest, OpenWithAnEmptySetCreatesAnEmptyLog)
 // The log the writer installs is locked while it is open (another open
 // file description cannot lock it: another run, io/daglock.h), though it
 // replaced the file a run locked first; closed, it is free (issue 45).
+// Can another open file description take the write lock of path now?
+static bool lockable(const std::string &path)
+{
+    int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
+    EXPECT_GE(fd, 0) << strerror(errno);
+    struct flock fl = {};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
+    if (fd >= 0)
+        close(fd);
+    return ok;
+}
+
 TEST_F(RescueTest, TheInstalledLogIsLockedWhileTheWriterHasIt)
 {
-    auto lockable = [this] {
-        int fd = open(path_.c_str(), O_RDWR | O_CLOEXEC);
-        EXPECT_GE(fd, 0) << strerror(errno);
-        struct flock fl = {};
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
-        if (fd >= 0)
-            close(fd);
-        return ok;
-    };
     write_file(path_, "DONE a\n");
     pmc_error err{};
     rescue_writer *w = open_writer({"a"}, &err);
     ASSERT_NE(w, nullptr) << err.text;
-    EXPECT_FALSE(lockable()) << "the new log must be locked by its writer";
+    EXPECT_FALSE(lockable(path_)) << "the new log must be locked by its writer";
     EXPECT_EQ(rescue_writer_close(w), 0);
-    EXPECT_TRUE(lockable());
+    EXPECT_TRUE(lockable(path_));
 }
 
 // The lock outlives the writer through the descriptor close_locked() and
@@ -567,31 +570,21 @@ TEST_F(RescueTest, TheInstalledLogIsLockedWhileTheWriterHasIt)
 // log locked to its very end (its last merge, a take-back of records).
 TEST_F(RescueTest, CloseLockedAndReplaceHandTheLockOver)
 {
-    auto lockable = [this] {
-        int fd = open(path_.c_str(), O_RDWR | O_CLOEXEC);
-        struct flock fl = {};
-        fl.l_type = F_WRLCK;
-        fl.l_whence = SEEK_SET;
-        bool ok = fd >= 0 && fcntl(fd, F_OFD_SETLK, &fl) == 0;
-        if (fd >= 0)
-            close(fd);
-        return ok;
-    };
     pmc_error err{};
     rescue_writer *w = open_writer({"a"}, &err);
     ASSERT_NE(w, nullptr) << err.text;
     int held = -2;
     EXPECT_EQ(rescue_writer_close_locked(w, &held), 0);
     ASSERT_GE(held, 0);
-    EXPECT_FALSE(lockable()) << "still locked through the descriptor handed back";
+    EXPECT_FALSE(lockable(path_)) << "still locked through the descriptor handed back";
     close(held);
-    EXPECT_TRUE(lockable());
+    EXPECT_TRUE(lockable(path_));
     std::vector<uint8_t> none(dag_->ntasks, 0);
     ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), &held, &err), 0) << err.text;
     ASSERT_GE(held, 0);
-    EXPECT_FALSE(lockable()) << "the replaced log is locked through the descriptor";
+    EXPECT_FALSE(lockable(path_)) << "the replaced log is locked through the descriptor";
     close(held);
-    EXPECT_TRUE(lockable());
+    EXPECT_TRUE(lockable(path_));
     EXPECT_EQ(rescue_writer_close_locked(nullptr, &held), 0);
     EXPECT_EQ(held, -1);
 }
