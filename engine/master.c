@@ -822,6 +822,7 @@ void master_destroy(struct master *m)
     if (!m)
         return;
     rescue_writer_close(m->rescue);
+    master_unlock_rescue(m); /* before rescue_path is freed */
     for (int i = 0; i < m->nnodes; i++) {
         free(m->nodes[i].hostname);
         msg_free(&m->nodes[i].batch);
@@ -856,7 +857,6 @@ void master_destroy(struct master *m)
         close(m->out_fd);
     if (m->err_fd > 2 && m->err_fd != m->out_fd)
         close(m->err_fd);
-    master_unlock_rescue(m);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);
