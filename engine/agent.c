@@ -4,6 +4,7 @@
 #include "engine/agent.h"
 
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,7 +15,7 @@
 #include "engine/agent_internal.h"
 #include "io/clock.h"
 #include "io/log.h"
-#include "sched/placement.h"
+#include "sched/result_batch.h"
 
 /* Results waiting to be sent (or, on the local link, notified). */
 static uint32_t agent_results_waiting(const struct agent *a)
@@ -166,15 +167,13 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
     }
 }
 
-/* The master sends a node more tasks once its committed CPUs fell to the
- * refill mark (placement_refill_mark()); committed counts the tasks whose
- * results it has not had.  True when, counting 1 CPU per task, this node's
- * running and queued tasks are at that mark: its unsent results are what
- * the master waits for to refill it, so they go now, while W/2 tasks' worth
- * of work is still queued. */
+/* True when, counting 1 CPU per task, this node's running and queued tasks
+ * are at the master's refill mark (result_batch_low_water()): its unsent
+ * results are what the master waits for to refill it, so they go now,
+ * while W/2 tasks' worth of work is still queued. */
 static bool agent_at_low_water(const struct agent *a)
 {
-    return a->running + nq_len(&a->queue) <= placement_refill_mark(a->cfg.cpus);
+    return result_batch_low_water(a->running + nq_len(&a->queue), a->cfg.cpus);
 }
 
 /* Tasks waiting to start here: queued, or staged in the launcher pool
@@ -184,36 +183,33 @@ static size_t agent_waiting(const struct agent *a)
     return nq_len(&a->queue) + a->nstaged;
 }
 
-/* Adaptive batching (docs/design.md section 2): send at once when this node has
- * nothing left to start (the master must refill it, or is waiting for these
- * results to release children), when ending, or when RESULT_BATCH results
- * wait, or once when the node falls to the master's refill mark
- * (agent_at_low_water); otherwise let results gather for at most RESULT_DELAY_MS
- * (RESULT_DELAY_BUSY_MS while a full round of tasks is queued here, and
- * RESULT_DELAY_LEAF_MS when moreover no waiting result is of a task with
- * children: such results only free resources, and the master does not need
- * them while the node is fed; issue 10's >= 16 results per message).  A quiet
- * system therefore sees every result immediately and a loaded one sends big
- * batches.  The master refills a node after W/2 completions (W >= 64, see
- * sched/placement.h), so RESULT_BATCH <= 32 keeps a busy node fed. */
+/* Adaptive batching (docs/design.md section 2): sched/result_batch.h's
+ * rule over this node's state, with the engine's knobs
+ * (result_batch_defaults()).  Milliseconds to wait before sending, rounded
+ * up so that a wait the rule does not call over yet is at least 1: 0 =
+ * send now, -1 = nothing waits.  The master refills a node after W/2
+ * completions (W >= 64, see sched/placement.h), so RESULT_BATCH <= 32
+ * keeps a busy node fed. */
 static long agent_result_wait_ms(const struct agent *a)
 {
-    if (agent_pending(a) == 0)
-        return -1;
-    uint32_t results = agent_results_waiting(a);
-    if (results >= RESULT_BATCH || agent_waiting(a) == 0 || a->shutting || a->draining ||
-        a->send_now)
-        return 0;
-    if (results > 0 && !a->low_water_sent && agent_at_low_water(a))
-        return 0; /* the master reopens this node on these results */
-    /* a node with a full round of work queued does not need the master
-     * soon: let its results gather longer (fewer, bigger messages), and
-     * longest when none of them can make a task ready (no children) */
-    long delay = agent_waiting(a) < a->cfg.cpus ? RESULT_DELAY_MS
-                 : a->results_release           ? RESULT_DELAY_BUSY_MS
-                                                : RESULT_DELAY_LEAF_MS;
-    long waited = (long)(agent_elapsed(&a->first_result) * 1000.0);
-    return waited >= delay ? 0 : delay - waited;
+    static const double ms_slack = 1e-6; /* float rounding of the seconds, ms */
+    struct result_batch_params p = result_batch_defaults();
+    struct result_batch_state st = {.results = agent_results_waiting(a),
+                                    .notices = a->starts.count + a->link_starts,
+                                    .releases = a->results_release,
+                                    .waiting = agent_waiting(a),
+                                    .load = a->running + nq_len(&a->queue),
+                                    .cpus = a->cfg.cpus,
+                                    .ending = a->shutting || a->draining,
+                                    .send_now = a->send_now,
+                                    .low_water_sent = a->low_water_sent};
+    if (st.results + st.notices > 0)
+        st.waited = agent_elapsed(&a->first_result);
+    double wait = result_batch_wait(&p, &st);
+    if (wait <= 0)
+        return wait < 0 ? -1 : 0;
+    long ms = (long)ceil(wait * 1000.0 - ms_slack);
+    return ms > 0 ? ms : 1;
 }
 
 static void agent_send(struct agent *a, struct msgbuf *b, const char *what)

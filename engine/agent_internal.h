@@ -27,12 +27,9 @@
 #include "io/taskio.h"
 #include "sched/deadlines.h"
 #include "sched/node_queue.h"
+#include "sched/result_batch.h" /* RESULT_BATCH, RESULT_DELAY_*_MS */
 
 #define MAILBOX_EVENT UINT64_MAX
-#define RESULT_BATCH 32          /* results that make a RESULTS message go at once */
-#define RESULT_DELAY_MS 2        /* longest a result waits for companions ... */
-#define RESULT_DELAY_BUSY_MS 40  /* ... unless a full round of tasks is queued */
-#define RESULT_DELAY_LEAF_MS 100 /* ... or only results of tasks without children wait */
 /* Staged tasks per CPU when the pool has launchers to spare (agent.c:
  * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
  * and the staged tasks per CPU left at which an exit wakes the agent

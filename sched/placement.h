@@ -109,8 +109,8 @@ static inline uint64_t placement_most_committed(uint32_t cpus)
 
 /* The refill mark of such a node: a full node reopens for dispatch once its
  * committed CPUs fell to cpus + W/2 (the hysteresis).  A node agent that
- * knows its own load flushes its results there (engine/agent.c), and the
- * simulator does the same. */
+ * knows its own load flushes its results there (sched/result_batch.h, for
+ * engine/agent.c and the simulator). */
 static inline uint64_t placement_refill_mark(uint32_t cpus)
 {
     return (uint64_t)cpus + placement_window(cpus) / 2;

@@ -4,8 +4,8 @@
  *   pmc-sim --dag FILE [--nodes 1000,4000,16000] [--cores 64]
  *           [--memory-mb 262144] [--latency-us 5] [--time-scale 1000]
  *           [--replicate K | --tasks-per-core 2] [--jitter 0.05] [--seed 1]
- *           [--window 1] [--charge-master] [--result-batch 24]
- *           [--result-delay-us 2000] [--flush-below CORES] [--rescue]
+ *           [--window 1] [--charge-master] [--result-batch 32]
+ *           [--result-delay-us 2000] [--flush-below 1] [--rescue]
  *           [--json PATH] [--timeline PREFIX] [--details] [--tmpdir DIR]
  *           [--keep] [--quick]
  *
@@ -32,8 +32,8 @@
  * removed afterwards unless --keep.
  *
  * What-ifs: --result-batch, --result-delay-us and --flush-below change the
- * simulated agents' RESULTS rule (engine/agent.c's: 24, 2000 us, the node's
- * CPUs); --latency-us the network.  --timeline PREFIX writes PREFIX-N.csv,
+ * simulated agents' RESULTS rule (sched/result_batch.h; the engine's: 32,
+ * 2000 us, 1); --latency-us the network.  --timeline PREFIX writes PREFIX-N.csv,
  * one line per window/10 of virtual time (master CPU, messages, busy CPUs).
  *
  * --quick is the smoke run for ctest: N = 100 unless --nodes is given.
@@ -58,6 +58,7 @@
 #include "bench/sim/simdag.h"
 #include "io/clock.h"
 #include "io/log.h"
+#include "sched/result_batch.h"
 
 #define MAX_POINTS 32
 
@@ -257,7 +258,7 @@ static int finish_options(struct options *o)
         o->npoints = 1;
     }
     if (!o->flush_below_given)
-        o->flush_below = 1; /* agent.c: at once only when nothing is queued */
+        o->flush_below = result_batch_defaults().send_below; /* at once when nothing waits */
     if (!o->tmpdir)
         o->tmpdir = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     if (!o->dag)
@@ -279,8 +280,8 @@ static int parse_options(int argc, char **argv, struct options *o)
                           .jitter = 0.05,
                           .window = 1,
                           .seed = 1,
-                          .result_batch = 32,
-                          .result_delay_us = 2000};
+                          .result_batch = RESULT_BATCH,
+                          .result_delay_us = RESULT_DELAY_MS * 1000.0};
     int c;
     while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
         int rc = parse_number_option(o, c, optarg);
@@ -328,12 +329,10 @@ static int simulate(const struct options *o, const char *dag, int nodes, struct 
                             .charge_master = o->charge_master,
                             .rescue = o->rescue,
                             .timeline = o->timeline ? timeline : NULL,
-                            .result_batch = o->result_batch,
-                            .result_delay = o->result_delay_us * 1e-6,
-                            .result_delay_busy = 0.040,
-                            .result_delay_leaf = 0.100,
-                            .low_water = true,
-                            .flush_below = o->flush_below};
+                            .batching = result_batch_defaults()};
+    sc.batching.batch = o->result_batch;
+    sc.batching.delay = o->result_delay_us * 1e-6;
+    sc.batching.send_below = o->flush_below;
     double cores = (double)nodes * o->cores;
     p->bound = fmax(p->dag.critical_path, p->dag.work / cores) * o->time_scale;
     return sim_run(&sc, &p->rep, err);

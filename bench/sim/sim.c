@@ -6,7 +6,8 @@
  *     run deterministic apart from the measured CPU times;
  *   - per virtual node: its node_queue, free CPUs/memory, running count and
  *     the RESULTS message being built (first_result = when its oldest
- *     result was added; timer = a FLUSH event is pending);
+ *     result was added; timer_at = when the soonest pending FLUSH event
+ *     looks again, INFINITY when none);
  *   - the outbox of struct comm: mails the master sent during the current
  *     step, turned into delivery events once the step returned;
  *   - the measures: per-bin master CPU and message counts (bins of
@@ -40,7 +41,7 @@
 #include "io/grow.h"
 #include "io/msg.h"
 #include "sched/node_queue.h"
-#include "sched/placement.h"
+#include "sched/result_batch.h"
 
 #define BINS_PER_WINDOW 10 /* sliding-window resolution */
 #define EPOCH_BASE 1.7e9   /* virtual time 0 as a Unix time, for RESULTS */
@@ -81,7 +82,8 @@ struct vnode {
     double first_result;
     uint64_t memory_free;
     uint32_t cpus_free, running;
-    bool timer, touched, shutting, draining, said_bye;
+    double timer_at; /* the soonest pending FLUSH event's time, or INFINITY */
+    bool touched, shutting, draining, said_bye;
     bool results_release, low_water_sent; /* agent.c's results_release, low_water_sent */
     bool send_now;                        /* agent.c's send_now: tasks given back at a RECALL */
     bool recall_answer;                   /* agent.c's recall_answer, recall_given */
@@ -521,33 +523,43 @@ static void sim_node_pump(struct sim *s, uint32_t i)
     }
 }
 
-/* engine/agent.c's agent_result_wait_ms() in virtual time. */
+/* The results batching rule (sched/result_batch.h, as engine/agent.c's
+ * agent_result_wait_ms() applies it) in virtual time: a node has no start
+ * notices and no staged tasks, and adds each result at its task's end, so
+ * its clock (first_result) is the oldest waiting result's task end.  A
+ * FLUSH event looks again when the rule says; a sooner look replaces a
+ * pending later one (the agent's epoll timeout follows the rule each
+ * pass), the later one then only looks again. */
 static void sim_node_flush(struct sim *s, uint32_t i)
 {
     struct vnode *n = &s->nodes[i];
-    bool low =
-        s->cfg.low_water && n->running + nq_len(&n->queue) <= placement_refill_mark(s->cfg.cores);
+    uint64_t load = n->running + nq_len(&n->queue);
+    bool low = result_batch_low_water(load, s->cfg.cores);
     if (!low)
         n->low_water_sent = false;
-    if (n->results.count > 0) {
-        bool busy = nq_len(&n->queue) >= s->cfg.cores && s->cfg.result_delay_busy > 0;
-        double delay = !busy ? s->cfg.result_delay
-                       : n->results_release
-                           ? s->cfg.result_delay_busy
-                           : fmax(s->cfg.result_delay_leaf, s->cfg.result_delay_busy);
-        double due = n->first_result + delay;
-        bool now = n->results.count >= s->cfg.result_batch ||
-                   nq_len(&n->queue) < s->cfg.flush_below || n->shutting || n->draining ||
-                   n->send_now || (low && !n->low_water_sent) || s->now >= due - 1e-12;
-        if (now) {
-            sim_node_send(s, i, &n->results);
-            n->results_release = false;
-            n->send_now = false;
-            if (n->recall_answer)
-                sim_node_answer_recall(s, i);
-            n->low_water_sent |= low;
-        } else if (!n->timer)
-            n->timer = sim_push(s, due, EV_FLUSH, i) != NULL;
+    struct result_batch_state st = {.results = n->results.count,
+                                    .releases = n->results_release,
+                                    .waiting = nq_len(&n->queue),
+                                    .load = load,
+                                    .cpus = s->cfg.cores,
+                                    .ending = n->shutting || n->draining,
+                                    .send_now = n->send_now,
+                                    .low_water_sent = n->low_water_sent,
+                                    .waited = s->now - n->first_result};
+    double wait = result_batch_wait(&s->cfg.batching, &st);
+    /* due when the wait would not move the clock: 1e-12 s, or the float
+     * rounding of a late virtual time (now + wait == now) */
+    if (wait >= 0 && s->now + wait <= s->now + 1e-12) {
+        sim_node_send(s, i, &n->results);
+        n->results_release = false;
+        n->send_now = false;
+        if (n->recall_answer)
+            sim_node_answer_recall(s, i);
+        n->low_water_sent |= low && s->cfg.batching.low_water;
+    } else if (wait > 0 && s->now + wait < n->timer_at) {
+        n->timer_at = s->now + wait;
+        if (!sim_push(s, n->timer_at, EV_FLUSH, i))
+            n->timer_at = INFINITY;
     }
     if (n->shutting && !n->said_bye && n->running == 0 && nq_len(&n->queue) == 0) {
         sim_node_send_empty(s, i, MSG_BYE);
@@ -644,7 +656,8 @@ static void sim_apply(struct sim *s, struct event *e)
         sim_task_done(s, e->node, &e->u.task);
         break;
     case EV_FLUSH:
-        s->nodes[e->node].timer = false;
+        if (e->t >= s->nodes[e->node].timer_at)
+            s->nodes[e->node].timer_at = INFINITY; /* else a later look, replaced */
         sim_touch(s, e->node);
         break;
     case EV_MASTER_WAKE:
@@ -829,6 +842,7 @@ static int sim_setup(struct sim *s, const struct sim_config *cfg, struct pmc_err
         nq_init(&s->nodes[i].queue, sizeof(struct node_task));
         s->nodes[i].cpus_free = cfg->cores;
         s->nodes[i].memory_free = cfg->memory_mb;
+        s->nodes[i].timer_at = INFINITY;
     }
     struct master_config mc = {.dag_path = cfg->dag_path,
                                .skip_rescue = true,

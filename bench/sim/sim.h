@@ -12,14 +12,13 @@
  *   - a node queues received tasks in the real sched/node_queue.h and starts
  *     them as its own CPU and memory accounting allows (PMC's deferral rule);
  *     a task runs for its DAG duration (simdag.h) times `time_scale`;
- *   - a node batches RESULTS with engine/agent.c's adaptive rule: at once
- *     when it holds >= result_batch (32) results or fewer than flush_below
- *     (1: none) queued tasks (or it is shutting down), once when its running
- *     and queued tasks fall to the master's refill mark (low_water), else
- *     result_delay (2 ms; result_delay_busy, 40 ms, while a full round of
- *     tasks is queued; result_delay_leaf, 100 ms, when moreover no waiting
- *     result is of a task with children) of virtual time after its oldest
- *     result;
+ *   - a node batches RESULTS by the engine's rule, sched/result_batch.h
+ *     (cfg.batching, result_batch_defaults(): at once at 32 results, when
+ *     no task waits to start or when shutting down, once when its running
+ *     and queued tasks fall to the master's refill mark, else 2 ms, 40 ms
+ *     while a full round of tasks is queued, 100 ms when moreover no
+ *     waiting result is of a task with children, of virtual time after its
+ *     oldest result's task ended);
  *   - master_step() runs whenever messages were delivered to it.  Its real
  *     CPU time (CLOCK_THREAD_CPUTIME_ID around the call, minus the clock's
  *     own cost) is what the simulation measures.  By default the master is
@@ -50,30 +49,25 @@
 #include <stdint.h>
 
 #include "io/error.h"
+#include "sched/result_batch.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 struct sim_config {
-    const char *dag_path;     /* the DAG the master loads (e.g. simdag_write()'s) */
-    int nodes;                /* virtual nodes = MPI ranks */
-    uint32_t cores;           /* CPUs per node */
-    uint64_t memory_mb;       /* memory per node */
-    double latency;           /* one-way message latency, virtual seconds */
-    double time_scale;        /* task duration = DAG duration * time_scale */
-    double window;            /* utilisation window, virtual seconds (> 0) */
-    bool charge_master;       /* see the banner */
-    bool rescue;              /* keep the master's rescue log (next to dag_path) */
-    const char *timeline;     /* CSV per window/10 of virtual time, or NULL */
-    uint32_t result_batch;    /* agent.c RESULT_BATCH: 32 */
-    double result_delay;      /* agent.c RESULT_DELAY_MS: 0.002 s */
-    double result_delay_busy; /* agent.c RESULT_DELAY_BUSY_MS (0.040 s), used
-                                 while >= cores tasks are queued */
-    double result_delay_leaf; /* agent.c RESULT_DELAY_LEAF_MS (0.100 s): the same,
-                                 when no waiting result has children */
-    bool low_water;           /* agent.c: flush once at the master's refill mark */
-    uint32_t flush_below;     /* agent.c: 1 (flush when nothing is queued) */
+    const char *dag_path; /* the DAG the master loads (e.g. simdag_write()'s) */
+    int nodes;            /* virtual nodes = MPI ranks */
+    uint32_t cores;       /* CPUs per node */
+    uint64_t memory_mb;   /* memory per node */
+    double latency;       /* one-way message latency, virtual seconds */
+    double time_scale;    /* task duration = DAG duration * time_scale */
+    double window;        /* utilisation window, virtual seconds (> 0) */
+    bool charge_master;   /* see the banner */
+    bool rescue;          /* keep the master's rescue log (next to dag_path) */
+    const char *timeline; /* CSV per window/10 of virtual time, or NULL */
+    /* the nodes' results batching knobs: result_batch_defaults() = the engine's */
+    struct result_batch_params batching;
 };
 
 struct sim_report {
