@@ -216,7 +216,7 @@ static int paths_check_per_task(struct master *m, struct pathset *ps, struct pmc
     return 0;
 }
 
-/* Refuse a run two of whose files are one (issue 45): before anything is
+/* Refuse a run two of whose files are one: before anything is
  * opened for writing, with both named.  The DAG must be loaded (its
  * forwards and task names). */
 static int master_check_paths(struct master *m, struct pmc_error *err)

@@ -1,5 +1,5 @@
 /* daglock.h - keep two runs off one DAG (PMC manual, option -n/--nolock)
- * and off one rescue log (issue 45: two DAGs given the same -r).
+ * and off one rescue log, whatever DAG names it with -r.
  *
  * An exclusive open-file-description lock (fcntl F_OFD_SETLK, F_WRLCK) on
  * the whole DAG file, held until the descriptor is closed.  OFD locks belong

@@ -1,6 +1,6 @@
 /* pathset.h - the files a run reads and writes, and whether two of them
  * are one file: the one place the rule "never destroy what the user
- * points at" compares paths (issue 45; docs/reliability.md).
+ * points at" compares paths (docs/reliability.md).
  *
  * Each path added is resolved once: a symbolic link in its last component
  * is followed (up to PATHSET_MAX_LINKS links, relative targets taken from

@@ -16,8 +16,8 @@
  * round of tasks (one per CPU) waits to start here, and RESULT_DELAY_LEAF_MS
  * when moreover no waiting result is of a task with children: such results
  * only free resources, and the master does not need them while the node is
- * fed (issue 10's >= 16 results per message).  The clock of a result starts
- * at its task's end (issue 45), so time the agent took to see the exit
+ * fed (bigger messages).  The clock of a result starts at its task's end,
+ * so time the agent took to see the exit
  * counts toward its delay.
  *
  * Pure policy: no clock, no I/O, no state of its own; thread-safe.

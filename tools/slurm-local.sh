@@ -19,8 +19,8 @@
 # socket that others cannot reach).  Needs root (slurmd starts the jobs' processes; the tests run as root) and
 # Debian 12's packages slurmctld slurmd slurm-client munge
 # (tools/bootstrap.sh).  When a daemon does not come up, start prints the
-# daemons' logs on stderr, stops what did start and exits 1.  Measured with
-# Slurm 22.05.8 on the 2-core VM: start 1-3 s, stop under 2 s.
+# daemons' logs on stderr, stops what did start and exits 1
+# (docs/batch.md says what it was run with).
 #
 # Choices forced by a VM without usable cgroups: ProctrackType=
 # proctrack/linuxproc, TaskPlugin=task/none; the node's CPUs are declared

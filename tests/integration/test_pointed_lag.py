@@ -11,8 +11,8 @@ reached the rescue log a whole task length or more late, in groups, and a
 kill in between lost them.  Each case runs tasks that write their end time
 (`date +%s.%N`) as their last act, while a reader polls the rescue log
 every 5 ms and notes when each DONE line appears; every DONE line must
-appear within LAG_BOUND seconds of its task's end (today ~0.1 s; before
-the fix 1.5 s and more here).
+appear within LAG_BOUND seconds of its task's end (the agent holds a
+result at most RESULT_DELAY_LEAF_MS after its task's end).
 
   * done_lines_follow_ends_one_rank: 12 tasks of `sleep 1.5` on one rank
     (master and node agent in one process, the local link), --host-cpus 2
