@@ -14,7 +14,7 @@
  * (the sleeping thread's timer wake-ups included).
  *
  * Mechanisms (mode=):
- *   mailbox       the engine's engine/mailbox.c: mailbox_push() of one mail,
+ *   mailbox       the engine's engine/transport/mailbox.c: mailbox_push() of one mail,
  *                 consumer mailbox_pop() / mailbox_wait() (eventfd + the
  *                 `sleeping` handshake: a push writes the eventfd only when
  *                 the consumer has announced it sleeps)
@@ -64,7 +64,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/mailbox.h"
+#include "engine/transport/mailbox.h"
 
 enum kind { K_MAILBOX, K_MAILBOX_SPIN, K_EVENTFD, K_FUTEX, K_SPIN, K_SPINPARK };
 

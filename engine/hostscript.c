@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
+#include "engine/exec/spawn.h"
 #include "io/clock.h"
 #include "io/log.h"
 

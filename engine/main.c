@@ -1,7 +1,7 @@
 /* main.c - pmc-hybrid: run a DAG of tasks on one machine or many MPI ranks.
  *
  * Only wires the subsystems together (STYLE.md): options, the transport's
- * start-up and the host split (engine/transport.h: every MPI call lives
+ * start-up and the host split (engine/transport/transport.h: every MPI call lives
  * there), the master (rank 0), this rank's node agent, the message transport;
  * then tears them down in reverse.  This is the only file that decides the
  * process exit status: 0 when every task succeeded, 1 otherwise.
@@ -15,20 +15,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/affinity.h"
-#include "engine/agent.h"
-#include "engine/batchend.h"
-#include "engine/comm.h"
-#include "engine/doorbell.h"
-#include "engine/gpus.h"
+#include "engine/host/affinity.h"
+#include "engine/node/agent.h"
+#include "engine/host/batchend.h"
+#include "engine/transport/comm.h"
+#include "engine/transport/doorbell.h"
+#include "engine/host/gpus.h"
 #include "engine/hostscript.h"
-#include "engine/launcher.h"
-#include "engine/local_link.h"
-#include "engine/master.h"
+#include "engine/exec/launcher.h"
+#include "engine/transport/local_link.h"
+#include "engine/master/master.h"
 #include "engine/options.h"
-#include "engine/spawn.h"
-#include "engine/topology.h"
-#include "engine/transport.h"
+#include "engine/exec/spawn.h"
+#include "engine/host/topology.h"
+#include "engine/transport/transport.h"
 #include "io/clock.h"
 #include "io/fdio.h"
 #include "io/log.h"

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/gpus.h"
-#include "engine/launcher.h"
+#include "engine/host/gpus.h"
+#include "engine/exec/launcher.h"
 
 /* A macro's value as a string literal, for messages (LAUNCHER_MAX_THREADS) */
 #define OPTIONS_STR_(x) #x

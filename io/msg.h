@@ -34,7 +34,7 @@
  *            DAG.err.R failed (a write-back error), so the output of the
  *            tasks it reported done may be lost; an ABORT in effect (the
  *            run fails) whose tasks the master takes back from the rescue
- *            log at the end (engine/master_report.c)
+ *            log at the end (engine/master/master_report.c)
  *   DRAIN    (master -> node, count 0): start nothing more; return every
  *            queued task unstarted (a RESULTS item with exec_errno
  *            ECANCELED), let running tasks finish
@@ -93,7 +93,7 @@ extern "C" {
 /* A batch of TASKS or RESULTS items of this many bytes goes at once, and a
  * RESULTS batch takes no result that would carry it past this: a message
  * then holds at most this plus one item (a result's forwarded data is at
- * most 1 GiB: engine/forward.h), far below MSG_MAX_BYTES. */
+ * most 1 GiB: engine/exec/forward.h), far below MSG_MAX_BYTES. */
 #define MSG_SPLIT_BYTES ((size_t)16 << 20)
 
 enum msg_kind {

@@ -85,7 +85,7 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
  * its first version: PATH.tmp in task id order, fsync, rename over path,
  * fsync of the directory; no writer thread.  For taking records back once
  * the writer is closed: tasks whose output was found lost at the end of a
- * run must run again (engine/master_report.c).  0, or -1 with err
+ * run must run again (engine/master/master_report.c).  0, or -1 with err
  * ("PATH.tmp: write failed: No space left on device"); before the rename
  * PATH.tmp is removed and path is left as it was, after it (a failed
  * directory sync or close) path holds the new log.  Nothing else may

@@ -4,7 +4,7 @@
  * DAG parser's scanning thread publishing its next 64 lines): 64 pause
  * instructions, then sched_yield() at every call, so a
  * waiter that shares its CPU with the thread it waits for gives it the
- * CPU.  Waits that may last (idle workers) park instead (engine/mailbox.h).
+ * CPU.  Waits that may last (idle workers) park instead (engine/transport/mailbox.h).
  *
  * Thread-safety: the counter belongs to the waiting thread.
  */

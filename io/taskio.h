@@ -5,7 +5,7 @@
  * A task's stdout and stderr go to two anonymous temporary files (O_TMPFILE
  * in $TMPDIR, default /tmp; they vanish when closed; the node's watchdog
  * holds them too, and saves a running task's into the rank's files when
- * the agent's process dies: engine/watchdog.h).  When the task exits,
+ * the agent's process dies: engine/exec/watchdog.h).  When the task exits,
  * its whole output is copied into DAGFILE.out.R (then the cluster-task line)
  * and DAGFILE.err.R by the thread that reaped it (the rank's agent, or a
  * launcher thread of its pool).  Each block's place is reserved first (an

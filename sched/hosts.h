@@ -72,7 +72,7 @@ int host_plan_make(const int *leader, int nranks, bool ranks_are_hosts, bool mas
 void host_plan_free(struct host_plan *p); /* frees p->role; p may be zeroed */
 
 /* Which of rank's MPI peers under plan p share its host, for the
- * transport's doorbells (engine/doorbell.h): local[r] = 1 when rank r and
+ * transport's doorbells (engine/transport/doorbell.h): local[r] = 1 when rank r and
  * rank exchange messages (the master and an agent: the protocol has no
  * other pairs) and leader[r] == leader[rank] (the same host name, whatever
  * ranks_are_hosts said: a doorbell needs the same machine, not the same

@@ -39,7 +39,7 @@ extern "C" {
 #define NQ_DEFER_SCAN 64
 
 /* A caller's condition on a queued item beyond its needs: true when the
- * item may start now (engine/agent.c: no task started here writes the
+ * item may start now (engine/node/agent.c: no task started here writes the
  * same -F file).  Called with the item in place, for entries whose needs
  * fit, in queue order; it must not change the queue. */
 typedef bool (*nq_may_start_fn)(const void *item, void *ctx);
@@ -77,7 +77,7 @@ int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gp
 
 /* Queue a copy of item as nq_push() does, but in front of every entry of
  * priority <= prio, behind the others: a task that left the queue's front
- * and comes back (a staged launch taken back, engine/agent_stage.c) takes
+ * and comes back (a staged launch taken back, engine/node/agent_stage.c) takes
  * its place again ahead of tasks of its priority that came after it.
  * Several such tasks go back in reverse order, the last taken first.  0,
  * or -1 with ENOMEM.  O(log n). */

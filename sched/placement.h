@@ -1,7 +1,7 @@
 /* placement.h - where the master sends ready tasks: per-node resource
  * accounting, the open list, round-robin placement, and the dispatch round
  * with PMC's deferral rule.  Pure policy: no MPI, no threads, no I/O; the
- * master (engine/master_sched.c) and the simulator (bench/sim, through the
+ * master (engine/master/master_sched.c) and the simulator (bench/sim, through the
  * master) drive it, and tests/unit/test_placement.cc tests it.
  *
  * Accounting (docs/design.md section 2).  A node offers cpus, memory_mb and gpus
@@ -110,7 +110,7 @@ static inline uint64_t placement_most_committed(uint32_t cpus)
 /* The refill mark of such a node: a full node reopens for dispatch once its
  * committed CPUs fell to cpus + W/2 (the hysteresis).  A node agent that
  * knows its own load flushes its results there (sched/result_batch.h, for
- * engine/agent.c and the simulator). */
+ * engine/node/agent.c and the simulator). */
 static inline uint64_t placement_refill_mark(uint32_t cpus)
 {
     return (uint64_t)cpus + placement_window(cpus) / 2;

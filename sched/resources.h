@@ -1,9 +1,9 @@
 /* resources.h - how a host's resources are split between its ranks.
  *
  * The host's CPUs and memory are discovered by the runtime
- * (engine/topology.h) or given with --host-cpus/--host-memory (or
+ * (engine/host/topology.h) or given with --host-cpus/--host-memory (or
  * PMC_HOST_CPUS / PMC_HOST_MEMORY); several ranks on one host (the same
- * host name, engine/transport.h) split them between them, the remainder
+ * host name, engine/transport/transport.h) split them between them, the remainder
  * going to the lowest host ranks.
  *
  * Pure policy: no probing, no allocation.  Thread-safety: reentrant.

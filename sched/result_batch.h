@@ -1,6 +1,6 @@
 /* result_batch.h - when a node agent sends the results (and start notices)
  * it has gathered: adaptive result batching, docs/design.md section 2
- * ("results batching").  The one copy of the rule: engine/agent.c applies
+ * ("results batching").  The one copy of the rule: engine/node/agent.c applies
  * it in real time (agent_result_wait_ms()), bench/sim/sim.c in virtual time
  * (sim_node_flush()), the simulator with its what-if knobs in
  * struct result_batch_params.

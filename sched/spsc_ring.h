@@ -8,7 +8,7 @@
  * reads the shared line of the other side only when its cached view says
  * full or empty.  Records are opaque: item_size bytes copied in and out.
  * The engine uses two of them between rank 0's master and its node agent
- * (engine/local_link.h): no message, no allocation, no lock per task.
+ * (engine/transport/local_link.h): no message, no allocation, no lock per task.
  *
  * Memory orders: the producer writes the record, then publishes its
  * position with a release store; the consumer reads the position with an

@@ -1,17 +1,27 @@
 #!/usr/bin/env python3
-"""check-layers.py - fail when an include crosses the stack the wrong way or
-MPI appears outside the transport (docs/design.md section 7, issue 9).
+"""check-layers.py - fail when an include crosses the stack the wrong way,
+reaches into another module's internals, or MPI appears outside the
+transport (docs/design.md section 7).
 
-The stack, bottom up; each folder may include only the folders below it:
+The stack, bottom up; each folder may include only itself and the folders
+named after it:
 
-    io/      the base, the DAG model, the formats   may include: io/
-    sched/   pure policy over the model             may include: io/, sched/
-    engine/  the runtime                            may include: everything
-    tools/*.c  user tools                           may include: io/
+    io/                the base, the DAG model, the formats   io/
+    sched/             pure policy over the model             io/ sched/
+    engine/host/       topology, CPU binding, GPUs, batch end io/ sched/
+    engine/transport/  messages between threads and ranks     io/ sched/
+    engine/exec/       a task's process                       + host/ transport/
+    engine/node/       the node agent                         + exec/ host/ transport/
+    engine/master/     the master                             + transport/
+    engine/*.c         main, options, host scripts            everything
+    tools/*.c          user tools                             io/
+
+A header named *_internal.h belongs to its folder: no file outside that
+folder may include it.
 
 Only the transport calls MPI: outside TRANSPORT (below), no file of io/,
 sched/ or engine/ may include <mpi.h> or contain the text MPI_ (comments
-included, so that `grep -l MPI_ engine/` names the transport alone).
+included, so that `grep -rl MPI_ engine/` names the transport alone).
 
 Usage: tools/check-layers.py [ROOT]
 ROOT is the source tree (default: the parent of this script's folder).
@@ -25,16 +35,23 @@ import re
 import sys
 
 # Which of our folders each layer may include.
+BASE = {"io", "sched"}
+ENGINE = ("engine/host", "engine/transport", "engine/exec", "engine/node", "engine/master")
 ALLOWED = {
     "io": {"io"},
-    "sched": {"io", "sched"},
-    "engine": {"io", "sched", "engine"},
+    "sched": BASE,
+    "engine/host": BASE | {"engine/host"},
+    "engine/transport": BASE | {"engine/transport"},
+    "engine/exec": BASE | {"engine/host", "engine/transport", "engine/exec"},
+    "engine/node": BASE | {"engine/host", "engine/transport", "engine/exec", "engine/node"},
+    "engine/master": BASE | {"engine/transport", "engine/master"},
+    "engine": BASE | set(ENGINE) | {"engine"},
     "tools": {"io"},
 }
 LAYERS = ("io", "sched", "engine", "bench", "tests", "tools")
 
 # The transport: the only files that may call MPI.
-TRANSPORT = {"engine/comm.c", "engine/comm.h", "engine/transport.c", "engine/transport.h"}
+TRANSPORT = {"engine/transport/" + n for n in ("comm.c", "comm.h", "transport.c", "transport.h")}
 
 SOURCE_EXT = (".c", ".h", ".cc", ".cpp", ".hpp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
@@ -54,6 +71,30 @@ def sources(root, folder, recurse=True):
     return sorted(out)
 
 
+def layer_of(path):
+    """The layer a file, or an included path, belongs to ("engine/node",
+    "io", ...); None when it is none of ours."""
+    parts = path.split("/")
+    if len(parts) < 2 or parts[0] not in LAYERS:
+        return None
+    if parts[0] == "engine" and len(parts) > 2:
+        return "engine/" + parts[1]
+    return parts[0]
+
+
+def check_include(rel, n, layer, target, problems):
+    other = layer_of(target)
+    if other is None:
+        return
+    if other not in ALLOWED[layer]:
+        problems.append(
+            "%s:%d: %s/ includes %s (%s/ may include only %s)"
+            % (rel, n, layer, target, layer, ", ".join(sorted(x + "/" for x in ALLOWED[layer])))
+        )
+    elif target.endswith("_internal.h") and os.path.dirname(target) != os.path.dirname(rel):
+        problems.append("%s:%d: includes %s, internal to %s/" % (rel, n, target, os.path.dirname(target)))
+
+
 def check_file(root, rel, layer, problems):
     with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
         lines = f.read().split("\n")
@@ -61,12 +102,7 @@ def check_file(root, rel, layer, problems):
     for n, line in enumerate(lines, 1):
         m = INCLUDE.match(line)
         if m:
-            top = m.group(1).split("/", 1)[0]
-            if "/" in m.group(1) and top in LAYERS and top not in ALLOWED[layer]:
-                problems.append(
-                    "%s:%d: %s/ includes %s (%s/ may include only %s)"
-                    % (rel, n, layer, m.group(1), layer, ", ".join(sorted(x + "/" for x in ALLOWED[layer])))
-                )
+            check_include(rel, n, layer, m.group(1), problems)
         if layer != "tools" and rel not in TRANSPORT and MPI.search(line):
             problems.append(
                 "%s:%d: MPI outside the transport (%s): %s"
@@ -76,9 +112,9 @@ def check_file(root, rel, layer, problems):
 
 def check(root):
     problems = []
-    for layer in ("io", "sched", "engine"):
-        for rel in sources(root, layer):
-            check_file(root, rel, layer, problems)
+    for folder in ("io", "sched", "engine"):
+        for rel in sources(root, folder):
+            check_file(root, rel, layer_of(rel.replace(os.sep, "/")), problems)
     for rel in sources(root, "tools", recurse=False):
         check_file(root, rel, "tools", problems)
     return problems

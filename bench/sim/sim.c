@@ -34,9 +34,9 @@
 #include <unistd.h>
 
 #include "bench/sim/simdag.h"
-#include "engine/comm.h"
-#include "engine/mailbox.h"
-#include "engine/master.h"
+#include "engine/transport/comm.h"
+#include "engine/transport/mailbox.h"
+#include "engine/master/master.h"
 #include "io/clock.h"
 #include "io/grow.h"
 #include "io/msg.h"
@@ -437,7 +437,7 @@ static void sim_node_tasks(struct sim *s, uint32_t i, struct mail *m, struct msg
 
 /* RECALL: give back up to the asked number of queued tasks that fit, from
  * the end of the queue, at once, and answer with how many after their
- * results (engine/agent.c's agent_recall()). */
+ * results (engine/node/agent.c's agent_recall()). */
 static void sim_node_recall(struct sim *s, uint32_t i, struct msg_reader *r)
 {
     struct vnode *n = &s->nodes[i];
@@ -523,7 +523,7 @@ static void sim_node_pump(struct sim *s, uint32_t i)
     }
 }
 
-/* The results batching rule (sched/result_batch.h, as engine/agent.c's
+/* The results batching rule (sched/result_batch.h, as engine/node/agent.c's
  * agent_result_wait_ms() applies it) in virtual time: a node has no start
  * notices and no staged tasks, and adds each result at its task's end, so
  * its clock (first_result) is the oldest waiting result's task end.  A

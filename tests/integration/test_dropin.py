@@ -16,7 +16,7 @@ docs/compat-notes.md says what matches PMC.
     was missing without --set-affinity.
   * affinity_of_staged_tasks: one rank, the machine's CPUs (detected),
     --launch-threads 3 (launchers to spare: tasks are staged in the pool
-    and started by whichever task ends, engine/agent_stage.c): 40 tasks of
+    and started by whichever task ends, engine/node/agent_stage.c): 40 tasks of
     -c 1 sleeping 0.05 s each get one id, a CPU this test may use, never
     the id of a task running at the same time; the Engine CPU line counts
     staged starts (so the staged path is the one checked).

@@ -524,7 +524,7 @@ class Hosts(pmcrun.TestCase):
 
     def test_started_alone_without_mpi(self):
         """A process that no MPI launcher started runs the workflow as one
-        rank without initialising MPI (engine/transport.h,
+        rank without initialising MPI (engine/transport/transport.h,
         transport_launched()); PMC_MPI asks for MPI all the same, and under
         mpiexec MPI is always started."""
         dag_path = self.write("alone.dag", "TASK a /bin/true\nTASK b /bin/true\nEDGE a b\n")

@@ -5,7 +5,7 @@
 PMC records each task as it ends.  pmc-hybrid's node agent batches results
 (RESULT_DELAY_LEAF_MS, 100 ms at most) and its launcher pool hands back
 exits of tasks without children "quietly", without waking the agent
-(engine/launcher.h, launcher_set_quiet_exits()); before the fix the agent
+(engine/exec/launcher.h, launcher_set_quiet_exits()); before the fix the agent
 took those only with a later exit that woke it, so on 2 CPUs DONE lines
 reached the rescue log a whole task length or more late, in groups, and a
 kill in between lost them.  Each case runs tasks that write their end time

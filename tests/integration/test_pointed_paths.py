@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """test_pointed_paths.py - never destroy what the user points at (issue 45).
 
-Two of a run's files that are one file (engine/master.c master_check_paths(),
+Two of a run's files that are one file (engine/master/master.c master_check_paths(),
 io/pathset.h): every pair the issue names is refused before anything is
 opened for writing, exit 1, one message naming both options, no task run,
 and the directory byte-identical afterwards (the aliased file included):

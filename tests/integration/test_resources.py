@@ -35,7 +35,7 @@ What the PMC manual (RESOURCE-BASED SCHEDULING, task options -c/-m/-p,
   * staged_tasks_wait_behind_no_long_task: --host-cpus 2 --launch-threads
     2, L (-p 10, 3 s) and six tasks of 0.15 s: once both CPUs are busy the
     agent stages the short tasks in the launcher pool, and whichever task
-    ends first starts the oldest (engine/agent_stage.c): every short task
+    ends first starts the oldest (engine/node/agent_stage.c): every short task
     ends before L (none waits behind it), at most 2 CPUs are ever busy, and
     the Engine CPU line counts staged starts.
   * launchers_to_spare_wait_for_their_own_tasks: --host-cpus 2

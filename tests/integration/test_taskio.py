@@ -23,7 +23,7 @@ caveats, --jobstate-log, --monitord-hack, --no-resource-log) and COMPAT.md
   * capture_files_lent_once: 40 tasks one after another, then one that
     reads the watchdog's voluntary context switches (/proc/PID/status of
     pmc-hybrid's child "pmc-watchdog"): fewer than 20, since a slot's
-    capture files are lent to it once (engine/watchdog.h), not at every
+    capture files are lent to it once (engine/exec/watchdog.h), not at every
     use of the slot (a message, and a wake-up, per task).
   * dev_null_stdout: -o /dev/null: exit 0, stdout holds only the
     cluster-summary, /dev/null is still a character device.
@@ -667,7 +667,7 @@ class TaskIO(pmcrun.TestCase):
 
     def test_forward_past_the_task_limit(self):
         """A task that forwards more than FWD_TASK_MAX (1 GiB, pipes and
-        files together; engine/forward.h) fails with status 256 and a
+        files together; engine/exec/forward.h) fails with status 256 and a
         message naming it and the limit, and nothing of its data reaches
         DEST; a task beside it forwards as usual.  Before the limit, a task
         forwarding 4 GiB + 100 bytes had 100 of them written and counted as
@@ -759,7 +759,7 @@ class TaskIO(pmcrun.TestCase):
 
     def test_piped_and_quiet_tasks_with_launchers(self):
         """Tasks with a forwarding pipe and quiet tasks on one node with
-        launcher threads (engine/launcher.h: the pool watches the pidfds of
+        launcher threads (engine/exec/launcher.h: the pool watches the pidfds of
         both and reads the pipes while their tasks run, and its reaper
         takes a task's pipes out of the set before closing them, so a
         descriptor number freed and taken again stays watched): every task

@@ -10,7 +10,7 @@ a fresh temporary directory and run with --host-cpus 16:
     ranks 0..3) on this machine, tasks and results over MPI; at least two
     ranks ran tasks;
   * launchers (workloads only): 1 rank with --launch-threads 2: tasks are
-    spawned by two launcher threads (engine/launcher.h), not the agent's
+    spawned by two launcher threads (engine/exec/launcher.h), not the agent's
     (by default a host of fewer than 8 CPUs gets one per CPU and one to
     spare, none on a single usable CPU, one per 2 CPUs from 8 on);
   * launch_threads_default (examples' montage-small): the pool a host gets
@@ -84,7 +84,7 @@ class Workloads(pmcrun.TestCase):
 
     def test_launch_threads_default(self):
         """Without --launch-threads a host gets, from its --host-cpus and
-        the CPUs this machine lets it run on (engine/launcher.h): none on
+        the CPUs this machine lets it run on (engine/exec/launcher.h): none on
         one usable CPU, one launcher per CPU and one to spare while the
         smaller of the two is below 8, one per 2 CPUs of it from 8 on; and
         runs montage-small with them; the agent's -v line names the pool;

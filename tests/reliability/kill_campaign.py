@@ -32,7 +32,7 @@ checks:
      node agents and not yet recorded.  Its hard bound is the master's flow
      control: per host, cpus + a prefetch window of
      max(PLACEMENT_PREFETCH_MIN, cpus) 1-CPU tasks (sched/placement.h), plus
-     RESULT_BATCH (engine/agent_internal.h) records the master took but the
+     RESULT_BATCH (engine/node/agent_internal.h) records the master took but the
      rescue writer had not written yet, plus every task of the run that
      started after the writer's last write() (the rescue log's mtime, laid
      against a timeline of the ledger's size): the writer's backlog is

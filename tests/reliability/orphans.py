@@ -19,7 +19,7 @@ Cases (each a DAG of `sleep 60` tasks, checked 1 s after the event):
 In each case what the running tasks wrote so far survives: in the rank
 files, with a note naming each task after a SIGKILL (the watchdog saves
 their capture files), or in the blocks of the orderly end after SIGTERM.
-The last two are caught by each agent's watchdog (engine/watchdog.h), a
+The last two are caught by each agent's watchdog (engine/exec/watchdog.h), a
 process in a session of its own that kills the recorded task process
 groups when its agent's process dies (docs/reliability.md, "Orphaned
 tasks").  Every leftover process is killed before the test ends.
@@ -107,7 +107,7 @@ def output_problems(name, work, want):
     """What the running tasks wrote before the end (`begun NAME` on stdout,
     `begun-err NAME` on stderr) must be in the rank files or pmc-hybrid's
     own stdout/stderr: at least `want` tasks of each; after a SIGKILL each
-    with the watchdog's note naming it (engine/watchdog.h)."""
+    with the watchdog's note naming it (engine/exec/watchdog.h)."""
     out = read_all(work, ("wf.dag.out.", "out"))
     err = read_all(work, ("wf.dag.err.", "err"))
     problems = []

@@ -9,7 +9,11 @@ and names the planted file:
   - a file of io/ includes "engine/..."  (and, separately, "sched/...")
   - a file of sched/ includes "engine/..."
   - a tool includes "sched/..."
-  - a file of engine/ outside the transport includes <mpi.h>, or calls MPI_.
+  - a file of engine/ outside the transport includes <mpi.h>, or calls MPI_
+  - engine/host/ includes engine/exec/, engine/transport/ includes
+    engine/node/, engine/master/ includes engine/node/ (wrong way or across)
+  - engine/main.c includes engine/node/agent_internal.h (another module's
+    internals).
 Each case is reported on its own line; the exit status is 1 when any case
 fails (so every failure is seen), 0 otherwise.
 
@@ -23,11 +27,10 @@ import sys
 import tempfile
 
 FOLDERS = ("io", "sched", "engine", "tools")
-TRANSPORT = {"comm.c", "comm.h", "transport.c", "transport.h"}
 
 
-def first(root, folder, ext, exclude=()):
-    names = sorted(n for n in os.listdir(os.path.join(root, folder)) if n.endswith(ext) and n not in exclude)
+def first(root, folder, ext):
+    names = sorted(n for n in os.listdir(os.path.join(root, folder)) if n.endswith(ext))
     return folder + "/" + names[0]
 
 
@@ -58,12 +61,16 @@ def main(argv):
         return 2
     checker, root = os.path.abspath(argv[1]), os.path.abspath(argv[2])
     cases = [
-        (first(root, "io", ".h"), '#include "engine/spawn.h"'),
+        (first(root, "io", ".h"), '#include "engine/exec/spawn.h"'),
         (first(root, "io", ".c"), '#include "sched/ready_queue.h"'),
-        (first(root, "sched", ".h"), '#include "engine/master.h"'),
+        (first(root, "sched", ".h"), '#include "engine/master/master.h"'),
         (first(root, "tools", ".c"), '#include "sched/hosts.h"'),
-        (first(root, "engine", ".c", TRANSPORT), "#include <mpi.h>"),
-        (first(root, "engine", ".h", TRANSPORT), "static inline void f(void) { MPI_Barrier(MPI_COMM_WORLD); }"),
+        (first(root, "engine", ".c"), "#include <mpi.h>"),
+        (first(root, "engine", ".h"), "static inline void f(void) { MPI_Barrier(MPI_COMM_WORLD); }"),
+        (first(root, "engine/host", ".c"), '#include "engine/exec/spawn.h"'),
+        (first(root, "engine/transport", ".h"), '#include "engine/node/agent.h"'),
+        (first(root, "engine/master", ".c"), '#include "engine/node/agent.h"'),
+        ("engine/main.c", '#include "engine/node/agent_internal.h"'),
     ]
     failed = 0
     with tempfile.TemporaryDirectory(prefix="pmc-layers-") as tmp:

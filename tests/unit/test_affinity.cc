@@ -1,4 +1,4 @@
-// test_affinity.cc - unit tests of engine/affinity.h.
+// test_affinity.cc - unit tests of engine/host/affinity.h.
 //
 // The CPU list format against hand-made sets and the kernel's own
 // Cpus_allowed_list; the pool on synthetic hwloc topologies (hwloc builds
@@ -27,7 +27,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine/affinity.h"
+#include "engine/host/affinity.h"
 #include "sched/resources.h"
 #include "testutil.h"
 

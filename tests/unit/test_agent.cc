@@ -1,6 +1,6 @@
-// test_agent.cc - the node agent (engine/agent.h) driven through its
+// test_agent.cc - the node agent (engine/node/agent.h) driven through its
 // messages alone, with a fake transport: this file implements
-// engine/comm.h's comm_send() and comm_send_mail() (as bench/sim does), so
+// engine/transport/comm.h's comm_send() and comm_send_mail() (as bench/sim does), so
 // what the agent sends to the master lands in a queue the test reads, and
 // the test plays the master by pushing mails into the agent's mailbox.
 //
@@ -34,8 +34,8 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "engine/agent.h"
-#include "engine/mailbox.h"
+#include "engine/node/agent.h"
+#include "engine/transport/mailbox.h"
 #include "io/dag.h"
 #include "io/log.h"
 #include "io/msg.h"

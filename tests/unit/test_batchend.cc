@@ -1,4 +1,4 @@
-// test_batchend.cc - unit tests of engine/batchend.h.
+// test_batchend.cc - unit tests of engine/host/batchend.h.
 //
 // Every batch variable the module reads is saved and unset for each test (a
 // SavedEnv, with PATH and TZ, restored after it), so the host's environment cannot
@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "engine/batchend.h"
+#include "engine/host/batchend.h"
 #include "testutil.h"
 
 namespace

@@ -1,4 +1,4 @@
-// test_comm.cc - the MPI progress thread's poll interval (engine/comm.h).
+// test_comm.cc - the MPI progress thread's poll interval (engine/transport/comm.h).
 //
 // comm__idle_cap_us() bounds how late the progress thread sees a message
 // that ends a quiet spell: 100 us while traffic is recent, then 10 ms, then
@@ -10,7 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "engine/comm.h"
+#include "engine/transport/comm.h"
 
 namespace
 {

@@ -1,5 +1,5 @@
 // test_doorbell.cc - wake-ups between the ranks of one host
-// (engine/doorbell.h).  The socket: a ring reaches the doorbell of that job
+// (engine/transport/doorbell.h).  The socket: a ring reaches the doorbell of that job
 // and rank only, says who sent it (a forged sender is dropped), wakes a
 // thread asleep in mailbox_wait_fd(), and the failures the ledger relies on
 // (a name taken, no such doorbell, a full queue) come back as doorbell.h
@@ -7,7 +7,7 @@
 // announced was received and every message received was announced; a ring
 // that found a full queue is sent again; a peer that cannot be rung is not
 // tried again, and one found by the probe at start keeps the ledger uneven.
-// Several tests here were added by mutation testing of engine/doorbell.c:
+// Several tests here were added by mutation testing of engine/transport/doorbell.c:
 // each fails with one small fault (a bound off by one, a check dropped).
 #include <gtest/gtest.h>
 
@@ -22,8 +22,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "engine/doorbell.h"
-#include "engine/mailbox.h"
+#include "engine/transport/doorbell.h"
+#include "engine/transport/mailbox.h"
 
 namespace
 {

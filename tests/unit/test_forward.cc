@@ -1,4 +1,4 @@
-// test_forward.cc - the node side of I/O forwarding (engine/forward.h): the
+// test_forward.cc - the node side of I/O forwarding (engine/exec/forward.h): the
 // limit on what one task may forward.
 //
 // Checked: a task's pipe data up to its limit is forwarded whole; one byte
@@ -19,7 +19,7 @@
 
 #include <unistd.h>
 
-#include "engine/forward.h"
+#include "engine/exec/forward.h"
 #include "io/dag.h"
 #include "io/msg.h"
 #include "testutil.h"

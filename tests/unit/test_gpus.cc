@@ -1,4 +1,4 @@
-// test_gpus.cc - engine/gpus.h: the ids a host's tasks see: --host-gpus
+// test_gpus.cc - engine/host/gpus.h: the ids a host's tasks see: --host-gpus
 // alone ("0".."N-1"), an inherited visibility list (its words, in order),
 // the override of a list (its first N, or numbers when it is shorter),
 // gpus_format()'s lists and lengths, the PCI class check that spares a
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/gpus.h"
+#include "engine/host/gpus.h"
 #include "testutil.h"
 
 namespace

@@ -1,4 +1,4 @@
-// test_launcher.cc - unit tests of engine/launcher.h: the pool size
+// test_launcher.cc - unit tests of engine/exec/launcher.h: the pool size
 // without --launch-threads (launcher_default_threads: none on one usable
 // CPU, one per CPU and one to spare below 8 CPUs, one per 2 CPUs from 8
 // on, capped at LAUNCHER_MAX_THREADS), and the pool
@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/launcher.h"
+#include "engine/exec/launcher.h"
 #include "testutil.h"
 
 using namespace testutil;
@@ -550,7 +550,7 @@ static std::map<uint32_t, std::string> pack_blocks(const struct msgbuf *b)
     return blocks;
 }
 
-// A reaped launch's -f pipes (engine/forward.h): the task gets the write
+// A reaped launch's -f pipes (engine/exec/forward.h): the task gets the write
 // ends as descriptors 3, 4, ...; the pool reads the read ends while it
 // runs, so that a task writing more than a pipe holds (64 KiB) does not
 // block, and after a 0 exit its reaper packs what each pipe gave into the

@@ -1,4 +1,4 @@
-// test_local_link.cc - unit tests of engine/local_link.h (rank 0's master
+// test_local_link.cc - unit tests of engine/transport/local_link.h (rank 0's master
 // and its own agent without messages) and of the DAG-side item builders it
 // relies on (io/msg.h: msg_task_from_dag, msg_pack_forwards).
 //
@@ -23,7 +23,7 @@
 
 #include <errno.h>
 
-#include "engine/local_link.h"
+#include "engine/transport/local_link.h"
 #include "io/msg.h"
 #include "sched/placement.h"
 #include "testutil.h"

@@ -1,4 +1,4 @@
-// test_mailbox.cc - unit tests of engine/mailbox.h (Vyukov MPSC queue with
+// test_mailbox.cc - unit tests of engine/transport/mailbox.h (Vyukov MPSC queue with
 // eventfd wake-ups).
 //
 // Order: FIFO in one thread, per-producer FIFO with 8 producers released
@@ -29,7 +29,7 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include "engine/mailbox.h"
+#include "engine/transport/mailbox.h"
 #include "io/clock.h"
 #include "testutil.h" // PMC_TEST_SANITIZED
 

@@ -1,4 +1,4 @@
-// test_monitor.cc - engine/monitor.h: hosts of the resource log (nodes with
+// test_monitor.cc - engine/master/monitor.h: hosts of the resource log (nodes with
 // one hostname are one host, also past the index's growth), one line per
 // changed host per flush and no other (PMC's lines: no "*" totals), and the task/workflow events
 // reaching jobstate.log.
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/monitor.h"
+#include "engine/master/monitor.h"
 #include "testutil.h"
 
 namespace

@@ -28,7 +28,7 @@
 namespace
 {
 
-// The item the agent keeps (engine/agent_internal.h): the queue copies it
+// The item the agent keeps (engine/node/agent_internal.h): the queue copies it
 // in and out whole and knows only the needs given beside it.
 struct node_task {
     struct msg_task t;

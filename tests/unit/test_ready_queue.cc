@@ -512,7 +512,7 @@ TEST(ReadyQueueSized, ReserveKeepsQueuedTasksInOrder)
 
 // ---- the master's deferral -------------------------------------------------
 
-// One dispatch round over bucket b as engine/master_sched.c does it: pop the
+// One dispatch round over bucket b as engine/master/master_sched.c does it: pop the
 // tasks counted, keep those fits() accepts, put the others back with
 // rq_push_front in reverse order.  Returns the order the tasks were popped.
 std::vector<uint32_t> dispatch_round(struct ready_queue *q, size_t b,

@@ -1,4 +1,4 @@
-// test_spawn.cc - unit tests of engine/spawn.h.
+// test_spawn.cc - unit tests of engine/exec/spawn.h.
 //
 // The child as the header promises it: exit status and death by signal read
 // with waitid(P_PIDFD) on the returned pidfd; argv passed without a shell;
@@ -39,7 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
+#include "engine/exec/spawn.h"
 #include "testutil.h"
 
 namespace

@@ -1,5 +1,5 @@
 // test_spawn_limits.cc - unit tests of spawn_request.affinity and
-// .memory_limit_bytes (engine/spawn.h), and of the clone-based child.
+// .memory_limit_bytes (engine/exec/spawn.h), and of the clone-based child.
 //
 // CPU binding: the child's Cpus_allowed_list (read by the child itself from
 // /proc/self/status) is each single CPU we may use, a pair, or ours when no
@@ -36,7 +36,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
+#include "engine/exec/spawn.h"
 #include "testutil.h"
 
 namespace

@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
+#include "engine/exec/spawn.h"
 #include "testutil.h"
 
 namespace

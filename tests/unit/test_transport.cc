@@ -1,4 +1,4 @@
-// test_transport.cc - engine/transport.h's transport_init() around
+// test_transport.cc - engine/transport/transport.h's transport_init() around
 // MPI_Init_thread and MPI_Finalize, which this test replaces (a definition
 // in the executable wins over libmpich's for the call in transport.c): MPI
 // starts with HWLOC_COMPONENTS excluding hwloc's GPU components when the
@@ -24,7 +24,7 @@
 // one C idiom that C++'s -Wshadow reports
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wshadow"
-#include "engine/transport.h"
+#include "engine/transport/transport.h"
 #pragma GCC diagnostic pop
 #include "testutil.h"
 

@@ -1,4 +1,4 @@
-// test_watchdog.cc - unit tests of engine/watchdog.h.
+// test_watchdog.cc - unit tests of engine/exec/watchdog.h.
 //
 // An "agent" (a forked child of the test) starts a watchdog, spawns a task
 // that leaves a background process in its process group, and dies of
@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
-#include "engine/watchdog.h"
+#include "engine/exec/spawn.h"
+#include "engine/exec/watchdog.h"
 #include "io/taskio.h"
 #include "testutil.h"
 

@@ -11,7 +11,7 @@
 // (RAII, under $TMPDIR or /tmp, removed with its content) and TempDirTest, a
 // fixture base class that gives each test its own (dir_, path(), file()).
 // Environment: SavedEnv (variables unset for a scope, then restored).
-// Child processes (engine/spawn.h): Argv, make_capture, contents,
+// Child processes (engine/exec/spawn.h): Argv, make_capture, contents,
 // wait_child (bounded by kWaitMs), spawn_and_wait with SpawnOptions and
 // SpawnResult, parse_fd_list, expect_no_children.  PMC_TEST_SANITIZED is 1
 // under AddressSanitizer or ThreadSanitizer, else 0.
@@ -50,7 +50,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/spawn.h"
+#include "engine/exec/spawn.h"
 #include "io/dag.h"
 #include "io/fdio.h"
 

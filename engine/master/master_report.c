@@ -1,0 +1,385 @@
+/* master_report.c - the end of a run: merge the ranks' stdio files, print
+ * the statistics and the [cluster-summary] record (COMPAT.md); see
+ * master_internal.h. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine/master/master_internal.h"
+#include "io/fdio.h"
+#include "io/log.h"
+#include "io/records.h"
+#include "io/taskio.h"
+
+/* ---- the end: merge, statistics, summary -------------------------------- */
+
+/* -o (k 0) or -e (k 1) as the user named it, or NULL (our stdout or
+ * stderr). */
+static const char *master_output_path(const struct master *m, int k)
+{
+    return k ? m->cfg.err_path : m->cfg.out_path;
+}
+
+/* Is -o (k 0) or -e (k 1) still the file at the path the user gave
+ * (fdio_still_at())?  True without one.  When not (deleted, or another
+ * file renamed over it, during the run), logs "The -o file PATH was
+ * deleted or replaced during the run: " and then `then`, what it means
+ * for the output. */
+static bool master_output_kept(const struct master *m, int k, const char *then)
+{
+    const char *path = master_output_path(m, k);
+    int fd = k ? m->err_fd : m->out_fd;
+    if (!path || fd < 0 || fdio_still_at(fd, path))
+        return true;
+    log_error("The %s file %s was deleted or replaced during the run: %s", k ? "-e" : "-o", path,
+              then);
+    return false;
+}
+
+/* Merge one per-rank file (k: 0 stdout, 1 stderr) into -o / -e: 0, or -1
+ * (logged; the file is kept).  Not into an -o / -e that is no longer at its
+ * path (m->output_gone[k], master__finish()): the file is kept, for the
+ * next run to merge. */
+static int master_merge_one(struct master *m, int k, const char *path)
+{
+    const char *to = k ? (m->cfg.err_path ? m->cfg.err_path : "stderr")
+                       : (m->cfg.out_path ? m->cfg.out_path : "stdout");
+    int fd = k ? m->err_fd : m->out_fd;
+    struct pmc_error e;
+    struct stat dst, src;
+    if (m->output_gone[k])
+        return -1; /* said once by master_output_kept() */
+    if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && fdio_same_file(&dst, &src))
+        return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
+    if (fd < 0 || taskio_merge(fd, path, &e) == 0)
+        return 0;
+    log_error("Task output not merged into %s (%s is kept): %s", to, path, e.text);
+    return -1;
+}
+
+/* The rank and stream (0 out, 1 err) of a per-rank file named name in the
+ * DAG's folder (base: the DAG file's name): BASE.out.R or BASE.err.R, R a
+ * decimal rank as taskio_rank_path() writes it, without leading zeros; -1
+ * for any other name, such as the --per-task-stdio files NAME.out.000,
+ * NAME.out.001, ... of a task named like the DAG file. */
+static long master_stdio_rank(const char *name, const char *base, int *k)
+{
+    size_t n = strlen(base);
+    if (strncmp(name, base, n) != 0 || name[n] != '.')
+        return -1;
+    name += n + 1;
+    if (strncmp(name, "out.", 4) != 0 && strncmp(name, "err.", 4) != 0)
+        return -1;
+    *k = name[0] == 'e';
+    name += 4;
+    if (!isdigit((unsigned char)name[0]) || name[strspn(name, "0123456789")] != '\0' ||
+        (name[0] == '0' && name[1] != '\0'))
+        return -1;
+    return strtol(name, NULL, 10);
+}
+
+/* Per-rank files of ranks this run does not have: an earlier run with more
+ * ranks was killed before its merge (PMC's launch shape rerun with fewer
+ * ranks); their tasks are done, so their output goes to -o/-e now. */
+static int master_merge_leftovers(struct master *m)
+{
+    const char *slash = strrchr(m->cfg.dag_path, '/');
+    const char *base = slash ? slash + 1 : m->cfg.dag_path;
+    char dir[4096], path[4096];
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - m->cfg.dag_path) + 1 : 2,
+             slash ? m->cfg.dag_path : "./");
+    DIR *d = opendir(dir);
+    int rc = 0, k;
+    for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
+        long r = master_stdio_rank(e->d_name, base, &k);
+        int len = r >= m->cfg.nranks ? snprintf(path, sizeof path, "%s%s", dir, e->d_name) : -1;
+        if (len > 0 && (size_t)len < sizeof path)
+            rc |= master_merge_one(m, k, path);
+    }
+    if (d)
+        closedir(d);
+    return rc;
+}
+
+/* Append the ranks' DAG.out.R / DAG.err.R (and those an earlier run with
+ * more ranks left: master_merge_leftovers()) to -o / -e (opened at start
+ * by master_open_outputs(); closed by master_close_outputs()).  -1 when
+ * some output could not be merged (a full disk under -o): the run must not
+ * report success; the per-rank file that failed is kept (taskio_merge()). */
+static int master_merge_stdio(struct master *m)
+{
+    char path[4096];
+    int rc = 0;
+    for (int r = 0; r < m->cfg.nranks; r++) {
+        for (int k = 0; k < 2; k++) {
+            taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, r);
+            /* a node's file that was there at its HELLO and is gone now:
+             * something deleted it (a task's rm), and its tasks' output
+             * with it; a file never seen is "no output" (a rank without an
+             * agent, the simulator's nodes) */
+            int i = m->node_of_rank ? m->node_of_rank[r] : -1;
+            if (i >= 0 && m->nodes[i].files_seen[k] && access(path, F_OK) < 0 && errno == ENOENT) {
+                log_error("Task output lost: %s was deleted during the run", path);
+                m->nodes[i].output_lost = true;
+                rc = -1;
+                continue;
+            }
+            rc |= master_merge_one(m, k, path);
+        }
+    }
+    return rc | master_merge_leftovers(m);
+}
+
+static void master_print_stats(const struct master *m, double wall)
+{
+    double rt = m->st.runtime;
+    double with = wall > 0 ? rt / (wall * (m->cpus_total + 1)) : 0;
+    double without = wall > 0 && m->cpus_total ? rt / (wall * m->cpus_total) : 0;
+    double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
+    log_info("Resource utilization (with master): %lf", with);
+    log_info("Resource utilization (without master): %lf", without);
+    log_info("Total runtime of tasks: %lf seconds (%lf minutes)", rt, rt / 60.0);
+    log_info("Wall time: %lf seconds (%lf minutes)", wall, wall / 60.0);
+    log_info("Makespan: %lf seconds", makespan);
+    log_info("Throughput: %lf tasks/second", wall > 0 ? m->st.succeeded / wall : 0.0);
+    log_info("Messages to nodes: %lu TASKS carrying %lu tasks (%.2f tasks per message)",
+             (unsigned long)m->st.task_msgs, (unsigned long)m->st.tasks_sent,
+             m->st.task_msgs ? (double)m->st.tasks_sent / m->st.task_msgs : 0.0);
+    log_info("Messages from nodes: %lu RESULTS carrying %lu results (%.2f results per message)",
+             (unsigned long)m->st.result_msgs, (unsigned long)m->st.results_recv,
+             m->st.result_msgs ? (double)m->st.results_recv / m->st.result_msgs : 0.0);
+    log_info("Rank 0's own node, no messages: %lu tasks handed over, %lu results taken back",
+             (unsigned long)m->st.tasks_local, (unsigned long)m->st.results_local);
+    if (m->st.recalls)
+        log_info("Tasks moved to idle nodes: %lu RECALLs, %lu queued tasks given back",
+                 (unsigned long)m->st.recalls, (unsigned long)m->st.recalled);
+}
+
+/* Print the [cluster-summary] record on stdout: 0, or -1 (logged) when it
+ * could not be written (a closed pipe: EPIPE, SIGPIPE being ignored; a
+ * full disk): output was lost, the run fails. */
+static int master_print_summary(const struct master *m, bool failed, double wall)
+{
+    struct summary_record s = {.failed = failed,
+                               .tasks = m->dag->ntasks,
+                               .submitted = m->st.submitted,
+                               .succeeded = m->st.succeeded,
+                               .failed_tasks = m->st.failed,
+                               .extra = m->st.extra,
+                               .start = m->start,
+                               .duration = wall,
+                               .pid = (int)getpid(),
+                               .app = m->cfg.program,
+                               .runtime = m->st.runtime,
+                               .slots = m->cpus_total,
+                               .cpus = m->cpus_total,
+                               .gpus = m->gpus_total};
+    char line[2048];
+    size_t n = records_format_summary(line, sizeof line, &s);
+    if (n >= sizeof line)
+        n = sizeof line - 1;
+    fflush(stdout);
+    if (fdio_write_all(1, line, n) == 0)
+        return 0;
+    log_error("Output lost: writing the [cluster-summary] record to stdout failed: %s",
+              strerror(errno));
+    return -1;
+}
+
+/* Before the verdict: is stdout, where the [cluster-summary] record (and,
+ * without -o, the task output) goes, a pipe whose reader is gone
+ * (`pmc-hybrid wf.dag | head -1` once head has exited)?  Then that output
+ * is lost: false, logged. */
+static bool master_stdout_read(const struct master *m)
+{
+    if (!fdio_reader_gone(1))
+        return true;
+    log_error("Output lost: stdout is a pipe whose reader is gone: the [cluster-summary] "
+              "record%s cannot be written",
+              m->cfg.out_path ? "" : " and task output merged there");
+    return false;
+}
+
+/* The rescue log at the end (after its last flush, rescue_writer_path()):
+ * true when the file at its path is the log and always was; false
+ * (logged as found) when it was deleted or replaced during the run, even
+ * if it was written again since: the run fails.  *lost: the file at the
+ * path is not the log (replaced), and must be left alone. */
+static bool master_rescue_kept(const struct master *m, bool *lost)
+{
+    enum rescue_path where = m->rescue ? rescue_writer_path(m->rescue) : RESCUE_PATH_KEPT;
+    *lost = where == RESCUE_PATH_LOST;
+    return where == RESCUE_PATH_KEPT;
+}
+
+static bool master_workflow_ok(const struct master *m)
+{
+    return !m->aborting && !m->fatal && m->st.succeeded + m->ndone_before == m->dag->ntasks;
+}
+
+/* Close -o and -e (not the inherited stdout and stderr) once the merge is
+ * done: a network file system reports a failed write-back at the close.
+ * -1 (logged) when one failed, or when one was deleted or replaced during
+ * the merge (master_output_kept()): the merged output may be cut short or
+ * is not at its path. */
+static int master_close_outputs(struct master *m)
+{
+    int rc = 0;
+    const char *path[2] = {m->cfg.out_path, m->cfg.err_path};
+    int *fd[2] = {&m->out_fd, &m->err_fd};
+    for (int k = 0; k < 2; k++) /* before any close: -o and -e may share one descriptor */
+        if (!m->output_gone[k] &&
+            !master_output_kept(m, k, "the task output merged into it is lost"))
+            rc = -1; /* gone during the merge: what it wrote is not where the user looks */
+    for (int k = 0; k < 2; k++) {
+        if (*fd[k] > 2 && (k == 0 || *fd[1] != *fd[0]) && close(*fd[k]) < 0 && errno != EINTR) {
+            log_error("Task output may be lost: closing %s failed: %s", path[k], strerror(errno));
+            rc = -1;
+        }
+    }
+    m->out_fd = m->err_fd = -1;
+    return rc;
+}
+
+/* Close the forwarding destinations: -1 (logged) when a close failed, now
+ * or at an eviction during the run (fdcache_close_all()). */
+static int master_close_forwards(struct master *m)
+{
+    struct pmc_error err;
+    if (fdcache_close_all(m->fdcache, &err) == 0)
+        return 0;
+    log_error("Forwarded output may be lost: %s", err.text);
+    return -1;
+}
+
+/* Whether task t was done in this run and lost its output: on its node (a
+ * LOST, a deleted rank file), in -o / -e (all: one failed to close) or in
+ * a forwarding destination (forwards: one failed to close; which one is
+ * not told, so every task that forwards).  Only with m->ran_on. */
+static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool forwards)
+{
+    if (m->run[t].state != TASK_DONE || m->done_before[t])
+        return false;
+    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes[m->ran_on[t]].output_lost;
+}
+
+/* Output found lost at the end must not stay vouched for: the DONE records
+ * of this run's tasks whose output was lost are taken out of the rescue
+ * log (rescue_replace(): the log is always the old one or the new one), so
+ * that the next run runs them again instead of succeeding without their
+ * output.  The run fails anyway; this only logs.  Tasks done in earlier
+ * runs keep their records (a rank file they left, merged now, is not
+ * told apart). */
+/* Keep the lock on the rescue log now at its path through fd, a
+ * descriptor of it from the writer or rescue_replace(): the lock taken at
+ * start (master_lock_rescue()) is on a file the writer's rename unlinked,
+ * so from the writer's close to the end of the run the path would be
+ * unlocked and a second run could start on it.  fd -1 or a run without the
+ * lock: nothing kept. */
+static void master_keep_rescue_lock(struct master *m, int fd)
+{
+    if (fd < 0)
+        return;
+    if (m->rescue_lock_fd < 0) {
+        close(fd);
+        return;
+    }
+    close(m->rescue_lock_fd);
+    m->rescue_lock_fd = fd;
+    m->rescue_created = false; /* the writer's file, not the empty one made to lock */
+}
+
+static void master_take_back_lost(struct master *m, bool all, bool forwards, bool rescue_lost)
+{
+    const struct dag *d = m->dag;
+    int lock_fd = -1;
+    if (!m->ran_on)
+        return; /* the null executor records nothing */
+    uint32_t n = 0, first = 0;
+    /* counted first (memory only for a loss), from the end: first is the lowest id */
+    for (uint32_t t = d->ntasks; t-- > 0;)
+        if (master_lost_now(m, t, all, forwards)) {
+            first = t;
+            n++;
+        }
+    if (n == 0)
+        return;
+    if (rescue_lost) { /* the file at its path is another one: never replaced */
+        log_error("Task output lost: %u tasks (%s%s) are not taken out of the rescue log, which "
+                  "is not at %s",
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+        return;
+    }
+    struct pmc_error err;
+    uint8_t *keep = malloc(d->ntasks);
+    for (uint32_t t = 0; keep && t < d->ntasks; t++)
+        keep[t] = m->run[t].state == TASK_DONE && !master_lost_now(m, t, all, forwards);
+    if (!keep)
+        log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
+                  n);
+    else if (rescue_replace(m->rescue_path, d, keep, &lock_fd, &err) < 0)
+        log_error("%s still lists %u tasks whose output was lost: %s", m->rescue_path, n, err.text);
+    else
+        log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "
+                  "of %s",
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+    free(keep);
+    master_keep_rescue_lock(m, lock_fd);
+}
+
+int master__finish(struct master *m)
+{
+    bool rescue_lost = false, rescue_kept = true;
+    if (m->rescue) { /* the writer's CPU, its work done, before it ends */
+        struct rescue_writer_stats st;
+        (void)rescue_writer_flush(m->rescue); /* a failure stays: close() reports it */
+        rescue_kept = master_rescue_kept(m, &rescue_lost);
+        rescue_writer_get_stats(m->rescue, &st);
+        m->rescue_cpu_ns = st.cpu_ns;
+        log_debug("Rescue log %s: %llu writes, %llu fdatasync calls", m->rescue_path,
+                  (unsigned long long)st.writes, (unsigned long long)st.syncs);
+    }
+    int lock_fd = -1;
+    if (m->rescue && rescue_writer_close_locked(m->rescue, &lock_fd) < 0 && !m->fatal) {
+        log_fatal("Rescue log failed");
+        m->fatal = true;
+    }
+    master_keep_rescue_lock(m, lock_fd);
+    m->rescue = NULL;
+    double wall = pmc_mono_s() - m->start_mono;
+    for (int k = 0; k < 2; k++) /* gone before the merge: the ranks' files keep the output */
+        m->output_gone[k] = !master_output_kept(
+            m, k,
+            "the task output is not merged into it; the ranks' files keep it for the next run");
+    bool merged = master_merge_stdio(m) == 0;
+    bool closed = master_close_outputs(m) == 0;
+    bool forwarded = master_close_forwards(m) == 0;
+    master_take_back_lost(m, !closed, !forwarded, rescue_lost);
+    bool read = master_stdout_read(m);
+    bool ok = master_workflow_ok(m) && merged && closed && forwarded && rescue_kept && read &&
+              !monitor_failed(m->monitor);
+    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
+    if (monitor_close(m->monitor) < 0)
+        ok = false; /* its last lines were lost */
+    m->monitor = NULL;
+    if (master__status_end(m, ok, wall) < 0)
+        ok = false;
+    if (m->aborting)
+        log_error("Aborting workflow");
+    if (m->max_failures_hit)
+        log_error("Max failures reached: DAG prematurely aborted");
+    master_print_stats(m, wall);
+    if (master_print_summary(m, !ok, wall) < 0)
+        ok = false; /* the verdict above said ok: the record itself was lost */
+    if (ok)
+        log_info("Workflow succeeded");
+    else
+        log_error("Workflow failed");
+    return ok ? 0 : 1;
+}

@@ -1,0 +1,345 @@
+/* agent_internal.h - the node agent's state, shared by its two files:
+ *   agent.c       the thread: messages, the local queue, results, life cycle
+ *   agent_task.c  one task: slot, environment, launch, reap, output
+ * Not a public header.  Everything here is owned by the agent thread.
+ * Slots keep their capture files and buffers between tasks (epoll events
+ * carry the slot index), so a warmed-up agent does not allocate per task.
+ */
+#ifndef PMC_AGENT_INTERNAL_H
+#define PMC_AGENT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "engine/host/affinity.h"
+#include "engine/node/agent.h"
+#include "engine/exec/forward.h"
+#include "engine/exec/launcher.h"
+#include "engine/transport/local_link.h"
+#include "engine/exec/watchdog.h"
+#include "io/clock.h"
+#include "io/msg.h"
+#include "io/taskio.h"
+#include "sched/deadlines.h"
+#include "sched/node_queue.h"
+#include "sched/result_batch.h" /* RESULT_BATCH, RESULT_DELAY_*_MS */
+
+#define MAILBOX_EVENT UINT64_MAX
+/* Staged tasks per CPU when the pool has launchers to spare (agent.c:
+ * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
+ * and the staged tasks per CPU left at which an exit wakes the agent
+ * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
+ * docs/performance-history.md (section 26; 10,000 /bin/true, two sets of 8
+ * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
+ * and 0.932, one agent wake-up per ~10 tasks instead of ~6 (counted:
+ * launcher.h, launcher_set_quiet_exits()). */
+#define AGENT_STAGED_PER_CPU_SPARE 8
+#define AGENT_QUIET_LOW_PER_CPU_SPARE 3
+
+/* A received TASKS message, kept until its last queued task has started. */
+struct batch {
+    struct mail *mail;
+    uint32_t refs;
+};
+
+/* The item of the agent's node queue (sched/node_queue.h): a decoded TASKS
+ * item, whose strings point into batch's message; or, from the local link
+ * (batch NULL), an item built from the DAG, whose strings point into the
+ * DAG's arena and whose forwards are packed when it starts. */
+struct node_task {
+    struct msg_task t;
+    struct batch *batch;
+};
+
+struct slot {
+    bool launching;         /* submitted to a launcher thread, outcome not taken yet */
+    bool pool_reaps;        /* started by the pool, which watches and reaps it (launcher.h) */
+    struct batch *batch;    /* while launching: the TASKS message its argv points into */
+    uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
+    uint32_t time_limit_ms; /* 0 = none */
+    bool timed_out;         /* its limit passed: SIGTERM sent */
+    /* the last signal sent to its group (0: none; SIGTERM: in its grace);
+     * for a task the pool reaps, the last one asked of the pool, which
+     * refuses it once its reaper has the task: a refused SIGKILL is sent
+     * if the task comes back lingering (agent__linger_begin()) */
+    int signalled;
+    /* its first process ended in its grace and its group still has
+     * members: reaped, not finished (agent_linger.c); linger_status is
+     * that process's wait status; linger_pool: the pool's job holds its
+     * output, to be finished by launcher_finish() */
+    bool lingers, linger_pool;
+    int linger_status;
+    bool notify_start;    /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
+    bool releases;        /* the task has children (MSG_TASK_RELEASES) */
+    bool hold_on_failure; /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
+    bool hold_counted;    /* its reaper counted that failure in the pool (launcher_hold()) */
+    uint32_t id, attempt, cpus, memory_mb;
+    /* CPUs of cpus that its release does not give back: the one its
+     * reaper handed to a staged job, or a cancelled staged job's, which it
+     * never held (agent_stage.c) */
+    uint32_t lent_cpus;
+    pid_t pid;
+    int pidfd;
+    int out_fd, err_fd;     /* capture files, kept open and reused */
+    off_t out_len, err_len; /* bytes in them when last measured; -1: not known */
+    double start;           /* epoch seconds */
+    struct timespec t0;     /* CLOCK_MONOTONIC at spawn */
+    char *strs;             /* name NUL pegasus_id NUL app NUL */
+    size_t strs_cap;
+    char **argv; /* pointers into the TASKS mail, valid during spawn */
+    uint32_t argv_cap;
+    char **envp; /* base environment + PMC_* variables + forward VARs */
+    size_t envp_cap;
+    char *envbuf;
+    size_t envbuf_cap;
+    struct fwd_task fwd;        /* -f/-F of the running task */
+    int fwd_fds[DAG_MAX_PIPES]; /* write ends handed to the child */
+    int task_out, task_err;     /* --per-task-stdio files, -1 otherwise */
+    /* ids: cpuset holds the CPU ids taken from the agent's pool for the
+     * task (PMC_AFFINITY); bound: it is bound to them (--set-affinity);
+     * id_pending: a staged task, whose one id is the CPU it starts on,
+     * written at its start into affinity_value (PMC_AFFINITY's value in
+     * envbuf, AFFINITY_ID_MAX bytes) by whoever starts it */
+    bool ids, bound, id_pending;
+    cpu_set_t cpuset;
+    char *affinity_value;
+    uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
+    uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */
+    uint32_t ngpu;
+    size_t gpu_cap;
+    /* while staged: the task as it left the queue, to queue it again when
+     * one of higher priority comes (agent__requeue_staged()) */
+    struct msg_task staged_task;
+};
+
+struct agent {
+    struct agent_config cfg;
+    struct mailbox box;
+    struct comm *comm;
+    pthread_t thread;
+    bool started;
+    int epfd;
+    struct slot *slots;
+    uint32_t nslots, running;
+    /* bit i of word i / 64 set: slot i is free (nslots bits; the bits
+     * past nslots are 0), the one record of which slots hold a task
+     * (agent__slot_busy()); the lowest free slot is found a word at a
+     * time, not by walking the slots */
+    uint64_t *free_slots;
+    char **base_env; /* environ without the PMC_* variables we set */
+    size_t base_env_n;
+    struct msgbuf results;
+    struct msgbuf starts;    /* STARTED notices, sent just before the results */
+    struct msgbuf fwd_pack;  /* forwarded data of the task being reported */
+    struct local_link *link; /* rank 0's node: events go here, not in messages */
+    uint32_t link_results;   /* results queued on link since the last notify */
+    uint32_t link_starts;    /* start notices likewise */
+    char *fwd_scratch;       /* a local task's forwards in wire form (msg.h) */
+    size_t fwd_scratch_cap;
+    struct taskio_file out, err;
+    struct node_queue queue;    /* received, not started (prefetch window) */
+    uint32_t nstaged;           /* jobs staged in the pool, not known to have started */
+    int32_t staged_floor;       /* the lowest priority staged since nstaged was 0 */
+    uint32_t *staged_order;     /* agent__requeue_staged()'s scratch: staged_cap slot indices */
+    atomic_int fail_next_start; /* agent__fail_next_start() */
+    uint32_t staged_cap;        /* the most staged at once: the node's CPUs */
+    bool quiet_exits;           /* launcher_set_quiet_exits() on: agent_quiet_exits_wait_ms() */
+    bool requeue_due;           /* a task above staged_floor came: agent__requeue_staged() */
+    uint32_t cpus_free;         /* local accounting of the host's resources */
+    uint64_t memory_free;
+    uint32_t gpus_free;
+    bool *gpu_busy;               /* per host GPU id: held by a running task */
+    uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
+    const char *gpu_env[5];       /* inherited CUDA/ROCR/ZE/PMC_GPUS/HIP entries, or NULL */
+    struct timespec first_result; /* the oldest unsent item's clock (agent_result_clock()) */
+    bool results_release;         /* an unsent result is of a task with children */
+    bool low_water_sent;          /* results went at the refill mark (agent.c) */
+    bool shutting, aborting, draining, failed, sent_abort;
+    /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not answered
+     * (RESUME): while > 0 nothing new starts (-m: PMC starts nothing after
+     * the Mth failure) */
+    uint32_t holds;
+    /* a result the master waits for (such a failure, or tasks given back at
+     * a RECALL) waits to be sent: the results go at once */
+    bool send_now;
+    /* the answer to a RECALL (how many tasks were given back) goes after
+     * their results */
+    bool recall_answer;
+    uint32_t recall_given;
+    /* the master's SHUTDOWN or ABORT came: nothing follows it from the
+     * master (MPI keeps one sender's order), so the rank may stop
+     * receiving; an agent that aborts on its own waits for it, or a TASKS
+     * message the master sent meanwhile could never be received (and its
+     * send never complete (engine/transport/comm.h)) */
+    bool heard_end;
+    struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
+    struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
+    struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
+    struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
+    struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
+    struct timespec kill_deadline;
+    bool killed_hard;
+    uint32_t lingering;         /* slots whose task lingers (slot.lingers) */
+    uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
+    uint64_t orphans_results;   /* results_made at the last reap of adopted orphans */
+    uint64_t orphans_due_ns;    /* CLOCK_MONOTONIC ns before which none follows it */
+    struct cpuset_pool *pool;   /* PMC_AFFINITY's ids (agent_create_pool()), or NULL */
+    struct deadlines deadlines; /* time limits of the running tasks */
+    bool warned_unbound;
+    uint64_t results_made;     /* results reported: ran, failed to start or cancelled */
+    uint64_t cpu_ns;           /* the agent thread's CPU, read as it ends */
+    uint64_t launchers_cpu_ns; /* its launcher threads', read then */
+};
+
+static inline double agent_elapsed(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return pmc_seconds_between(t0, &t1);
+}
+
+/* agent_env.c */
+int agent__snapshot_env(struct agent *a);
+/* s->envp for task t in slot s (its CPUs, GPUs and forwards already
+ * taken).  0, or -1 with ENOMEM. */
+int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
+
+/* agent.c */
+/* A task from the local link with -f/-F: its forwards in wire form, in the
+ * agent's scratch buffer (agent__launch() copies what it keeps).  0, or -1
+ * with ENOMEM. */
+int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
+
+/* agent_stage.c: staged launches (launcher.h).  While no CPU is free and
+ * tasks wait, agent__stage() prepares queued tasks of one CPU, no memory
+ * and no GPU and stages them in the pool, at most one per CPU of the node:
+ * the launcher that reaps any task starts the oldest on the CPU that task
+ * gave up.  Each is claimed when staged, against a CPU lent ahead (cpus_free
+ * is not lowered for it); the agent settles the loan when it takes the exit
+ * whose reaper started it (agent__took_handed()), or when it starts one
+ * itself on a CPU that freed another way (agent__start_staged(), first in
+ * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
+ * an abort); agent__cancel_staged() gives one back unstarted (ECANCELED),
+ * slot i as launcher_take_staged() handed it (a RECALL).
+ * agent__requeue_staged(), once a task of higher priority than one of
+ * them came (requeue_due), stages the queue's higher tasks ahead of those
+ * not started, each displacing the lowest back into the queue in its
+ * place, so that the reapers start them first, as PMC would start them on
+ * the next free slot.  Agent thread. */
+void agent__stage(struct agent *a);
+void agent__start_staged(struct agent *a);
+void agent__took_handed(struct agent *a, struct slot *s);
+
+/* PMC_AFFINITY of staged tasks (agent_env.c).  The lowest CPU id in set,
+ * -1 when empty. */
+int agent__first_id(const cpu_set_t *set);
+/* A staged task (s->id_pending) started on the CPU whose id is id (>= 0;
+ * -1: none known): its ids become {id}, already taken from the pool by the
+ * task that gave it up, or by agent__start_staged(). */
+void agent__adopt_id(struct slot *s, int id);
+void agent__unstage_all(struct agent *a);
+void agent__cancel_staged(struct agent *a, uint32_t i);
+void agent__requeue_staged(struct agent *a);
+
+/* agent_task.c */
+/* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
+int agent__open_outputs(struct agent *a, struct pmc_error *err);
+/* Start t (its strings point into batch's message).  Returns true when the
+ * slot kept its reference on batch until the launch completes (a launcher
+ * thread spawns it); false when the caller keeps it (done or failed here).
+ * staged: stage the job (launcher_stage()) instead of submitting it; the
+ * caller has checked that the slot it takes has a launcher job and that
+ * its forwards fit one (agent_stage.c). */
+bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged);
+/* The slot agent__launch() takes next: the lowest free one, or nslots when
+ * every slot is busy (the table then grows).  O(nslots / 64). */
+uint32_t agent__next_free_slot(const struct agent *a);
+/* Does slot i (< nslots) hold a task (claimed, not yet released)? */
+static inline bool agent__slot_busy(const struct agent *a, uint32_t i)
+{
+    return !((a->free_slots[i / 64] >> (i % 64)) & 1);
+}
+/* Release slot s: its capture files reset, its descriptors closed, its
+ * CPUs (but lent_cpus), memory and GPUs back to the free pool. */
+void agent__slot_release(struct agent *a, struct slot *s);
+/* Take every completed launch and finish it (watch, or report failed). */
+void agent__take_launches(struct agent *a);
+void agent__reap(struct agent *a, uint32_t i);
+/* Send sig to the process group of slot i's running task (through the
+ * pool when it reaps the task: launcher_signal()). */
+void agent__signal(struct agent *a, uint32_t i, int sig);
+void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
+void agent__slot_free(struct slot *s);
+
+/* Slot i's task ended: its time-out note, forwarded data, output, result
+ * and slot (status: its wait status, duration: seconds since its start). */
+void agent__task_ended(struct agent *a, uint32_t i, int status, double duration);
+/* Slot i's job came back from the pool with its task ended and its output
+ * written (launcher_take_exited(), or launcher_finish()): report it and
+ * free the slot. */
+void agent__take_exited(struct agent *a, uint32_t i);
+
+/* agent_linger.c: the grace of what a task's first process leaves in its
+ * group.  At a time-out or an abort a task's group gets SIGTERM, and
+ * SIGKILL --kill-grace later.  When its first process (often a wrapper
+ * shell, which dies of the SIGTERM at once) ends in that grace while its
+ * group still has members, the task lingers: reaped, its slot and CPUs
+ * held, not reported; agent__linger_check() looks at its group every
+ * AGENT_LINGER_POLL_MS and finishes it once the group is empty, or once
+ * it got SIGKILL (the grace's end: agent_limits.c, or the abort's kill
+ * deadline: agent.c), without waiting for the killed processes to go.
+ * Agent thread. */
+#define AGENT_LINGER_POLL_MS 10
+/* Slot i's task lingers from now, status its first process's wait status;
+ * pool: the pool's job holds its output (launcher_finish()). */
+void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool);
+/* Finish the lingering tasks whose group ended or was killed, when a look
+ * is due (at once after a SIGKILL to one: agent__signal()). */
+void agent__linger_check(struct agent *a);
+/* ms until the next look, -1 when nothing lingers. */
+int agent__linger_timeout_ms(const struct agent *a);
+/* Reap the zombies of the orphans this process adopted (spawn_reap_orphans():
+ * what tasks left running when their first process ended), once at least
+ * one result was made since the last time, and at most every
+ * AGENT_ORPHANS_EVERY_MS: one comparison per loop otherwise.  An orphan
+ * that ends while no task ends waits as a zombie for the next task's end,
+ * or for our exit (PID 1 reaps it then).  Agent thread. */
+#define AGENT_ORPHANS_EVERY_MS 100
+void agent__orphans_check(struct agent *a);
+
+/* agent_limits.c */
+/* Arm slot i's time limit at its start (slot.t0) + limit, once, as the
+ * task is launched (spawned by the agent, or handed to the pool: early,
+ * since it starts later; a staged task's t0 moves to its own start, which
+ * the deadline's second look reads).  0, or -1 with ENOMEM (not when the
+ * slot's entry is reserved, as agent_slots_grow() does). */
+int agent__limit_start(struct agent *a, uint32_t i);
+/* Slot i's task ended (reaped or abandoned): disarm, bump the generation. */
+void agent__limit_end(struct agent *a, uint32_t i);
+/* Act on passed deadlines (TERM, then KILL after the grace); returns the ms
+ * until the next one, -1 if none. */
+int agent__limit_timeout_ms(struct agent *a);
+/* A reaped task that was over its limit: its status becomes
+ * TASK_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why
+ * (spawn_timed_out()). */
+void agent__limit_note(struct slot *s, int *status, int *exec_errno);
+
+/* agent.c */
+void agent__batch_unref(struct batch *b);
+void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
+                       double duration);
+/* The task in s goes back to the master unstarted (ECANCELED, at a drain
+ * or an abort): its start becomes now, the result is queued. */
+void agent__add_cancelled(struct agent *a, struct slot *s);
+/* Give task t back to the master unstarted (a DRAIN, an ABORT, a RECALL,
+ * or a queue that cannot take it back): its ECANCELED result. */
+void agent__cancel_task(struct agent *a, const struct msg_task *t);
+/* The task in s started: queue its STARTED notice if the master asked. */
+void agent__started(struct agent *a, const struct slot *s);
+
+#endif
