@@ -60,8 +60,9 @@ bool spawn_exited(int pidfd);
  * (why -pid stays safe meanwhile: docs/modules.md "spawn"). */
 int spawn_reap_leader(pid_t pid, int pidfd, volatile pid_t *record_pgid, bool *group_left);
 
-/* Has group pgid, whose first process was reaped, a member left (a zombie
- * counts)?  When we adopt orphans, ours in it are reaped first. */
+/* Has group pgid, whose first process was reaped, a member left (kill(-pgid,
+ * 0) succeeds or fails with EPERM; a zombie counts)?  When we adopt orphans,
+ * our zombies in it are reaped first, never pid pgid itself. */
 bool spawn_group_alive(pid_t pgid);
 
 /* Become a child subreaper, so a task's orphans come to us.  Call once,
@@ -69,7 +70,8 @@ bool spawn_group_alive(pid_t pgid);
 int spawn_adopt_orphans(void);
 
 /* Reap adopted orphans' zombies (those that lead no group of our session
- * and are not keep), up to the first that may be ours; returns how many.
+ * and are not keep, the watchdog's pid), up to the first that may be ours;
+ * returns how many.
  * A child that died before its setpgid() may be reaped here, so its
  * starter ignores ECHILD.  No-op unless we are PID 1 or a subreaper. */
 unsigned spawn_reap_orphans(pid_t keep);
