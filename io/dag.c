@@ -24,18 +24,17 @@
  * Memory: every array's allocated size is recorded in priv->bytes.  Arrays of
  * 64 KiB or more live in their own anonymous mappings, so they grow with
  * mremap() (no copy, no heap holes) and are given back by munmap() at once,
- * whatever malloc the program is linked with (on a 1M-task DAG, glibc kept
- * ~16 MB of heap holes and jemalloc ~15 MB of dirty pages otherwise).  dag_finish()
+ * whatever malloc the program is linked with (glibc would keep heap holes
+ * and jemalloc dirty pages otherwise).  dag_finish()
  * frees the raw pairs before it allocates nparents and Kahn's queue, runs Kahn's algorithm
  * on nparents itself (recounting it afterwards) and shrinks every array to
  * its final size, to keep the peak low.  The name index, from 2 MiB, asks
  * for transparent huge pages (MADV_HUGEPAGE): every edge's two lookups read
  * it at random, and with 4 KiB pages each also missed the TLB.  The other
  * arrays do not ask: where the kernel compacts memory for such a region on
- * its first touch (THP defrag "madvise", the kernel's default), a 10M-task
- * DAG's 1.1 GB cost 0.8 s more system time than 4 KiB pages in the median
- * of 7 runs (up to 2.2 s), and its load time varied the most
- * (docs/performance-history.md section 12).
+ * its first touch (THP defrag "madvise", the kernel's default), a large
+ * DAG's arrays cost more system time than with 4 KiB pages, and its load
+ * time varied the most.
  * dag_reserve() sizes the index once from an estimate (the doubling rehashed
  * every name and held both tables at once), and dag_prefetch() lets a reader
  * start a lookup's three dependent misses (slot, name offset, name) early.

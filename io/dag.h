@@ -1,6 +1,6 @@
 /* dag.h - the compact in-memory model of a workflow DAG.
  *
- * Built for DAGs of millions of tasks (docs/design.md section 3): tasks are dense
+ * Built for DAGs of millions of tasks (docs/design.md): tasks are dense
  * ids 0..ntasks-1 and every per-task attribute is a flat array indexed by id
  * (struct of arrays); every string (names, argv, forward paths) lives in one
  * arena and is referred to by a 32-bit offset (a task whose argv is exactly
@@ -16,10 +16,8 @@
  * threads without locks; before it, only one thread may touch it.
  *
  * Memory: 52 bytes per task in the arrays plus 12-24 in the name index (14
- * when sized by dag_reserve()), 4
- * bytes per edge once built (8 more while parsing), plus the strings: a
- * 1,000,000-task, 1,000,000-edge DAG of short commands peaks at ~106 MiB
- * while read by dagfile_load() (~109 MiB with jemalloc) and keeps ~96 MiB.
+ * when sized by dag_reserve()), 4 bytes per edge once built (8 more while
+ * parsing), plus the strings; measured peaks: docs/performance.md "Parse".
  */
 #ifndef PMC_DAG_H
 #define PMC_DAG_H

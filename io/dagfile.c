@@ -29,14 +29,14 @@
  * number of seconds > 0 (kept in ms, rounded up).  A NUL byte in a line
  * and an empty executable ("") are errors.
  *
- * Speed (docs/performance-history.md section 1): lines are scanned 12 ahead of the
+ * Speed: lines are scanned 12 ahead of the
  * parse, their names hashed and their index lookups started with
  * dag_prefetch() in three stages; the parse itself still goes line by line,
  * so errors and their order are unchanged.  A buffer of 4 MB or more is
  * sampled first (64 windows of 16 KiB) to estimate its tasks and edges for
  * dag_reserve(), and, where the process may run on two CPUs, its lines are
  * found and their names hashed by a scanning thread that runs ahead of the
- * parse (docs/performance-history.md section 29).  Option values that are plain
+ * parse.  Option values that are plain
  * digits skip strtod/strtoll.
  *
  * Files are loaded with mapfile_load_fd() (mapped; only regular files are
@@ -696,10 +696,10 @@ struct scanner {
 };
 
 /* The ring is full at n lines scanned: sleep until the parser has taken
- * half of it (a sleep of DAGFILE__SCAN_NAP_US at a time: half the ring is
- * ~8 ms of parsing at ~0.5 us a line, and a scanner that polled would keep
- * the other CPU in sched_yield()), and return the new limit; 0 when the
- * parser quit. */
+ * half of it (a sleep of DAGFILE__SCAN_NAP_US at a time, short beside the
+ * time half the ring takes to parse; a scanner that polled would keep the
+ * other CPU in sched_yield()), and return the new limit; 0 when the parser
+ * quit. */
 static size_t scanner_room(struct scanner *sc, size_t n)
 {
     const struct timespec nap = {0, DAGFILE__SCAN_NAP_US * 1000L};

@@ -1,6 +1,5 @@
 /* msg.c - encoder and validating, zero-copy decoder of the master/node
- * message protocol.  The wire format is in the banner of io/msg.h (docs/design.md
- * section 4).
+ * message protocol.  The wire format is in the banner of io/msg.h.
  *
  * Byte order: every field is stored with memcpy + htole*() and loaded with
  * memcpy + le*toh(), never by casting a struct onto the buffer, so the code

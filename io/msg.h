@@ -1,7 +1,7 @@
 /* msg.h - the binary message protocol between the master and node agents.
  *
  * Every message is one MPI message (or one in-process hand-off) holding a
- * 16-byte header and a body of `count` items (docs/design.md section 4):
+ * 16-byte header and a body of `count` items (docs/design.md):
  *
  *   u32 magic 0x504d4348 ("PMCH")   u8 version (MSG_VERSION)   u8 kind
  *   u16 reserved (0)                u32 length (whole message, header
@@ -63,13 +63,9 @@
  * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME/LOST count 0
  * and no body.
  *
- * MSG_VERSION 2: HELLO's pad became gpus and TASKS items grew gpus and
- * time_limit_ms.  MSG_VERSION 3: TASKS items carry the task's priority, so
- * that a node starts its queued tasks in priority order (issue 10).  STARTED and
- * MSG_TASK_NOTIFY_START (and RESUME with MSG_TASK_HOLD_ON_FAILURE, RECALL and LOST) came
- * without a bump: messages never outlive a run and every rank of a run is the same executable, so
- * no peer with the older protocol can take part; the version still turns a mixed install into a
- * clear error.  Bump it when an existing item's layout or meaning changes.
+ * Bump MSG_VERSION when an existing item's layout or meaning changes; new
+ * kinds and flag bits need none, since every rank of a run is one
+ * executable.  The version turns a mixed install into a clear error.
  *
  * Thread-safety: a struct msgbuf or struct msg_reader belongs to one thread.
  */
@@ -90,10 +86,9 @@ extern "C" {
 #define MSG_VERSION 3
 #define MSG_HEADER_SIZE 16
 #define MSG_MAX_BYTES ((size_t)INT_MAX) /* the longest message: one MPI count */
-/* A batch of TASKS or RESULTS items of this many bytes goes at once, and a
- * RESULTS batch takes no result that would carry it past this: a message
- * then holds at most this plus one item (a result's forwarded data is at
- * most 1 GiB: engine/exec/forward.h), far below MSG_MAX_BYTES. */
+/* Bytes at which a TASKS or RESULTS batch goes at once; a message holds at
+ * most this plus one item (forwarded data <= FWD_TASK_MAX), far below
+ * MSG_MAX_BYTES. */
 #define MSG_SPLIT_BYTES ((size_t)16 << 20)
 
 enum msg_kind {
@@ -110,16 +105,11 @@ enum msg_kind {
     MSG_LOST = 11,
 };
 
-/* Bits of msg_task.flags.  MSG_TASK_NOTIFY_START: the node sends a STARTED
- * item when this task's process starts.  MSG_TASK_RELEASES: the task has
- * children, so its result may make tasks ready: the node reports it without
- * the long batching delay of results that only free resources (agent.c).
- * MSG_TASK_HOLD_ON_FAILURE: -m is set and this is the task's last try, so
- * its failure may reach the limit: when it fails the node sends its result
- * at once and starts nothing more until the master's RESUME (or DRAIN, or
- * ABORT), as PMC starts nothing after the Mth failure (PMC manual, -m).
- * MSG_TASK_FLAGS_KNOWN: every defined bit; msg_next_task() rejects any
- * other. */
+/* Bits of msg_task.flags.  NOTIFY_START: send a STARTED item when the task
+ * starts.  RELEASES: the task has children; report its result without the
+ * long batching delay.  HOLD_ON_FAILURE: its failure may reach -m's limit;
+ * on failure report at once and start nothing until RESUME, DRAIN or ABORT
+ * (PMC manual, -m).  msg_next_task() rejects bits outside FLAGS_KNOWN. */
 #define MSG_TASK_NOTIFY_START 1u
 #define MSG_TASK_RELEASES 2u
 #define MSG_TASK_HOLD_ON_FAILURE 4u

@@ -14,7 +14,7 @@
 
 /* The task record is written once per task on the node's hot path, so it
  * is put together here with memcpy and integer digits instead of
- * snprintf(), which cost ~3 % of a node's CPU in a /bin/true run.  An out
+ * snprintf(), which costs a node measurable CPU at high task rates.  An out
  * keeps counting past size, so the formatters return the length they needed
  * as snprintf() does. */
 struct out {

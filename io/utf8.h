@@ -1,14 +1,8 @@
-/* utf8.h - text that JSON can carry.
- *
- * Task names, host names and paths are bytes: a DAG may hold names that
- * are not UTF-8 (a Latin-1 file), but JSON text must be UTF-8, and
- * jansson's json_string() refuses anything else (NULL), which dropped such
- * names from the status and summary files.  utf8_lossy() keeps the valid
- * sequences and replaces each byte that starts no valid one with U+FFFD,
- * as WHATWG's decoder and Python's errors="replace" do (one replacement per
- * bad byte; the Unicode standard's "maximal subpart" rule would sometimes
- * use fewer).  Valid: RFC 3629 (no overlong forms, no surrogates, nothing
- * past U+10FFFF).
+/* utf8.h - text that JSON can carry.  Task names, host names and paths are
+ * bytes, but JSON (and jansson's json_string()) needs UTF-8.  utf8_lossy()
+ * replaces each byte that starts no valid sequence with U+FFFD, as WHATWG's
+ * decoder and Python's errors="replace" do.  Valid: RFC 3629 (no overlong
+ * forms, no surrogates, nothing past U+10FFFF).
  *
  * Thread-safety: pure functions.
  */

@@ -1,12 +1,8 @@
-/* deadlines.h - the deadlines of a node's running tasks, earliest first.
- *
- * One per node agent (issue 11: "no thread or timer per task"): the agent's
- * loop asks deadlines_timeout_ms() how long it may sleep, and after waking
- * pops every expired entry with deadlines_pop_expired().  An entry is
- * (deadline_ns, slot, gen): slot is the agent's slot index (a small dense
- * number; a slot has at most one entry), gen a generation number the caller
- * bumps whenever it reuses a slot, handed back unchanged so that the caller
- * can recognise an entry left over from the slot's previous task.
+/* deadlines.h - the deadlines of a node's running tasks, earliest first,
+ * so the agent needs no thread or timer per task: it sleeps
+ * deadlines_timeout_ms() and pops what expired.  An entry is (deadline_ns,
+ * slot, gen): slot a small dense index with at most one entry, gen the
+ * caller's generation of the slot, handed back to spot stale entries.
  *
  * Algorithm: an array-backed binary min-heap (J. W. J. Williams,
  * "Algorithm 232: Heapsort", CACM 7(6), 1964; Cormen, Leiserson, Rivest and
@@ -56,19 +52,15 @@ struct deadlines {
     uint32_t n, heap_cap, pos_cap;
 };
 
-/* An empty heap that owns no memory yet.  Always 0 (it allocates nothing);
- * free with deadlines_free(). */
+/* An empty heap owning no memory.  Always 0. */
 int deadlines_init(struct deadlines *h);
 
 /* Make room for slots 0 .. nslots-1, so that no later call with such a
  * slot allocates.  0, or -1 with ENOMEM (h is unchanged). */
 int deadlines_reserve(struct deadlines *h, uint32_t nslots);
 
-/* Give slot the entry (deadline_ns, gen): insert it, or, when the slot has
- * an entry, replace that entry's deadline and gen and move it (earlier or
- * later) to its place.  0, or -1 with ENOMEM (only when slot is beyond what
- * was reserved or seen before; h is then unchanged) or EINVAL (slot is
- * UINT32_MAX). */
+/* Insert or replace slot's entry.  0, or -1 with ENOMEM (slot beyond what
+ * was reserved or seen; h unchanged) or EINVAL (slot is UINT32_MAX). */
 int deadlines_set(struct deadlines *h, uint32_t slot, uint32_t gen, uint64_t deadline_ns);
 
 /* Remove slot's entry; a slot with none is a no-op. */
@@ -80,23 +72,19 @@ bool deadlines_has(const struct deadlines *h, uint32_t slot);
 /* Entries in the heap. */
 uint32_t deadlines_count(const struct deadlines *h);
 
-/* The earliest entry, left in place: true and its fields (any pointer may
- * be NULL), or false when the heap is empty (nothing written). */
+/* The earliest entry, left in place (pointers may be NULL); false if empty. */
 bool deadlines_peek(const struct deadlines *h, uint64_t *deadline_ns, uint32_t *slot,
                     uint32_t *gen);
 
-/* When the earliest entry is due (deadline_ns <= now_ns): remove it, write
- * its slot and gen (either pointer may be NULL) and return true; else
- * false.  Call until false to collect every expired entry. */
+/* Pop the earliest entry if deadline_ns <= now_ns (pointers may be NULL);
+ * false otherwise.  Call until false. */
 bool deadlines_pop_expired(struct deadlines *h, uint64_t now_ns, uint32_t *slot, uint32_t *gen);
 
-/* Milliseconds until the earliest deadline, rounded up (1 ns left gives 1),
- * for poll(2)/epoll_wait(2): -1 when the heap is empty (wait forever), 0
- * when the earliest entry is due, at most INT_MAX. */
+/* Milliseconds to the earliest deadline, rounded up, for poll(2): -1 when
+ * empty, 0 when due, at most INT_MAX. */
 int deadlines_timeout_ms(const struct deadlines *h, uint64_t now_ns);
 
-/* Free the arrays and leave h empty, as after deadlines_init() (so it may
- * be reused or freed again). */
+/* Free the arrays, leaving h as after deadlines_init(). */
 void deadlines_free(struct deadlines *h);
 
 #ifdef __cplusplus

@@ -1,29 +1,15 @@
 /* node_queue.h - a node agent's queue of tasks received but not started.
  *
- * The master sends a node more tasks than it can run at once (a prefetch
- * window, docs/design.md section 2), so the node never idles waiting for a round
- * trip.  The agent keeps them here in priority order (larger first, the
- * order of arrival among equal priorities: the master's ready-queue order,
- * PMC manual -p; a task that arrives later with a higher priority than
- * tasks already queued goes in front of them, since the master sent those
- * before the new one was ready) and starts them as its own CPU, memory and
- * GPU accounting allows, with PMC's deferral rule: when the first task does not fit, the
- * first one within the next NQ_DEFER_SCAN entries that fits starts instead,
- * and the others keep their order.  The caller may add a condition of its
- * own that an entry must meet to start (nq_set_condition()).
+ * Order: larger priority first, arrival order among equals (the master's
+ * ready-queue order, PMC manual -p).  Tasks start as the agent's CPU,
+ * memory and GPU accounting allows, with PMC's deferral rule: when the
+ * first does not fit, the first of the next NQ_DEFER_SCAN that fits (and
+ * meets nq_set_condition()) starts instead; the others keep their order.
+ * Items are item_size opaque bytes, copied in and out.  A binary heap over a
+ * slab: push, pop and take O(log n), the scan O(k log k) for the k entries
+ * it looks at; no allocation once warm.  docs/modules.md "node_queue".
  *
- * Items are opaque to the queue: the caller gives each one's needs (CPUs,
- * memory in MB, GPUs) and item_size bytes that are copied in and out (the
- * agent keeps a decoded TASKS item and its message's handle there).  A
- * binary heap ordered by (priority, arrival): push, pop and the removal of
- * a task found by the deferral scan are O(log n); the scan visits the
- * first entries in queue order (a best-first walk of the heap, O(k log k)
- * for the k <= NQ_DEFER_SCAN entries it looks at, 1 when the first fits).
- * Entries stay in place in a slab while the heap moves 16-byte keys; both
- * grow by doubling: no allocation once warmed up.  nq_pop_back_fit() (a
- * recall, rare) looks at every entry: O(n).
- *
- * Thread-safety: not thread-safe; owned by the agent thread.
+ * Thread-safety: none; owned by the agent thread.
  */
 #ifndef PMC_NODE_QUEUE_H
 #define PMC_NODE_QUEUE_H
@@ -38,10 +24,8 @@ extern "C" {
 
 #define NQ_DEFER_SCAN 64
 
-/* A caller's condition on a queued item beyond its needs: true when the
- * item may start now (engine/node/agent.c: no task started here writes the
- * same -F file).  Called with the item in place, for entries whose needs
- * fit, in queue order; it must not change the queue. */
+/* True when an item whose needs fit may start now; must not change the
+ * queue. */
 typedef bool (*nq_may_start_fn)(const void *item, void *ctx);
 
 struct nq_key; /* a heap element: an entry's order and its place (node_queue.c) */
@@ -61,57 +45,41 @@ struct node_queue {
  * No allocation. */
 void nq_init(struct node_queue *q, size_t item_size);
 
-/* Make nq_take_fit() and nq_peek_fit() pass over an entry whose needs fit
- * but for which may_start(item, ctx) is false, as they pass over one that
- * does not fit (PMC's deferral rule: refused entries count towards the
- * NQ_DEFER_SCAN looked at); NULL removes the condition.  nq_pop() and
- * nq_pop_back_fit() (tasks leaving the node) do not ask it.  ctx is the
- * caller's, kept while the queue lives. */
+/* nq_take_fit()/nq_peek_fit() pass over entries may_start refuses, as
+ * over ones that do not fit (NULL: none).  ctx is kept, not owned. */
 void nq_set_condition(struct node_queue *q, nq_may_start_fn may_start, void *ctx);
 
-/* Queue a copy of item (item_size bytes), a task needing cpus, memory_mb
- * (MB) and gpus, of priority prio: behind every entry of priority >= prio,
- * in front of the others.  0, or -1 with ENOMEM. */
+/* Queue a copy of item needing cpus, memory_mb (MB) and gpus, behind every
+ * entry of priority >= prio.  0, or -1 with ENOMEM. */
 int nq_push(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus, int32_t prio,
             const void *item);
 
-/* Queue a copy of item as nq_push() does, but in front of every entry of
- * priority <= prio, behind the others: a task that left the queue's front
- * and comes back (a staged launch taken back, engine/node/agent_stage.c) takes
- * its place again ahead of tasks of its priority that came after it.
- * Several such tasks go back in reverse order, the last taken first.  0,
- * or -1 with ENOMEM.  O(log n). */
+/* As nq_push(), but in front of every entry of priority <= prio: for a task
+ * taken from the front coming back (several: last taken first).  0, or -1
+ * with ENOMEM. */
 int nq_push_front(struct node_queue *q, uint32_t cpus, uint64_t memory_mb, uint32_t gpus,
                   int32_t prio, const void *item);
 
-/* Remove the first task that fits cpus_free, memory_free (MB) and
- * gpus_free and meets the queue's condition, if any, looking at most
- * NQ_DEFER_SCAN entries deep, and copy its item to out.  1 when one was
- * taken, 0 when none fits (or the queue is empty). */
+/* Take the first of the next NQ_DEFER_SCAN tasks that fits (memory in MB)
+ * and meets the condition, its item into out.  1, or 0 when none. */
 int nq_take_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free, uint32_t gpus_free,
                 void *out);
 
-/* The task nq_take_fit() with the same arguments would take, left in
- * place: a pointer to its item (valid until the queue changes), its needs
- * in *cpus, *memory_mb (MB) and *gpus, and its position in *pos (for
- * nq_take_at()).  NULL when none fits. */
+/* What nq_take_fit() would take, left in place: its item (valid until the
+ * queue changes), needs and *pos for nq_take_at(); NULL when none. */
 const void *nq_peek_fit(const struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
                         uint32_t gpus_free, uint32_t *cpus, uint64_t *memory_mb, uint32_t *gpus,
                         size_t *pos);
 
-/* Remove the task at position pos (from nq_peek_fit(), the queue unchanged
- * since; a place in the heap, not a rank in the order) and copy its item
- * to out; the others keep their order. */
+/* Take the task at pos (nq_peek_fit(), queue unchanged since) into out. */
 void nq_take_at(struct node_queue *q, size_t pos, void *out);
 
 /* Remove the first task regardless of fit, its item into out.  1, or 0
  * when empty. */
 int nq_pop(struct node_queue *q, void *out);
 
-/* Remove the last task that fits cpus_free, memory_free (MB) and gpus_free
- * (the lowest priority, the last come: of those, the one this node would
- * start last), its item into out; the others keep their order.  1, or 0
- * when none fits.  O(queue length). */
+/* Take the last task in queue order that fits, its item into out (a
+ * recall).  1, or 0 when none.  O(n). */
 int nq_pop_back_fit(struct node_queue *q, uint32_t cpus_free, uint64_t memory_free,
                     uint32_t gpus_free, void *out);
 

@@ -298,8 +298,8 @@ static struct rq_count *rq_count_grow(struct rq_count *old, size_t c)
 
 /* The counts of the distinct priorities of tp[0 .. n-1], in a table of *cap
  * slots (a power of two, load <= 1/2; free slots have n == 0): O(n) with a
- * table the size of the distinct priorities, where sorting all n with
- * qsort() took 0.3 s of a 10M-task start.  NULL with ENOMEM. */
+ * table the size of the distinct priorities, rather than sorting all n
+ * with qsort(), which is slow at the start of a huge DAG.  NULL with ENOMEM. */
 static struct rq_count *rq_count_priorities(const int32_t *tp, uint32_t n, size_t *cap)
 {
     size_t c = 256, used = 0;

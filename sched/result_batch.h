@@ -1,5 +1,5 @@
 /* result_batch.h - when a node agent sends the results (and start notices)
- * it has gathered: adaptive result batching, docs/design.md section 2
+ * it has gathered: adaptive result batching (docs/design.md)
  * ("results batching").  The one copy of the rule: engine/node/agent.c applies
  * it in real time (agent_result_wait_ms()), bench/sim/sim.c in virtual time
  * (sim_node_flush()), the simulator with its what-if knobs in

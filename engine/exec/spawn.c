@@ -469,9 +469,8 @@ static pid_t spawn_clone_call(struct spawn_child *c, void *stack, int *pidfd)
  * an errno.  Why SIGCHLD stays open: another task that exits while this
  * thread blocks everything sends SIGCHLD to this thread, and a blocked
  * signal is never discarded, so the kernel queues it for the process and
- * wakes some other thread for nothing (MPI's UCX progress thread took ~400
- * such wake-ups a second in a /bin/true run); open and uncaught, it is
- * dropped where it is sent. */
+ * wakes some other thread for nothing (such as MPI's UCX progress thread,
+ * once per task); open and uncaught, it is dropped where it is sent. */
 static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidfd)
 {
     spawn_ksigset all, old;
@@ -511,8 +510,8 @@ static int spawn_clone(struct spawn_child *c, void *stack, pid_t *pid, int *pidf
 
 /* Per spawning thread: the child's stack and /dev/null, made once and kept
  * for the thread's life (a 64 KiB mapping and one descriptor per thread;
- * mapping and unmapping a stack per task cost ~10% of the engine's CPU, UCX's
- * mmap hooks included).  Reuse is safe: CLONE_VFORK suspends this thread
+ * mapping and unmapping a stack per task is costly, UCX's mmap hooks
+ * included).  Reuse is safe: CLONE_VFORK suspends this thread
  * until the child has exec'd or exited, so one stack serves one child at a
  * time. */
 static _Thread_local struct {

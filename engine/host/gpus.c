@@ -282,8 +282,7 @@ static void place_device(hwloc_topology_t t, hwloc_obj_t o, long dev, size_t b,
  * topology load, skipped
  * (0, *near NULL) when sysfs lists PCI devices and none has a GPU's class
  * (gpus__pci_may_have_gpu()): that discovery reads every PCI device's
- * configuration space (a 1-task run took 35-37 ms of CPU with it, 27-28 ms
- * without, on the 2-core VM of docs/performance-history.md section 13). */
+ * configuration space, a cost worth skipping on a machine without GPUs. */
 static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near, enum gpus_var *var)
 {
     *near = NULL;
@@ -293,9 +292,8 @@ static uint32_t hwloc_gpus(const struct gpu_ids *ids, cpu_set_t **near, enum gpu
     uint32_t count[NBACKENDS] = {0}, found = 0;
     hwloc_topology_set_io_types_filter(t, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
     /* OpenCL and GL devices are not counted, and hwloc's OpenCL component
-     * starts every OpenCL driver: inside MPICH's topology load it started
-     * CUDA and took ~200 ms on the H100 VM of docs/performance-history.md section
-     * 22.  -1 (ENOENT) where the plugin is not installed: nothing to do. */
+     * starts every OpenCL driver (NVIDIA's by initialising CUDA), which is
+     * slow.  -1 (ENOENT) where the plugin is not installed: nothing to do. */
     hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
     hwloc_topology_set_components(t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
     if (hwloc_topology_load(t) == 0) {
@@ -353,9 +351,8 @@ static uint32_t dev_nvidia(void)
 }
 
 /* Steps 2 and 3 of gpus.h, with the locality of step 2's devices from the
- * same hwloc load (on the H100 VM of docs/performance-history.md section 22 the
- * probe took ~13 ms with one load against ~20 ms with two).  0, or -1 when
- * out of memory. */
+ * same hwloc load (one topology load, not two).  0, or -1 when out of
+ * memory. */
 static int discover_detected(struct gpu_ids *g)
 {
     cpu_set_t *near;

@@ -1,13 +1,6 @@
-/* topology.h - what this machine offers: its CPUs and physical memory, as
- * discovered by probing it (hwloc, sysconf).  Discovery belongs to the
- * runtime; how the host's resources are split between its ranks is policy
- * (sched/resources.h).
- *
- * CPUs are the processing units the process may use, counted with hwloc
- * (the topology restricted to the allowed cpuset); memory is the host's
- * physical RAM in MB.  --host-cpus/--host-memory (or PMC_HOST_CPUS /
- * PMC_HOST_MEMORY) replace the detected values for the whole host.
- *
+/* topology.h - this machine's CPUs and physical memory, probed with hwloc
+ * and sysconf.  How they are split between ranks is sched/resources.h's.
+ * --host-cpus/--host-memory replace these values for the whole host.
  * Thread-safety: reentrant.
  */
 #ifndef PMC_TOPOLOGY_H
@@ -19,17 +12,13 @@
 extern "C" {
 #endif
 
-/* Detect the host's CPUs (*cpus, >= 1) and physical memory (*memory_mb, in
- * MB; 0 when sysconf cannot tell).  Returns 0, or -1 when hwloc fails: then
- * *cpus falls back to sysconf(_SC_NPROCESSORS_ONLN) (1 when that fails too)
- * and *memory_mb is still set.  Loads and frees a whole hwloc topology:
- * milliseconds, call it once. */
+/* The PUs this process may use (*cpus >= 1) and physical RAM (*memory_mb,
+ * MB; 0 if unknown).  0, or -1 when hwloc fails (*cpus from sysconf, or
+ * 1).  Loads a whole topology: call once. */
 int topology_detect(uint32_t *cpus, uint64_t *memory_mb);
 
-/* The CPUs the calling thread may run on (sched_getaffinity: a batch
- * system's or mpiexec's binding, taskset), which threads it starts inherit;
- * at most what topology_detect() counts for the host, fewer when the rank
- * is bound.  0 when the kernel cannot tell.  One system call. */
+/* How many CPUs the calling thread may run on (sched_getaffinity); 0 when
+ * the kernel cannot tell. */
 uint32_t topology_affinity_cpus(void);
 
 #ifdef __cplusplus

@@ -206,18 +206,12 @@ static int comm_receive(struct comm *c)
 }
 
 /* The longest poll interval since_moved_ns after the last message moved:
- * IDLE_HOT_US within HOT_WINDOW_US (an answer is likely: a message that
- * arrives is only seen at the next poll, and the peer of a busy exchange
- * would wait out a long back-off, issue 10: 4 ranks, null executor, 1M
- * layered: 0.54-2.2M tasks/s with the plain back-off, 1.9-2.3M without
- * it); after that 1/IDLE_QUIET_SHARE of the quiet time, at least
- * IDLE_MAX_US and at most IDLE_QUIET_MAX_US.  So a message that ends a
- * quiet spell of T is seen at most max(10 ms, T/50) late, 2 % of T once T
- * passes half a second (a task's result after it ran T, the usual case),
- * and a rank whose tasks run for minutes wakes 10 times a second instead
- * of 100 (each wake-up of this thread cost 30-70 us of CPU on the 2-core
- * VM of docs/performance-history.md section 6, timer and context switch
- * included).  Pure. */
+ * IDLE_HOT_US within HOT_WINDOW_US (an answer is likely, and the peer of a
+ * busy exchange would otherwise wait out a long back-off); after that
+ * 1/IDLE_QUIET_SHARE of the quiet time, at least IDLE_MAX_US and at most
+ * IDLE_QUIET_MAX_US.  So a message that ends a quiet spell of T is seen at
+ * most max(10 ms, T/50) late, and a rank whose tasks run for minutes wakes
+ * 10 times a second, not 100 (each wake-up costs CPU).  Pure. */
 long comm__idle_cap_us(uint64_t since_moved_ns)
 {
     if (since_moved_ns < (uint64_t)HOT_WINDOW_US * 1000u)

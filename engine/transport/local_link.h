@@ -1,40 +1,18 @@
 /* local_link.h - rank 0's master and its own node agent, without messages.
  *
- * Issue 10: the master's node takes its tasks without a TASKS message and
- * gives its results back without a RESULTS message.  Both threads live in
- * one process, so a task needs only its id and the few values that change
- * per attempt; the agent reads everything else from the DAG, which the
- * master loaded and never changes.  Two single-producer single-consumer
- * rings of fixed-size records (sched/spsc_ring.h) carry them:
+ * Two single-producer single-consumer rings of fixed-size records
+ * (sched/spsc_ring.h): `tasks` (master -> agent, struct local_task) and
+ * `events` (agent -> master, struct local_event, in the agent's order).
+ * The agent reads all else from the DAG.  No allocation, lock or encoding
+ * per task.  Control messages keep the mailboxes; a side pushes its ring
+ * records before the control mail that follows them and reads its ring
+ * after its mailbox.  Each consumer watches its ring through its mailbox
+ * (mailbox_watch), so it never sleeps while records wait.  The rings are
+ * sized from placement_most_committed(), so a full ring is a broken
+ * invariant, never waited on.  Why: docs/modules.md "local_link".
  *
- *   tasks   master -> agent   struct local_task, pushed by master_assign()
- *   events  agent -> master   struct local_event (STARTED, RESULT), in the
- *                             order the agent produced them
- *
- * No allocation, no lock, no encoding per task (a result with forwarded
- * data carries one malloc'd copy of it).  Control messages (HELLO, DRAIN,
- * ABORT, SHUTDOWN, BYE) keep the mailboxes: a peer pushes its ring records
- * before the control mail that must follow them, and each side reads its
- * ring after its mailbox, so it sees them in that order.
- *
- * Wake-ups: each consumer makes its ring a watched channel of its own
- * mailbox (mailbox_watch with local_link_tasks_waiting() or
- * local_link_events_waiting()), so neither thread sleeps while its ring
- * holds records; local_link_notify_*() wakes the peer only when it sleeps
- * (mailbox_notify: a fence and a flag read; a system call only then).  The agent notifies the
- * master by the same batching rule as it sends RESULTS to a remote master (agent.c), the master
- * notifies the agent once per dispatch round.
- *
- * Capacity: the master commits at most a node's CPUs, its prefetch window
- * and its overflow lane to it (placement_most_committed() in
- * sched/placement.h), every task at least 1 CPU; each
- * committed task is at most one record in `tasks` and two (STARTED,
- * RESULT) in `events`.  local_link_create() sizes the rings from that
- * bound, so a full ring is a broken invariant (reported, never waited on).
- *
- * Thread-safety: the *_task functions on the tasks ring and the
- * *_event functions on the events ring each have one producer thread (the
- * master, the agent) and one consumer thread (the agent, the master).
+ * Thread-safety: the *_task functions have one producer (the master) and
+ * one consumer (the agent); the *_event functions the reverse.
  */
 #ifndef PMC_LOCAL_LINK_H
 #define PMC_LOCAL_LINK_H
@@ -82,14 +60,13 @@ void local_event_free(struct local_event *ev);
 
 struct local_link;
 
-/* A link for a node of `cpus` CPUs whose tasks come from d, between the
- * master's mailbox and the agent's (the boxes the notifications wake).
- * NULL with err (out of memory). */
+/* A link for a node of `cpus` CPUs whose tasks come from d, waking the
+ * given mailboxes.  NULL with err (ENOMEM). */
 struct local_link *local_link_create(const struct dag *d, uint32_t cpus, struct mailbox *master_box,
                                      struct mailbox *agent_box, struct pmc_error *err);
 
-/* Free the link, the fwd copies of events never taken included.  No
- * thread may use the link any more.  NULL is a no-op. */
+/* Free the link and events never taken, once no thread uses it.  NULL is a
+ * no-op. */
 void local_link_destroy(struct local_link *l);
 
 /* The DAG the tasks refer to (read-only, shared). */

@@ -24,9 +24,8 @@
 
 #include "io/msg.h"
 
-/* C11 atomics, spelled so that C++ code (the unit tests) can include this
- * header: std::atomic<T> has the size, alignment and lock-free
- * representation of _Atomic(T) on GCC and Clang. */
+/* C11 atomics that C++ tests can include: std::atomic<T> has _Atomic(T)'s
+ * size, alignment and representation on GCC and Clang. */
 #ifdef __cplusplus
 #include <atomic>
 #define PMC_ATOMIC(T) std::atomic<T>
@@ -45,21 +44,16 @@ struct mail {
     uint8_t *data; /* the encoded message (io/msg.h) */
 };
 
-/* Wrap data (malloc'd, ownership taken) in a new mail.  NULL with ENOMEM
- * (data is then freed). */
+/* Wrap data (malloc'd, taken) in a new mail.  NULL with ENOMEM, data freed. */
 struct mail *mail_new(int peer, int tag, uint8_t *data, size_t len);
 void mail_free(struct mail *m); /* NULL is a no-op */
 
-/* A mail holding a whole message of `kind` with no body (MSG_SHUTDOWN,
- * MSG_BYE, MSG_ABORT, MSG_DRAIN) for (peer, tag).  The master and the
- * agents build these at start-up, so that ending a run never needs memory
- * (issue 13: an ABORT that could not be allocated left the other side
- * waiting).  NULL with errno ENOMEM. */
+/* A bodiless message of `kind` (SHUTDOWN, BYE, ABORT, DRAIN) for (peer,
+ * tag), built at start-up so ending a run needs no memory.  NULL, ENOMEM. */
 struct mail *mail_control(int peer, int tag, enum msg_kind kind);
 
-/* Wrap the message finished in b (msg_end() done) in a new mail, taking b's
- * storage: b is left empty either way, ready for msg_begin().  NULL with
- * errno ENOMEM. */
+/* Wrap b's finished message, taking its storage (b is left empty either
+ * way).  NULL with ENOMEM. */
 struct mail *mail_from_msgbuf(int peer, int tag, struct msgbuf *b);
 
 struct mailbox {
@@ -84,104 +78,69 @@ void mailbox_push(struct mailbox *mb, struct mail *m);
 /* Pop the oldest mail or NULL if none is ready.  Consumer thread only. */
 struct mail *mailbox_pop(struct mailbox *mb);
 
-/* Block until a mail may be ready, the eventfd is written by
- * mailbox_wake(), or timeout_us microseconds pass (-1: no timeout).
- * Consumer only.  Spurious returns are allowed. */
+/* Block until a mail may be ready, mailbox_wake(), or timeout_us
+ * microseconds (-1: none).  Consumer only; may return spuriously. */
 void mailbox_wait(struct mailbox *mb, long timeout_us);
 
-/* mailbox_wait() that also wakes when descriptor fd (>= 0; -1 for none)
- * becomes readable, e.g. a doorbell (engine/transport/doorbell.h).  Returns 1 when
- * fd was seen readable, else 0.  Consumer only. */
+/* mailbox_wait() that also wakes when fd (-1: none) is readable; 1 when it
+ * was.  Consumer only. */
 int mailbox_wait_fd(struct mailbox *mb, long timeout_us, int fd);
 
-/* Spin-then-park (issue 10): a consumer whose peer answers within
- * microseconds (the master and the agent of one rank under a null or
- * very short workload) loses most of a round trip to the eventfd wake-up
- * of a sleeping thread (a cross-CPU wake-up costs 100+ us on some VMs).
- * MAILBOX_SPIN_US: how long mailbox_spin() polls.  A consumer spins only
- * while `hot` (struct mailbox_spin_state): its last wait ended within
- * 2 * MAILBOX_SPIN_US, so that a thread waiting for tasks that run
- * milliseconds, or an idle engine, never spins; and only when it last
- * looked at its mailbox less than MAILBOX_SPIN_GAP_US ago
- * (mailbox_spin_due()), so that a thread back from other work or from a
- * sleep elsewhere parks at once: its peer's answer is no nearer for its
- * last wait having been short (bench/wake_bench's quiet rows, whose pinging
- * thread sleeps 10 ms in between, spun ~20 us per round trip before). */
+/* Spin-then-park: a consumer polls MAILBOX_SPIN_US (us) before sleeping,
+ * only while its last wait was short and it looked at its box less than
+ * MAILBOX_SPIN_GAP_US (us) ago.  Why: docs/modules.md "mailbox". */
 #define MAILBOX_SPIN_US 50
 #define MAILBOX_SPIN_GAP_US 1000
 
 struct mailbox_spin_state {
     bool hot;         /* the last wait was short: spin before the next one */
-    uint64_t seen_ns; /* pmc_mono_ns() when the consumer last looked at its
-                         mailbox (a wait, a spin, or a call with timeout 0);
-                         0: never */
+    uint64_t seen_ns; /* pmc_mono_ns() when it last looked at its box; 0: never */
 };
 
-/* Whether a consumer with state sp should spin before the wait it starts at
- * now_ns (pmc_mono_ns()): sp->hot, and sp->seen_ns less than
- * MAILBOX_SPIN_GAP_US before now_ns.  Says nothing of the CPUs
- * (mailbox_may_spin()).  Pure; any thread. */
+/* Should a wait starting at now_ns (pmc_mono_ns()) spin first: sp->hot and
+ * sp->seen_ns within MAILBOX_SPIN_GAP_US?  Ignores CPUs.  Pure. */
 bool mailbox_spin_due(const struct mailbox_spin_state *sp, uint64_t now_ns);
 
-/* Record in sp a wait that began at t0_ns and ended at t1_ns
- * (pmc_mono_ns()): hot when it took less than 2 * MAILBOX_SPIN_US, seen at
- * t1_ns.  No clock read, no system call; the consumer's thread. */
+/* Record a wait from t0_ns to t1_ns: hot when under 2 * MAILBOX_SPIN_US,
+ * seen at t1_ns.  No system call; consumer thread. */
 void mailbox_spin_note(struct mailbox_spin_state *sp, uint64_t t0_ns, uint64_t t1_ns);
 
-/* Poll mb (consumer only) for up to us microseconds, or until more(arg)
- * returns true when more is given: 1 when a mail (or more) is ready, 0
- * after the time ran out.  No system call but the clock's (vDSO). */
+/* Poll mb up to us microseconds or until more(arg) (if given): 1 when
+ * something is ready, 0 when time ran out.  Consumer only; no system call. */
 int mailbox_spin(struct mailbox *mb, long us, bool (*more)(void *), void *arg);
 
-/* True when the calling thread may run on two CPUs or more: spinning is
- * useless on one, where the peer cannot answer during the spin.  Looked up
- * on a thread's first call (a thread pinned later keeps the first answer);
- * any thread. */
+/* True when the calling thread may run on two CPUs or more (else spinning
+ * is useless).  Looked up once per thread; any thread. */
 bool mailbox_may_spin(void);
 
-/* Spin before a wait that starts at now_ns (pmc_mono_ns()) when
- * mailbox_spin_due() and mailbox_may_spin(): mailbox_spin() for
- * MAILBOX_SPIN_US, without a `more` test.  Records the look in sp
- * (seen_ns = now_ns).  1 when mail came during the spin, 0 when it did not
- * spin or the time ran out (then park: mailbox_wait() or the caller's own
- * poll, and mailbox_spin_note()).  The consumer's thread. */
+/* mailbox_spin() for MAILBOX_SPIN_US when due and allowed; sets
+ * sp->seen_ns = now_ns.  1: mail came; 0: none (park, then
+ * mailbox_spin_note()).  Consumer thread. */
 int mailbox_spin_if_due(struct mailbox *mb, struct mailbox_spin_state *sp, uint64_t now_ns);
 
-/* mailbox_wait(), after spinning first when mailbox_spin_due() and
- * mailbox_may_spin(); updates sp (a call with timeout_us 0 waits for
- * nothing and only records that the consumer looked). */
+/* mailbox_wait() after a spin when due and allowed; updates sp (timeout 0
+ * only records the look).  Consumer thread. */
 void mailbox_wait_spin(struct mailbox *mb, long timeout_us, struct mailbox_spin_state *sp);
 
-/* Call before blocking on mb->efd in your own poll/epoll set: returns 1 if
- * the box is non-empty (do not block), 0 after marking the consumer as
- * sleeping.  Call mailbox_awake() after the blocking call returns. */
+/* Before blocking on mb->efd in your own poll set: 1 if the box is not
+ * empty (do not block), else 0 with the consumer marked sleeping; then
+ * mailbox_awake() after the blocking call. */
 int mailbox_prepare_sleep(struct mailbox *mb);
 void mailbox_awake(struct mailbox *mb);
 
-/* mailbox_awake() for a consumer whose poll/epoll said mb->efd was not
- * readable: clears the sleeping mark and leaves the eventfd alone (saves a
- * read() that would fail with EAGAIN, one per task on a busy node).  A
- * notifier that wrote after the poll returned leaves the eventfd readable,
- * so the next poll returns at once and mailbox_awake() drains it; the mail
- * itself is never missed, since consumers look at the box, not the
- * eventfd. */
+/* mailbox_awake() when the poll said mb->efd was not readable: clears the
+ * mark without reading the eventfd (a later write is drained next time). */
 void mailbox_awake_unsignaled(struct mailbox *mb);
 
-/* A second channel the consumer reads besides the box: lock-free rings
- * that other threads fill without mails (the master's events on
- * engine/transport/local_link.h; the agent's tasks there and its launcher's
- * completions, engine/exec/launcher.h).  more(arg)
- * says whether it holds something; mailbox_prepare_sleep(), mailbox_wait()
- * and mailbox_spin() then treat it as mail, so the consumer never sleeps on
- * a full channel.  more runs on the consumer thread, after a seq_cst fence
- * that follows the `sleeping` store.  Call before the box is shared. */
+/* Watch a second channel (a lock-free ring) as if it were mail: more(arg)
+ * says it holds something, so the consumer never sleeps on it.  more runs
+ * on the consumer after a seq_cst fence that follows the `sleeping` store.
+ * Call before the box is shared. */
 void mailbox_watch(struct mailbox *mb, bool (*more)(void *), void *arg);
 
-/* For the producer of a watched channel, after it published something:
- * wake the consumer if it is asleep or about to sleep (a seq_cst fence,
- * then `sleeping`: with the fence before more() this is the same
- * handshake as mailbox_push()'s).  Any thread; a system call only when the
- * consumer sleeps. */
+/* After publishing to a watched channel: a seq_cst fence, then wake the
+ * consumer if `sleeping` (mailbox_push()'s handshake).  Any thread; a
+ * system call only when the consumer sleeps. */
 void mailbox_notify(struct mailbox *mb);
 
 /* Wake the consumer (e.g. from a signal handler: only write(2) is used). */

@@ -35,17 +35,12 @@ static long transport_next_sleep(long sleep_ns, long waited_ns)
  * sleep 20 us doubling to 2 ms between tests, and once the wait is longer
  * than 40 ms, 1/20 of the time waited, up to 10 ms.  MPICH's blocking
  * collectives poll their progress engine without pause, and every rank but
- * rank 0 waits in one while rank 0 reads the DAG (0.4 s for 1M tasks,
- * seconds for 10M) or runs the host script: a whole core each, taken from
+ * rank 0 waits in one while rank 0 reads the DAG (seconds for a huge one)
+ * or runs the host script: a whole core each, taken from
  * the parser where ranks outnumber CPUs or share a core's hardware threads.
- * Measured by hand on the 2-core VM of docs/performance-history.md (section 19), 4
- * ranks on one host, 1M-task DAG: the first task started 0.60-0.82 s after
- * launch against 1.13-1.59 s.  A wake-up costs that VM 29-44 us of CPU
- * when quiet and up to 300 us with its disk busy (a bare nanosleep loop,
- * 2026-11-27), so 500 a second (2 ms) charged a waiting rank up to 13 % of a
- * core under load; 100 a second (10 ms) keeps it to a few per cent
- * (tests/integration/test_hosts.py start_up_wait_is_quiet checks < 10 %).
- * Costs up to one sleep per step of the collective's algorithm (MPICH's
+ * Each wake-up costs CPU, so a long wait sleeps up to 10 ms between tests
+ * (tests/integration/test_hosts.py start_up_wait_is_quiet checks the
+ * waiting ranks' CPU).  Costs up to one sleep per step of the collective's algorithm (MPICH's
  * barrier and one-int broadcast and reduction take log2(size) steps): at
  * most 1/20 of the wait per step, and nothing more for waits under 40 ms. */
 static void transport_wait_quietly(MPI_Request *req)
@@ -68,11 +63,8 @@ static void transport_wait_quietly(MPI_Request *req)
  * later: "-name" excludes a component, the others stay; names hwloc does
  * not have are skipped).  MPICH loads the topology with its I/O devices,
  * and where hwloc's plugins are installed its OpenCL component starts every
- * OpenCL driver, NVIDIA's by initialising CUDA: on the 16-core H100 VM of
- * docs/performance-history.md section 22 a bare MPI_Init_thread took 260-300 ms of
- * wall and 230-255 ms of CPU, ~200 ms of it in that load, against 22-32 ms
- * with these excluded (24-25 ms on the 2-core VM, which has no GPU).  The
- * engine sends host memory only, so MPICH needs no GPU in its topology;
+ * OpenCL driver, NVIDIA's by initialising CUDA, which makes MPI_Init_thread
+ * slow on a GPU node.  The engine sends host memory only, so MPICH needs no GPU in its topology;
  * the engine's own GPU probe (gpus.c) loads its own. */
 #define TRANSPORT_HWLOC_COMPONENTS "-opencl,-cuda,-nvml,-rsmi,-levelzero,-gl"
 
