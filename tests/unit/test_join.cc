@@ -38,10 +38,23 @@
 #include "engine/transport/join.h"
 #include "io/clock.h"
 
+// ThreadSanitizer: libzmq and libsodium are not instrumented, so the
+// hand-off of a message between ZeroMQ's I/O thread and ours (a lock-free
+// pipe with atomics TSan cannot see) shows as a race on the memcpy and
+// memmove they call.  Interceptors called from those two libraries are
+// ignored; our own code stays checked.
+extern "C" const char *__tsan_default_suppressions()
+{
+    return "called_from_lib:libzmq.so\ncalled_from_lib:libsodium.so\n";
+}
+
 namespace
 {
 
-const double HEARTBEAT = 0.05, TIMEOUT = 0.5; // seconds: short, so tests are quick
+// Seconds: short enough for quick tests, long enough that an agent the test
+// does not poll for a while (it waits on the master) is not lost on a
+// loaded machine.  Tests of loss choose their own.
+const double HEARTBEAT = 0.1, TIMEOUT = 2.0;
 
 struct Event {
     join_event_kind kind;
@@ -325,7 +338,7 @@ TEST(Join, SilentAgentIsLostWithinTheTimeoutAndExpelledWhenBack)
            latency, hb, timeout);
     EXPECT_EQ(lost.cause, JOIN_CAUSE_TIMEOUT);
     EXPECT_GE(latency, timeout - 1.5 * hb - 0.01);
-    EXPECT_LE(latency, timeout + hb / 2 + 0.1);
+    EXPECT_LE(latency, timeout + hb / 2 + 0.5); // slack for a loaded machine
 
     // Back from its partition, the agent's results are not delivered, and
     // the master's answer expels it.
@@ -343,9 +356,26 @@ TEST(Join, SilentAgentIsLostWithinTheTimeoutAndExpelledWhenBack)
     join_close(a);
 }
 
+// The agent process of KilledAgentIsLostAtTheNextHeartbeat: this test
+// binary run again with PMC_TEST_JOIN_AGENT naming the access file (a
+// fresh process: no thread may start after a fork of a threaded one).
+// It joins and polls until killed, before gtest's main runs.
+const int child_agent = [] {
+    const char *access = getenv("PMC_TEST_JOIN_AGENT");
+    if (!access)
+        return 0;
+    for (int i = 0; i < 500 && ::access(access, F_OK) != 0; i++)
+        usleep(10000);
+    join *a = join_connect(access, "child", 5, nullptr);
+    join_event e;
+    for (double end = pmc_mono_s() + 30; a && pmc_mono_s() < end;)
+        if (join_poll(a, 0.1, &e) < 0)
+            break;
+    _exit(1);
+}();
+
 // An agent process killed (SIGKILL: its kernel closes the connection) is
-// lost at the master's next heartbeat to it, before the timeout.  The
-// child is forked before the master's threads exist.
+// lost at the master's next heartbeat to it, before the timeout.
 TEST(Join, KilledAgentIsLostAtTheNextHeartbeat)
 {
     TempDir d;
@@ -354,14 +384,9 @@ TEST(Join, KilledAgentIsLostAtTheNextHeartbeat)
     pid_t child = fork();
     ASSERT_GE(child, 0);
     if (child == 0) {
-        for (int i = 0; i < 500 && ::access(access.c_str(), F_OK) != 0; i++)
-            usleep(10000);
-        join *a = join_connect(access.c_str(), "child", 5, nullptr);
-        join_event e;
-        for (double end = pmc_mono_s() + 30; a && pmc_mono_s() < end;)
-            if (join_poll(a, 0.1, &e) < 0)
-                break;
-        _exit(1);
+        setenv("PMC_TEST_JOIN_AGENT", access.c_str(), 1);
+        execl("/proc/self/exe", "test_join", static_cast<char *>(nullptr));
+        _exit(127);
     }
     MasterLoop m(access, hb, timeout);
     ASSERT_TRUE(m.ok());
@@ -402,7 +427,7 @@ TEST(Join, AgentSeesItsMasterGo)
         EXPECT_EQ(e.kind, JOIN_LOST);
         EXPECT_EQ(e.cause, JOIN_CAUSE_TIMEOUT);
         EXPECT_GE(latency, timeout - 1.5 * hb - 0.01);
-        EXPECT_LE(latency, timeout + hb / 2 + 0.1);
+        EXPECT_LE(latency, timeout + hb / 2 + 0.5); // slack for a loaded machine
         join_close(a);
         m.pause(false);
     }
