@@ -231,14 +231,18 @@ static bool same_key(const uint8_t *a, const uint8_t *b)
 }
 
 /* Answer one ZAP request (RFC 27): 200 for CURVE with the run's client
- * key, 400 for anything else. */
-static void zap_answer(struct join *j)
+ * key, 400 for anything else.  False when none was waiting. */
+static bool zap_answer(struct join *j)
 {
     uint8_t f[8][256];
     size_t len[8] = {0};
     int n = recv_frames(j->zap, f, len, 8);
-    if (n < 2)
-        return;
+    if (n == 0)
+        return false;
+    if (n < 2) {
+        zmq_send(j->zap, "", 0, 0); /* a REP must answer; libzmq never sends this */
+        return true;
+    }
     bool ok = n == 7 && len[0] == 3 && memcmp(f[0], "1.0", 3) == 0 && len[5] == 5 &&
               memcmp(f[5], "CURVE", 5) == 0 && len[6] == 32 && same_key(f[6], j->client_key);
     char from[300];
@@ -257,21 +261,24 @@ static void zap_answer(struct join *j)
     zmq_send(j->zap, text, strlen(text), ZMQ_SNDMORE);
     zmq_send(j->zap, "", 0, ZMQ_SNDMORE);
     zmq_send(j->zap, "", 0, 0);
+    return true;
 }
 
-/* Read one monitor event of the ROUTER: a failed handshake is logged. */
-static void monitor_event(struct join *j)
+/* Read one monitor event of the ROUTER: a failed handshake is logged.
+ * False when none was waiting. */
+static bool monitor_event(struct join *j)
 {
     uint8_t f[2][256];
     size_t len[2] = {0};
-    if (recv_frames(j->mon, f, len, 2) < 2 || len[0] < 6)
-        return;
+    int n = recv_frames(j->mon, f, len, 2);
+    if (n < 2 || len[0] < 6)
+        return n > 0;
     uint16_t event;
     uint32_t value;
     memcpy(&event, f[0], 2);
     memcpy(&value, f[0] + 2, 4);
     if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-        return; /* the ZAP handler logged and counted it */
+        return true; /* the ZAP handler logged and counted it */
     j->st.refused_handshake++;
     char on[300], why[80];
     snprintf(on, sizeof on, "on %.*s", (int)len[1], (char *)f[1]);
@@ -281,6 +288,7 @@ static void monitor_event(struct join *j)
     else
         snprintf(why, sizeof why, "handshake failed (%s)", zmq_strerror((int)value));
     log_refusal(j, on, why);
+    return true;
 }
 
 /* ---- receiving -------------------------------------------------------- */
@@ -490,6 +498,20 @@ static int drain(struct join *j, struct join_event *ev)
     }
 }
 
+static const char *cause_name(enum join_cause c)
+{
+    switch (c) {
+    case JOIN_CAUSE_TIMEOUT:
+        return "no heartbeat within the timeout";
+    case JOIN_CAUSE_LEFT:
+        return "it left";
+    case JOIN_CAUSE_EXPELLED:
+        return "the master had declared this agent lost";
+    default:
+        return "transport error";
+    }
+}
+
 static bool pop_lost(struct join *j, struct join_event *ev)
 {
     if (!j->nlost)
@@ -497,13 +519,12 @@ static bool pop_lost(struct join *j, struct join_event *ev)
     struct lost l = j->lostq[0];
     memmove(j->lostq, j->lostq + 1, --j->nlost * sizeof *j->lostq);
     fill(ev, JOIN_LOST, l.peer, l.cause, NULL);
-    if (j->role == ROLE_AGENT)
+    if (j->role == ROLE_AGENT) {
         j->dead = true;
-    else
-        log_warn("join: agent %u lost (%s)", l.peer,
-                 l.cause == JOIN_CAUSE_TIMEOUT ? "no heartbeat"
-                 : l.cause == JOIN_CAUSE_LEFT  ? "it left"
-                                               : "transport error");
+        log_warn("join: master at %s lost (%s)", j->acc.endpoint, cause_name(l.cause));
+    } else {
+        log_warn("join: agent %u lost (%s)", l.peer, cause_name(l.cause));
+    }
     return true;
 }
 
@@ -516,6 +537,10 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev)
     double deadline = pmc_mono_s() + (wait_s > 0 ? wait_s : 0);
     for (;;) {
         double now = pmc_mono_s();
+        while (j->zap && zap_answer(j)) /* first, so a flood of messages delays no handshake */
+            ;
+        while (j->mon && monitor_event(j))
+            ;
         send_heartbeats(j, now);
         if (pop_lost(j, ev) || drain(j, ev))
             return 1;
@@ -535,9 +560,6 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev)
         long ms = (long)((until - now) * 1000) + 1;
         if (zmq_poll(items, n, ms) < 0 && errno != EINTR)
             return -1;
-        for (int i = 1; i < n; i++)
-            if (items[i].revents & ZMQ_POLLIN)
-                (items[i].socket == j->zap ? zap_answer : monitor_event)(j);
     }
 }
 
