@@ -767,6 +767,10 @@ const struct access_file *join_access(const struct join *j)
     return &j->acc;
 }
 
+static int agent_monitor(struct join *j, struct pmc_error *err);
+
+/* The DEALER, its CURVE keys from the access file, a random routing id,
+ * watched by a monitor (agent_monitor()) from before it connects. */
 static int agent_socket(struct join *j, struct pmc_error *err)
 {
     uint8_t rid[AGENT_RID_BYTES];
@@ -779,19 +783,82 @@ static int agent_socket(struct join *j, struct pmc_error *err)
         zmq_setsockopt(j->sock, ZMQ_CURVE_PUBLICKEY, j->acc.client_public, ACCESS_KEY_CHARS) < 0 ||
         zmq_setsockopt(j->sock, ZMQ_CURVE_SECRETKEY, j->acc.client_secret, ACCESS_KEY_CHARS) < 0)
         return zerr(err, "cannot set up the", "DEALER socket");
+    if (agent_monitor(j, err) < 0)
+        return -1;
     if (zmq_connect(j->sock, j->acc.endpoint) < 0)
         return zerr(err, "cannot connect to", j->acc.endpoint);
     return 0;
 }
 
-/* Wait for the WELCOME to our HELLO, up to the timeout. */
+/* Watch the DEALER's connection while join_connect() waits, to say why
+ * no WELCOME came. */
+static int agent_monitor(struct join *j, struct pmc_error *err)
+{
+    char mon[64];
+    snprintf(mon, sizeof mon, "inproc://join-monitor-%p", (void *)j);
+    int events = ZMQ_EVENT_CONNECTED | ZMQ_EVENT_CONNECT_RETRIED | ZMQ_EVENT_DISCONNECTED |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                 ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+    if (zmq_socket_monitor(j->sock, mon, events) < 0)
+        return zerr(err, "cannot monitor", "the DEALER socket");
+    j->mon = zmq_socket(j->ctx, ZMQ_PAIR);
+    if (!j->mon || zmq_connect(j->mon, mon) < 0)
+        return zerr(err, "cannot connect", mon);
+    return 0;
+}
+
+/* Add the events the monitor saw to *seen (a mask of ZMQ_EVENT_*). */
+static void agent_watch(struct join *j, int *seen)
+{
+    uint8_t f[2][256];
+    size_t len[2] = {0};
+    for (int n; (n = recv_frames(j->mon, f, len, 2)) > 0;) {
+        uint16_t event;
+        if (n == 2 && len[0] >= 6) {
+            memcpy(&event, f[0], 2);
+            *seen |= event;
+        }
+    }
+}
+
+/* The error of a join_connect() that got no WELCOME, by what the monitor
+ * saw, the most telling first. */
+static int no_welcome(struct join *j, const char *path, int seen, struct pmc_error *err)
+{
+    const int closed = ZMQ_EVENT_DISCONNECTED | ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL;
+    const char *why = "no connection made: is the host reachable?";
+    if (seen & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH) {
+        errno = EACCES;
+        return pmc_errorf(err,
+                          "%s: the master at %s refused this file's client key (not the "
+                          "running master's access file?)",
+                          path, j->acc.endpoint);
+    }
+    if ((seen & ZMQ_EVENT_CONNECTED) && (seen & closed))
+        why = "the master closed the handshake: are this file's keys the running master's?";
+    else if (seen & ZMQ_EVENT_CONNECTED)
+        why = "connected, but the master did not answer: is it busy or hung?";
+    else if (seen & ZMQ_EVENT_CONNECT_RETRIED)
+        why = "nothing accepts connections there: master gone?";
+    errno = ETIMEDOUT;
+    return pmc_errorf(err, "%s: no answer from the master at %s within %g s (%s)", path,
+                      j->acc.endpoint, j->acc.timeout_s, why);
+}
+
+/* Wait for the WELCOME to our HELLO, up to the timeout; a refused client
+ * key ends the wait at once (EACCES). */
 static int await_welcome(struct join *j, const char *path, struct pmc_error *err)
 {
     double deadline = pmc_mono_s() + j->acc.timeout_s;
+    int seen = 0;
     for (double now = pmc_mono_s(); now < deadline; now = pmc_mono_s()) {
-        zmq_pollitem_t item = {j->sock, 0, ZMQ_POLLIN, 0};
-        if (zmq_poll(&item, 1, (long)((deadline - now) * 1000) + 1) < 0 && errno != EINTR)
+        zmq_pollitem_t items[2] = {{j->sock, 0, ZMQ_POLLIN, 0}, {j->mon, 0, ZMQ_POLLIN, 0}};
+        if (zmq_poll(items, 2, (long)((deadline - now) * 1000) + 1) < 0 && errno != EINTR)
             return zerr(err, "cannot wait for the master at", j->acc.endpoint);
+        agent_watch(j, &seen);
+        if (seen & ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+            break;
         struct hdr h;
         int r = recv_link(j, NULL, NULL, &h);
         if (r == 1 && h.kind == K_WELCOME && h.seq == 0 && h.peer != 0) {
@@ -800,14 +867,16 @@ static int await_welcome(struct join *j, const char *path, struct pmc_error *err
             j->peers[0].heard = pmc_mono_s();
             return 0;
         }
-        if (r == 1 && h.kind == K_EXPELLED)
-            break;
     }
-    errno = ETIMEDOUT;
-    return pmc_errorf(err,
-                      "%s: no answer from the master at %s within %g s (master gone or "
-                      "unreachable, or this file's keys are not the running master's)",
-                      path, j->acc.endpoint, j->acc.timeout_s);
+    return no_welcome(j, path, seen, err);
+}
+
+/* The monitor is for join_connect() only: stop it. */
+static void agent_unmonitor(struct join *j)
+{
+    zmq_socket_monitor(j->sock, NULL, 0);
+    zmq_close(j->mon);
+    j->mon = NULL;
 }
 
 struct join *join_connect(const char *access_path, const void *hello, size_t len,
@@ -830,6 +899,7 @@ struct join *join_connect(const char *access_path, const void *hello, size_t len
         errno = e;
         return NULL;
     }
+    agent_unmonitor(j);
     j->peers[0].state = PEER_JOINED;
     j->next_beat = j->next_check = pmc_mono_s();
     log_info("join: joined the master at %s as agent %u", j->acc.endpoint, j->self);

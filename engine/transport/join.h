@@ -129,9 +129,12 @@ const struct access_file *join_access(const struct join *j);
 
 /* Agent: read access_path, connect, send HELLO with body hello[0, len)
  * (copied), and wait for the master's WELCOME, up to the file's timeout_s.
- * Returns the link, or NULL with err and errno: what access_read() says,
- * ETIMEDOUT when no WELCOME came in time (master gone or unreachable, or
- * the file's keys are not the master's: CURVE gives a client no reason). */
+ * Blocks; the master must be in join_poll() meanwhile.  Returns the link,
+ * or NULL with err and errno: what access_read() says; EACCES at once
+ * when the master's ZAP handler refused the file's client key; ETIMEDOUT
+ * when no WELCOME came in time, err saying what the connection showed
+ * (nothing accepting connections, a handshake the master closed: wrong
+ * server key or client secret, connected but no answer). */
 struct join *join_connect(const char *access_path, const void *hello, size_t len,
                           struct pmc_error *err);
 
