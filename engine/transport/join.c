@@ -4,9 +4,11 @@
  * One struct serves both sides (role).  The master owns a ROUTER (agents),
  * a REP bound at ZeroMQ's ZAP address (the handler that admits clients,
  * RFC 27/ZAP) and a PAIR reading the ROUTER's monitor events (handshake
- * failures, logged); an agent owns a DEALER.  All of them are polled by
- * join_poll() alone, with no thread of ours: libzmq's I/O thread waits
- * for the ZAP reply without blocking, so one owner thread is enough.
+ * failures, logged); an agent owns a DEALER, and while join_connect()
+ * waits for the WELCOME a PAIR reading the DEALER's monitor (to say why
+ * none came).  All of them are polled by their owner alone, with no thread
+ * of ours: libzmq's I/O thread waits for the ZAP reply without blocking,
+ * so one owner thread is enough.
  *
  * Peers live in a flat array indexed by their number - 1; each message's
  * header names its sender's number, checked against the ROUTER's routing
