@@ -2,6 +2,9 @@
 # Install the Debian 12 packages pmc-hybrid builds and tests with.
 # Idempotent: installs only what is missing.  Needs root (or sudo).
 #
+# libzmq3-dev: the join link (docs/join.md); Debian's libzmq is built with
+# libsodium, so CURVE security is there (join_listen() checks zmq_has).
+#
 # slurmctld slurmd slurm-client munge: the ctest group "slurm" runs its own
 # private Slurm (tools/slurm-local.sh).  Their packages would start the
 # system's munged, slurmctld and slurmd (invoke-rc.d, or deb-systemd-invoke
@@ -11,7 +14,7 @@
 set -eu
 PKGS="build-essential cmake pkg-config mpich libmpich-dev libhwloc-dev libnuma-dev
 libjemalloc-dev libgtest-dev python3 procps libjansson-dev clang libclang-rt-14-dev
-clang-format python3-matplotlib man-db slurmctld slurmd slurm-client munge"
+clang-format python3-matplotlib man-db slurmctld slurmd slurm-client munge libzmq3-dev"
 missing=""
 for p in $PKGS; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
