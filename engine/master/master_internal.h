@@ -9,12 +9,13 @@
  *   master_report.c   -o/-e, stdio merge, statistics, summary out
  *   master_status.c   progress line, --status, --summary-json status
  *
- * A file writes only what it owns and reads the rest through the
- * functions below (inline where the hot path calls them).  Calls go one
- * way: master.c -> the others; master_sched.c and master_report.c ->
- * events, rescue, forward, status; those four call no other master file.
+ * A sub-struct is written by the file that owns it, elsewhere only
+ * through that file's functions below (inline ones on the hot path;
+ * struct node says who writes which field); any file may read it.  Calls
+ * go one way: master.c -> the others; master_sched.c and master_report.c
+ * -> events, rescue, forward, status; those four call no master file.
  *
- * Invariants (master thread; other threads reach only box and abort):
+ * Invariants (master thread; other threads reach only box and abort_*):
  *   - a task is in sched.ready iff sched.run[t].state == TASK_READY;
  *   - sched.run[t].remaining == parents of t not yet TASK_DONE;
  *   - per node, its committed CPUs, memory and GPUs in sched.place ==
