@@ -2,8 +2,6 @@
  * stop conditions, shutdown; see master.h and master_internal.h. */
 #include "engine/master/master.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,28 +12,12 @@
 #include "engine/master/master_internal.h"
 #include "io/daglock.h"
 #include "io/dagfile.h"
-#include "io/fdio.h"
-#include "io/grow.h"
 #include "io/clock.h"
 #include "io/log.h"
 #include "io/pathset.h"
 #include "io/taskio.h"
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
-
-static int master_alloc_state(struct master *m)
-{
-    uint32_t n = m->dag->ntasks;
-    m->done_before = calloc(n, 1);
-    m->run = calloc(n, sizeof *m->run);              /* TASK_WAITING (0), no attempt */
-    m->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
-    /* the node of each success, for output found lost at the end
-     * (master_report.c); the null executor records nothing */
-    if (!m->cfg.null_executor)
-        m->ran_on = malloc(sizeof *m->ran_on * n);
-    bool ran_on_ok = m->ran_on || m->cfg.null_executor;
-    return m->done_before && m->run && m->ready && ran_on_ok ? 0 : -1;
-}
 
 enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
 
@@ -46,35 +28,27 @@ static int master_ctl_init(struct master *m)
 {
     int na = m->cfg.nagents, nr = m->cfg.nranks;
     static const enum msg_kind kinds[CTL_KINDS] = {MSG_ABORT, MSG_DRAIN, MSG_SHUTDOWN};
-    m->agent_rank = malloc(sizeof(int) * (size_t)na);
-    m->agent_of_rank = malloc(sizeof(int) * (size_t)nr);
-    m->said_bye = calloc((size_t)na, sizeof(bool));
-    m->ctl = calloc((size_t)na * CTL_KINDS, sizeof *m->ctl);
-    if (!m->agent_rank || !m->agent_of_rank || !m->said_bye || !m->ctl)
+    struct master_agents *a = &m->agents;
+    a->rank = malloc(sizeof(int) * (size_t)na);
+    a->of_rank = malloc(sizeof(int) * (size_t)nr);
+    a->said_bye = calloc((size_t)na, sizeof(bool));
+    a->ctl = calloc((size_t)na * CTL_KINDS, sizeof *a->ctl);
+    if (!a->rank || !a->of_rank || !a->said_bye || !a->ctl)
         return -1;
     for (int r = 0; r < nr; r++)
-        m->agent_of_rank[r] = -1;
+        a->of_rank[r] = -1;
     for (int k = 0; k < na; k++) {
         int rank = m->cfg.agent_ranks ? m->cfg.agent_ranks[k] : k;
         if (rank < 0 || rank >= nr)
             return -1;
-        m->agent_rank[k] = rank;
-        m->agent_of_rank[rank] = k;
+        a->rank[k] = rank;
+        a->of_rank[rank] = k;
         for (int j = 0; j < CTL_KINDS; j++)
-            if (!(m->ctl[k * CTL_KINDS + j] = mail_control(rank, COMM_TO_AGENT, kinds[j])))
+            if (!(a->ctl[k * CTL_KINDS + j] = mail_control(rank, COMM_TO_AGENT, kinds[j])))
                 return -1;
     }
-    m->cfg.agent_ranks = NULL; /* the caller's array; ours is agent_rank */
+    m->cfg.agent_ranks = NULL; /* the caller's array; ours is agents.rank */
     return 0;
-}
-
-static char *master_default_rescue(const char *dag_path)
-{
-    size_t n = strlen(dag_path);
-    char *p = malloc(n + 8);
-    if (p)
-        snprintf(p, n + 8, "%s.rescue", dag_path);
-    return p;
 }
 
 /* ---- the run's files: no two may be one (io/pathset.h) ------------------ */
@@ -124,7 +98,7 @@ static int paths_add_own(struct master *m, struct pathset *ps, struct pmc_error 
     if (pathset_add(ps, c->dag_path, "the DAG", 0, err) < 0)
         return -1;
     if (!c->null_executor &&
-        paths_add(ps, m->rescue_path, c->rescue_path ? "the rescue log (-r)" : "the rescue log",
+        paths_add(ps, m->rescue.path, c->rescue_path ? "the rescue log (-r)" : "the rescue log",
                   "the rescue log's temporary file", 0, err) < 0)
         return -1;
     if ((c->out_path && paths_add(ps, c->out_path, "-o", NULL, 1, err) < 0) ||
@@ -231,36 +205,6 @@ static int master_check_paths(struct master *m, struct pmc_error *err)
     return rc;
 }
 
-/* Hold the lock of the rescue log this run writes, whatever its name
- * (daglock_acquire_output(): created empty when missing, and removed by
- * master_destroy() if the run never wrote it).  Not with -n, nor with the
- * null executor, which writes none. */
-static int master_lock_rescue(struct master *m, struct pmc_error *err)
-{
-    if (m->cfg.nolock || m->cfg.null_executor)
-        return 0;
-    m->rescue_lock_fd =
-        daglock_acquire_output(m->rescue_path, "the rescue log", &m->rescue_created, err);
-    return m->rescue_lock_fd == -1 ? -1 : 0;
-}
-
-/* The empty rescue log master_lock_rescue() created, if the run never
- * replaced it (the writer's rename leaves our descriptor on an unlinked
- * file): a run that did not start leaves the rescue path as it was. */
-static void master_unlock_rescue(struct master *m)
-{
-    struct stat ours, now;
-    if (m->rescue_lock_fd >= 0 && m->rescue_created && fstat(m->rescue_lock_fd, &ours) == 0 &&
-        ours.st_nlink > 0 && ours.st_size == 0 && stat(m->rescue_path, &now) == 0 &&
-        fdio_same_file(&ours, &now))
-        unlink(m->rescue_path);
-    if (m->rescue_lock_fd >= 0)
-        close(m->rescue_lock_fd);
-    m->rescue_lock_fd = -1;
-}
-
-static const char *master_forward_guard(void *ctx, const struct stat *st);
-
 struct master *master_create(const struct master_config *cfg, struct pmc_error *err)
 {
     struct master *m = calloc(1, sizeof *m);
@@ -271,12 +215,9 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->cfg = *cfg;
     m->box.efd = -1;
     m->lock_fd = -1;
-    m->rescue_lock_fd = -1;
-    m->out_fd = 1;
-    m->err_fd = 2;
-    m->rescue_path =
-        cfg->rescue_path ? strdup(cfg->rescue_path) : master_default_rescue(cfg->dag_path);
-    if (!m->rescue_path || mailbox_init(&m->box) < 0) {
+    m->out.fd[0] = 1;
+    m->out.fd[1] = 2;
+    if (master__rescue_init(&m->rescue, cfg) < 0 || mailbox_init(&m->box) < 0) {
         pmc_errorf(err, "out of memory");
         goto fail;
     }
@@ -288,27 +229,12 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
     m->dag = dagfile_load(cfg->dag_path, err);
     if (!m->dag || master_check_paths(m, err) < 0)
         goto fail;
-    if (master_alloc_state(m) < 0 || master_ctl_init(m) < 0) {
+    if (master__rescue_alloc(&m->rescue, m->dag->ntasks) < 0 || master__sched_create(m) < 0 ||
+        master_ctl_init(m) < 0) {
         pmc_errorf(err, "out of memory for %u tasks", m->dag->ntasks);
         goto fail;
     }
-    m->fdcache = fdcache_create(cfg->maxfds, err);
-    if (!m->fdcache)
-        goto fail;
-    fdcache_set_guard(m->fdcache, master_forward_guard, m);
-    if (!cfg->skip_rescue && fdio_not_regular(m->rescue_path)) { /* a FIFO would block */
-        pmc_errorf(err, "%s: not a regular file (the rescue log is replaced at start)",
-                   m->rescue_path);
-        goto fail;
-    }
-    if (master_lock_rescue(m, err) < 0)
-        goto fail;
-    struct stat rst;
-    if (m->rescue_lock_fd == -2 && stat(m->rescue_path, &rst) == 0 && S_ISREG(rst.st_mode))
-        log_warn("Cannot open %s for writing: running without the rescue log's lock",
-                 m->rescue_path);
-    if (!cfg->skip_rescue &&
-        rescue_read(m->rescue_path, m->dag, m->done_before, &m->ndone_before, NULL, err) < 0)
+    if (master__forward_init(m, err) < 0 || master__rescue_load(&m->rescue, cfg, m->dag, err) < 0)
         goto fail;
     return m;
 fail:
@@ -341,114 +267,17 @@ void master_set_local_link(struct master *m, struct local_link *l)
 
 /* ---- outputs: opened before any task runs -------------------------------- */
 
-/* -o/-e PATH, truncated now and written at the end by the stdio merge. */
-static int master_open_dest(const char *path, int dflt, int *fd)
-{
-    if (!path) {
-        *fd = dflt;
-        return 0;
-    }
-    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (*fd >= 0)
-        return 0;
-    log_fatal("Unable to open %s: %s", path, strerror(errno));
-    return -1;
-}
-
-static int master_open_monitor(struct master *m)
-{
-    struct pmc_error err;
-    struct monitor_config mc = {m->cfg.dag_path, m->cfg.jobstate_log, m->cfg.dagman_log,
-                                m->cfg.resource_log};
-    m->monitor = monitor_open(&mc, &err);
-    if (!m->monitor) {
-        log_fatal("Unable to open %s", err.text);
-        return -1;
-    }
-    if (monitor_wants_tasks(m->monitor)) {
-        m->seq = calloc(m->dag->ntasks, sizeof *m->seq);
-        m->executed = calloc(m->dag->ntasks, 1);
-        m->next_seq = 1;
-        if (!m->seq || !m->executed) {
-            log_fatal("Out of memory for the event logs of %u tasks", m->dag->ntasks);
-            return -1;
-        }
-    }
-    return 0;
-}
-
-/* Add the file of st, if any, to the run's own files as `what`. */
-static void master_own_add(struct master *m, const struct stat *st, bool ok, const char *what)
-{
-    if (ok && pmc_grow((void **)&m->own, &m->own_cap, m->nown + 1, sizeof *m->own) == 0)
-        m->own[m->nown++] = (struct own_file){st->st_dev, st->st_ino, what};
-}
-
-/* The run's own files that exist from the start: the DAG, the rescue log,
- * -o and -e (each node's output files join at its HELLO:
- * master_add_node()). */
-static void master_own_list(struct master *m)
-{
-    struct stat st;
-    master_own_add(m, &st, stat(m->cfg.dag_path, &st) == 0, "the DAG file");
-    master_own_add(m, &st, stat(m->rescue_path, &st) == 0, "the rescue log");
-    master_own_add(m, &st, m->out_fd > 2 && fstat(m->out_fd, &st) == 0, "the -o file");
-    master_own_add(m, &st, m->err_fd > 2 && fstat(m->err_fd, &st) == 0, "the -e file");
-}
-
-/* fdcache's guard (fdcache_set_guard()): a forward's destination may not be
- * one of the run's own files.  Written there, forwarded data was lost (the
- * -o merge truncates, the next task's block overwrites a rank file's) or
- * corrupted them (a line in the rescue log or the DAG).  The first four are
- * listed at the first destination opened; a node's files, as its HELLO
- * comes, before any task runs there.  Not listed: a node's files that a
- * network file system did not show the master at its HELLO, and an
- * earlier run's leftovers of ranks this run does not have. */
-static const char *master_forward_guard(void *ctx, const struct stat *st)
-{
-    struct master *m = ctx;
-    if (!m->own_listed)
-        master_own_list(m);
-    m->own_listed = true;
-    for (size_t k = 0; k < m->nown; k++)
-        if (m->own[k].dev == st->st_dev && m->own[k].ino == st->st_ino)
-            return m->own[k].what;
-    return NULL;
-}
-
-/* Do descriptors a and b open the same file (-o log -e ./log)? */
-static bool master_same_file(int a, int b)
-{
-    struct stat sa, sb;
-    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && fdio_same_file(&sa, &sb);
-}
-
 int master_open_outputs(struct master *m)
 {
-    const struct master_config *c = &m->cfg; /* no two are one file: master_check_paths() */
-    if (master_open_dest(c->out_path, 1, &m->out_fd) < 0)
-        return -1;
-    if (c->err_path && c->out_path && !strcmp(c->err_path, c->out_path))
-        m->err_fd = m->out_fd;
-    else if (master_open_dest(c->err_path, 2, &m->err_fd) < 0)
-        return -1;
-    if ((m->out_fd > 2 || m->err_fd > 2) && m->err_fd != m->out_fd &&
-        master_same_file(m->out_fd, m->err_fd)) {
-        /* one file under two names (-o log -e ./log, or -e naming where
-         * stdout goes): one descriptor, or the merge's two offsets would
-         * write over each other; the one we opened goes */
-        int *ours = m->err_fd > 2 ? &m->err_fd : &m->out_fd;
-        close(*ours);
-        *ours = ours == &m->err_fd ? m->out_fd : m->err_fd;
-    }
-    if (master_open_monitor(m) < 0 || master__status_init(m) < 0)
+    if (master__output_open(m) < 0 ||
+        master__events_open(&m->events, &m->cfg, m->dag->ntasks) < 0 || master__status_init(m) < 0)
         return -1;
     struct pmc_error err;
-    if (!c->null_executor && rescue_check_writable(m->rescue_path, &err) < 0) {
+    if (!m->cfg.null_executor && rescue_check_writable(m->rescue.path, &err) < 0) {
         log_fatal("Unable to write the rescue log %s", err.text);
         return -1;
     }
-    monitor_event(m->monitor, WF_WORKFLOW_START, NULL, 0, 0);
+    master__events_start(&m->events);
     return 0;
 }
 
@@ -456,29 +285,30 @@ int master_open_outputs(struct master *m)
 
 static int master_add_node(struct master *m, int rank, const struct msg_hello *h)
 {
-    if (!m->nodes)
+    struct master_nodes *ns = &m->nodes;
+    if (!ns->at)
         return 0; /* master_prepare() failed: the run is ending, the agent got ABORT */
-    if (rank < 0 || rank >= m->cfg.nranks || m->node_of_rank[rank] >= 0) {
+    if (rank < 0 || rank >= m->cfg.nranks || ns->of_rank[rank] >= 0) {
         log_error("Unexpected HELLO from rank %d", rank);
         return -1;
     }
-    struct node *n = &m->nodes[m->nnodes];
+    struct node *n = &ns->at[ns->n];
     memset(n, 0, sizeof *n);
     n->rank = rank;
     n->host_rank = h->host_rank;
     n->hostname = strdup(h->hostname);
-    n->host = monitor_add_node(m->monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
+    n->host = monitor_add_node(m->events.monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
     for (int k = 0; k < 2; k++) { /* an agent makes them before its HELLO */
         char path[PATH_MAX];
         struct stat st;
         taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, rank);
         n->files_seen[k] = stat(path, &st) == 0; /* master_merge_stdio() */
-        master_own_add(m, &st, n->files_seen[k], "a rank's output file");
+        master__forward_own(&m->fwd, &st, n->files_seen[k], "a rank's output file");
     }
-    m->node_of_rank[rank] = m->nnodes++;
-    (void)placement_add_node(m->place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
-    m->cpus_total += h->cpus;
-    m->gpus_total += h->gpus;
+    master__sched_add_node(m, h);
+    ns->of_rank[rank] = ns->n++;
+    ns->cpus += h->cpus;
+    ns->gpus += h->gpus;
     log_debug("Rank %d on host %s: %u CPUs, %u GPUs, %lu MB", rank, h->hostname, h->cpus, h->gpus,
               (unsigned long)h->memory_mb);
     return n->hostname ? 0 : -1;
@@ -502,7 +332,7 @@ static void master_handle_mail(struct master *m, struct mail *ml);
 static int master_wait_hellos(struct master *m)
 {
     double deadline = pmc_mono_s() + HELLO_TIMEOUT_S;
-    while (m->nnodes < m->cfg.nagents && !m->fatal) {
+    while (m->nodes.n < m->cfg.nagents && !m->fatal) {
         struct mail *ml = mailbox_pop(&m->box);
         if (ml) {
             master_handle_mail(m, ml);
@@ -510,7 +340,7 @@ static int master_wait_hellos(struct master *m)
             continue;
         }
         if (pmc_mono_s() > deadline) {
-            log_fatal("Only %d of %d node agents registered within %.0f seconds", m->nnodes,
+            log_fatal("Only %d of %d node agents registered within %.0f seconds", m->nodes.n,
                       m->cfg.nagents, HELLO_TIMEOUT_S);
             return -1;
         }
@@ -519,21 +349,6 @@ static int master_wait_hellos(struct master *m)
         mailbox_wait(&m->box, IDLE_WAIT_US);
     }
     return m->fatal ? -1 : 0;
-}
-
-/* PMC's check: every task not done before must fit on at least one node. */
-static int master_check_capable(struct master *m)
-{
-    const struct dag *d = m->dag;
-    struct pmc_error err;
-    for (uint32_t t = 0; t < d->ntasks; t++) {
-        if (!m->done_before[t] && placement_check_capable(m->place, d->cpus[t], d->memory_mb[t],
-                                                          d->gpus[t], task_name(m, t), &err) < 0) {
-            log_fatal("FATAL ERROR: %s", err.text);
-            return -1;
-        }
-    }
-    return 0;
 }
 
 static void master_handle_mail(struct master *m, struct mail *ml)
@@ -552,9 +367,9 @@ static void master_handle_mail(struct master *m, struct mail *ml)
     } else if (r.kind == MSG_RECALL) {
         rc = master__handle_recall(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
-        int k = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->agent_of_rank[ml->peer] : -1;
+        int k = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->agents.of_rank[ml->peer] : -1;
         if (k >= 0)
-            m->said_bye[k] = true;
+            m->agents.said_bye[k] = true;
         rc = k >= 0 ? 0 : -1;
     } else if (r.kind == MSG_ABORT) {
         log_error("Rank %d cannot go on", ml->peer);
@@ -563,13 +378,13 @@ static void master_handle_mail(struct master *m, struct mail *ml)
         int i = master__node_index(m, ml->peer, "LOST");
         log_error("Rank %d cannot go on: its task output may be lost", ml->peer);
         if (i >= 0)
-            m->nodes[i].output_lost = true;
+            m->nodes.at[i].output_lost = true;
         rc = -1;
     } else {
         log_error("Unexpected message kind %u from rank %d", r.kind, ml->peer);
     }
     if (rc < 0)
-        m->fatal = true;
+        master__fail(m);
 }
 
 /* The mailbox, then the local link: the agent queues its events before
@@ -595,33 +410,33 @@ void master_request_abort(struct master *m, const char *reason)
 
 static void master_check_stop(struct master *m)
 {
-    if (m->cfg.max_wall_time > 0 && pmc_mono_s() - m->wall_start >= m->cfg.max_wall_time &&
-        !m->aborting) {
+    const struct master_clock *c = &m->clock;
+    if (m->cfg.max_wall_time > 0 && pmc_mono_s() - c->wall_start >= m->cfg.max_wall_time &&
+        !master__aborting(m)) {
         log_error("Max wall time of %.3f minutes reached", m->cfg.max_wall_time / 60.0);
-        m->aborting = true;
+        master__raise(m, PHASE_ABORT);
     }
-    if (m->stop_mono > 0 && pmc_mono_s() >= m->stop_mono && !m->aborting) {
+    if (c->stop_mono > 0 && pmc_mono_s() >= c->stop_mono && !master__aborting(m)) {
         log_error("Stopping before the batch job's end (%s)", m->cfg.stop_reason);
-        m->aborting = true;
+        master__raise(m, PHASE_ABORT);
     }
-    if (atomic_load(&m->abort_requested) && !m->aborting) {
+    if (atomic_load(&m->abort_requested) && !master__aborting(m)) {
         log_error("Caught signal: %s", atomic_load(&m->abort_reason));
-        m->aborting = true;
+        master__raise(m, PHASE_ABORT);
     }
-    if (m->rescue && rescue_writer_failed(m->rescue) && !m->fatal) {
-        log_fatal("Rescue log failed: %s", rescue_writer_error(m->rescue));
-        m->fatal = true;
+    const char *rescue_error = master__rescue_error(&m->rescue);
+    if (rescue_error && !m->fatal) {
+        log_fatal("Rescue log failed: %s", rescue_error);
+        master__fail(m);
     }
     if (m->fatal)
-        m->aborting = true;
-    if (m->aborting)
-        m->stop_dispatch = true;
+        master__raise(m, PHASE_ABORT);
 }
 
 static bool master_all_bye(const struct master *m)
 {
     for (int k = 0; k < m->cfg.nagents; k++)
-        if (!m->said_bye[k])
+        if (!m->agents.said_bye[k])
             return false;
     return true;
 }
@@ -632,9 +447,9 @@ static bool master_all_bye(const struct master *m)
  * not be built or sent (they are not DONE: a restart runs them). */
 static bool master_finished(const struct master *m)
 {
-    if (m->inflight == 0 && (m->stop_dispatch || rq_size(m->ready) == 0))
+    if (master__inflight(m) == 0 && (!master__dispatching(m) || master__ready_count(m) == 0))
         return true;
-    return m->abort_sent && master_all_bye(m);
+    return m->phase == PHASE_ABORT_SENT && master_all_bye(m);
 }
 
 /* Until the next stop condition (wall time, the batch job's end) or a due
@@ -643,15 +458,16 @@ static bool master_finished(const struct master *m)
  * stopped tasks take to end (their kill grace). */
 static long master_wait_us(const struct master *m)
 {
-    double now = pmc_mono_s(), left = IDLE_WAIT_US / 1e6;
-    if (m->aborting)
+    const struct master_clock *c = &m->clock;
+    double now = pmc_mono_s(), left = IDLE_WAIT_US / 1e6, recall_at = master__recall_at(m);
+    if (master__aborting(m))
         return IDLE_WAIT_US;
-    if (m->cfg.max_wall_time > 0 && m->wall_start + m->cfg.max_wall_time - now < left)
-        left = m->wall_start + m->cfg.max_wall_time - now;
-    if (m->stop_mono > 0 && m->stop_mono - now < left)
-        left = m->stop_mono - now;
-    if (m->recall_at > 0 && m->recall_at - now < left)
-        left = m->recall_at - now;
+    if (m->cfg.max_wall_time > 0 && c->wall_start + m->cfg.max_wall_time - now < left)
+        left = c->wall_start + m->cfg.max_wall_time - now;
+    if (c->stop_mono > 0 && c->stop_mono - now < left)
+        left = c->stop_mono - now;
+    if (recall_at > 0 && recall_at - now < left)
+        left = recall_at - now;
     return left <= 0 ? 0 : (long)(left * 1e6) + 1;
 }
 
@@ -661,7 +477,7 @@ static void master_broadcast(struct master *m, enum msg_kind kind)
 {
     int j = kind == MSG_ABORT ? CTL_ABORT : kind == MSG_DRAIN ? CTL_DRAIN : CTL_SHUTDOWN;
     for (int k = 0; k < m->cfg.nagents; k++) {
-        struct mail **ml = &m->ctl[k * CTL_KINDS + j];
+        struct mail **ml = &m->agents.ctl[k * CTL_KINDS + j];
         if (*ml)
             comm_send_mail(m->comm, *ml);
         *ml = NULL;
@@ -672,20 +488,20 @@ bool master_step(struct master *m)
 {
     master_drain(m);
     master_check_stop(m);
-    if (m->aborting && !m->abort_sent) {
+    if (m->phase == PHASE_ABORT) {
         master_broadcast(m, MSG_ABORT);
-        m->abort_sent = m->drain_sent = true;
+        m->phase = PHASE_ABORT_SENT;
     }
-    if (m->stop_dispatch && !m->drain_sent) {
+    if (m->phase == PHASE_STOP) {
         /* -m reached: tasks queued at nodes come back unstarted */
         master_broadcast(m, MSG_DRAIN);
-        m->drain_sent = true;
+        m->phase = PHASE_STOP_SENT;
     }
     master__dispatch(m);
     master__recall(m);
     if (master_finished(m))
         return true;
-    monitor_flush(m->monitor);
+    monitor_flush(m->events.monitor);
     master__status_tick(m);
     return false;
 }
@@ -694,11 +510,11 @@ bool master_step(struct master *m)
  * late results are still applied. */
 static void master_shutdown_agents(struct master *m)
 {
-    if (!m->aborting) {
+    if (!master__aborting(m)) {
         master_broadcast(m, MSG_SHUTDOWN);
-    } else if (!m->abort_sent) {
+    } else if (m->phase == PHASE_ABORT) {
         master_broadcast(m, MSG_ABORT);
-        m->abort_sent = true;
+        m->phase = PHASE_ABORT_SENT;
     }
     while (!master_all_bye(m)) {
         master_drain(m);
@@ -708,84 +524,64 @@ static void master_shutdown_agents(struct master *m)
     }
 }
 
+/* The node table and the scheduler's per-node state: -1 with ENOMEM, none
+ * kept (HELLOs that come while ending are then ignored). */
 static int master_prepare(struct master *m)
 {
-    m->nodes = calloc((size_t)m->cfg.nranks, sizeof *m->nodes);
-    m->node_of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    m->place = placement_create(m->cfg.nranks);
-    m->batch_list = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!m->nodes || !m->node_of_rank || !m->place || !m->batch_list) {
-        free(m->nodes); /* none: HELLOs that come while ending are ignored */
-        free(m->node_of_rank);
-        placement_destroy(m->place);
-        free(m->batch_list);
-        m->nodes = NULL;
-        m->node_of_rank = m->batch_list = NULL;
-        m->place = NULL;
+    struct master_nodes *ns = &m->nodes;
+    ns->at = calloc((size_t)m->cfg.nranks, sizeof *ns->at);
+    ns->of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
+    if (!ns->at || !ns->of_rank || master__sched_prepare(m) < 0) {
+        free(ns->at);
+        free(ns->of_rank);
+        ns->at = NULL;
+        ns->of_rank = NULL;
         return -1;
     }
-    m->demand = (struct placement_demand){.cpus = m->dag->cpus,
-                                          .memory_mb = m->dag->memory_mb,
-                                          .gpus = m->dag->gpus,
-                                          .time_limit_ms = m->dag->time_limit_ms,
-                                          /* rounded up, as the DAG's --time-limit:
-                                           * 0.0004 s is 1 ms, not 0 (none) */
-                                          .default_limit_ms =
-                                              (uint32_t)ceil(m->cfg.task_time_limit * 1000.0),
-                                          .look_ahead = master__look_ahead};
     for (int r = 0; r < m->cfg.nranks; r++)
-        m->node_of_rank[r] = -1;
+        ns->of_rank[r] = -1;
     return 0;
 }
 
-static int master_start_rescue(struct master *m)
+/* The run cannot start: ABORT every agent. */
+static int master_abort_start(struct master *m)
 {
-    struct pmc_error err;
-    if (m->cfg.null_executor)
-        return 0; /* nothing runs, so nothing may be recorded as done */
-    m->rescue = rescue_writer_open(m->rescue_path, m->dag, m->done_before, &err);
-    if (!m->rescue) {
-        log_fatal("%s", err.text);
-        return -1;
-    }
-    return 0;
+    master__fail(m);
+    master_broadcast(m, MSG_ABORT);
+    m->phase = PHASE_ABORT_SENT;
+    return -1;
 }
 
 int master_begin(struct master *m, struct comm *c)
 {
+    struct master_clock *t = &m->clock;
     m->comm = c;
-    m->start = pmc_epoch_s();
-    m->start_mono = pmc_mono_s();
-    m->wall_start = m->cfg.wall_start_mono > 0 ? m->cfg.wall_start_mono : m->start_mono;
+    t->start = pmc_epoch_s();
+    t->start_mono = pmc_mono_s();
+    t->wall_start = m->cfg.wall_start_mono > 0 ? m->cfg.wall_start_mono : t->start_mono;
     if (m->cfg.stop_at > 0) /* past even the clock's zero (before boot): stop at once */
-        m->stop_mono = fmax(m->start_mono + (m->cfg.stop_at - m->start), 1e-9);
+        t->stop_mono = fmax(t->start_mono + (m->cfg.stop_at - t->start), 1e-9);
     if (master_prepare(m) < 0) {
         log_fatal("Cannot start the master: out of memory");
-        m->fatal = m->aborting = true;
-        master_broadcast(m, MSG_ABORT);
-        m->abort_sent = true;
-        return -1;
+        return master_abort_start(m);
     }
-    if (master_wait_hellos(m) < 0 || master_check_capable(m) < 0 || master_start_rescue(m) < 0 ||
-        master__init_ready(m) < 0) {
-        m->fatal = m->aborting = true;
-        master_broadcast(m, MSG_ABORT);
-        m->abort_sent = true;
-        return -1;
-    }
-    monitor_flush(m->monitor); /* the resource log's first lines: everything free */
+    if (master_wait_hellos(m) < 0 || master__check_capable(m) < 0 ||
+        master__rescue_start(&m->rescue, &m->cfg, m->dag) < 0 || master__init_ready(m) < 0)
+        return master_abort_start(m);
+    monitor_flush(m->events.monitor); /* the resource log's first lines: everything free */
     log_info("Starting workflow with %u tasks (%u done before) on %d hosts, %u CPUs",
-             m->dag->ntasks, m->ndone_before, m->nnodes, m->cpus_total);
+             m->dag->ntasks, m->rescue.ndone_before, m->nodes.n, m->nodes.cpus);
     return 0;
 }
 
 int master_fail_at_start(struct master *m)
 {
-    m->start = pmc_epoch_s();
-    m->start_mono = pmc_mono_s();
-    m->fatal = m->aborting = true;
+    m->clock.start = pmc_epoch_s();
+    m->clock.start_mono = pmc_mono_s();
+    master__fail(m);
+    master__raise(m, PHASE_ABORT);
     master__finish(m);
-    master_unlock_rescue(m); /* as it was: none if there was none */
+    master__rescue_unlock(&m->rescue); /* as it was: none if there was none */
     return 1;
 }
 
@@ -793,10 +589,10 @@ int master_end(struct master *m)
 {
     if (m->comm)
         master_shutdown_agents(m);
-    if (m->inflight > 0)
+    if (master__inflight(m) > 0)
         log_error("%u tasks were in flight when the run ended (their results were lost with "
                   "a message that could not be sent); a restart runs them again",
-                  m->inflight);
+                  master__inflight(m));
     return master__finish(m);
 }
 
@@ -807,56 +603,41 @@ int master_run(struct master *m, struct comm *c)
         while (!master_step(m))
             mailbox_wait_spin(&m->box, master_wait_us(m), &m->spin);
     int rc = master_end(m);
-    m->run_cpu_ns = pmc_thread_cpu_ns() - cpu0;
+    m->clock.run_cpu_ns = pmc_thread_cpu_ns() - cpu0;
     return rc;
 }
 
 void master_get_cpu(const struct master *m, struct master_cpu *out)
 {
-    out->run_ns = m->run_cpu_ns;
-    out->rescue_writer_ns = m->rescue_cpu_ns;
+    out->run_ns = m->clock.run_cpu_ns;
+    out->rescue_writer_ns = m->rescue.writer_cpu_ns;
 }
 
 void master_destroy(struct master *m)
 {
     if (!m)
         return;
-    rescue_writer_close(m->rescue);
-    master_unlock_rescue(m); /* before rescue_path is freed */
-    for (int i = 0; i < m->nnodes; i++) {
-        free(m->nodes[i].hostname);
-        msg_free(&m->nodes[i].batch);
+    master__rescue_free(&m->rescue); /* the writer first */
+    for (int i = 0; i < m->nodes.n; i++) {
+        free(m->nodes.at[i].hostname);
+        msg_free(&m->nodes.at[i].tasks);
     }
-    free(m->nodes);
-    free(m->node_of_rank);
-    placement_destroy(m->place);
-    free(m->batch_list);
-    for (int k = 0; m->ctl && k < m->cfg.nagents * CTL_KINDS; k++)
-        mail_free(m->ctl[k]);
-    free(m->ctl);
-    free(m->said_bye);
-    free(m->agent_of_rank);
-    free(m->agent_rank);
-    rq_destroy(m->ready);
-    free(m->run);
-    free(m->done_before);
-    free(m->ran_on);
+    free(m->nodes.at);
+    free(m->nodes.of_rank);
+    master__sched_free(m);
+    for (int k = 0; m->agents.ctl && k < m->cfg.nagents * CTL_KINDS; k++)
+        mail_free(m->agents.ctl[k]);
+    free(m->agents.ctl);
+    free(m->agents.said_bye);
+    free(m->agents.of_rank);
+    free(m->agents.rank);
     dag_destroy(m->dag);
     if (m->box.efd >= 0)
         mailbox_destroy(&m->box);
-    free(m->rescue_path);
-    fdcache_destroy(m->fdcache);
-    free(m->written);
-    free(m->own);
-    (void)monitor_close(m->monitor);
-    free(m->seq);
-    free(m->executed);
+    master__forward_free(&m->fwd);
+    master__events_free(&m->events);
     master__status_free(m);
-    free(m->fwd_scratch);
-    if (m->out_fd > 2)
-        close(m->out_fd);
-    if (m->err_fd > 2 && m->err_fd != m->out_fd)
-        close(m->err_fd);
+    master__output_free(&m->out);
     if (m->lock_fd >= 0)
         close(m->lock_fd);
     free(m);

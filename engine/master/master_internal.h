@@ -1,21 +1,27 @@
-/* master_internal.h - the master's state, shared by its three files:
- *   master.c         life cycle: create, HELLO, the loop, stop, shutdown
- *   master_sched.c   the hot path: ready tasks, dispatch, results
- *   master_report.c  the end: stdio merge, statistics, cluster-summary
- * Not a public header: only these files include it.
+/* master_internal.h - the master's state, one sub-struct per file that owns
+ * it; only engine/master/ includes this header.
  *
- * Per-task state lives in one flat array indexed by task id, run[t]
- * (struct task_run: remaining parents, attempts, state), beside the
- * read-only DAG.  Invariants:
- *   - a task is in the ready queue iff run[t].state == TASK_READY;
- *   - run[t].remaining == number of parents of t not yet TASK_DONE;
- *   - for every node, its committed CPUs in m->place (sched/placement.h)
- *     == sum(cpus of the tasks sent to it and not yet reported back:
- *     running or queued there) (same for memory and GPUs), and inflight ==
- *     number of TASK_RUNNING tasks;
- *   - nodes[i] and placement node i are the same node.
- * All of it is owned by the master thread; other threads only reach the
- * mailbox and the abort flag.
+ *   master.c          life cycle, HELLO, the loop, shutdown   phase, nodes, agents, clock
+ *   master_sched.c    ready tasks, dispatch, results          sched, st
+ *   master_events.c   per-task event log sequence numbers     events
+ *   master_rescue.c   the rescue log and its lock             rescue
+ *   master_forward.c  forwarded data, the run's own files     fwd
+ *   master_report.c   -o/-e, stdio merge, statistics, summary out
+ *   master_status.c   progress line, --status, --summary-json status
+ *
+ * A sub-struct is written by the file that owns it, elsewhere only
+ * through that file's functions below (inline ones on the hot path;
+ * struct node says who writes which field); any file may read it.  Calls
+ * go one way: master.c -> the others; master_sched.c and master_report.c
+ * -> events, rescue, forward, status; those four call no master file.
+ *
+ * Invariants (master thread; other threads reach only box and abort_*):
+ *   - a task is in sched.ready iff sched.run[t].state == TASK_READY;
+ *   - sched.run[t].remaining == parents of t not yet TASK_DONE;
+ *   - per node, its committed CPUs, memory and GPUs in sched.place ==
+ *     the sum over the tasks sent to it and not reported back;
+ *     sched.inflight == number of TASK_RUNNING tasks;
+ *   - nodes.at[i] and placement node i are the same node.
  */
 #ifndef PMC_MASTER_INTERNAL_H
 #define PMC_MASTER_INTERNAL_H
@@ -23,11 +29,12 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <time.h>
+#include <sys/stat.h>
+#include <sys/types.h>
 
-#include "engine/transport/local_link.h"
 #include "engine/master/master.h"
 #include "engine/master/monitor.h"
+#include "engine/transport/local_link.h"
 #include "io/clock.h"
 #include "io/dag.h"
 #include "io/fdcache.h"
@@ -39,42 +46,89 @@
 
 _Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits");
 
-/* What the master keeps of each task while the run goes, in one 8-byte
- * entry (an array of structs, where the DAG is columns): the fields read
- * together when a result comes back (state and attempt) and when a parent
- * is done (remaining and state) share a cache line: one line to fetch
- * on a DAG far larger than the caches, not two or three (read from the
- * layout; the gain measured is docs/performance-history.md section 8's A/B). */
-struct task_run {
-    uint32_t remaining; /* parents not done yet */
-    uint16_t attempts;  /* started so far; -t is at most DAG_MAX_TRIES */
-    uint8_t state;      /* enum task_state */
-};
-
 #define HELLO_TIMEOUT_S 120.0
 #define IDLE_WAIT_US 500000
-/* How long CPUs stay idle, while a node queues beyond its CPUs, before the
- * master recalls tasks (s): longer than the 2 ms a node's results may wait
- * for companions while it queues less than a round (RESULT_DELAY_MS), so
- * that results on their way, which free what the master counts as queued,
- * do not draw a RECALL that finds nothing to give back. */
+/* CPUs idle this long (s) while a node queues beyond its CPUs draw a
+ * RECALL; longer than a node's RESULT_DELAY_MS, so results already on
+ * their way do not draw one. */
 #define RECALL_AFTER_S 0.005
 
 enum task_state { TASK_WAITING, TASK_READY, TASK_RUNNING, TASK_DONE, TASK_FAILED };
 
-/* A node agent as the transport sees it; what it offers and what is
- * committed on it are in m->place, at the same index. */
+/* Per task, 8 bytes: what a result (state, attempts) and a parent's end
+ * (remaining, state) read share one cache line (docs/performance.md). */
+struct task_run {
+    uint32_t remaining; /* parents not done yet */
+    uint16_t attempts;  /* started so far, <= DAG_MAX_TRIES */
+    uint8_t state;      /* enum task_state */
+};
+
+/* How far the run is toward its end; only rises (master__raise()). */
+enum master_phase {
+    PHASE_RUN,        /* dispatching */
+    PHASE_STOP,       /* no more dispatch (-m reached): DRAIN due */
+    PHASE_STOP_SENT,  /* DRAIN went to every agent */
+    PHASE_ABORT,      /* aborting (signal, wall time, batch job's end, error): ABORT due */
+    PHASE_ABORT_SENT, /* ABORT went to every agent */
+};
+
+/* A node agent that said HELLO; its resources are in sched.place at the
+ * same index.  tasks/listed: master_sched.c; files_seen: master.c;
+ * output_lost: master.c and master_report.c. */
 struct node {
     int rank;
     uint32_t host_rank;
-    uint32_t host; /* index of its host in the monitor */
+    uint32_t host; /* its host in the monitor */
     char *hostname;
-    struct msgbuf batch; /* TASKS being built this round */
-    bool batch_listed;   /* in master.batch_list this round */
+    struct msgbuf tasks; /* the TASKS message being built this round */
+    bool listed;         /* in sched.listed this round */
     bool files_seen[2];  /* its DAG.out.R, DAG.err.R were there at its HELLO */
     bool output_lost;    /* its tasks' output was found lost (LOST, a deleted file) */
 };
 
+/* master.c: the registered nodes; NULL until master_begin(). */
+struct master_nodes {
+    struct node *at; /* cfg.nranks slots, n used, in HELLO order */
+    int n;
+    int *of_rank;        /* rank -> index in at, -1 if none */
+    uint32_t cpus, gpus; /* totals over the nodes */
+};
+
+/* master.c: every agent, registered or not, and the mails that end a run,
+ * built by master_create() so that ending never allocates. */
+struct master_agents {
+    int *rank;         /* cfg.nagents ranks */
+    int *of_rank;      /* cfg.nranks: rank -> index in rank, -1 if it runs none */
+    bool *said_bye;    /* per agent: its BYE came */
+    struct mail **ctl; /* per agent ABORT, DRAIN, SHUTDOWN mails; NULL once sent */
+};
+
+/* master.c: times of the run. */
+struct master_clock {
+    double start;        /* epoch s of master_begin() */
+    double start_mono;   /* CLOCK_MONOTONIC s of the same instant */
+    double wall_start;   /* CLOCK_MONOTONIC s --max-wall-time counts from */
+    double stop_mono;    /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
+    uint64_t run_cpu_ns; /* master_run()'s thread CPU, set as it returns */
+};
+
+/* master_sched.c: the scheduling state. */
+struct master_sched {
+    struct task_run *run;           /* per task */
+    struct ready_queue *ready;      /* sized for every task: pushes never allocate */
+    struct placement *place;        /* per node accounting (sched/placement.h) */
+    struct placement_demand demand; /* the DAG's requests, for place */
+    uint32_t *ran_on;               /* per task: node of its success; NULL: null executor */
+    uint32_t inflight;              /* TASK_RUNNING tasks */
+    int *listed;                    /* nodes with a TASKS message being built */
+    int nlisted;
+    bool link_sent;    /* tasks went through the local link this round */
+    double recall_at;  /* CLOCK_MONOTONIC s a due RECALL goes out; 0 = none due */
+    char *fwd_scratch; /* a task's forwards in wire form */
+    size_t fwd_scratch_cap;
+};
+
+/* master_sched.c writes, the end-of-run files read. */
 struct master_stats {
     uint32_t submitted, succeeded, failed, extra;
     uint32_t finished_attempts;     /* attempts that ran to an end (not handed back) */
@@ -82,18 +136,64 @@ struct master_stats {
     double first_start, last_end;   /* epoch s, for the makespan */
     uint64_t task_msgs, tasks_sent; /* TASKS messages and their items */
     uint64_t result_msgs, results_recv;
-    uint64_t tasks_local, results_local; /* handed over in memory (local_link.h) */
-    uint64_t recalls, recalled;          /* RECALLs sent; tasks their answers gave back */
+    uint64_t tasks_local, results_local; /* through the local link */
+    uint64_t recalls, recalled;          /* RECALLs sent; tasks given back */
 };
 
-/* A task that failed for good, for the status and summary JSON. */
+/* master_events.c: task events for the event logs. */
+struct master_events {
+    struct monitor *monitor; /* NULL before master_open_outputs() and after the end */
+    uint32_t *seq;           /* per task submit sequence number; NULL: no task events */
+    uint8_t *executed;       /* per task: EXECUTE written for the current attempt */
+    uint32_t next_seq;
+};
+
+/* master_rescue.c: the rescue log. */
+struct master_rescue {
+    char *path;
+    struct rescue_writer *writer; /* from master_begin() to the end; NULL: none */
+    int lock_fd;                  /* its lock; -1 none, -2 could not lock */
+    bool created;                 /* created empty for its lock */
+    uint8_t *done_before;         /* per task, from the old log */
+    uint32_t ndone_before;
+    uint64_t writer_cpu_ns; /* read as the run ends */
+};
+
+/* A file of the run (DAG, rescue log, -o, -e, a rank's output), by identity. */
+struct own_file {
+    dev_t dev;
+    ino_t ino;
+    const char *what;
+};
+
+/* A block written for the result at hand: its destination and offset. */
+struct fwd_written {
+    const char *dest;
+    int64_t start;
+};
+
+/* master_forward.c: forwarded data (-f, -F). */
+struct master_forward {
+    struct fdcache *cache;
+    struct fwd_written *written; /* blocks of the result being written */
+    size_t written_cap;
+    struct own_file *own; /* files forwards may not write */
+    size_t nown, own_cap;
+    bool own_listed;
+};
+
+/* master_report.c: -o (0) and -e (1). */
+struct master_output {
+    int fd[2];    /* 1 / 2 without; may be one descriptor; -1 once closed */
+    bool gone[2]; /* no longer at its path as the merge began */
+};
+
 struct failed_task {
     uint32_t task;
     int exit_code;
 };
 
-/* Progress line, status file and JSON summary (master_status.c); all off
- * (tracking false, NULL arrays) unless asked for. */
+/* master_status.c; all off (tracking false, NULL arrays) unless asked for. */
 struct master_status {
     bool tracking;        /* progress, --status or --summary-json asked */
     struct progress prog; /* remaining critical path, rate */
@@ -105,123 +205,232 @@ struct master_status {
     bool file_failed;            /* --status could not be written (said once) */
 };
 
-/* A file of the run itself (the DAG, its rescue log, -o, -e, a rank's
- * output): what it is, by identity (master_forward_guard()). */
-struct own_file {
-    dev_t dev;
-    ino_t ino;
-    const char *what;
-};
-
-/* A block of forwarded data written for the result at hand: where it went
- * (the DAG's string) and where it began (fdcache_last_start()), to undo it
- * when a later block fails (master_sched.c). */
-struct fwd_written {
-    const char *dest;
-    int64_t start;
-};
-
 struct master {
     struct master_config cfg;
-    uint64_t run_cpu_ns;         /* master_run()'s thread CPU, set as it returns */
-    uint64_t rescue_cpu_ns;      /* the rescue writer's CPU, read as it ends */
-    struct fdcache *fdcache;     /* I/O forwarding destinations */
-    struct fwd_written *written; /* the blocks of the result being written */
-    struct own_file *own;        /* the run's own files, forwards may not write (master.c) */
-    size_t nown, own_cap;
-    bool own_listed;
-    size_t written_cap;
-    struct monitor *monitor; /* jobstate.log, dagman.out, resource log */
-    uint32_t *seq;           /* submit sequence number per task (monitor only) */
-    uint8_t *executed;       /* EXECUTE written for the current attempt (monitor only) */
-    int out_fd, err_fd;      /* -o / -e (1 / 2 without), opened at start */
-    bool output_gone[2];     /* -o / -e was no longer at its path as the merge began */
-    uint32_t next_seq;
-    char *fwd_scratch; /* a task's forwards in wire form */
-    size_t fwd_scratch_cap;
-    int lock_fd;         /* holds the DAG lock; -1 none, -2 could not lock */
-    int rescue_lock_fd;  /* holds the rescue log's lock; -1 none, -2 could not lock */
-    bool rescue_created; /* the rescue log was created empty for its lock (master.c) */
-    char *rescue_path;
     struct dag *dag;
-    uint8_t *done_before; /* from the old rescue log */
-    uint32_t *ran_on;     /* per task: the node whose attempt succeeded (NULL: null executor) */
-    uint32_t ndone_before;
-    struct task_run *run; /* per task */
-    struct ready_queue *ready;
-    struct node *nodes;
-    int nnodes;
-    int *node_of_rank;              /* rank -> index in nodes, -1 if none */
-    struct placement *place;        /* per-node accounting, open list, deferral */
-    struct placement_demand demand; /* the DAG's requests, for place */
-    uint32_t cpus_total, gpus_total;
-    int *batch_list; /* nodes with a TASKS batch being built this round */
-    int nbatch;
-    uint32_t inflight;
+    int lock_fd; /* the DAG's lock; -1 none, -2 could not lock */
     struct mailbox box;
-    struct mailbox_spin_state spin; /* spin-then-park state of the main loop's waits */
+    struct mailbox_spin_state spin; /* the main loop's waits */
     struct comm *comm;
-    struct local_link *link; /* rank 0's own node, or NULL (local_link.h) */
-    bool link_sent;          /* tasks went through link this round: notify */
-    struct rescue_writer *rescue;
-    struct master_stats st;
-    struct master_status status;
-    double start, start_mono;
-    double stop_mono;  /* CLOCK_MONOTONIC s of cfg.stop_at; 0 = none */
-    double recall_at;  /* CLOCK_MONOTONIC s when a due recall goes out (master__recall()); 0 = none
-                          due */
-    double wall_start; /* CLOCK_MONOTONIC s --max-wall-time counts from */
-    bool stop_dispatch, max_failures_hit, aborting, fatal;
-    bool abort_sent, drain_sent; /* ABORT / DRAIN went to every node */
-    /* The agents, registered or not, and the messages that end a run, built
-     * by master_create() so that ending never allocates (master.c). */
-    int *agent_rank;    /* cfg.nagents ranks */
-    int *agent_of_rank; /* rank -> index in agent_rank, -1 if it runs none */
-    bool *said_bye;     /* per agent: its BYE came (no more messages from it) */
-    struct mail **ctl;  /* per agent, CTL_KINDS mails (ABORT, DRAIN, SHUTDOWN); NULL once sent */
+    struct local_link *link; /* rank 0's own node, or NULL */
+    enum master_phase phase;
+    bool fatal; /* an error: the run aborts and fails */
     atomic_int abort_requested;
     const char *_Atomic abort_reason;
+    struct master_clock clock;
+    struct master_nodes nodes;
+    struct master_agents agents;
+    struct master_sched sched;
+    struct master_stats st;
+    struct master_events events;
+    struct master_rescue rescue;
+    struct master_forward fwd;
+    struct master_output out;
+    struct master_status status;
 };
+
+/* ---- shared readers and the phase (any master file) --------------------- */
 
 static inline const char *task_name(const struct master *m, uint32_t t)
 {
     return dag_task_name(m->dag, t);
 }
 
-/* master_sched.c */
+static inline bool master__dispatching(const struct master *m)
+{
+    return m->phase == PHASE_RUN;
+}
+
+static inline bool master__aborting(const struct master *m)
+{
+    return m->phase >= PHASE_ABORT;
+}
+
+static inline void master__raise(struct master *m, enum master_phase p)
+{
+    if (m->phase < p)
+        m->phase = p;
+}
+
+/* The run fails; master_step() turns it into an abort. */
+static inline void master__fail(struct master *m)
+{
+    m->fatal = true;
+}
+
+static inline bool master__max_failures_hit(const struct master *m)
+{
+    return m->cfg.max_failures && m->st.failed >= m->cfg.max_failures;
+}
+
+static inline bool master__done_before(const struct master *m, uint32_t t)
+{
+    return m->rescue.done_before[t];
+}
+
+static inline enum task_state master__task_state(const struct master *m, uint32_t t)
+{
+    return (enum task_state)m->sched.run[t].state;
+}
+
+static inline uint32_t master__task_attempts(const struct master *m, uint32_t t)
+{
+    return m->sched.run[t].attempts;
+}
+
+/* ---- master_sched.c ------------------------------------------------------ */
+
+/* Per-task state for m->dag: 0, or -1 with ENOMEM (master_create()). */
+int master__sched_create(struct master *m);
+/* Placement and the per-round lists for cfg.nranks nodes: 0, or -1 with
+ * ENOMEM, nothing kept (master_begin()). */
+int master__sched_prepare(struct master *m);
+void master__sched_free(struct master *m);
+/* Account a node that said HELLO (index m->nodes.n before it is added). */
+void master__sched_add_node(struct master *m, const struct msg_hello *h);
+/* PMC's check: every task not done before fits some node; -1 logged. */
+int master__check_capable(struct master *m);
 int master__init_ready(struct master *m);
 void master__dispatch(struct master *m);
-
-/* placement_demand.look_ahead for m (ctx): starts the cache misses of what
- * placing task t will touch; changes nothing.  Master thread. */
-void master__look_ahead(void *ctx, uint32_t t);
-
-/* While dispatching: once CPUs have been idle for RECALL_AFTER_S while
- * nodes hold tasks beyond their CPUs, ask those nodes to give some back
- * (RECALL; sched/placement.h, "Recalls").  A RECALL that cannot be sent
- * only leaves the balance as it is (a warning). */
+/* Once CPUs idled RECALL_AFTER_S while nodes queue beyond theirs, RECALL
+ * (sched/placement.h "Recalls"); a failed send is a warning. */
 void master__recall(struct master *m);
+/* CLOCK_MONOTONIC s a due RECALL goes out; 0 = none due. */
+double master__recall_at(const struct master *m);
+/* Handlers of one mail each: 0, or -1 (logged) on a bad message. */
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r);
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r);
-/* A node's answer to a RECALL: how many tasks it gave back (their results
- * come before it, or on the local link).  -1 on a bad message. */
 int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r);
-/* The index in m->nodes of rank's node; -1 (logged: "WHAT from rank R,
- * which has no node agent") when it has none. */
-int master__node_index(const struct master *m, int rank, const char *what);
-/* Apply every event the local agent queued on m->link (none without one). */
+/* Apply every event the local agent queued on m->link. */
 void master__drain_local(struct master *m);
+/* The index in m->nodes.at of rank's node; -1 (logged "WHAT from rank R,
+ * which has no node agent") when none. */
+int master__node_index(const struct master *m, int rank, const char *what);
 
-/* master_report.c */
+static inline uint32_t master__inflight(const struct master *m)
+{
+    return m->sched.inflight;
+}
+
+static inline uint32_t master__ready_count(const struct master *m)
+{
+    return m->sched.ready ? (uint32_t)rq_size(m->sched.ready) : 0;
+}
+
+/* Node i's accounting (sched/placement.h), for reports. */
+static inline const struct placement_node *master__node_load(const struct master *m, int i)
+{
+    return placement_node_at(m->sched.place, i);
+}
+
+/* ---- master_events.c ------------------------------------------------------ */
+
+/* Open the logs cfg asks for, and per-task numbers if they want task
+ * events: 0, or -1 (logged). */
+int master__events_open(struct master_events *ev, const struct master_config *cfg, uint32_t ntasks);
+/* The workflow's start event (every output opened). */
+void master__events_start(struct master_events *ev);
+/* The workflow's end: SUCCESS when ok and no log lost lines, else
+ * FAILURE; then close.  ok, false when a log lost lines (logged). */
+bool master__events_end(struct master_events *ev, bool ok);
+void master__events_free(struct master_events *ev);
+
+static inline bool master__events_per_task(const struct master_events *ev)
+{
+    return ev->seq != NULL;
+}
+
+/* A new attempt of t was queued: new sequence number, SUBMIT. */
+static inline void master__events_queued(struct master_events *ev, const struct dag *d, uint32_t t)
+{
+    if (!ev->seq)
+        return;
+    ev->seq[t] = ev->next_seq++;
+    ev->executed[t] = 0;
+    monitor_event(ev->monitor, WF_TASK_QUEUED, dag_task_name(d, t), ev->seq[t], 0);
+}
+
+/* EXECUTE of t's current attempt, stamped start (epoch s), once. */
+static inline void master__events_executed(struct master_events *ev, const struct dag *d,
+                                           uint32_t t, double start)
+{
+    if (!ev->seq || ev->executed[t])
+        return;
+    ev->executed[t] = 1;
+    monitor_event_at(ev->monitor, WF_TASK_EXECUTE, dag_task_name(d, t), ev->seq[t], 0, start);
+}
+
+/* SUCCESS or FAILURE (e) of t's current attempt with its exit code. */
+static inline void master__events_ended(struct master_events *ev, const struct dag *d, uint32_t t,
+                                        enum wf_event e, int code)
+{
+    if (ev->seq)
+        monitor_event(ev->monitor, e, dag_task_name(d, t), ev->seq[t], code);
+}
+
+/* ---- master_rescue.c ------------------------------------------------------ */
+
+/* The path (cfg's, or DAG.rescue) and per-task done set for ntasks: 0, or
+ * -1 with ENOMEM. */
+int master__rescue_init(struct master_rescue *r, const struct master_config *cfg);
+int master__rescue_alloc(struct master_rescue *r, uint32_t ntasks);
+/* Check the path, take its lock (not with -n or the null executor), read
+ * the old log (not with -s): 0, or -1 with err. */
+int master__rescue_load(struct master_rescue *r, const struct master_config *cfg,
+                        const struct dag *d, struct pmc_error *err);
+/* Start the writer (rewrites the log); 0, or -1 logged. */
+int master__rescue_start(struct master_rescue *r, const struct master_config *cfg,
+                         const struct dag *d);
+/* The writer's error text once it failed, else NULL. */
+const char *master__rescue_error(const struct master_rescue *r);
+/* Flush and close the writer, keep the lock on the file now at the path:
+ * 0, or -1 when the log failed.  *kept: the file at the path is the log
+ * and always was; *lost: it is another file (leave it alone). */
+int master__rescue_end(struct master_rescue *r, bool *kept, bool *lost);
+/* Rewrite the log with the tasks keep[t] says: 0, or -1 with err. */
+int master__rescue_replace(struct master_rescue *r, const struct dag *d, const uint8_t *keep,
+                           struct pmc_error *err);
+/* Drop the lock; remove the empty log made for it if the run never wrote it. */
+void master__rescue_unlock(struct master_rescue *r);
+void master__rescue_free(struct master_rescue *r);
+
+static inline void master__rescue_done(struct master_rescue *r, uint32_t t)
+{
+    if (r->writer)
+        rescue_writer_append(r->writer, t);
+}
+
+/* ---- master_forward.c ------------------------------------------------------ */
+
+/* The destination cache (cfg.maxfds) guarded against m's own files:
+ * 0, or -1 with err. */
+int master__forward_init(struct master *m, struct pmc_error *err);
+/* Add the file of st (when ok) to the run's own files as `what`. */
+void master__forward_own(struct master_forward *f, const struct stat *st, bool ok,
+                         const char *what);
+/* Append task t's forwarded data in r to its destinations: 0, or -1
+ * (logged) with every block of r cut off again. */
+int master__forward_write(struct master *m, uint32_t t, const struct msg_result *r);
+/* Close every destination: 0, or -1 (logged) when a close failed. */
+int master__forward_close(struct master_forward *f);
+void master__forward_free(struct master_forward *f);
+
+/* ---- master_report.c -------------------------------------------------------- */
+
+/* Open -o and -e (truncated): 0, or -1 logged. */
+int master__output_open(struct master *m);
+void master__output_free(struct master_output *o);
+/* The end: merge stdio, close, verdict, statistics, summary; the exit status. */
 int master__finish(struct master *m);
 
-/* master_status.c: progress line, --status, --summary-json */
+/* ---- master_status.c --------------------------------------------------------- */
+
 int master__status_init(struct master *m); /* 0, or -1 (logged) */
 void master__status_sent(struct master *m, uint32_t t);
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code);
 void master__status_tick(struct master *m); /* each scheduling round */
-/* At the end: the last progress line, status file and summary; -1 when
- * --status or --summary-json could not be written (logged): the run fails. */
+/* The last line, status file and summary: -1 (logged) when a file could
+ * not be written (the run fails). */
 int master__status_end(struct master *m, bool ok, double wall);
 void master__status_free(struct master *m);
 

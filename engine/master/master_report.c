@@ -1,6 +1,6 @@
-/* master_report.c - the end of a run: merge the ranks' stdio files, print
- * the statistics and the [cluster-summary] record (COMPAT.md); see
- * master_internal.h. */
+/* master_report.c - -o and -e, and the end of a run: merge the ranks'
+ * stdio files, the verdict, the statistics and the [cluster-summary]
+ * record (COMPAT.md); see master_internal.h. */
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +16,59 @@
 #include "io/log.h"
 #include "io/records.h"
 #include "io/taskio.h"
+
+/* ---- -o and -e: opened before any task runs ----------------------------- */
+
+/* -o/-e PATH, truncated now and written at the end by the stdio merge. */
+static int master_open_dest(const char *path, int dflt, int *fd)
+{
+    if (!path) {
+        *fd = dflt;
+        return 0;
+    }
+    *fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (*fd >= 0)
+        return 0;
+    log_fatal("Unable to open %s: %s", path, strerror(errno));
+    return -1;
+}
+
+/* Do descriptors a and b open the same file (-o log -e ./log)? */
+static bool master_same_file(int a, int b)
+{
+    struct stat sa, sb;
+    return fstat(a, &sa) == 0 && fstat(b, &sb) == 0 && fdio_same_file(&sa, &sb);
+}
+
+int master__output_open(struct master *m)
+{
+    const struct master_config *c = &m->cfg; /* no two are one file: master_check_paths() */
+    int *fd = m->out.fd;
+    if (master_open_dest(c->out_path, 1, &fd[0]) < 0)
+        return -1;
+    if (c->err_path && c->out_path && !strcmp(c->err_path, c->out_path))
+        fd[1] = fd[0];
+    else if (master_open_dest(c->err_path, 2, &fd[1]) < 0)
+        return -1;
+    if ((fd[0] > 2 || fd[1] > 2) && fd[1] != fd[0] && master_same_file(fd[0], fd[1])) {
+        /* one file under two names (-o log -e ./log, or -e naming where
+         * stdout goes): one descriptor, or the merge's two offsets would
+         * write over each other; the one we opened goes */
+        int ours = fd[1] > 2 ? 1 : 0;
+        close(fd[ours]);
+        fd[ours] = fd[!ours];
+    }
+    return 0;
+}
+
+void master__output_free(struct master_output *o)
+{
+    if (o->fd[0] > 2)
+        close(o->fd[0]);
+    if (o->fd[1] > 2 && o->fd[1] != o->fd[0])
+        close(o->fd[1]);
+    o->fd[0] = o->fd[1] = -1;
+}
 
 /* ---- the end: merge, statistics, summary -------------------------------- */
 
@@ -34,7 +87,7 @@ static const char *master_output_path(const struct master *m, int k)
 static bool master_output_kept(const struct master *m, int k, const char *then)
 {
     const char *path = master_output_path(m, k);
-    int fd = k ? m->err_fd : m->out_fd;
+    int fd = m->out.fd[k];
     if (!path || fd < 0 || fdio_still_at(fd, path))
         return true;
     log_error("The %s file %s was deleted or replaced during the run: %s", k ? "-e" : "-o", path,
@@ -44,16 +97,16 @@ static bool master_output_kept(const struct master *m, int k, const char *then)
 
 /* Merge one per-rank file (k: 0 stdout, 1 stderr) into -o / -e: 0, or -1
  * (logged; the file is kept).  Not into an -o / -e that is no longer at its
- * path (m->output_gone[k], master__finish()): the file is kept, for the
+ * path (m->out.gone[k], master__finish()): the file is kept, for the
  * next run to merge. */
 static int master_merge_one(struct master *m, int k, const char *path)
 {
     const char *to = k ? (m->cfg.err_path ? m->cfg.err_path : "stderr")
                        : (m->cfg.out_path ? m->cfg.out_path : "stdout");
-    int fd = k ? m->err_fd : m->out_fd;
+    int fd = m->out.fd[k];
     struct pmc_error e;
     struct stat dst, src;
-    if (m->output_gone[k])
+    if (m->out.gone[k])
         return -1; /* said once by master_output_kept() */
     if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && fdio_same_file(&dst, &src))
         return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
@@ -123,10 +176,11 @@ static int master_merge_stdio(struct master *m)
              * something deleted it (a task's rm), and its tasks' output
              * with it; a file never seen is "no output" (a rank without an
              * agent, the simulator's nodes) */
-            int i = m->node_of_rank ? m->node_of_rank[r] : -1;
-            if (i >= 0 && m->nodes[i].files_seen[k] && access(path, F_OK) < 0 && errno == ENOENT) {
+            int i = m->nodes.of_rank ? m->nodes.of_rank[r] : -1;
+            if (i >= 0 && m->nodes.at[i].files_seen[k] && access(path, F_OK) < 0 &&
+                errno == ENOENT) {
                 log_error("Task output lost: %s was deleted during the run", path);
-                m->nodes[i].output_lost = true;
+                m->nodes.at[i].output_lost = true;
                 rc = -1;
                 continue;
             }
@@ -139,8 +193,8 @@ static int master_merge_stdio(struct master *m)
 static void master_print_stats(const struct master *m, double wall)
 {
     double rt = m->st.runtime;
-    double with = wall > 0 ? rt / (wall * (m->cpus_total + 1)) : 0;
-    double without = wall > 0 && m->cpus_total ? rt / (wall * m->cpus_total) : 0;
+    double with = wall > 0 ? rt / (wall * (m->nodes.cpus + 1)) : 0;
+    double without = wall > 0 && m->nodes.cpus ? rt / (wall * m->nodes.cpus) : 0;
     double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
     log_info("Resource utilization (with master): %lf", with);
     log_info("Resource utilization (without master): %lf", without);
@@ -172,14 +226,14 @@ static int master_print_summary(const struct master *m, bool failed, double wall
                                .succeeded = m->st.succeeded,
                                .failed_tasks = m->st.failed,
                                .extra = m->st.extra,
-                               .start = m->start,
+                               .start = m->clock.start,
                                .duration = wall,
                                .pid = (int)getpid(),
                                .app = m->cfg.program,
                                .runtime = m->st.runtime,
-                               .slots = m->cpus_total,
-                               .cpus = m->cpus_total,
-                               .gpus = m->gpus_total};
+                               .slots = m->nodes.cpus,
+                               .cpus = m->nodes.cpus,
+                               .gpus = m->nodes.gpus};
     char line[2048];
     size_t n = records_format_summary(line, sizeof line, &s);
     if (n >= sizeof line)
@@ -206,21 +260,10 @@ static bool master_stdout_read(const struct master *m)
     return false;
 }
 
-/* The rescue log at the end (after its last flush, rescue_writer_path()):
- * true when the file at its path is the log and always was; false
- * (logged as found) when it was deleted or replaced during the run, even
- * if it was written again since: the run fails.  *lost: the file at the
- * path is not the log (replaced), and must be left alone. */
-static bool master_rescue_kept(const struct master *m, bool *lost)
-{
-    enum rescue_path where = m->rescue ? rescue_writer_path(m->rescue) : RESCUE_PATH_KEPT;
-    *lost = where == RESCUE_PATH_LOST;
-    return where == RESCUE_PATH_KEPT;
-}
-
 static bool master_workflow_ok(const struct master *m)
 {
-    return !m->aborting && !m->fatal && m->st.succeeded + m->ndone_before == m->dag->ntasks;
+    return !master__aborting(m) && !m->fatal &&
+           m->st.succeeded + m->rescue.ndone_before == m->dag->ntasks;
 }
 
 /* Close -o and -e (not the inherited stdout and stderr) once the merge is
@@ -232,41 +275,29 @@ static int master_close_outputs(struct master *m)
 {
     int rc = 0;
     const char *path[2] = {m->cfg.out_path, m->cfg.err_path};
-    int *fd[2] = {&m->out_fd, &m->err_fd};
+    int *fd = m->out.fd;
     for (int k = 0; k < 2; k++) /* before any close: -o and -e may share one descriptor */
-        if (!m->output_gone[k] &&
-            !master_output_kept(m, k, "the task output merged into it is lost"))
+        if (!m->out.gone[k] && !master_output_kept(m, k, "the task output merged into it is lost"))
             rc = -1; /* gone during the merge: what it wrote is not where the user looks */
     for (int k = 0; k < 2; k++) {
-        if (*fd[k] > 2 && (k == 0 || *fd[1] != *fd[0]) && close(*fd[k]) < 0 && errno != EINTR) {
+        if (fd[k] > 2 && (k == 0 || fd[1] != fd[0]) && close(fd[k]) < 0 && errno != EINTR) {
             log_error("Task output may be lost: closing %s failed: %s", path[k], strerror(errno));
             rc = -1;
         }
     }
-    m->out_fd = m->err_fd = -1;
+    fd[0] = fd[1] = -1;
     return rc;
-}
-
-/* Close the forwarding destinations: -1 (logged) when a close failed, now
- * or at an eviction during the run (fdcache_close_all()). */
-static int master_close_forwards(struct master *m)
-{
-    struct pmc_error err;
-    if (fdcache_close_all(m->fdcache, &err) == 0)
-        return 0;
-    log_error("Forwarded output may be lost: %s", err.text);
-    return -1;
 }
 
 /* Whether task t was done in this run and lost its output: on its node (a
  * LOST, a deleted rank file), in -o / -e (all: one failed to close) or in
  * a forwarding destination (forwards: one failed to close; which one is
- * not told, so every task that forwards).  Only with m->ran_on. */
+ * not told, so every task that forwards).  Only with m->sched.ran_on. */
 static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool forwards)
 {
-    if (m->run[t].state != TASK_DONE || m->done_before[t])
+    if (master__task_state(m, t) != TASK_DONE || master__done_before(m, t))
         return false;
-    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes[m->ran_on[t]].output_lost;
+    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes.at[m->sched.ran_on[t]].output_lost;
 }
 
 /* Output found lost at the end must not stay vouched for: the DONE records
@@ -276,30 +307,10 @@ static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool f
  * output.  The run fails anyway; this only logs.  Tasks done in earlier
  * runs keep their records (a rank file they left, merged now, is not
  * told apart). */
-/* Keep the lock on the rescue log now at its path through fd, a
- * descriptor of it from the writer or rescue_replace(): the lock taken at
- * start (master_lock_rescue()) is on a file the writer's rename unlinked,
- * so from the writer's close to the end of the run the path would be
- * unlocked and a second run could start on it.  fd -1 or a run without the
- * lock: nothing kept. */
-static void master_keep_rescue_lock(struct master *m, int fd)
-{
-    if (fd < 0)
-        return;
-    if (m->rescue_lock_fd < 0) {
-        close(fd);
-        return;
-    }
-    close(m->rescue_lock_fd);
-    m->rescue_lock_fd = fd;
-    m->rescue_created = false; /* the writer's file, not the empty one made to lock */
-}
-
 static void master_take_back_lost(struct master *m, bool all, bool forwards, bool rescue_lost)
 {
     const struct dag *d = m->dag;
-    int lock_fd = -1;
-    if (!m->ran_on)
+    if (!m->sched.ran_on)
         return; /* the null executor records nothing */
     uint32_t n = 0, first = 0;
     /* counted first (memory only for a loss), from the end: first is the lowest id */
@@ -313,66 +324,49 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards, boo
     if (rescue_lost) { /* the file at its path is another one: never replaced */
         log_error("Task output lost: %u tasks (%s%s) are not taken out of the rescue log, which "
                   "is not at %s",
-                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue.path);
         return;
     }
     struct pmc_error err;
     uint8_t *keep = malloc(d->ntasks);
     for (uint32_t t = 0; keep && t < d->ntasks; t++)
-        keep[t] = m->run[t].state == TASK_DONE && !master_lost_now(m, t, all, forwards);
+        keep[t] = master__task_state(m, t) == TASK_DONE && !master_lost_now(m, t, all, forwards);
     if (!keep)
-        log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue_path,
+        log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue.path,
                   n);
-    else if (rescue_replace(m->rescue_path, d, keep, &lock_fd, &err) < 0)
-        log_error("%s still lists %u tasks whose output was lost: %s", m->rescue_path, n, err.text);
+    else if (master__rescue_replace(&m->rescue, d, keep, &err) < 0)
+        log_error("%s still lists %u tasks whose output was lost: %s", m->rescue.path, n, err.text);
     else
         log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "
                   "of %s",
-                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue_path);
+                  n, task_name(m, first), n > 1 ? ", ..." : "", m->rescue.path);
     free(keep);
-    master_keep_rescue_lock(m, lock_fd);
 }
 
 int master__finish(struct master *m)
 {
-    bool rescue_lost = false, rescue_kept = true;
-    if (m->rescue) { /* the writer's CPU, its work done, before it ends */
-        struct rescue_writer_stats st;
-        (void)rescue_writer_flush(m->rescue); /* a failure stays: close() reports it */
-        rescue_kept = master_rescue_kept(m, &rescue_lost);
-        rescue_writer_get_stats(m->rescue, &st);
-        m->rescue_cpu_ns = st.cpu_ns;
-        log_debug("Rescue log %s: %llu writes, %llu fdatasync calls", m->rescue_path,
-                  (unsigned long long)st.writes, (unsigned long long)st.syncs);
-    }
-    int lock_fd = -1;
-    if (m->rescue && rescue_writer_close_locked(m->rescue, &lock_fd) < 0 && !m->fatal) {
+    bool rescue_lost, rescue_kept;
+    if (master__rescue_end(&m->rescue, &rescue_kept, &rescue_lost) < 0 && !m->fatal) {
         log_fatal("Rescue log failed");
-        m->fatal = true;
+        master__fail(m);
     }
-    master_keep_rescue_lock(m, lock_fd);
-    m->rescue = NULL;
-    double wall = pmc_mono_s() - m->start_mono;
+    double wall = pmc_mono_s() - m->clock.start_mono;
     for (int k = 0; k < 2; k++) /* gone before the merge: the ranks' files keep the output */
-        m->output_gone[k] = !master_output_kept(
+        m->out.gone[k] = !master_output_kept(
             m, k,
             "the task output is not merged into it; the ranks' files keep it for the next run");
     bool merged = master_merge_stdio(m) == 0;
     bool closed = master_close_outputs(m) == 0;
-    bool forwarded = master_close_forwards(m) == 0;
+    bool forwarded = master__forward_close(&m->fwd) == 0;
     master_take_back_lost(m, !closed, !forwarded, rescue_lost);
     bool read = master_stdout_read(m);
-    bool ok = master_workflow_ok(m) && merged && closed && forwarded && rescue_kept && read &&
-              !monitor_failed(m->monitor);
-    monitor_event(m->monitor, ok ? WF_WORKFLOW_SUCCESS : WF_WORKFLOW_FAILURE, NULL, 0, 0);
-    if (monitor_close(m->monitor) < 0)
-        ok = false; /* its last lines were lost */
-    m->monitor = NULL;
+    bool ok = master__events_end(&m->events, master_workflow_ok(m) && merged && closed &&
+                                                 forwarded && rescue_kept && read);
     if (master__status_end(m, ok, wall) < 0)
         ok = false;
-    if (m->aborting)
+    if (master__aborting(m))
         log_error("Aborting workflow");
-    if (m->max_failures_hit)
+    if (master__max_failures_hit(m))
         log_error("Max failures reached: DAG prematurely aborted");
     master_print_stats(m, wall);
     if (master_print_summary(m, !ok, wall) < 0)

@@ -1,11 +1,9 @@
 /* master_sched.c - the master's hot path: ready tasks, dispatch to nodes,
  * results; see master_internal.h for the state and its invariants.
  *
- * Dispatch (docs/design.md section 2) is decided by sched/placement.h: per-node
- * accounting with a prefetch window, the open list and its hysteresis,
- * round-robin placement, priorities with PMC's deferral rule.  This file
- * does the acting: it builds one TASKS batch per node and round, sends
- * them, and applies the results.
+ * What goes where is decided by sched/placement.h (docs/design.md section
+ * 2); this file acts on it: one TASKS message per node and round, sent,
+ * and the results applied.
  */
 #include <errno.h>
 #include <math.h>
@@ -25,13 +23,10 @@
 static int master_make_ready(struct master *m, uint32_t t, bool front)
 {
     int32_t prio = m->dag->priority[t];
-    m->run[t].state = TASK_READY;
-    if (m->seq && !front) {
-        m->seq[t] = m->next_seq++;
-        m->executed[t] = 0;
-        monitor_event(m->monitor, WF_TASK_QUEUED, task_name(m, t), m->seq[t], 0);
-    }
-    return front ? rq_push_front(m->ready, t, prio) : rq_push(m->ready, t, prio);
+    m->sched.run[t].state = TASK_READY;
+    if (!front)
+        master__events_queued(&m->events, m->dag, t);
+    return front ? rq_push_front(m->sched.ready, t, prio) : rq_push(m->sched.ready, t, prio);
 }
 
 /* Each task's remaining parents from the DAG and the done set; queue the
@@ -40,16 +35,16 @@ int master__init_ready(struct master *m)
 {
     const struct dag *d = m->dag;
     for (uint32_t t = 0; t < d->ntasks; t++)
-        m->run[t].remaining = d->nparents[t];
+        m->sched.run[t].remaining = d->nparents[t];
     for (uint32_t t = 0; t < d->ntasks; t++) {
-        if (!m->done_before[t])
+        if (!master__done_before(m, t))
             continue;
-        m->run[t].state = TASK_DONE;
+        m->sched.run[t].state = TASK_DONE;
         for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
-            m->run[d->children[e]].remaining--;
+            m->sched.run[d->children[e]].remaining--;
     }
     for (uint32_t t = 0; t < d->ntasks; t++)
-        if (m->run[t].state == TASK_WAITING && m->run[t].remaining == 0 &&
+        if (m->sched.run[t].state == TASK_WAITING && m->sched.run[t].remaining == 0 &&
             master_make_ready(m, t, false) < 0)
             return -1;
     return 0;
@@ -63,7 +58,7 @@ static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
 {
     if (m->dag->time_limit_ms[t])
         return m->dag->time_limit_ms[t];
-    return m->demand.default_limit_ms;
+    return m->sched.demand.default_limit_ms;
 }
 
 /* Does a failure of task t's current attempt count toward -m (its last
@@ -77,9 +72,9 @@ static bool master_holds_on_failure(const struct master *m, uint32_t t, uint32_t
 static uint32_t master_task_flags(const struct master *m, uint32_t t)
 {
     const struct dag *d = m->dag;
-    return (m->seq ? MSG_TASK_NOTIFY_START : 0) |
+    return (master__events_per_task(&m->events) ? MSG_TASK_NOTIFY_START : 0) |
            (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0) |
-           (master_holds_on_failure(m, t, m->run[t].attempts) ? MSG_TASK_HOLD_ON_FAILURE : 0);
+           (master_holds_on_failure(m, t, m->sched.run[t].attempts) ? MSG_TASK_HOLD_ON_FAILURE : 0);
 }
 
 /* Task t's TASKS item as the master sends it (forwards packed in m's
@@ -88,12 +83,13 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 {
     const struct dag *d = m->dag;
     msg_task_from_dag(d, t, mt);
-    mt->attempt = m->run[t].attempts;
+    mt->attempt = m->sched.run[t].attempts;
     mt->flags = master_task_flags(m, t);
     mt->time_limit_ms = task_time_limit_ms(m, t);
-    if (mt->nfwd && msg_pack_forwards(d, t, &m->fwd_scratch, &m->fwd_scratch_cap, &mt->fwd_len) < 0)
+    if (mt->nfwd &&
+        msg_pack_forwards(d, t, &m->sched.fwd_scratch, &m->sched.fwd_scratch_cap, &mt->fwd_len) < 0)
         return -1;
-    mt->fwd = mt->nfwd ? m->fwd_scratch : NULL;
+    mt->fwd = mt->nfwd ? m->sched.fwd_scratch : NULL;
     return 0;
 }
 
@@ -102,70 +98,69 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 static int master_hand_over(struct master *m, uint32_t t)
 {
     struct local_task lt = {.id = t,
-                            .attempt = m->run[t].attempts,
+                            .attempt = m->sched.run[t].attempts,
                             .flags = master_task_flags(m, t),
                             .time_limit_ms = task_time_limit_ms(m, t)};
     if (!local_link_send_task(m->link, &lt))
         return -1;
-    m->link_sent = true;
+    m->sched.link_sent = true;
     m->st.tasks_local++;
     return 0;
 }
 
-/* Node n's TASKS batch goes now (nothing when it is empty). */
-static void master_send_batch(struct master *m, struct node *n)
+/* Node n's TASKS message goes now (nothing when it is empty). */
+static void master_send_tasks(struct master *m, struct node *n)
 {
-    if (n->batch.count == 0)
+    if (n->tasks.count == 0)
         return;
     m->st.task_msgs++;
-    m->st.tasks_sent += n->batch.count;
-    msg_end(&n->batch);
-    if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->batch) < 0) {
+    m->st.tasks_sent += n->tasks.count;
+    msg_end(&n->tasks);
+    if (comm_send(m->comm, n->rank, COMM_TO_AGENT, &n->tasks) < 0) {
         log_fatal("Cannot send tasks to rank %d: %s", n->rank, strerror(errno));
-        m->fatal = true;
+        master__fail(m);
     }
 }
 
-/* Add task t to node n's TASKS batch; a batch of MSG_SPLIT_BYTES or more
- * goes at once, so that a message stays far below MSG_MAX_BYTES (tasks of
- * long command lines passed it: "Message too long" stopped the run). */
-static int master_batch_task(struct master *m, struct node *n, uint32_t t)
+/* Add task t to node n's TASKS message; one of MSG_SPLIT_BYTES or more
+ * goes at once, so that a message stays far below MSG_MAX_BYTES. */
+static int master_add_task(struct master *m, struct node *n, uint32_t t)
 {
     if (m->link && n->rank == 0)
         return master_hand_over(m, t);
     struct msg_task mt;
     if (master_task_item(m, t, &mt) < 0)
         return -1;
-    if (n->batch.count == 0) {
-        if (msg_begin(&n->batch, MSG_TASKS) < 0)
+    if (n->tasks.count == 0) {
+        if (msg_begin(&n->tasks, MSG_TASKS) < 0)
             return -1;
-        if (!n->batch_listed)
-            m->batch_list[m->nbatch++] = (int)(n - m->nodes);
-        n->batch_listed = true;
+        if (!n->listed)
+            m->sched.listed[m->sched.nlisted++] = (int)(n - m->nodes.at);
+        n->listed = true;
     }
-    if (msg_add_task(&n->batch, &mt) < 0)
+    if (msg_add_task(&n->tasks, &mt) < 0)
         return -1;
-    if (n->batch.len >= MSG_SPLIT_BYTES)
-        master_send_batch(m, n);
+    if (n->tasks.len >= MSG_SPLIT_BYTES)
+        master_send_tasks(m, n);
     return 0;
 }
 
-/* Batch task t for node i (placement_dispatch() then commits it on the
+/* Add task t to node i's TASKS message (placement_dispatch() then commits it on the
  * node's accounting): -1 (ENOMEM) leaves t as it was. */
 static int master_assign(struct master *m, uint32_t t, int i)
 {
-    struct node *n = &m->nodes[i];
-    m->run[t].attempts++;
-    if (master_batch_task(m, n, t) < 0) {
-        m->run[t].attempts--;
+    struct node *n = &m->nodes.at[i];
+    m->sched.run[t].attempts++;
+    if (master_add_task(m, n, t) < 0) {
+        m->sched.run[t].attempts--;
         return -1;
     }
-    if (m->run[t].attempts > 1)
+    if (m->sched.run[t].attempts > 1)
         m->st.extra++;
-    m->run[t].state = TASK_RUNNING;
-    monitor_node_changed(m->monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
+    m->sched.run[t].state = TASK_RUNNING;
+    monitor_node_changed(m->events.monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
                          m->dag->gpus[t]);
-    m->inflight++;
+    m->sched.inflight++;
     m->st.submitted++;
     master__status_sent(m, t);
     log_trace("Scheduling task %s", task_name(m, t));
@@ -182,13 +177,13 @@ static int master_assign_cb(void *ctx, uint32_t t, int i)
  * entries, and its strings for a TASKS message), a few tasks before it is
  * placed.  placement prefetches the demand columns itself.  The strings'
  * offsets are loaded here, a miss that only feeds the prefetch. */
-void master__look_ahead(void *ctx, uint32_t t)
+static void master_look_ahead(void *ctx, uint32_t t)
 {
     const struct master *m = ctx;
     const struct dag *d = m->dag;
-    __builtin_prefetch(&m->run[t], 1);
+    __builtin_prefetch(&m->sched.run[t], 1);
     __builtin_prefetch(&d->child_first[t]);
-    if (m->link && m->nnodes == 1)
+    if (m->link && m->nodes.n == 1)
         return; /* the hand-over reads no more (master_hand_over) */
     __builtin_prefetch(&d->priority[t]);
     __builtin_prefetch(&d->argc[t]);
@@ -200,35 +195,36 @@ void master__look_ahead(void *ctx, uint32_t t)
     __builtin_prefetch(d->arena + d->argv[t]);
 }
 
-static void master_send_batches(struct master *m)
+static void master_send_all(struct master *m)
 {
-    for (int k = 0; k < m->nbatch; k++) {
-        struct node *n = &m->nodes[m->batch_list[k]];
-        master_send_batch(m, n);
-        n->batch_listed = false;
+    for (int k = 0; k < m->sched.nlisted; k++) {
+        struct node *n = &m->nodes.at[m->sched.listed[k]];
+        master_send_tasks(m, n);
+        n->listed = false;
     }
-    m->nbatch = 0;
-    if (m->link_sent)
+    m->sched.nlisted = 0;
+    if (m->sched.link_sent)
         local_link_notify_agent(m->link);
-    m->link_sent = false;
+    m->sched.link_sent = false;
 }
 
 void master__dispatch(struct master *m)
 {
-    if (m->stop_dispatch || rq_size(m->ready) == 0)
+    if (!master__dispatching(m) || rq_size(m->sched.ready) == 0)
         return;
-    double left = m->stop_mono > 0 ? m->stop_mono - pmc_mono_s() : INFINITY;
-    if (placement_dispatch(m->place, m->ready, &m->demand, left, master_assign_cb, m) < 0) {
+    double left = m->clock.stop_mono > 0 ? m->clock.stop_mono - pmc_mono_s() : INFINITY;
+    if (placement_dispatch(m->sched.place, m->sched.ready, &m->sched.demand, left, master_assign_cb,
+                           m) < 0) {
         log_fatal("Cannot dispatch tasks: %s", strerror(errno));
-        m->fatal = true;
+        master__fail(m);
     }
-    master_send_batches(m);
+    master_send_all(m);
 }
 
 static int master_recall_cb(void *ctx, int i, uint32_t cpus, const struct placement_fit *fit)
 {
     struct master *m = ctx;
-    struct node *n = &m->nodes[i];
+    struct node *n = &m->nodes.at[i];
     struct msgbuf b = {0};
     struct msg_recall rc = {
         .want_cpus = cpus, .cpus = fit->cpus, .gpus = fit->gpus, .memory_mb = fit->memory_mb};
@@ -250,17 +246,17 @@ static int master_recall_cb(void *ctx, int i, uint32_t cpus, const struct placem
 
 void master__recall(struct master *m)
 {
-    if (m->stop_dispatch || !m->nodes || !placement_recall_due(m->place)) {
-        m->recall_at = 0;
+    if (!master__dispatching(m) || !m->nodes.at || !placement_recall_due(m->sched.place)) {
+        m->sched.recall_at = 0;
         return;
     }
     double now = pmc_mono_s();
-    if (m->recall_at == 0)
-        m->recall_at = now + RECALL_AFTER_S;
-    if (now < m->recall_at)
+    if (m->sched.recall_at == 0)
+        m->sched.recall_at = now + RECALL_AFTER_S;
+    if (now < m->sched.recall_at)
         return; /* master_wait_us() wakes the master then */
-    m->recall_at = 0;
-    if (placement_recall(m->place, master_recall_cb, m) < 0)
+    m->sched.recall_at = 0;
+    if (placement_recall(m->sched.place, master_recall_cb, m) < 0)
         log_warn("Cannot recall tasks from a node (%s): its queue stays there", strerror(errno));
 }
 
@@ -271,24 +267,13 @@ static void master_release_children(struct master *m, uint32_t t)
     const struct dag *d = m->dag;
     for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
         uint32_t c = d->children[e];
-        if (--m->run[c].remaining == 0 && m->run[c].state == TASK_WAITING) {
+        if (--m->sched.run[c].remaining == 0 && m->sched.run[c].state == TASK_WAITING) {
             if (master_make_ready(m, c, false) < 0) {
                 log_fatal("Out of memory for the ready queue");
-                m->fatal = true;
+                master__fail(m);
             }
         }
     }
-}
-
-/* EXECUTE of t's current attempt, stamped with its real start (epoch s),
- * once: from its STARTED notice, or from its result when none came (an
- * attempt that failed to exec). */
-static void master_task_executed(struct master *m, uint32_t t, double start)
-{
-    if (!m->seq || m->executed[t])
-        return;
-    m->executed[t] = 1;
-    monitor_event_at(m->monitor, WF_TASK_EXECUTE, task_name(m, t), m->seq[t], 0, start);
 }
 
 static int exit_code_of(int status)
@@ -313,103 +298,49 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
         log_error("Task %s failed due to collective I/O errors", task_name(m, t));
     else
         log_error("Task %s failed with exitcode %d", task_name(m, t), code);
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_FAILURE, task_name(m, t), m->seq[t], code);
+    master__events_ended(&m->events, d, t, WF_TASK_FAILURE, code);
     uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
-    if (m->run[t].attempts < tries && !m->stop_dispatch) {
-        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), m->run[t].attempts + 1,
-                 tries);
+    if (m->sched.run[t].attempts < tries && master__dispatching(m)) {
+        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t),
+                 m->sched.run[t].attempts + 1, tries);
         if (master_make_ready(m, t, false) < 0) {
             log_fatal("Out of memory for the ready queue");
-            m->fatal = true;
+            master__fail(m);
         }
         return;
     }
-    m->run[t].state = TASK_FAILED;
+    m->sched.run[t].state = TASK_FAILED;
     m->st.failed++;
     master__status_finished(m, t, true, code);
-    if (m->cfg.max_failures && m->st.failed >= m->cfg.max_failures && !m->max_failures_hit) {
-        m->max_failures_hit = true;
-        m->stop_dispatch = true;
-    }
+    if (master__max_failures_hit(m))
+        master__raise(m, PHASE_STOP);
 }
 
 /* A task the node gave back unstarted (DRAIN/ABORT): it is ready again and
  * this attempt does not count. */
 static void master_task_returned(struct master *m, uint32_t t)
 {
-    m->run[t].attempts--;
-    if (m->run[t].attempts >= 1)
+    m->sched.run[t].attempts--;
+    if (m->sched.run[t].attempts >= 1)
         m->st.extra--;
     m->st.submitted--;
     if (master_make_ready(m, t, true) < 0) {
         log_fatal("Out of memory for the ready queue");
-        m->fatal = true;
+        master__fail(m);
     }
 }
 
 static void master_task_succeeded(struct master *m, const struct node *n, uint32_t t)
 {
-    if (m->ran_on)
-        m->ran_on[t] = (uint32_t)(n - m->nodes);
+    if (m->sched.ran_on)
+        m->sched.ran_on[t] = (uint32_t)(n - m->nodes.at);
     log_debug("Task %s finished", task_name(m, t));
-    if (m->seq)
-        monitor_event(m->monitor, WF_TASK_SUCCESS, task_name(m, t), m->seq[t], 0);
-    m->run[t].state = TASK_DONE;
+    master__events_ended(&m->events, m->dag, t, WF_TASK_SUCCESS, 0);
+    m->sched.run[t].state = TASK_DONE;
     m->st.succeeded++;
     master__status_finished(m, t, false, 0);
-    if (m->rescue)
-        rescue_writer_append(m->rescue, t);
+    master__rescue_done(&m->rescue, t);
     master_release_children(m, t);
-}
-
-/* Cut the n blocks written of task t's result off their files again, the
- * last first (two blocks may share a file): a failed task leaves none of
- * its data, so that its retry does not append it twice. */
-static void master_undo_forwards(struct master *m, uint32_t t, size_t n)
-{
-    while (n-- > 0) {
-        struct pmc_error err;
-        const struct fwd_written *w = &m->written[n];
-        if (w->start >= 0 && fdcache_truncate(m->fdcache, w->dest, w->start, &err) < 0)
-            log_error("Task %s: its forwarded data stays in %s: %s", task_name(m, t), w->dest,
-                      err.text);
-    }
-}
-
-/* Append the forwarded data of a successful task to its destinations (each
- * block whole, through the descriptor cache).  -1 when a block could not be
- * written: the task then fails (PMC manual, I/O forwarding caveats), and
- * its blocks written before are cut off again (master_undo_forwards()). */
-static int master_write_forwards(struct master *m, uint32_t t, const struct msg_result *r)
-{
-    const struct dag *d = m->dag;
-    size_t pos = 0, n = 0;
-    uint32_t idx, len;
-    const uint8_t *data;
-    int more;
-    while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
-        struct pmc_error err;
-        if (idx >= d->nfwd[t]) {
-            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
-                      d->nfwd[t]);
-            break;
-        }
-        const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
-        if (pmc_grow((void **)&m->written, &m->written_cap, n + 1, sizeof *m->written) < 0) {
-            log_error("Task %s: out of memory for its forwarded data", task_name(m, t));
-            break;
-        }
-        if (fdcache_write(m->fdcache, dest, data, len, &err) < 0) {
-            log_error("%s", err.text);
-            break;
-        }
-        m->written[n++] = (struct fwd_written){dest, fdcache_last_start(m->fdcache)};
-    }
-    if (more == 0)
-        return 0;
-    master_undo_forwards(m, t, n);
-    return -1;
 }
 
 /* Node n held its starts on a failure that counts toward -m, which was
@@ -420,7 +351,7 @@ static void master_resume_node(struct master *m, const struct node *n)
     struct mail *ml = mail_control(n->rank, COMM_TO_AGENT, MSG_RESUME);
     if (!ml) {
         log_fatal("Out of memory for a RESUME to rank %d", n->rank);
-        m->fatal = true;
+        master__fail(m);
         return;
     }
     comm_send_mail(m->comm, ml);
@@ -430,22 +361,22 @@ static void master_resume_node(struct master *m, const struct node *n)
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
 {
     uint32_t t = r->id;
-    if (t >= m->dag->ntasks || m->run[t].state != TASK_RUNNING ||
-        r->attempt != m->run[t].attempts) {
+    if (t >= m->dag->ntasks || m->sched.run[t].state != TASK_RUNNING ||
+        r->attempt != m->sched.run[t].attempts) {
         log_error("Rank %d sent a result for task id %u attempt %u that is not running", n->rank, t,
                   r->attempt);
         return -1;
     }
-    placement_release(m->place, (int)(n - m->nodes), m->dag->cpus[t], m->dag->memory_mb[t],
+    placement_release(m->sched.place, (int)(n - m->nodes.at), m->dag->cpus[t], m->dag->memory_mb[t],
                       m->dag->gpus[t]);
-    monitor_node_changed(m->monitor, n->host, -(int64_t)m->dag->cpus[t],
+    monitor_node_changed(m->events.monitor, n->host, -(int64_t)m->dag->cpus[t],
                          -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
-    m->inflight--;
+    m->sched.inflight--;
     if (r->exec_errno == ECANCELED) {
         master_task_returned(m, t);
         return 0;
     }
-    master_task_executed(m, t, r->start);
+    master__events_executed(&m->events, m->dag, t, r->start);
     m->st.finished_attempts++;
     m->st.runtime += r->duration;
     if (m->st.first_start == 0 || r->start < m->st.first_start)
@@ -454,9 +385,9 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         m->st.last_end = r->start + r->duration;
     if (r->status != 0 || r->exec_errno != 0) {
         master_task_failed(m, t, r, false);
-        if (master_holds_on_failure(m, t, r->attempt) && !m->stop_dispatch)
+        if (master_holds_on_failure(m, t, r->attempt) && master__dispatching(m))
             master_resume_node(m, n); /* below -m: it may start tasks again */
-    } else if (master_write_forwards(m, t, r) < 0)
+    } else if (r->fwd_len > 0 && master__forward_write(m, t, r) < 0)
         master_task_failed(m, t, r, true);
     else
         master_task_succeeded(m, n, t);
@@ -465,7 +396,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
 
 int master__node_index(const struct master *m, int rank, const char *what)
 {
-    int idx = m->node_of_rank && rank >= 0 && rank < m->cfg.nranks ? m->node_of_rank[rank] : -1;
+    int idx = m->nodes.of_rank && rank >= 0 && rank < m->cfg.nranks ? m->nodes.of_rank[rank] : -1;
     if (idx < 0)
         log_error("%s from rank %d, which has no node agent", what, rank);
     return idx;
@@ -477,13 +408,13 @@ int master__node_index(const struct master *m, int rank, const char *what)
 static int master_apply_started(struct master *m, int rank, const struct msg_started *st)
 {
     uint32_t t = st->id;
-    if (t >= m->dag->ntasks || m->run[t].state != TASK_RUNNING ||
-        st->attempt != m->run[t].attempts) {
+    if (t >= m->dag->ntasks || m->sched.run[t].state != TASK_RUNNING ||
+        st->attempt != m->sched.run[t].attempts) {
         log_error("Rank %d says task id %u attempt %u started, but it is not running", rank, t,
                   st->attempt);
         return -1;
     }
-    master_task_executed(m, t, st->start);
+    master__events_executed(&m->events, m->dag, t, st->start);
     return 0;
 }
 
@@ -498,7 +429,7 @@ int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *
         log_error("Bad RECALL from rank %d: %s", ml->peer, err.text);
         return -1;
     }
-    placement_recall_answered(m->place, idx, rc.given);
+    placement_recall_answered(m->sched.place, idx, rc.given);
     m->st.recalled += rc.given;
     return 0;
 }
@@ -530,7 +461,7 @@ int master__handle_results(struct master *m, struct mail *ml, struct msg_reader 
     int rc;
     while ((rc = msg_next_result(r, &res, &err)) == 1) {
         m->st.results_recv++;
-        if (master_apply_result(m, &m->nodes[idx], &res) < 0)
+        if (master_apply_result(m, &m->nodes.at[idx], &res) < 0)
             return -1;
     }
     if (rc < 0)
@@ -545,18 +476,94 @@ static int master_apply_event(struct master *m, int idx, const struct local_even
     if (ev->kind == LOCAL_STARTED)
         return master_apply_started(m, 0, &ev->started);
     m->st.results_local++;
-    return master_apply_result(m, &m->nodes[idx], &ev->result);
+    return master_apply_result(m, &m->nodes.at[idx], &ev->result);
 }
 
 void master__drain_local(struct master *m)
 {
-    if (!m->link || !m->nodes)
+    if (!m->link || !m->nodes.at)
         return;
     struct local_event ev;
     while (local_link_take_event(m->link, &ev)) {
         int idx = master__node_index(m, 0, "An event on the local link");
         if (idx < 0 || master_apply_event(m, idx, &ev) < 0)
-            m->fatal = true;
+            master__fail(m);
         local_event_free(&ev);
     }
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+int master__sched_create(struct master *m)
+{
+    struct master_sched *s = &m->sched;
+    uint32_t n = m->dag->ntasks;
+    s->run = calloc(n, sizeof *s->run);              /* TASK_WAITING (0), no attempt */
+    s->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
+    /* the node of each success, for output found lost at the end; the
+     * null executor records nothing */
+    if (!m->cfg.null_executor)
+        s->ran_on = malloc(sizeof *s->ran_on * n);
+    return s->run && s->ready && (s->ran_on || m->cfg.null_executor) ? 0 : -1;
+}
+
+int master__sched_prepare(struct master *m)
+{
+    struct master_sched *s = &m->sched;
+    s->place = placement_create(m->cfg.nranks);
+    s->listed = malloc(sizeof(int) * (size_t)m->cfg.nranks);
+    if (!s->place || !s->listed) {
+        placement_destroy(s->place);
+        free(s->listed);
+        s->place = NULL;
+        s->listed = NULL;
+        return -1;
+    }
+    s->demand = (struct placement_demand){.cpus = m->dag->cpus,
+                                          .memory_mb = m->dag->memory_mb,
+                                          .gpus = m->dag->gpus,
+                                          .time_limit_ms = m->dag->time_limit_ms,
+                                          /* rounded up, as the DAG's --time-limit:
+                                           * 0.0004 s is 1 ms, not 0 (none) */
+                                          .default_limit_ms =
+                                              (uint32_t)ceil(m->cfg.task_time_limit * 1000.0),
+                                          .look_ahead = master_look_ahead};
+    return 0;
+}
+
+void master__sched_add_node(struct master *m, const struct msg_hello *h)
+{
+    (void)placement_add_node(m->sched.place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
+}
+
+int master__check_capable(struct master *m)
+{
+    const struct dag *d = m->dag;
+    struct pmc_error err;
+    for (uint32_t t = 0; t < d->ntasks; t++) {
+        if (!master__done_before(m, t) &&
+            placement_check_capable(m->sched.place, d->cpus[t], d->memory_mb[t], d->gpus[t],
+                                    task_name(m, t), &err) < 0) {
+            log_fatal("FATAL ERROR: %s", err.text);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+double master__recall_at(const struct master *m)
+{
+    return m->sched.recall_at;
+}
+
+void master__sched_free(struct master *m)
+{
+    struct master_sched *s = &m->sched;
+    placement_destroy(s->place);
+    free(s->listed);
+    rq_destroy(s->ready);
+    free(s->run);
+    free(s->ran_on);
+    free(s->fwd_scratch);
+    *s = (struct master_sched){0};
 }

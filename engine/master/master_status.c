@@ -14,8 +14,7 @@
  *
  * Cost: nothing per task unless asked for; when asked, O(1) per finished
  * task (sched/progress.h), and per update O(nodes), plus O(tasks) for the
- * status file's slowest running tasks (a scan of the task states every 2 s;
- * not measured at scale).
+ * status file's slowest running tasks.
  *
  * Thread-safety: the master thread only.
  */
@@ -61,27 +60,27 @@ static void snapshot_take(struct master *m, struct snapshot *s)
     memset(s, 0, sizeof *s);
     s->total = m->dag->ntasks;
     s->succeeded = m->st.succeeded;
-    s->done_before = m->ndone_before;
+    s->done_before = m->rescue.ndone_before;
     s->failed = m->st.failed;
-    s->running = m->inflight;
-    s->ready = m->ready ? (uint32_t)rq_size(m->ready) : 0;
+    s->running = master__inflight(m);
+    s->ready = master__ready_count(m);
     uint32_t accounted = s->succeeded + s->done_before + s->failed + s->running + s->ready;
     s->waiting = s->total > accounted ? s->total - accounted : 0;
-    s->cpus = m->cpus_total;
-    s->gpus = m->gpus_total;
-    for (int i = 0; i < m->nnodes; i++) {
-        const struct placement_node *n = placement_node_at(m->place, i);
+    s->cpus = m->nodes.cpus;
+    s->gpus = m->nodes.gpus;
+    for (int i = 0; i < m->nodes.n; i++) {
+        const struct placement_node *n = master__node_load(m, i);
         s->busy_cpus += node_busy_cpus(n);
         s->busy_gpus += n->committed_gpus < n->gpus ? n->committed_gpus : n->gpus;
     }
     double now = pmc_mono_s();
-    s->elapsed = m->start_mono > 0 ? now - m->start_mono : 0;
+    s->elapsed = m->clock.start_mono > 0 ? now - m->clock.start_mono : 0;
     progress_sample(&m->status.prog, (uint64_t)s->succeeded + s->failed, now);
     s->rate = m->status.prog.rate > 0 ? m->status.prog.rate : 0;
     s->mean_duration = m->st.finished_attempts ? m->st.runtime / m->st.finished_attempts : 0;
     s->critical_left = progress_critical_left(&m->status.prog);
     uint32_t left = s->total - s->succeeded - s->done_before - s->failed;
-    s->eta = m->stop_dispatch && m->inflight == 0
+    s->eta = !master__dispatching(m) && master__inflight(m) == 0
                  ? 0
                  : progress_eta(&m->status.prog, left, s->mean_duration);
 }
@@ -129,10 +128,9 @@ static json_t *tasks_json(const struct snapshot *s)
                      (json_int_t)s->waiting);
 }
 
-/* s (bytes: a task name, a host, a path) as a JSON string: a name that is
- * not UTF-8 gets U+FFFD for its bad bytes (io/utf8.h) instead of being
- * refused by json_string(), which dropped it from the files.  NULL when out
- * of memory (json_pack() then fails, as for any allocation). */
+/* s (bytes: a task name, a host, a path) as a JSON string, U+FFFD for
+ * bytes that are not UTF-8 (io/utf8.h; json_string() refuses them).  NULL
+ * when out of memory (json_pack() then fails, as for any allocation). */
 static json_t *json_text(const char *s)
 {
     char *valid = utf8_valid(s) ? NULL : utf8_lossy(s);
@@ -144,9 +142,9 @@ static json_t *json_text(const char *s)
 static json_t *nodes_json(const struct master *m)
 {
     json_t *a = json_array();
-    for (int i = 0; a && i < m->nnodes; i++) {
-        const struct node *nd = &m->nodes[i];
-        const struct placement_node *n = placement_node_at(m->place, i);
+    for (int i = 0; a && i < m->nodes.n; i++) {
+        const struct node *nd = &m->nodes.at[i];
+        const struct placement_node *n = master__node_load(m, i);
         json_array_append_new(
             a, json_pack(
                    "{s:i, s:o, s:I, s:I, s:I, s:I, s:f}", "rank", nd->rank, "host",
@@ -167,7 +165,7 @@ static json_t *slowest_json(const struct master *m, double elapsed)
     int k = 0;
     const float *sent = m->status.sent_at;
     for (uint32_t t = 0; sent && t < m->dag->ntasks; t++) {
-        if (m->run[t].state != TASK_RUNNING)
+        if (master__task_state(m, t) != TASK_RUNNING)
             continue;
         if (k == STATUS_SLOWEST && sent[t] >= sent[top[k - 1]])
             continue; /* younger than every one kept */
@@ -191,7 +189,7 @@ static json_t *failures_json(const struct master *m, size_t first, size_t last)
         const struct failed_task *f = &m->status.failures[i];
         json_array_append_new(
             a, json_pack("{s:o, s:i, s:i}", "name", json_text(task_name(m, f->task)), "exit_code",
-                         f->exit_code, "attempts", (int)m->run[f->task].attempts));
+                         f->exit_code, "attempts", (int)master__task_attempts(m, f->task)));
     }
     return a;
 }
@@ -199,7 +197,7 @@ static json_t *failures_json(const struct master *m, size_t first, size_t last)
 static const char *run_state(const struct master *m, bool end, bool ok)
 {
     if (!end)
-        return m->stop_dispatch ? "stopping" : "running";
+        return !master__dispatching(m) ? "stopping" : "running";
     return ok ? "succeeded" : "failed";
 }
 
@@ -246,7 +244,7 @@ static json_t *attempts_json(const struct master *m)
     json_t *retried = json_array();
     size_t nretried = 0;
     for (uint32_t t = 0; t < m->dag->ntasks; t++) {
-        uint32_t a = m->run[t].attempts;
+        uint32_t a = master__task_attempts(m, t);
         hist[a < 7 ? a : 7]++;
         if (a > 1 && nretried++ < SUMMARY_LIST_MAX)
             json_array_append_new(
@@ -290,26 +288,26 @@ static json_t *machine_json(const struct master *m)
         memset(&u, 0, sizeof u);
     gethostname(host, sizeof host - 1);
     json_t *nodes = json_array();
-    for (int i = 0; nodes && i < m->nnodes; i++)
+    for (int i = 0; nodes && i < m->nodes.n; i++)
         json_array_append_new(
-            nodes, json_pack("{s:i, s:o, s:I, s:I}", "rank", m->nodes[i].rank, "host",
-                             json_text(m->nodes[i].hostname ? m->nodes[i].hostname : ""), "cpus",
-                             (json_int_t)placement_node_at(m->place, i)->cpus, "memory_mb",
-                             (json_int_t)placement_node_at(m->place, i)->memory_mb));
+            nodes, json_pack("{s:i, s:o, s:I, s:I}", "rank", m->nodes.at[i].rank, "host",
+                             json_text(m->nodes.at[i].hostname ? m->nodes.at[i].hostname : ""),
+                             "cpus", (json_int_t)master__node_load(m, i)->cpus, "memory_mb",
+                             (json_int_t)master__node_load(m, i)->memory_mb));
     return json_pack("{s:o, s:o, s:o, s:s, s:o, s:i, s:i, s:o}", "master_host", json_text(host),
                      "os", json_text(u.sysname), "kernel", json_text(u.release), "version",
                      PMC_VERSION, "mpi_library",
                      json_text(m->cfg.mpi_library ? m->cfg.mpi_library : ""), "ranks",
-                     m->cfg.nranks, "node_agents", m->nnodes, "nodes", nodes);
+                     m->cfg.nranks, "node_agents", m->nodes.n, "nodes", nodes);
 }
 
 static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok, double wall)
 {
     char start[64];
-    records_iso_time(m->start, start, sizeof start);
+    records_iso_time(m->clock.start, start, sizeof start);
     double makespan = m->st.last_end > m->st.first_start ? m->st.last_end - m->st.first_start : 0;
     size_t nf = m->status.nfailures;
-    double rt = m->st.runtime, cpus = m->cpus_total;
+    double rt = m->st.runtime, cpus = m->nodes.cpus;
     json_t *util = json_pack("{s:f, s:f}", "with_master", wall > 0 ? rt / (wall * (cpus + 1)) : 0.0,
                              "without_master", wall > 0 && cpus > 0 ? rt / (wall * cpus) : 0.0);
     json_t *doc = json_pack(
@@ -319,16 +317,17 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
         ok ? "ok" : "failed", "exit_status", ok ? 0 : 1, "tasks", (json_int_t)s->total, "submitted",
         (json_int_t)m->st.submitted, "succeeded", (json_int_t)m->st.succeeded, "failed",
         (json_int_t)m->st.failed, "extra", (json_int_t)m->st.extra, "done_before",
-        (json_int_t)m->ndone_before, "start", start, "start_epoch", m->start, "duration_s", wall,
-        "pid", (int)getpid(), "app", json_text(m->cfg.program ? m->cfg.program : ""), "runtime_s",
-        m->st.runtime, "slots", (json_int_t)m->cpus_total, "cpus", (json_int_t)m->cpus_total,
-        "makespan_s", makespan, "throughput_tasks_per_s", wall > 0 ? m->st.succeeded / wall : 0.0,
-        "aborted", m->aborting, "max_failures_reached", m->max_failures_hit, "final_tasks",
+        (json_int_t)m->rescue.ndone_before, "start", start, "start_epoch", m->clock.start,
+        "duration_s", wall, "pid", (int)getpid(), "app",
+        json_text(m->cfg.program ? m->cfg.program : ""), "runtime_s", m->st.runtime, "slots",
+        (json_int_t)m->nodes.cpus, "cpus", (json_int_t)m->nodes.cpus, "makespan_s", makespan,
+        "throughput_tasks_per_s", wall > 0 ? m->st.succeeded / wall : 0.0, "aborted",
+        master__aborting(m), "max_failures_reached", master__max_failures_hit(m), "final_tasks",
         tasks_json(s), "failed_total", (json_int_t)nf, "failed_tasks",
         failures_json(m, 0, nf < SUMMARY_LIST_MAX ? nf : SUMMARY_LIST_MAX), "attempts",
         attempts_json(m), "messages", messages_json(m), "machine", machine_json(m));
     if (doc) { /* as the end-of-run log lines */
-        json_object_set_new(doc, "gpus", json_integer((json_int_t)m->gpus_total));
+        json_object_set_new(doc, "gpus", json_integer((json_int_t)m->nodes.gpus));
         json_object_set_new(doc, "utilization", util);
     } else {
         json_decref(util);
@@ -352,7 +351,7 @@ int master__status_init(struct master *m)
             st->tracking = false; /* the run ends now: write no JSON at its end */
             return -1;
         }
-    if (progress_init(&st->prog, m->dag, m->done_before) < 0 ||
+    if (progress_init(&st->prog, m->dag, m->rescue.done_before) < 0 ||
         (m->cfg.status_path &&
          !(st->sent_at = calloc(m->dag->ntasks ? m->dag->ntasks : 1, sizeof *st->sent_at)))) {
         log_fatal("Out of memory for the progress of %u tasks", m->dag->ntasks);
@@ -366,7 +365,7 @@ int master__status_init(struct master *m)
 void master__status_sent(struct master *m, uint32_t t)
 {
     if (m->status.sent_at)
-        m->status.sent_at[t] = (float)(pmc_mono_s() - m->start_mono);
+        m->status.sent_at[t] = (float)(pmc_mono_s() - m->clock.start_mono);
 }
 
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code)

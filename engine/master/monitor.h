@@ -1,22 +1,17 @@
-/* monitor.h - what the master tells Pegasus's monitoring tools: jobstate.log
+/* monitor.h - the logs Pegasus's monitoring reads: jobstate.log
  * (--jobstate-log), DAGFILE.dagman.out (--monitord-hack) and
- * DAGFILE.resource (unless --no-resource-log), over io/eventlog.h.
+ * DAGFILE.resource (unless --no-resource-log), over io/eventlog.h
+ * (formats: docs/pegasus.md).
  *
- * Hosts: nodes (ranks) with the same hostname are one host in the resource
- * log.  A host's free CPUs are its CPUs minus what the master committed to
- * its ranks (running or queued there, capped at its CPUs); a line is
- * written for each host whose free resources changed since the last
- * monitor_flush(), PMC's lines only (no totals line: the totals are in
- * --status and --summary-json), so the log has one line per change at the
- * granularity of a scheduling round, as PMC's one line per host at the
- * start and at every task start and end.
+ * Resource log: ranks with one hostname are one host; a host's free CPUs
+ * are its CPUs less what the master committed to its ranks (capped at its
+ * CPUs); one line per host whose free resources changed, at each
+ * monitor_flush().
  *
- * Opening is checked before any task runs (a log that cannot be created
- * fails the run at start); later write errors are logged once and that log
- * is closed; the run goes on, as in PMC, but may not report success
- * (monitor_failed(), monitor_close(): PMC went on and exited 0 with the
- * log cut short, which Pegasus's monitoring then misreads).  Every function accepts a NULL
- * monitor (no logs) and then does nothing.
+ * Errors: a log that cannot be created fails monitor_open(); a later
+ * write error is logged once, closes that log, and makes monitor_failed()
+ * true (the run goes on but must not report success).  Every function
+ * accepts a NULL monitor and then does nothing.
  *
  * Thread-safety: the master thread only.
  */
@@ -47,8 +42,7 @@ enum monitor_log { MONITOR_JOBSTATE, MONITOR_DAGMAN, MONITOR_RESOURCE, MONITOR_L
 
 /* Where log `which` of the DAG at dag_path goes: jobstate.log in the
  * DAG's directory, DAGFILE.dagman.out, DAGFILE.resource.  Malloc'ed (the
- * caller frees it); NULL with ENOMEM.  For the master's check that no two
- * files of the run are one (io/pathset.h).  Reentrant. */
+ * caller frees it); NULL with ENOMEM.  Reentrant. */
 char *monitor_log_path(const char *dag_path, enum monitor_log which);
 
 /* Open the logs asked for.  NULL with err when one cannot be created. */
@@ -66,8 +60,8 @@ void monitor_event(struct monitor *mon, enum wf_event ev, const char *task, uint
 void monitor_event_at(struct monitor *mon, enum wf_event ev, const char *task, uint32_t seq,
                       int exitcode, double when);
 
-/* Register a node; returns its host index for monitor_node_changed().  Once
- * a host has GPUs, every resource line gets a sixth column, the free GPUs. */
+/* Register a node; returns its host index for monitor_node_changed().
+ * Once a host has GPUs, resource lines get a sixth column, free GPUs. */
 uint32_t monitor_add_node(struct monitor *mon, const char *hostname, uint32_t cpus,
                           uint64_t memory_mb, uint32_t gpus);
 
