@@ -320,33 +320,11 @@ static void launcher_start_staged(struct launcher *l, uint32_t k, struct launche
     launcher_launch(l, k, self);
 }
 
-/* After its task's exit, drain and close job j's -f pipes and, after a 0
- * exit, read and delete its -F files, packing every forward's data into
- * its fwd_pack (fwd_finish()); a file that cannot be forwarded, or a pipe
- * whose data may be lost, fails the task (status 256, the agent's own
- * path: agent_task.c). */
-static void launcher_forward(struct launch_job *j)
-{
-    if (j->forwards.n == 0)
-        return;
-    j->fwd_pack.len = j->fwd_pack.count = 0;
-    j->fwd_failed =
-        fwd_finish(&j->forwards, j->output.record.name, j->status, &j->fwd_pack, &j->fwd_err) < 0;
-    if (j->fwd_failed) {
-        j->fwd_pack.len = j->fwd_pack.count = 0;
-        j->status = TASK_IO_FAILED_STATUS;
-    }
-}
-
-/* Job j's task ended with j->status: the time-out status and note, a
- * stopped task's signal for its exit 0 (agent__task_ended()), and its
- * duration (to now). */
+/* Job j's task ended with the wait status in j->end: its status as
+ * decided so far (task_end_decide()) and its duration (to now). */
 static void launcher_settle(struct launch_job *j)
 {
-    if (j->timed_out)
-        j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
-    else if (j->status == 0 && j->signalled)
-        j->status = j->signalled;
+    j->status = task_end_decide(&j->end).status;
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);
@@ -363,18 +341,15 @@ static void launcher_count_hold(struct launcher *l, struct launch_job *j)
     }
 }
 
-/* Job j's -f/-F data and output block, after its task ended.  A task
- * whose forwards or output were lost, or whose output may have been cut
- * short, fails (the agent reports it so: agent_output_status()); its
- * status says so now, and such a failure holds like any other
- * (launcher_count_hold()). */
+/* Job j's notes, -f/-F data and output block, after its task ended
+ * (task_end_write()); a failure they make holds like any other. */
 static void launcher_write(struct launcher *l, struct launch_job *j)
 {
-    launcher_forward(j);
-    j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
+    j->output_rc =
+        task_end_write(&j->end, &j->output, j->req.stderr_fd, j->time_limit_ms, &j->forwards,
+                       &j->fwd_pack, &j->fwd_err, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
-    if (j->output_rc != 0 && j->status == 0)
-        j->status = TASK_IO_FAILED_STATUS;
+    j->status = task_end_decide(&j->end).status;
     launcher_count_hold(l, j);
 }
 
@@ -418,10 +393,11 @@ static void launcher_reap(struct launcher *l, uint32_t i, struct launcher_thread
     launcher_unwatch(l, i);
     launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
     j->lingers = false;
-    if (j->signalled == SIGTERM)
+    if (j->end.signalled == SIGTERM)
         j->status = spawn_reap_leader(j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
     else
         j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
+    j->end.wait_status = j->status;
     if (j->lingers) {
         launcher_hand_back(l, i, 0);
         return;
@@ -729,9 +705,9 @@ static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool ti
     if (w == 0)
         return false;
     if (time_out)
-        l->jobs[i].timed_out = true;
+        l->jobs[i].end.timed_out = true;
     if (time_out || !spawn_exited(l->jobs[i].pidfd)) /* else it ended before: not stopped */
-        l->jobs[i].signalled = sig;
+        l->jobs[i].end.signalled = sig;
     kill(-l->jobs[i].pid, sig);
     atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;

@@ -102,6 +102,7 @@
 #include "engine/exec/forward.h"
 #include "engine/transport/mailbox.h"
 #include "engine/exec/spawn.h"
+#include "engine/exec/task_end.h"
 #include "io/dag.h"
 #include "io/error.h"
 #include "io/taskio.h"
@@ -208,11 +209,12 @@ struct launch_job {
     /* in, reaped launches: the task's time limit (0: none), for the note
      * that launcher_time_out() makes the reaper write to its stderr */
     uint32_t time_limit_ms;
-    bool timed_out; /* launcher_time_out() stopped it: status TASK_TIMEOUT_STATUS */
-    /* the last signal launcher_signal() or launcher_time_out() sent (the
-     * agent sets 0 at each launch): after a SIGTERM the task is in its
-     * grace, and its reaper kills nothing (spawn_reap_leader()) */
-    int signalled;
+    /* what happened to the task (the agent zeroes it at each launch): its
+     * wait status, launcher_time_out()'s mark, the last signal
+     * launcher_signal() or launcher_time_out() sent (after a SIGTERM its
+     * reaper kills nothing: spawn_reap_leader()), its lost forwards and
+     * output (task_end.h) */
+    struct task_end end;
     /* out: its first process ended in its grace, leaving members in its
      * group: the job came back through launcher_take_exited() with only
      * its status set, and the agent waits for the group to end or the
@@ -225,7 +227,7 @@ struct launch_job {
     int err;                 /* out: spawn_task()'s errno, 0 on success */
     int watch_err;           /* out: the failed epoll_ctl's errno (launcher_take_unwatched) */
     /* out, reaped launches: */
-    int status;             /* the wait status (as waitpid's) */
+    int status;             /* the status task_end_decide() gives it */
     double duration;        /* seconds from started to the reap */
     int output_rc;          /* taskio_write_block()'s result ... */
     int output_errno;       /* ... and its errno when not 0 */
@@ -254,9 +256,8 @@ struct launch_job {
      * status is then 256 when one cannot be forwarded, as on the agent's
      * own path */
     struct fwd_task forwards;
-    struct msgbuf fwd_pack; /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
-    bool fwd_failed;        /* out: a file could not be forwarded: fwd_err says why */
-    struct pmc_error fwd_err;
+    struct msgbuf fwd_pack;   /* out: their data (msg_pack_fwd_data blocks); the pool's storage */
+    struct pmc_error fwd_err; /* out: why, when end.forwards_lost */
 };
 
 struct launcher;

@@ -324,10 +324,6 @@ void agent__limit_end(struct agent *a, uint32_t i);
 /* Act on passed deadlines (TERM, then KILL after the grace); returns the ms
  * until the next one, -1 if none. */
 int agent__limit_timeout_ms(struct agent *a);
-/* A reaped task that was over its limit: its status becomes
- * TASK_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why
- * (spawn_timed_out()). */
-void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */
 void agent__batch_unref(struct batch *b);

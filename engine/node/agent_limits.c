@@ -113,12 +113,3 @@ int agent__limit_timeout_ms(struct agent *a)
     }
     return deadlines_timeout_ms(&a->deadlines, now);
 }
-
-void agent__limit_note(struct slot *s, int *status, int *exec_errno)
-{
-    if (!s->timed_out)
-        return;
-    *status =
-        spawn_timed_out(s->task_err >= 0 ? s->task_err : s->err_fd, s->strs, s->time_limit_ms);
-    *exec_errno = ETIMEDOUT;
-}

@@ -15,6 +15,7 @@
 #include "engine/node/agent_internal.h"
 #include "engine/exec/planted.h"
 #include "engine/exec/spawn.h"
+#include "engine/exec/task_end.h"
 #include "io/grow.h"
 #include "io/log.h"
 
@@ -52,16 +53,14 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
                                .err = &a->err};
 }
 
-/* The status slot s's task ends with, after taskio_write_block() returned
- * rc for it (-1 with errno: its output or record was lost): its
- * --per-task-stdio files are closed first (a write-back error of a network
- * file system shows at the close).  When its output is lost the task fails
- * (status 256, exit code 1, as when its forwarded data is: unless it failed
- * already), so that it is neither recorded done nor counted a success, and
- * the run fails (the agent aborts it: a block cut short leaves zeros in the
- * rank's file).  rc TASKIO_CAPTURE_FULL (its output may be cut short in a
- * full $TMPDIR) fails the task only. */
-static int agent_output_status(struct agent *a, struct slot *s, int rc, int status)
+/* Slot s's output, after taskio_write_block() returned rc for it (-1 with
+ * errno: its output or record was lost): its --per-task-stdio files are
+ * closed first (a write-back error of a network file system shows at the
+ * close).  Lost output (e->output_lost) fails the task and the run (the
+ * agent aborts it: a block cut short leaves zeros in the rank's file); rc
+ * TASKIO_CAPTURE_FULL (its output may be cut short in a full $TMPDIR)
+ * fails the task only. */
+static void agent_settle_output(struct agent *a, struct slot *s, int rc, struct task_end *e)
 {
     bool per_task = s->task_out >= 0;
     int write_errno = errno; /* the block's error, which a failed close must not hide */
@@ -70,12 +69,13 @@ static int agent_output_status(struct agent *a, struct slot *s, int rc, int stat
     else if (rc != 0)
         errno = write_errno;
     if (rc == 0)
-        return status;
+        return;
+    e->output_lost = true;
     if (rc == TASKIO_CAPTURE_FULL) { /* the task fails; the run goes on */
         log_error("Task %s failed: its output may be cut short: the file system of its capture "
                   "files ($TMPDIR, default /tmp) was full when it ended",
                   s->strs);
-        return status == 0 ? TASK_IO_FAILED_STATUS : status;
+        return;
     }
     if (per_task || !a->out.path)
         log_error("Task %s failed: its output could not be written to its --per-task-stdio "
@@ -85,19 +85,32 @@ static int agent_output_status(struct agent *a, struct slot *s, int rc, int stat
         log_error("Task %s failed: its output could not be written to %s or %s: %s", s->strs,
                   a->out.path, a->err.path, strerror(errno));
     a->failed = true;
-    return status == 0 ? TASK_IO_FAILED_STATUS : status;
 }
 
-/* Append the task's stdout + record and its stderr to the rank's files
- * (or, with --per-task-stdio, the record to the task's own .out file): the
- * status the task ends with (agent_output_status()). */
-static int agent_write_output(struct agent *a, struct slot *s, int status, double duration)
+/* Slot s's task is over as e says: its result (task_end_decide()) is
+ * queued and the slot released. */
+static void agent_report(struct agent *a, struct slot *s, const struct task_end *e, double duration)
+{
+    struct task_outcome o = task_end_decide(e);
+    agent__add_result(a, s, o.status, o.exec_errno, duration);
+    agent__slot_release(a, s);
+}
+
+/* Slot s's task ended (or never ran) as e says, duration seconds after
+ * its start, on the agent thread: its notes, forwards and output block
+ * (task_end_write()), then its result and its slot. */
+static void agent_finish(struct agent *a, struct slot *s, struct task_end *e, double duration)
 {
     struct taskio_block b;
     agent_output_block(a, s, &b);
+    struct pmc_error err;
     /* out_len, err_len: what agent__slot_release() resets */
-    int rc = taskio_write_block(&b, status, duration, &s->out_len, &s->err_len);
-    return agent_output_status(a, s, rc, status);
+    int rc = task_end_write(e, &b, s->task_err >= 0 ? s->task_err : s->err_fd, s->time_limit_ms,
+                            &s->fwd, &a->fwd_pack, &err, duration, &s->out_len, &s->err_len);
+    if (e->forwards_lost)
+        log_error("%s", err.text);
+    agent_settle_output(a, s, rc, e);
+    agent_report(a, s, e, duration);
 }
 
 static void agent_slot_init(struct slot *s)
@@ -264,20 +277,14 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
 static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     agent_slot_claim(a, s, t);
-    agent_write_output(a, s, 256, 0.0);
-    agent__add_result(a, s, 256, 0, 0.0);
-    agent__slot_release(a, s);
+    struct task_end e = {.start_errno = -1};
+    agent_finish(a, s, &e, 0.0);
 }
 
-static void agent_exec_failed(struct agent *a, struct slot *s, int e)
+static void agent_exec_failed(struct agent *a, struct slot *s, int err)
 {
-    const char *app = s->argv[0];
-    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
-            "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app, strerror(e));
-    int status = spawn_exec_exit_code(e) << 8;
-    agent_write_output(a, s, status, 0.0);
-    agent__add_result(a, s, status, e, 0.0);
-    agent__slot_release(a, s);
+    struct task_end e = {.start_errno = err};
+    agent_finish(a, s, &e, 0.0);
 }
 
 /* Forwarding pipes and --per-task-stdio files of the task in slot s. */
@@ -350,10 +357,8 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     double duration = agent_elapsed(&s->t0);
     agent_unwatch(a, s);
     agent__limit_end(a, i);
-    int status = SIGKILL;
-    agent_write_output(a, s, status, duration);
-    agent__add_result(a, s, status, 0, duration);
-    agent__slot_release(a, s);
+    struct task_end end = {.wait_status = SIGKILL};
+    agent_finish(a, s, &end, duration);
 }
 
 /* The task's CPU ids (PMC_AFFINITY): t->cpus of the host's pool.  Without
@@ -487,14 +492,12 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
      * (agent_limits.c), is enforced through launcher_time_out() */
     j->pool_reaps = !a->aborting;
     j->forwards = s->fwd;
-    j->fwd_failed = false;
     j->wake_on_start = s->notify_start;
     j->hold_on_failure = s->hold_on_failure;
     j->wake_on_exit = s->releases || s->hold_on_failure;
     j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
-    j->timed_out = false;
-    j->signalled = 0;
+    j->end = (struct task_end){0};
     if (j->pool_reaps) {
         agent_output_block(a, s, &j->output);
         j->started = s->t0;
@@ -513,35 +516,14 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     return true;
 }
 
-/* Slot s's task is over and its output written: report it, free the slot. */
-static void agent_task_done(struct agent *a, struct slot *s, int status, int exec_errno,
-                            double duration)
-{
-    agent__add_result(a, s, status, exec_errno, duration);
-    agent__slot_release(a, s);
-    a->running--;
-}
-
 void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
 {
     struct slot *s = &a->slots[i];
     agent__limit_end(a, i);
-    int exec_errno = 0;
-    agent__limit_note(s, &status, &exec_errno);
-    /* a task the engine stopped while it ran (an abort, the wall time, the
-     * batch job's end) that then exits 0 may have cut its work short: it
-     * counts as killed by the signal it got, never DONE (as a time-out's
-     * 124) */
-    if (status == 0 && s->signalled && !s->timed_out)
-        status = s->signalled;
-    struct pmc_error err;
-    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
-        log_error("%s", err.text);
-        a->fwd_pack.len = a->fwd_pack.count = 0;
-        status = TASK_IO_FAILED_STATUS; /* its forwarded data could not be read */
-    }
-    status = agent_write_output(a, s, status, duration);
-    agent_task_done(a, s, status, exec_errno, duration);
+    struct task_end e = {
+        .wait_status = status, .signalled = s->signalled, .timed_out = s->timed_out};
+    agent_finish(a, s, &e, duration);
+    a->running--;
 }
 
 /* The -F data that j's reaper read (launcher_forward()) becomes the next
@@ -550,7 +532,7 @@ static void agent_take_forwards(struct agent *a, struct launch_job *j)
 {
     if (j->forwards.n == 0)
         return;
-    if (j->fwd_failed)
+    if (j->end.forwards_lost)
         log_error("%s", j->fwd_err.text);
     struct msgbuf mine = a->fwd_pack;
     a->fwd_pack = j->fwd_pack;
@@ -629,10 +611,12 @@ void agent__take_exited(struct agent *a, uint32_t i)
     s->out_len = j->out_len; /* what agent__slot_release() resets */
     s->err_len = j->err_len;
     agent_take_forwards(a, j);
+    struct task_end e = j->end; /* as its reaper left it (task_end_write()) */
     errno = j->output_errno;
-    int status = agent_output_status(a, s, j->output_rc, j->status);
+    agent_settle_output(a, s, j->output_rc, &e);
     agent__limit_end(a, i); /* disarms its limit, bumps the generation */
-    agent_task_done(a, s, status, j->timed_out ? ETIMEDOUT : 0, j->duration);
+    agent_report(a, s, &e, j->duration);
+    a->running--;
 }
 
 bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged)
