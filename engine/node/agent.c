@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/node/agent_internal.h"
+#include "engine/node/agent_testing.h"
 #include "io/clock.h"
 #include "io/log.h"
 #include "sched/result_batch.h"
@@ -266,10 +267,10 @@ static void agent_send_control(struct agent *a, struct mail **m)
     *m = NULL;
 }
 
-void agent__batch_unref(struct batch *b)
+void agent__tasks_mail_unref(struct tasks_mail *b)
 {
     if (b && --b->refs == 0) {
-        mail_free(b->mail);
+        mail_free(b->msg);
         free(b);
     }
 }
@@ -322,7 +323,7 @@ static bool agent_file_in_use(const struct agent *a, const char *src)
  * not seen. */
 static bool agent_forward_source_busy(const struct agent *a, const struct node_task *nt)
 {
-    if (!nt->batch) {
+    if (!nt->mail) {
         const struct dag *d = local_link_dag(a->link);
         const struct dag_forward *f = d->fwd + d->fwd_first[nt->t.id];
         for (uint32_t j = 0; j < d->nfwd[nt->t.id]; j++)
@@ -362,13 +363,13 @@ static void agent_pump(struct agent *a)
     /* holds: a launch that fails at once (a missing program) holds too */
     while (!a->failed && a->holds == 0 &&
            nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
-        if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
+        if (!nt.mail && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);
             a->failed = true;
             break;
         }
-        if (!agent__launch(a, &nt.t, nt.batch, false))
-            agent__batch_unref(nt.batch);
+        if (!agent__launch(a, &nt.t, nt.mail, false))
+            agent__tasks_mail_unref(nt.mail);
     }
     agent__stage(a);
 }
@@ -379,20 +380,20 @@ static void agent_cancel_queued(struct agent *a)
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1) {
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     }
 }
 
-/* Queue task t (of batch b, or from the local link when b is NULL), or
+/* Queue task t (of TASKS message b, or from the local link when b is NULL), or
  * settle it at once: null executor, or too late to start anything. */
-static void agent_queue_task(struct agent *a, const struct msg_task *t, struct batch *b)
+static void agent_queue_task(struct agent *a, const struct msg_task *t, struct tasks_mail *b)
 {
     if (a->cfg.null_executor)
         agent_null_task(a, t);
     else if (a->aborting || a->draining)
         agent__cancel_task(a, t);
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
-                     &(struct node_task){.t = *t, .batch = b}) < 0)
+                     &(struct node_task){.t = *t, .mail = b}) < 0)
         a->failed = true;
     else {
         if (b)
@@ -439,7 +440,7 @@ static int agent_check_task(const struct agent *a, const struct msg_task *t, str
 /* Queue the tasks of m; returns true when m is now owned by the queue. */
 static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reader *r)
 {
-    struct batch *b = calloc(1, sizeof *b);
+    struct tasks_mail *b = calloc(1, sizeof *b);
     struct msg_task t;
     struct pmc_error err;
     int rc;
@@ -447,7 +448,7 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
         a->failed = true;
         return false;
     }
-    b->mail = m;
+    b->msg = m;
     b->refs = 1; /* held while this loop runs */
     while ((rc = msg_next_task(r, &t, &err)) == 1 && (rc = agent_check_task(a, &t, &err)) == 0)
         agent_queue_task(a, &t, b);
@@ -456,15 +457,14 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
         a->failed = true;
     }
     agent_pump(a);
-    agent__batch_unref(b);
+    agent__tasks_mail_unref(b);
     return true;
 }
 
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
-        if (agent__slot_busy(a, i) && !a->slots[i].launching)
-            agent__signal(a, i, sig);
+        agent__signal(a, i, sig); /* a launch is signalled when it started */
 }
 
 static void agent_begin_abort(struct agent *a)
@@ -522,7 +522,7 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
                            rc.memory_mb, rc.gpus, &nt) == 1) {
         cpus += nt.t.cpus;
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
         given++;
     }
     while (open && cpus < rc.want_cpus && rc.cpus > 0 && a->launcher && a->nstaged > 0 &&
@@ -1011,7 +1011,7 @@ void agent_destroy(struct agent *a)
     deadlines_free(&a->deadlines);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1)
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     nq_free(&a->queue);
     mail_free(a->abort_mail);
     mail_free(a->bye_mail);

@@ -83,11 +83,6 @@ struct local_link;
  * agent thread. */
 void agent_set_local_link(struct agent *a, struct local_link *l);
 
-/* Tests: the next task the agent prepares to start fails to, with errno
- * err, as if its -f pipes could not be made (reported failed, status 256).
- * Any thread; taken once. */
-void agent__fail_next_start(struct agent *a, int err);
-
 /* Start the agent thread; it sends HELLO through c first.  0, or -1 with err. */
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
 

@@ -30,50 +30,60 @@
 #include "sched/result_batch.h" /* RESULT_BATCH, RESULT_DELAY_*_MS */
 
 #define MAILBOX_EVENT UINT64_MAX
-/* Staged tasks per CPU when the pool has launchers to spare (agent.c:
- * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
- * and the staged tasks per CPU left at which an exit wakes the agent
- * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
- * docs/performance-history.md (section 26; 10,000 /bin/true, two sets of 8
- * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
- * and 0.932, one agent wake-up per ~10 tasks instead of ~6 (counted:
- * launcher.h, launcher_set_quiet_exits()). */
+/* Staged tasks per CPU when the pool has launchers to spare (one
+ * otherwise), and the staged tasks per CPU left at which an exit wakes the
+ * agent again (launcher_set_quiet_exits()); docs/performance.md. */
 #define AGENT_STAGED_PER_CPU_SPARE 8
 #define AGENT_QUIET_LOW_PER_CPU_SPARE 3
 
 /* A received TASKS message, kept until its last queued task has started. */
-struct batch {
-    struct mail *mail;
+struct tasks_mail {
+    struct mail *msg;
     uint32_t refs;
 };
 
 /* The item of the agent's node queue (sched/node_queue.h): a decoded TASKS
- * item, whose strings point into batch's message; or, from the local link
- * (batch NULL), an item built from the DAG, whose strings point into the
+ * item, whose strings point into mail's message; or, from the local link
+ * (mail NULL), an item built from the DAG, whose strings point into the
  * DAG's arena and whose forwards are packed when it starts. */
 struct node_task {
     struct msg_task t;
-    struct batch *batch;
+    struct tasks_mail *mail;
+};
+
+/* A slot's life; agent__slot_to() makes every move:
+ *   FREE -> CLAIMED          agent__launch() took it for a task
+ *   CLAIMED -> LAUNCHING     handed to the pool (submitted or staged)
+ *   CLAIMED -> RUNNING       spawned on the agent thread, which watches its pidfd
+ *   LAUNCHING -> RUNNING     spawned by the pool, watched by the agent (an abort's)
+ *   LAUNCHING -> POOL        spawned by the pool, which watches and reaps it
+ *   POOL -> RUNNING          the pool could not watch it: the agent kills and reaps it
+ *   RUNNING -> LINGERING     its first process ended in its grace (agent_linger.c) ...
+ *   POOL -> LINGERING_POOL   ... and the pool's job holds its output
+ *   any other -> FREE        reported or given back (agent__slot_release())
+ * FREE is also the slot's bit in agent.free_slots. */
+enum slot_state {
+    SLOT_FREE,
+    SLOT_CLAIMED,
+    SLOT_LAUNCHING,
+    SLOT_RUNNING,
+    SLOT_POOL,
+    SLOT_LINGERING,
+    SLOT_LINGERING_POOL,
 };
 
 struct slot {
-    bool launching;         /* submitted to a launcher thread, outcome not taken yet */
-    bool pool_reaps;        /* started by the pool, which watches and reaps it (launcher.h) */
-    struct batch *batch;    /* while launching: the TASKS message its argv points into */
-    uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
-    uint32_t time_limit_ms; /* 0 = none */
-    bool timed_out;         /* its limit passed: SIGTERM sent */
+    enum slot_state state;
+    struct tasks_mail *mail; /* while launching: the TASKS message its argv points into */
+    uint32_t gen;            /* bumped when the slot's task ends (deadline entries) */
+    uint32_t time_limit_ms;  /* 0 = none */
+    bool timed_out;          /* its limit passed: SIGTERM sent */
     /* the last signal sent to its group (0: none; SIGTERM: in its grace);
      * for a task the pool reaps, the last one asked of the pool, which
      * refuses it once its reaper has the task: a refused SIGKILL is sent
      * if the task comes back lingering (agent__linger_begin()) */
     int signalled;
-    /* its first process ended in its grace and its group still has
-     * members: reaped, not finished (agent_linger.c); linger_status is
-     * that process's wait status; linger_pool: the pool's job holds its
-     * output, to be finished by launcher_finish() */
-    bool lingers, linger_pool;
-    int linger_status;
+    int linger_status;    /* LINGERING: its first process's wait status */
     bool notify_start;    /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
     bool releases;        /* the task has children (MSG_TASK_RELEASES) */
     bool hold_on_failure; /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
@@ -184,7 +194,7 @@ struct agent {
     struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
     struct timespec kill_deadline;
     bool killed_hard;
-    uint32_t lingering;         /* slots whose task lingers (slot.lingers) */
+    uint32_t lingering;         /* slots whose task lingers (SLOT_LINGERING*) */
     uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
     uint64_t orphans_results;   /* results_made at the last reap of adopted orphans */
     uint64_t orphans_due_ns;    /* CLOCK_MONOTONIC ns before which none follows it */
@@ -249,17 +259,19 @@ void agent__requeue_staged(struct agent *a);
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
 int agent__open_outputs(struct agent *a, struct pmc_error *err);
-/* Start t (its strings point into batch's message).  Returns true when the
- * slot kept its reference on batch until the launch completes (a launcher
+/* Start t (its strings point into mail's message).  Returns true when the
+ * slot kept its reference on mail until the launch completes (a launcher
  * thread spawns it); false when the caller keeps it (done or failed here).
  * staged: stage the job (launcher_stage()) instead of submitting it; the
  * caller has checked that the slot it takes has a launcher job and that
  * its forwards fit one (agent_stage.c). */
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged);
+bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail *mail, bool staged);
 /* The slot agent__launch() takes next: the lowest free one, or nslots when
  * every slot is busy (the table then grows).  O(nslots / 64). */
 uint32_t agent__next_free_slot(const struct agent *a);
-/* Does slot i (< nslots) hold a task (claimed, not yet released)? */
+/* Move slot i to state `to` (the moves enum slot_state lists). */
+void agent__slot_to(struct agent *a, uint32_t i, enum slot_state to);
+/* Does slot i (< nslots) hold a task (not SLOT_FREE)? */
 static inline bool agent__slot_busy(const struct agent *a, uint32_t i)
 {
     return !((a->free_slots[i / 64] >> (i % 64)) & 1);
@@ -326,7 +338,7 @@ void agent__limit_end(struct agent *a, uint32_t i);
 int agent__limit_timeout_ms(struct agent *a);
 
 /* agent.c */
-void agent__batch_unref(struct batch *b);
+void agent__tasks_mail_unref(struct tasks_mail *b);
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
 /* The task in s goes back to the master unstarted (ECANCELED, at a drain

@@ -32,8 +32,7 @@
 void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool)
 {
     struct slot *s = &a->slots[i];
-    s->lingers = true;
-    s->linger_pool = pool;
+    agent__slot_to(a, i, pool ? SLOT_LINGERING_POOL : SLOT_LINGERING);
     s->linger_status = status;
     if (a->lingering++ == 0)
         a->linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
@@ -55,9 +54,8 @@ static void agent_linger_end(struct agent *a, uint32_t i)
     volatile pid_t *entry = watchdog_entry(a->watchdog, i);
     if (entry)
         *entry = 0;
-    s->lingers = false;
     a->lingering--;
-    if (s->linger_pool) {
+    if (s->state == SLOT_LINGERING_POOL) {
         launcher_finish(a->launcher, i);
         agent__take_exited(a, i);
     } else {
@@ -74,7 +72,7 @@ void agent__linger_check(struct agent *a)
         return;
     for (uint32_t i = 0; i < a->nslots && a->lingering > 0; i++) {
         const struct slot *s = &a->slots[i];
-        if (agent__slot_busy(a, i) && s->lingers &&
+        if ((s->state == SLOT_LINGERING || s->state == SLOT_LINGERING_POOL) &&
             (s->signalled == SIGKILL || !spawn_group_alive(s->pid)))
             agent_linger_end(a, i);
     }

@@ -5,19 +5,14 @@
  *
  * Why: without it the end of a task on a full node goes launcher -> agent
  * (the exit) -> agent picks the next task -> launcher (the spawn), two
- * cross-thread hand-offs on the path of every task.  Measured on a 16-core
- * Intel VM, 16,000 /bin/true, 16 at once, 8 launchers, 5 alternating
- * rounds: 16.6-18.5k tasks/s against 15.4-17.5k without (docs/performance-history.md
- * section 17).  The first try hung a
- * successor behind one chosen running task; a successor behind a long
- * task then waited for it while other CPUs went on with later tasks.  A
- * ring shared by every reaper has no such hostage: whichever task ends
- * first gives its CPU to the oldest staged task.
+ * cross-thread hand-offs on the path of every task.  A ring shared by
+ * every reaper holds no task hostage behind a long one: whichever task
+ * ends first gives its CPU to the oldest staged task.
  *
  * When: only while the node runs no more tasks than the CPUs it may use
  * (agent_config.stage_launches): with more in flight, each CPU's next
  * task is already there when one ends, and staging only costs the agent
- * more (16 CPUs, 64 in flight: 16.0-17.6k tasks/s against 16.8-19.0k).
+ * more.
  *
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
@@ -90,21 +85,21 @@ static bool agent_stage_one(struct agent *a)
         return false;
     struct node_task nt;
     nq_take_at(&a->queue, pos, &nt);
-    if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
+    if (!nt.mail && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
         log_fatal("Out of memory for the forwards of task %s", nt.t.name);
         a->failed = true;
         return false;
     }
     a->cpus_free++; /* the loan: agent__launch() claims it */
     uint32_t i = agent__next_free_slot(a);
-    if (agent__launch(a, &nt.t, nt.batch, true)) {
+    if (agent__launch(a, &nt.t, nt.mail, true)) {
         a->slots[i].staged_task = nt.t;
         if (a->nstaged++ == 0 || nt.t.priority < a->staged_floor)
             a->staged_floor = nt.t.priority;
         return true;
     }
     /* it could not start: reported failed, its slot (if any) released */
-    agent__batch_unref(nt.batch);
+    agent__tasks_mail_unref(nt.mail);
     a->cpus_free--;
     return false;
 }
@@ -162,15 +157,14 @@ void agent__took_handed(struct agent *a, struct slot *s)
 /* Staged slot i, as launcher_take_staged() handed it, not started: free
  * it and end its loan.  Its TASKS message, whose reference passes to the
  * caller. */
-static struct batch *agent_unstage(struct agent *a, uint32_t i)
+static struct tasks_mail *agent_unstage(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
     s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
     a->nstaged--;
     agent__limit_end(a, i); /* its limit was armed when it was staged */
-    s->launching = false;
-    struct batch *b = s->batch;
-    s->batch = NULL;
+    struct tasks_mail *b = s->mail;
+    s->mail = NULL;
     a->running--;
     fwd_close_write_ends(&s->fwd);
     agent__slot_release(a, s);
@@ -180,7 +174,7 @@ static struct batch *agent_unstage(struct agent *a, uint32_t i)
 void agent__cancel_staged(struct agent *a, uint32_t i)
 {
     agent__add_cancelled(a, &a->slots[i]);
-    agent__batch_unref(agent_unstage(a, i));
+    agent__tasks_mail_unref(agent_unstage(a, i));
 }
 
 /* Staged slot i back into the queue, in its place: ahead of the tasks of
@@ -188,8 +182,8 @@ void agent__cancel_staged(struct agent *a, uint32_t i)
 static void agent_requeue_one(struct agent *a, uint32_t i)
 {
     struct node_task nt = {.t = a->slots[i].staged_task};
-    nt.batch = agent_unstage(a, i);
-    if (!nt.batch) { /* a local task's forwards are packed again when it starts */
+    nt.mail = agent_unstage(a, i);
+    if (!nt.mail) { /* a local task's forwards are packed again when it starts */
         nt.t.fwd = NULL;
         nt.t.fwd_len = 0;
     }
@@ -197,7 +191,7 @@ static void agent_requeue_one(struct agent *a, uint32_t i)
         log_error("Out of memory for the node's queue: task %s goes back to the master",
                   nt.t.name); /* it runs elsewhere, or here again */
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     }
 }
 

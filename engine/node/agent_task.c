@@ -2,6 +2,7 @@
  * (PMC_* variables, forward descriptors, PMC_AFFINITY), CPU binding, the
  * launch, the reaping through its pidfd, its forwarded data and its output
  * block with the cluster-task record (COMPAT.md "Task stdio"). */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -122,12 +123,9 @@ static void agent_slot_init(struct slot *s)
 }
 
 /* Slot i's two capture files, made at its first use rather than with the
- * table: the table doubles, and in /tmp on ext4 one O_TMPFILE took
- * 200-325 us of CPU here (docs/performance-history.md section 30), so a run with one
- * task made 16.  They are lent to the watchdog once, when both are made:
- * a later use of the slot costs no system call (watchdog.h).  0, or -1
- * with errno (EMFILE, ENFILE, ENOSPC); what was opened stays and is not
- * opened again. */
+ * table (the table doubles, and an O_TMPFILE is costly).  They are lent to the watchdog once, when
+ * both are made: a later use of the slot costs no system call (watchdog.h).  0, or -1 with errno
+ * (EMFILE, ENFILE, ENOSPC); what was opened stays and is not opened again. */
 static int agent_slot_open_captures(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
@@ -168,6 +166,29 @@ static void agent_slot_mark(struct agent *a, uint32_t i, bool free)
         a->free_slots[i / 64] &= ~(1ull << (i % 64));
 }
 
+#ifndef NDEBUG
+/* The states each state may move to (enum slot_state). */
+#define SLOT_BIT(x) (1u << (x))
+static const unsigned agent_slot_moves[] = {
+    [SLOT_FREE] = SLOT_BIT(SLOT_CLAIMED),
+    [SLOT_CLAIMED] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_LAUNCHING) | SLOT_BIT(SLOT_RUNNING),
+    [SLOT_LAUNCHING] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_RUNNING) | SLOT_BIT(SLOT_POOL),
+    [SLOT_RUNNING] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_LINGERING),
+    [SLOT_POOL] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_RUNNING) | SLOT_BIT(SLOT_LINGERING_POOL),
+    [SLOT_LINGERING] = SLOT_BIT(SLOT_FREE),
+    [SLOT_LINGERING_POOL] = SLOT_BIT(SLOT_FREE),
+};
+#endif
+
+void agent__slot_to(struct agent *a, uint32_t i, enum slot_state to)
+{
+    struct slot *s = &a->slots[i];
+    assert(agent_slot_moves[s->state] & SLOT_BIT(to));
+    if (s->state == SLOT_FREE || to == SLOT_FREE)
+        agent_slot_mark(a, i, to == SLOT_FREE);
+    s->state = to;
+}
+
 /* Twice the slots (8 at first), the new ones free and without capture
  * files yet.  0, or -1 (ENOMEM). */
 static int agent_slots_grow(struct agent *a)
@@ -186,7 +207,7 @@ static int agent_slots_grow(struct agent *a)
         return -1;
     a->slots = t;
     for (; a->nslots < n; a->nslots++) {
-        agent_slot_init(&t[a->nslots]);
+        agent_slot_init(&t[a->nslots]); /* SLOT_FREE */
         agent_slot_mark(a, a->nslots, true);
     }
     return 0;
@@ -247,13 +268,13 @@ void agent__slot_release(struct agent *a, struct slot *s)
     a->cpus_free += s->cpus - s->lent_cpus;
     a->memory_free += s->memory_mb;
     s->lent_cpus = 0;
-    agent_slot_mark(a, (uint32_t)(s - a->slots), true);
+    agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_FREE);
 }
 
 /* Take slot s for task t: account its CPUs and memory, start its clock. */
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    agent_slot_mark(a, (uint32_t)(s - a->slots), false);
+    agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_CLAIMED);
     watchdog_name(a->watchdog, (uint32_t)(s - a->slots), t->name);
     s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
     s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
@@ -424,26 +445,36 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
 void agent__signal(struct agent *a, uint32_t i, int sig)
 {
     struct slot *s = &a->slots[i];
-    if (s->pool_reaps) {
+    switch (s->state) {
+    case SLOT_POOL:
         /* refused once its reaper has it: the task ended, but may come
          * back lingering, its group in a grace that a SIGKILL ends */
         s->signalled = sig;
         launcher_signal(a->launcher, i, sig);
-    } else if (s->pidfd >= 0 || s->lingers) {      /* a lingering group holds its id */
-        if (s->lingers || !spawn_exited(s->pidfd)) /* else it ended before: not stopped */
+        break;
+    case SLOT_RUNNING:
+        if (!spawn_exited(s->pidfd)) /* else it ended before: not stopped */
             s->signalled = sig;
         kill(-s->pid, sig);
-        if (s->lingers && sig == SIGKILL)
+        break;
+    case SLOT_LINGERING:
+    case SLOT_LINGERING_POOL: /* a lingering group holds its id */
+        s->signalled = sig;
+        kill(-s->pid, sig);
+        if (sig == SIGKILL)
             a->linger_due_ns = 0; /* its grace is over: finish it at the next look */
+        break;
+    default: /* not started yet: signalled when it starts (agent_spawned()) */
+        break;
     }
 }
 
 /* The spawn of slot i's task ended with error e (0: started).  From the
  * agent thread, after spawn_task() returned here or on a launcher.  A
- * reaped launch (s->pool_reaps, launcher.h) is watched by the pool, which
- * adds its -f pipes and its pidfd to its own epoll set as it hands this
- * completion back (a failure comes back through launcher_take_unwatched()). */
-static void agent_spawned(struct agent *a, uint32_t i, int e)
+ * reaped launch (pool, launcher.h) is watched by the pool, which adds its
+ * -f pipes and its pidfd to its own epoll set as it hands this completion
+ * back (a failure comes back through launcher_take_unwatched()). */
+static void agent_spawned(struct agent *a, uint32_t i, int e, bool pool)
 {
     struct slot *s = &a->slots[i];
     fwd_close_write_ends(&s->fwd);
@@ -453,8 +484,9 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
         agent_exec_failed(a, s, e);
         return;
     }
+    agent__slot_to(a, i, pool ? SLOT_POOL : SLOT_RUNNING);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if (!s->pool_reaps &&
+    if (!pool &&
         (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 || agent_watch_pipes(a, i) < 0)) {
         agent_abandon_task(a, i, errno);
         return;
@@ -469,7 +501,7 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
  * the slot array may move while the job runs) and submit it.  false when
  * slot i has no job (launch it here). */
 static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_request *req,
-                                struct batch *batch, bool staged)
+                                struct tasks_mail *mail, bool staged)
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
     /* j->forward_fds' bound, which a parsed DAG never passes (DAG_MAX_PIPES) */
@@ -502,8 +534,8 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
         agent_output_block(a, s, &j->output);
         j->started = s->t0;
     }
-    s->launching = true;
-    s->batch = batch;
+    agent__slot_to(a, i, SLOT_LAUNCHING);
+    s->mail = mail;
     a->running++; /* the agent does not end while a launch is out */
     j->chained = false;
     j->handed = 0;
@@ -546,20 +578,19 @@ static void agent_take_completions(struct agent *a)
     while (launcher_take(a->launcher, &i) == 1) {
         struct launch_job *j = launcher_job(a->launcher, i);
         struct slot *s = &a->slots[i];
-        struct batch *b = s->batch;
-        s->launching = false;
-        s->batch = NULL;
+        struct tasks_mail *b = s->mail;
+        s->mail = NULL;
         if (j->chained) { /* staged: its reaper-started clock (launcher_stage()) */
             s->t0 = j->started;
             s->start = j->output.record.start;
             agent__adopt_id(s, j->first_id); /* the CPU id its reaper gave up */
         }
         s->pid = j->pid;
-        s->pool_reaps = j->pool_reaps && !j->err;
-        s->pidfd = j->err || s->pool_reaps ? -1 : j->pidfd; /* a reaped launch's is the pool's */
+        bool pool = j->pool_reaps && !j->err;
+        s->pidfd = j->err || pool ? -1 : j->pidfd; /* a reaped launch's is the pool's */
         a->running--;
-        agent_spawned(a, i, j->err);
-        agent__batch_unref(b);
+        agent_spawned(a, i, j->err, pool);
+        agent__tasks_mail_unref(b);
     }
 }
 
@@ -569,9 +600,9 @@ static void agent_take_completions(struct agent *a)
  * cell and filling it): take it before acting on the slot. */
 static void agent_await_completion(struct agent *a, uint32_t i)
 {
-    while (a->slots[i].launching) {
+    while (a->slots[i].state == SLOT_LAUNCHING) {
         agent_take_completions(a);
-        if (a->slots[i].launching)
+        if (a->slots[i].state == SLOT_LAUNCHING)
             sched_yield();
     }
 }
@@ -582,7 +613,7 @@ void agent__take_launches(struct agent *a)
     uint32_t i;
     while (launcher_take_unwatched(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
-        a->slots[i].pool_reaps = false; /* the agent kills and reaps it */
+        agent__slot_to(a, i, SLOT_RUNNING); /* the agent kills and reaps it */
         a->slots[i].pidfd = launcher_job(a->launcher, i)->pidfd;
         a->running--;
         agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
@@ -590,7 +621,6 @@ void agent__take_launches(struct agent *a)
     while (launcher_take_exited(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
         struct launch_job *j = launcher_job(a->launcher, i);
-        a->slots[i].pool_reaps = false;
         if (j->lingers)
             agent__linger_begin(a, i, j->status, true);
         else
@@ -619,7 +649,7 @@ void agent__take_exited(struct agent *a, uint32_t i)
     a->running--;
 }
 
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged)
+bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail *mail, bool staged)
 {
     int i = agent_slot_get(a);
     const char *app = t->argv;
@@ -651,16 +681,16 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
                                 .memory_limit_bytes =
                                     a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
-    if (agent_submit_launch(a, (uint32_t)i, &req, batch, staged))
+    if (agent_submit_launch(a, (uint32_t)i, &req, mail, staged))
         return true;
-    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
+    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd), false);
     return false;
 }
 
 void agent__reap(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    if (s->launching || s->pidfd < 0) /* a stale event: the slot was reused */
+    if (s->state != SLOT_RUNNING) /* a stale event: the slot was reused */
         return;
     if (!spawn_exited(s->pidfd))
         return; /* not exited yet (spurious wake-up) */
