@@ -1,5 +1,6 @@
 /* launcher.c - the launcher threads of a node agent; see launcher.h. */
 #include "engine/exec/launcher.h"
+#include "engine/exec/launcher_testing.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -183,9 +184,7 @@ struct launcher_thread {
  * (launcher_set_own_waits())?  Then self->own is i.  Of the n own waits,
  * the k-th bound thread (k < n) always has one: a bound thread is woken on
  * its CPU, where that task's exit freed the CPU, while an unbound one may
- * be woken on the other, busy CPU and leave the freed one idle (on 2 CPUs
- * the idle time per task fell from 20-23 to 12-13 us, against the
- * ceiling's 9-10; docs/performance-history.md section 33).  The unbound
+ * be woken on the other, busy CPU and leave the freed one idle.  The unbound
  * share the rest, counted in own_waiting.  Not a task with -f pipes: those
  * are read through the pool's epoll set. */
 static bool launcher_take_own(struct launcher *l, uint32_t i, struct launcher_thread *self)
@@ -465,7 +464,7 @@ static int launcher_wait(struct launcher *l, struct epoll_event *ev)
 /* Wait for slot i's task, this launcher's own (launcher_take_own()), in
  * waitid(2), as a spawner process's waitpid() does, and reap it (its exit
  * wakes the waiter on the CPU it last ran on: the task's own where the
- * launcher is bound, spawn_thread_pin(); docs/performance-history.md section 27).
+ * launcher is bound, spawn_thread_pin()).
  * When waitid fails (not EINTR) the pool's epoll set watches it instead,
  * or the agent does (launcher_launch()'s failed watch). */
 static void launcher_wait_own(struct launcher *l, struct launcher_thread *self)

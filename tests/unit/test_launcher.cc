@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "engine/exec/launcher.h"
+#include "engine/exec/launcher_testing.h"
 #include "testutil.h"
 
 using namespace testutil;
