@@ -1,9 +1,6 @@
-/* task_end.h - how a task ended: the one rule that turns what happened to
- * a task (its wait status, a failed start, the engine's signals, its time
- * limit, lost forwards or output) into the status, errno and cause its
- * record and result report.  Both ways of running a task (the agent
- * thread, the launcher pool) end every task through task_end_write() and
- * task_end_decide(), so the two report the same.
+/* task_end.h - how a task ended: the one rule from what happened to a task
+ * to the status, errno and cause its record and result report, which both
+ * ways of running tasks (the agent thread, the launcher pool) end through.
  */
 #ifndef PMC_TASK_END_H
 #define PMC_TASK_END_H
