@@ -42,7 +42,7 @@ static uint64_t agent_ns(const struct timespec *t)
 int agent__limit_start(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    s->timed_out = false;
+    s->end.timed_out = false;
     if (!s->time_limit_ms)
         return 0;
     return deadlines_set(&a->deadlines, i, s->gen,
@@ -77,17 +77,17 @@ void agent__limit_end(struct agent *a, uint32_t i)
 static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
 {
     struct slot *s = &a->slots[i];
-    if (!s->timed_out) {
+    if (!s->end.timed_out) {
         if (agent_limit_not_yet(a, i, now))
             return;
         /* a reaped launch: the pool marks it, unless it is being reaped */
         if (s->state == SLOT_POOL && !launcher_time_out(a->launcher, i))
             return;
-        s->timed_out = true;
+        s->end.timed_out = true;
         log_debug("Task %s exceeded its time limit of %g s: SIGTERM", s->strs,
                   s->time_limit_ms / 1000.0);
         if (s->state != SLOT_POOL) {
-            s->signalled = SIGTERM;
+            s->end.signalled = SIGTERM;
             kill(-s->pid, SIGTERM);
         }
         if (deadlines_set(&a->deadlines, i, s->gen,

@@ -69,8 +69,8 @@ static const struct node_task *agent_stageable_next(const struct agent *a, size_
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
-    const struct node_task *next =
-        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
+    const struct node_task *next = nq_peek_fit(&a->queue, 1, a->res.memory_free, a->res.gpus_free,
+                                               &cpus, &memory_mb, &gpus, pos);
     if (!next || cpus != 1 || memory_mb || gpus)
         return NULL;
     return next;
@@ -87,30 +87,30 @@ static bool agent_stage_one(struct agent *a)
     nq_take_at(&a->queue, pos, &nt);
     if (!nt.mail && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
         log_fatal("Out of memory for the forwards of task %s", nt.t.name);
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
-    a->cpus_free++; /* the loan: agent__launch() claims it */
+    a->res.cpus_free++; /* the loan: agent__launch() claims it */
     uint32_t i = agent__next_free_slot(a);
     if (agent__launch(a, &nt.t, nt.mail, true)) {
         a->slots[i].staged_task = nt.t;
-        if (a->nstaged++ == 0 || nt.t.priority < a->staged_floor)
-            a->staged_floor = nt.t.priority;
+        if (a->stage.nstaged++ == 0 || nt.t.priority < a->stage.staged_floor)
+            a->stage.staged_floor = nt.t.priority;
         return true;
     }
     /* it could not start: reported failed, its slot (if any) released */
     agent__tasks_mail_unref(nt.mail);
-    a->cpus_free--;
+    a->res.cpus_free--;
     return false;
 }
 
 void agent__stage(struct agent *a)
 {
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
-        a->aborting || a->draining || a->failed || a->holds > 0)
+        a->phase.aborting || a->phase.draining || a->phase.failed || a->phase.holds > 0)
         return;
-    uint32_t most = a->staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
-    while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&
+    uint32_t most = a->stage.staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
+    while (a->res.cpus_free == 0 && a->stage.nstaged < most && nq_len(&a->queue) > 0 &&
            agent_next_slot_has_job(a) && agent_stage_one(a))
         ;
 }
@@ -121,12 +121,12 @@ void agent__stage(struct agent *a)
 static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_job *j)
 {
     cpu_set_t one;
-    if (!s->id_pending || cpuset_pool_take_any(a->pool, 1, &one) != 0)
+    if (!s->cpuid.pending || cpuset_pool_take_any(a->res.pool, 1, &one) != 0)
         return;
     int id = agent__first_id(&one);
     char d[AFFINITY_ID_MAX];
     snprintf(d, sizeof d, "%d", id);
-    memcpy(s->affinity_value, d, strlen(d) + 1);
+    memcpy(s->cpuid.value, d, strlen(d) + 1);
     agent__adopt_id(s, id);
     j->first_id = id;
 }
@@ -134,9 +134,9 @@ static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_j
 void agent__start_staged(struct agent *a)
 {
     uint32_t i;
-    while (a->nstaged && a->cpus_free && launcher_take_staged(a->launcher, &i)) {
-        a->cpus_free--; /* the loan, settled with a free CPU */
-        a->nstaged--;
+    while (a->stage.nstaged && a->res.cpus_free && launcher_take_staged(a->launcher, &i)) {
+        a->res.cpus_free--; /* the loan, settled with a free CPU */
+        a->stage.nstaged--;
         struct slot *s = &a->slots[i]; /* its clock starts now, not when staged */
         struct launch_job *j = launcher_job(a->launcher, i);
         agent_stage_take_id(a, s, j);
@@ -150,8 +150,8 @@ void agent__start_staged(struct agent *a)
 
 void agent__took_handed(struct agent *a, struct slot *s)
 {
-    s->lent_cpus = 1; /* the CPU its reaper gave a staged task settles the loan */
-    a->nstaged--;
+    s->cpuid.lent = 1; /* the CPU its reaper gave a staged task settles the loan */
+    a->stage.nstaged--;
 }
 
 /* Staged slot i, as launcher_take_staged() handed it, not started: free
@@ -160,8 +160,8 @@ void agent__took_handed(struct agent *a, struct slot *s)
 static struct tasks_mail *agent_unstage(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
-    a->nstaged--;
+    s->cpuid.lent = 1; /* it never had the CPU: the loan ends with it */
+    a->stage.nstaged--;
     agent__limit_end(a, i); /* its limit was armed when it was staged */
     struct tasks_mail *b = s->mail;
     s->mail = NULL;
@@ -197,13 +197,13 @@ static void agent_requeue_one(struct agent *a, uint32_t i)
 
 void agent__requeue_staged(struct agent *a)
 {
-    a->requeue_due = false;
-    if (!a->launcher || a->failed)
+    a->stage.requeue_due = false;
+    if (!a->launcher || a->phase.failed)
         return;
     /* the staged jobs not started, oldest (highest priority) first */
     uint32_t n = 0, i;
-    while (n < a->staged_cap && launcher_take_staged(a->launcher, &i))
-        a->staged_order[n++] = i;
+    while (n < a->stage.staged_cap && launcher_take_staged(a->launcher, &i))
+        a->stage.staged_order[n++] = i;
     /* staged again in one order, merged by priority with the queue's
      * stageable tasks of a higher one: each of those displaces the lowest
      * job left, which goes back into the queue (first, so that the slot it
@@ -213,28 +213,28 @@ void agent__requeue_staged(struct agent *a)
     uint32_t lo = 0, hi = n, moved = 0;
     int32_t floor = INT32_MAX; /* the lowest priority staged again */
     size_t pos;
-    while (lo < hi && !a->failed && a->holds == 0) {
-        int32_t next = a->slots[a->staged_order[lo]].staged_task.priority;
+    while (lo < hi && !a->phase.failed && a->phase.holds == 0) {
+        int32_t next = a->slots[a->stage.staged_order[lo]].staged_task.priority;
         const struct node_task *q = agent_stageable_next(a, &pos);
         int32_t prio = q ? q->t.priority : INT32_MIN; /* q moves with the queue */
         if (prio > next && agent_next_slot_has_job(a)) {
-            agent_requeue_one(a, a->staged_order[--hi]);
+            agent_requeue_one(a, a->stage.staged_order[--hi]);
             moved++;
             /* a task that cannot start is reported failed, and the next
              * one is looked at */
             if (agent_stage_one(a))
                 floor = prio < floor ? prio : floor;
         } else {
-            launcher_stage(a->launcher, a->staged_order[lo++]);
+            launcher_stage(a->launcher, a->stage.staged_order[lo++]);
             floor = next < floor ? next : floor;
         }
     }
     /* a failure that holds the node's starts (-m) took back what was
      * staged (agent_hold()): these too */
     while (lo < hi)
-        agent__cancel_staged(a, a->staged_order[lo++]);
+        agent__cancel_staged(a, a->stage.staged_order[lo++]);
     if (floor != INT32_MAX)
-        a->staged_floor = floor;
+        a->stage.staged_floor = floor;
     log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", moved);
 }
 

@@ -47,9 +47,9 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
                                           .cpus = s->cpus,
                                           .memory_mb = s->memory_mb,
                                           .gpus = s->gpus},
-                               .out_fd = s->out_fd,
-                               .err_fd = s->err_fd,
-                               .task_out = s->task_out,
+                               .out_fd = s->io.out_fd,
+                               .err_fd = s->io.err_fd,
+                               .task_out = s->io.task_out,
                                .out = &a->out,
                                .err = &a->err};
 }
@@ -63,9 +63,9 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
  * fails the task only. */
 static void agent_settle_output(struct agent *a, struct slot *s, int rc, struct task_end *e)
 {
-    bool per_task = s->task_out >= 0;
+    bool per_task = s->io.task_out >= 0;
     int write_errno = errno; /* the block's error, which a failed close must not hide */
-    if (taskio_close_per_task(&s->task_out, &s->task_err) < 0 && rc == 0)
+    if (taskio_close_per_task(&s->io.task_out, &s->io.task_err) < 0 && rc == 0)
         rc = -1;
     else if (rc != 0)
         errno = write_errno;
@@ -85,7 +85,7 @@ static void agent_settle_output(struct agent *a, struct slot *s, int rc, struct 
     else
         log_error("Task %s failed: its output could not be written to %s or %s: %s", s->strs,
                   a->out.path, a->err.path, strerror(errno));
-    a->failed = true;
+    a->phase.failed = true;
 }
 
 /* Slot s's task is over as e says: its result (task_end_decide()) is
@@ -106,8 +106,9 @@ static void agent_finish(struct agent *a, struct slot *s, struct task_end *e, do
     agent_output_block(a, s, &b);
     struct pmc_error err;
     /* out_len, err_len: what agent__slot_release() resets */
-    int rc = task_end_write(e, &b, s->task_err >= 0 ? s->task_err : s->err_fd, s->time_limit_ms,
-                            &s->fwd, &a->fwd_pack, &err, duration, &s->out_len, &s->err_len);
+    int rc = task_end_write(e, &b, s->io.task_err >= 0 ? s->io.task_err : s->io.err_fd,
+                            s->time_limit_ms, &s->fwd, &a->outbox.fwd_pack, &err, duration,
+                            &s->io.out_len, &s->io.err_len);
     if (e->forwards_lost)
         log_error("%s", err.text);
     agent_settle_output(a, s, rc, e);
@@ -118,8 +119,8 @@ static void agent_slot_init(struct slot *s)
 {
     memset(s, 0, sizeof *s);
     s->pidfd = -1;
-    s->task_out = s->task_err = -1;
-    s->out_fd = s->err_fd = -1; /* agent_slot_open_captures(), at the slot's first use */
+    s->io.task_out = s->io.task_err = -1;
+    s->io.out_fd = s->io.err_fd = -1; /* agent_slot_open_captures(), at the slot's first use */
 }
 
 /* Slot i's two capture files, made at its first use rather than with the
@@ -129,13 +130,13 @@ static void agent_slot_init(struct slot *s)
 static int agent_slot_open_captures(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    if (s->out_fd >= 0 && s->err_fd >= 0)
+    if (s->io.out_fd >= 0 && s->io.err_fd >= 0)
         return 0; /* made and lent at an earlier use */
-    if (s->out_fd < 0)
-        s->out_fd = taskio_capture_open();
-    if (s->err_fd < 0 && s->out_fd >= 0)
-        s->err_fd = taskio_capture_open();
-    if (s->out_fd < 0 || s->err_fd < 0) {
+    if (s->io.out_fd < 0)
+        s->io.out_fd = taskio_capture_open();
+    if (s->io.err_fd < 0 && s->io.out_fd >= 0)
+        s->io.err_fd = taskio_capture_open();
+    if (s->io.out_fd < 0 || s->io.err_fd < 0) {
         char dir[4200];
         int e = errno;
         log_error("Rank %d: cannot make a task's capture file in %s: %s", a->cfg.rank,
@@ -144,7 +145,7 @@ static int agent_slot_open_captures(struct agent *a, uint32_t i)
         return -1;
     }
     /* the watchdog saves them if this process dies (watchdog.h) */
-    if (watchdog_lend(a->watchdog, i, s->out_fd, s->err_fd) < 0)
+    if (watchdog_lend(a->watchdog, i, s->io.out_fd, s->io.err_fd) < 0)
         log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank, i,
                   strerror(errno));
     return 0;
@@ -239,35 +240,35 @@ static int agent_slot_strings(struct slot *s, const struct msg_task *t, const ch
 
 static int agent_slot_argv(struct slot *s, const struct msg_task *t)
 {
-    size_t cap = s->argv_cap;
-    if (pmc_grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
+    size_t cap = s->env.argv_cap;
+    if (pmc_grow((void **)&s->env.argv, &cap, t->argc + 1, sizeof(char *)) < 0)
         return -1;
-    s->argv_cap = (uint32_t)cap;
+    s->env.argv_cap = (uint32_t)cap;
     const char *p = t->argv;
     for (uint32_t i = 0; i < t->argc; i++) {
-        s->argv[i] = (char *)p;
+        s->env.argv[i] = (char *)p;
         p += strlen(p) + 1;
     }
-    s->argv[t->argc] = NULL;
+    s->env.argv[t->argc] = NULL;
     return 0;
 }
 
 void agent__slot_release(struct agent *a, struct slot *s)
 {
-    taskio_capture_reset(s->out_fd, s->out_len);
-    taskio_capture_reset(s->err_fd, s->err_len);
-    (void)taskio_close_per_task(&s->task_out, &s->task_err); /* a task that never ran */
+    taskio_capture_reset(s->io.out_fd, s->io.out_len);
+    taskio_capture_reset(s->io.err_fd, s->io.err_len);
+    (void)taskio_close_per_task(&s->io.task_out, &s->io.task_err); /* a task that never ran */
     fwd_reset(&s->fwd);
-    if (s->ids)
-        cpuset_pool_give(a->pool, &s->cpuset);
-    s->ids = s->bound = s->id_pending = false;
-    for (uint32_t i = 0; i < s->ngpu; i++)
-        a->gpu_busy[s->gpu[i]] = false;
-    a->gpus_free += s->ngpu;
-    s->ngpu = 0;
-    a->cpus_free += s->cpus - s->lent_cpus;
-    a->memory_free += s->memory_mb;
-    s->lent_cpus = 0;
+    if (s->cpuid.held)
+        cpuset_pool_give(a->res.pool, &s->cpuid.set);
+    s->cpuid.held = s->cpuid.bound = s->cpuid.pending = false;
+    for (uint32_t i = 0; i < s->gpu.n; i++)
+        a->res.gpu_busy[s->gpu.ids[i]] = false;
+    a->res.gpus_free += s->gpu.n;
+    s->gpu.n = 0;
+    a->res.cpus_free += s->cpus - s->cpuid.lent;
+    a->res.memory_free += s->memory_mb;
+    s->cpuid.lent = 0;
     agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_FREE);
 }
 
@@ -276,23 +277,20 @@ static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_t
 {
     agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_CLAIMED);
     watchdog_name(a->watchdog, (uint32_t)(s - a->slots), t->name);
-    s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
-    s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
-    s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    s->flags = t->flags;
     s->hold_counted = false;
     s->time_limit_ms = t->time_limit_ms;
-    s->timed_out = false;
-    s->signalled = 0;
+    s->end = (struct task_end){0};
     s->gpus = t->gpus;
-    a->cpus_free -= t->cpus;
-    a->memory_free -= t->memory_mb;
+    a->res.cpus_free -= t->cpus;
+    a->res.memory_free -= t->memory_mb;
     s->id = t->id;
     s->attempt = t->attempt;
     s->cpus = t->cpus;
     s->memory_mb = t->memory_mb;
     s->start = pmc_epoch_s();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
-    s->out_len = s->err_len = -1; /* the task may write: not known until it ended */
+    s->io.out_len = s->io.err_len = -1; /* the task may write: not known until it ended */
 }
 
 static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
@@ -328,8 +326,8 @@ static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task 
         return -1;
     }
     fwd_child_fds(&s->fwd, s->fwd_fds);
-    if (a->cfg.per_task_stdio &&
-        taskio_open_per_task(a->cfg.task_dir, t->name, &s->task_out, &s->task_err, &err) < 0) {
+    if (a->cfg.per_task_stdio && taskio_open_per_task(a->cfg.task_dir, t->name, &s->io.task_out,
+                                                      &s->io.task_err, &err) < 0) {
         log_error("%s", err.text);
         return -1;
     }
@@ -390,28 +388,29 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
  * warning.  Always 0. */
 static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t, bool staged)
 {
-    s->ids = s->bound = s->id_pending = false;
-    if (!a->pool)
+    s->cpuid.held = s->cpuid.bound = s->cpuid.pending = false;
+    if (!a->res.pool)
         return 0;
     if (!a->cfg.set_affinity) {
         if (staged)
-            s->id_pending = true;
+            s->cpuid.pending = true;
         else
-            s->ids = cpuset_pool_take_any(a->pool, t->cpus ? t->cpus : 1, &s->cpuset) == 0;
+            s->cpuid.held =
+                cpuset_pool_take_any(a->res.pool, t->cpus ? t->cpus : 1, &s->cpuid.set) == 0;
         return 0;
     }
     cpu_set_t near; /* the CPUs near the task's GPUs, when hwloc knows */
     CPU_ZERO(&near);
-    for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->ngpu; k++)
-        CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu[k]]);
-    int rc = cpuset_pool_take_near(a->pool, t->cpus ? t->cpus : 1, &near, &s->cpuset);
+    for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->gpu.n; k++)
+        CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu.ids[k]]);
+    int rc = cpuset_pool_take_near(a->res.pool, t->cpus ? t->cpus : 1, &near, &s->cpuid.set);
     if (rc == 0) {
-        s->ids = s->bound = true;
+        s->cpuid.held = s->cpuid.bound = true;
     } else if (rc == 1) {
         log_warn("Task %s: the free CPUs of rank %d are fragmented, running it unbound", t->name,
                  a->cfg.rank);
-    } else if (!a->warned_unbound) {
-        a->warned_unbound = true;
+    } else if (!a->res.warned_unbound) {
+        a->res.warned_unbound = true;
         log_warn("Rank %d runs more CPUs than it has free PUs (--host-cpus above the PU "
                  "count?): tasks that find no free PUs run unbound",
                  a->cfg.rank);
@@ -424,21 +423,21 @@ static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_tas
  * or fewer free than asked: the task then fails to start). */
 static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    s->ngpu = 0;
+    s->gpu.n = 0;
     if (t->gpus == 0)
         return 0;
-    if (t->gpus > a->gpus_free ||
-        pmc_grow((void **)&s->gpu, &s->gpu_cap, t->gpus, sizeof *s->gpu) < 0) {
-        log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->gpus_free);
+    if (t->gpus > a->res.gpus_free ||
+        pmc_grow((void **)&s->gpu.ids, &s->gpu.cap, t->gpus, sizeof *s->gpu.ids) < 0) {
+        log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->res.gpus_free);
         return -1;
     }
-    for (uint32_t i = 0; s->ngpu < t->gpus && i < a->cfg.gpus->n; i++) {
-        if (a->gpu_busy[i])
+    for (uint32_t i = 0; s->gpu.n < t->gpus && i < a->cfg.gpus->n; i++) {
+        if (a->res.gpu_busy[i])
             continue;
-        a->gpu_busy[i] = true;
-        s->gpu[s->ngpu++] = i;
+        a->res.gpu_busy[i] = true;
+        s->gpu.ids[s->gpu.n++] = i;
     }
-    a->gpus_free -= s->ngpu;
+    a->res.gpus_free -= s->gpu.n;
     return 0;
 }
 
@@ -449,20 +448,20 @@ void agent__signal(struct agent *a, uint32_t i, int sig)
     case SLOT_POOL:
         /* refused once its reaper has it: the task ended, but may come
          * back lingering, its group in a grace that a SIGKILL ends */
-        s->signalled = sig;
+        s->end.signalled = sig;
         launcher_signal(a->launcher, i, sig);
         break;
     case SLOT_RUNNING:
         if (!spawn_exited(s->pidfd)) /* else it ended before: not stopped */
-            s->signalled = sig;
+            s->end.signalled = sig;
         kill(-s->pid, sig);
         break;
     case SLOT_LINGERING:
     case SLOT_LINGERING_POOL: /* a lingering group holds its id */
-        s->signalled = sig;
+        s->end.signalled = sig;
         kill(-s->pid, sig);
         if (sig == SIGKILL)
-            a->linger_due_ns = 0; /* its grace is over: finish it at the next look */
+            a->linger.linger_due_ns = 0; /* its grace is over: finish it at the next look */
         break;
     default: /* not started yet: signalled when it starts (agent_spawned()) */
         break;
@@ -491,8 +490,8 @@ static void agent_spawned(struct agent *a, uint32_t i, int e, bool pool)
         agent_abandon_task(a, i, errno);
         return;
     }
-    if (a->aborting) /* began while it was being launched */
-        agent__signal(a, i, a->killed_hard ? SIGKILL : SIGTERM);
+    if (a->phase.aborting) /* began while it was being launched */
+        agent__signal(a, i, a->phase.killed_hard ? SIGKILL : SIGTERM);
     agent__started(a, s);
     a->running++;
 }
@@ -522,11 +521,11 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
      * wants a STARTED notice; its time limit, armed at the launch (early:
      * the task starts later) and looked at again when it passes
      * (agent_limits.c), is enforced through launcher_time_out() */
-    j->pool_reaps = !a->aborting;
+    j->pool_reaps = !a->phase.aborting;
     j->forwards = s->fwd;
-    j->wake_on_start = s->notify_start;
-    j->hold_on_failure = s->hold_on_failure;
-    j->wake_on_exit = s->releases || s->hold_on_failure;
+    j->wake_on_start = (s->flags & MSG_TASK_NOTIFY_START) != 0;
+    j->hold_on_failure = (s->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    j->wake_on_exit = (s->flags & (MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE)) != 0;
     j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
     j->end = (struct task_end){0};
@@ -539,8 +538,8 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     a->running++; /* the agent does not end while a launch is out */
     j->chained = false;
     j->handed = 0;
-    j->first_id = s->ids ? agent__first_id(&s->cpuset) : -1;
-    j->affinity_value = s->id_pending ? s->affinity_value : NULL;
+    j->first_id = s->cpuid.held ? agent__first_id(&s->cpuid.set) : -1;
+    j->affinity_value = s->cpuid.pending ? s->cpuid.value : NULL;
     if (staged)
         launcher_stage(a->launcher, i);
     else
@@ -552,8 +551,8 @@ void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
 {
     struct slot *s = &a->slots[i];
     agent__limit_end(a, i);
-    struct task_end e = {
-        .wait_status = status, .signalled = s->signalled, .timed_out = s->timed_out};
+    struct task_end e = s->end;
+    e.wait_status = status;
     agent_finish(a, s, &e, duration);
     a->running--;
 }
@@ -566,8 +565,8 @@ static void agent_take_forwards(struct agent *a, struct launch_job *j)
         return;
     if (j->end.forwards_lost)
         log_error("%s", j->fwd_err.text);
-    struct msgbuf mine = a->fwd_pack;
-    a->fwd_pack = j->fwd_pack;
+    struct msgbuf mine = a->outbox.fwd_pack;
+    a->outbox.fwd_pack = j->fwd_pack;
     j->fwd_pack = mine;
     j->fwd_pack.len = j->fwd_pack.count = 0;
 }
@@ -634,12 +633,12 @@ void agent__take_exited(struct agent *a, uint32_t i)
     struct slot *s = &a->slots[i];
     if (j->handed) {
         agent__took_handed(a, s);
-        if (s->ids && j->first_id >= 0) /* the staged task it started holds it */
-            CPU_CLR(j->first_id, &s->cpuset);
+        if (s->cpuid.held && j->first_id >= 0) /* the staged task it started holds it */
+            CPU_CLR(j->first_id, &s->cpuid.set);
     }
     s->hold_counted = j->held_failure;
-    s->out_len = j->out_len; /* what agent__slot_release() resets */
-    s->err_len = j->err_len;
+    s->io.out_len = j->out_len; /* what agent__slot_release() resets */
+    s->io.err_len = j->err_len;
     agent_take_forwards(a, j);
     struct task_end e = j->end; /* as its reaper left it (task_end_write()) */
     errno = j->output_errno;
@@ -658,7 +657,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail 
         /* ENOMEM, or EMFILE/ENFILE for a new slot's capture files: this
          * rank cannot go on, and the master ends the run */
         log_fatal("Rank %d cannot start task %s: %s", a->cfg.rank, t->name, strerror(errno));
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
     if (agent_slot_io(a, s, t) < 0 || agent_slot_gpus(a, s, t) < 0 ||
@@ -671,13 +670,13 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail 
     agent_slot_claim(a, s, t);
     (void)agent__limit_start(a, (uint32_t)i); /* its entry is reserved (agent_slots_grow()) */
     log_debug(staged ? "Staging task %s" : "Running task %s", t->name);
-    struct spawn_request req = {.argv = s->argv,
-                                .envp = s->envp,
-                                .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
-                                .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+    struct spawn_request req = {.argv = s->env.argv,
+                                .envp = s->env.envp,
+                                .stdout_fd = s->io.task_out >= 0 ? s->io.task_out : s->io.out_fd,
+                                .stderr_fd = s->io.task_err >= 0 ? s->io.task_err : s->io.err_fd,
                                 .forward_fds = s->fwd_fds,
                                 .nforward = (int)s->fwd.npipes,
-                                .affinity = s->bound ? &s->cpuset : NULL,
+                                .affinity = s->cpuid.bound ? &s->cpuid.set : NULL,
                                 .memory_limit_bytes =
                                     a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
@@ -698,7 +697,7 @@ void agent__reap(struct agent *a, uint32_t i)
      * launches the same way: launcher.c), unless that process ended in
      * its grace and left members in its group (agent_linger.c) */
     bool lingers = false;
-    int status = s->signalled == SIGTERM
+    int status = s->end.signalled == SIGTERM
                      ? spawn_reap_leader(s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers)
                      : spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
@@ -722,14 +721,14 @@ void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
 
 void agent__slot_free(struct slot *s)
 {
-    if (s->out_fd >= 0)
-        close(s->out_fd);
-    if (s->err_fd >= 0)
-        close(s->err_fd);
+    if (s->io.out_fd >= 0)
+        close(s->io.out_fd);
+    if (s->io.err_fd >= 0)
+        close(s->io.err_fd);
     free(s->strs);
-    free(s->argv);
-    free(s->envp);
-    free(s->envbuf);
-    free(s->gpu);
+    free(s->env.argv);
+    free(s->env.envp);
+    free(s->env.buf);
+    free(s->gpu.ids);
     fwd_free(&s->fwd);
 }
