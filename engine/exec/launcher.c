@@ -391,12 +391,7 @@ static void launcher_reap(struct launcher *l, uint32_t i, struct launcher_thread
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
     launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
-    j->lingers = false;
-    if (j->end.signalled == SIGTERM)
-        j->status = spawn_reap_leader(j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
-    else
-        j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
-    j->end.wait_status = j->status;
+    j->status = task_end_reap(&j->end, j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
     if (j->lingers) {
         launcher_hand_back(l, i, 0);
         return;

@@ -12,15 +12,11 @@
 extern "C" {
 #endif
 
-/* The next reaped launch fails to be watched with errno err, as if
- * its pidfd could not be added (its -f pipes, added before, are taken out
- * of the set again). */
+/* The next reaped launch fails to be watched with errno err. */
 void launcher__fail_next_watch(struct launcher *l, int err);
 
-/* The next pipe read that succeeds fails to arm the pipe again with
- * errno err, as if epoll_ctl(EPOLL_CTL_MOD) had failed: the pipe is closed
- * and marked lost (fwd_entry.lost), so its task fails unless it failed
- * already. */
+/* The next pipe read that succeeds fails to re-arm it with errno err: the
+ * pipe is closed and marked lost (fwd_entry.lost). */
 void launcher__fail_next_rearm(struct launcher *l, int err);
 
 /* Every pipe read from now on keeps its slot JOB_READING for us

@@ -2,6 +2,7 @@
 #include "engine/exec/task_end.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -34,6 +35,15 @@ struct task_outcome task_end_decide(const struct task_end *e)
         o.status = TASK_IO_FAILED_STATUS;
     }
     return o;
+}
+
+int task_end_reap(struct task_end *e, pid_t pid, int pidfd, volatile pid_t *record_pgid,
+                  bool *lingers)
+{
+    *lingers = false;
+    e->wait_status = e->signalled == SIGTERM ? spawn_reap_leader(pid, pidfd, record_pgid, lingers)
+                                             : spawn_end_task(pid, pidfd, record_pgid);
+    return e->wait_status;
 }
 
 int task_end_write(struct task_end *e, const struct taskio_block *b, int stderr_fd,

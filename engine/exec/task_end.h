@@ -56,6 +56,15 @@ struct task_outcome {
  * Pure; any thread. */
 struct task_outcome task_end_decide(const struct task_end *e);
 
+/* Reap the task whose first process (pid, pidfd) exited, on whichever
+ * thread watches it: outside a SIGTERM's grace (e->signalled) its group's
+ * leftovers are killed (spawn_end_task()); in it only the first process
+ * is reaped, and *lingers says whether its group still has members
+ * (spawn_reap_leader()).  Sets e->wait_status and returns it.  record_pgid
+ * as in spawn.h. */
+int task_end_reap(struct task_end *e, pid_t pid, int pidfd, volatile pid_t *record_pgid,
+                  bool *lingers);
+
 /* Finish a task that ended (or never ran), on whichever thread reaped it:
  * its note on stderr_fd (the time-out's, or the failed exec's, naming
  * b->record.app), then its forwards f (NULL or none: skipped) drained and

@@ -693,13 +693,10 @@ void agent__reap(struct agent *a, uint32_t i)
         return;
     if (!spawn_exited(s->pidfd))
         return; /* not exited yet (spurious wake-up) */
-    /* the task is over when its first process is (the pool ends its
-     * launches the same way: launcher.c), unless that process ended in
-     * its grace and left members in its group (agent_linger.c) */
-    bool lingers = false;
-    int status = s->end.signalled == SIGTERM
-                     ? spawn_reap_leader(s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers)
-                     : spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
+    /* the task is over when its first process is, unless that process
+     * ended in its grace and left members in its group (agent_linger.c) */
+    bool lingers;
+    int status = task_end_reap(&s->end, s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     if (lingers)
         agent__linger_begin(a, i, status, false);
