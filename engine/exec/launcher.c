@@ -1,5 +1,6 @@
 /* launcher.c - the launcher threads of a node agent; see launcher.h. */
 #include "engine/exec/launcher.h"
+#include "engine/exec/launcher_testing.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -183,9 +184,7 @@ struct launcher_thread {
  * (launcher_set_own_waits())?  Then self->own is i.  Of the n own waits,
  * the k-th bound thread (k < n) always has one: a bound thread is woken on
  * its CPU, where that task's exit freed the CPU, while an unbound one may
- * be woken on the other, busy CPU and leave the freed one idle (on 2 CPUs
- * the idle time per task fell from 20-23 to 12-13 us, against the
- * ceiling's 9-10; docs/performance-history.md section 33).  The unbound
+ * be woken on the other, busy CPU and leave the freed one idle.  The unbound
  * share the rest, counted in own_waiting.  Not a task with -f pipes: those
  * are read through the pool's epoll set. */
 static bool launcher_take_own(struct launcher *l, uint32_t i, struct launcher_thread *self)
@@ -320,33 +319,11 @@ static void launcher_start_staged(struct launcher *l, uint32_t k, struct launche
     launcher_launch(l, k, self);
 }
 
-/* After its task's exit, drain and close job j's -f pipes and, after a 0
- * exit, read and delete its -F files, packing every forward's data into
- * its fwd_pack (fwd_finish()); a file that cannot be forwarded, or a pipe
- * whose data may be lost, fails the task (status 256, the agent's own
- * path: agent_task.c). */
-static void launcher_forward(struct launch_job *j)
-{
-    if (j->forwards.n == 0)
-        return;
-    j->fwd_pack.len = j->fwd_pack.count = 0;
-    j->fwd_failed =
-        fwd_finish(&j->forwards, j->output.record.name, j->status, &j->fwd_pack, &j->fwd_err) < 0;
-    if (j->fwd_failed) {
-        j->fwd_pack.len = j->fwd_pack.count = 0;
-        j->status = TASK_IO_FAILED_STATUS;
-    }
-}
-
-/* Job j's task ended with j->status: the time-out status and note, a
- * stopped task's signal for its exit 0 (agent__task_ended()), and its
- * duration (to now). */
+/* Job j's task ended with the wait status in j->end: its status as
+ * decided so far (task_end_decide()) and its duration (to now). */
 static void launcher_settle(struct launch_job *j)
 {
-    if (j->timed_out)
-        j->status = spawn_timed_out(j->req.stderr_fd, j->output.record.name, j->time_limit_ms);
-    else if (j->status == 0 && j->signalled)
-        j->status = j->signalled;
+    j->status = task_end_decide(&j->end).status;
     struct timespec ended;
     clock_gettime(CLOCK_MONOTONIC, &ended);
     j->duration = pmc_seconds_between(&j->started, &ended);
@@ -363,18 +340,15 @@ static void launcher_count_hold(struct launcher *l, struct launch_job *j)
     }
 }
 
-/* Job j's -f/-F data and output block, after its task ended.  A task
- * whose forwards or output were lost, or whose output may have been cut
- * short, fails (the agent reports it so: agent_output_status()); its
- * status says so now, and such a failure holds like any other
- * (launcher_count_hold()). */
+/* Job j's notes, -f/-F data and output block, after its task ended
+ * (task_end_write()); a failure they make holds like any other. */
 static void launcher_write(struct launcher *l, struct launch_job *j)
 {
-    launcher_forward(j);
-    j->output_rc = taskio_write_block(&j->output, j->status, j->duration, &j->out_len, &j->err_len);
+    j->output_rc =
+        task_end_write(&j->end, &j->output, j->req.stderr_fd, j->time_limit_ms, &j->forwards,
+                       &j->fwd_pack, &j->fwd_err, j->duration, &j->out_len, &j->err_len);
     j->output_errno = j->output_rc ? errno : 0;
-    if (j->output_rc != 0 && j->status == 0)
-        j->status = TASK_IO_FAILED_STATUS;
+    j->status = task_end_decide(&j->end).status;
     launcher_count_hold(l, j);
 }
 
@@ -417,11 +391,7 @@ static void launcher_reap(struct launcher *l, uint32_t i, struct launcher_thread
     struct launch_job *j = &l->jobs[i];
     launcher_unwatch(l, i);
     launcher_unwatch_pipes(l, i); /* fwd_finish() drains and closes them */
-    j->lingers = false;
-    if (j->signalled == SIGTERM)
-        j->status = spawn_reap_leader(j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
-    else
-        j->status = spawn_end_task(j->pid, j->pidfd, j->req.record_pgid);
+    j->status = task_end_reap(&j->end, j->pid, j->pidfd, j->req.record_pgid, &j->lingers);
     if (j->lingers) {
         launcher_hand_back(l, i, 0);
         return;
@@ -489,7 +459,7 @@ static int launcher_wait(struct launcher *l, struct epoll_event *ev)
 /* Wait for slot i's task, this launcher's own (launcher_take_own()), in
  * waitid(2), as a spawner process's waitpid() does, and reap it (its exit
  * wakes the waiter on the CPU it last ran on: the task's own where the
- * launcher is bound, spawn_thread_pin(); docs/performance-history.md section 27).
+ * launcher is bound, spawn_thread_pin()).
  * When waitid fails (not EINTR) the pool's epoll set watches it instead,
  * or the agent does (launcher_launch()'s failed watch). */
 static void launcher_wait_own(struct launcher *l, struct launcher_thread *self)
@@ -729,9 +699,9 @@ static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool ti
     if (w == 0)
         return false;
     if (time_out)
-        l->jobs[i].timed_out = true;
+        l->jobs[i].end.timed_out = true;
     if (time_out || !spawn_exited(l->jobs[i].pidfd)) /* else it ended before: not stopped */
-        l->jobs[i].signalled = sig;
+        l->jobs[i].end.signalled = sig;
     kill(-l->jobs[i].pid, sig);
     atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;

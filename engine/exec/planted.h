@@ -1,5 +1,5 @@
 /* planted.h - failures a test plants in the engine (its test hooks:
- * launcher__fail_next_watch(), agent__fail_next_start(), ...): an errno
+ * launcher__fail_next_watch(), agent__fail_next_start(), ...: the *_testing.h headers): an errno
  * stored in an atomic_int by the test's thread and taken, once, by the
  * engine's thread at the place it stands for.
  */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "engine/node/agent_internal.h"
+#include "engine/node/agent_testing.h"
 #include "io/clock.h"
 #include "io/log.h"
 #include "sched/result_batch.h"
@@ -20,13 +21,13 @@
 /* Results waiting to be sent (or, on the local link, notified). */
 static uint32_t agent_results_waiting(const struct agent *a)
 {
-    return a->results.count + a->link_results;
+    return a->outbox.results.count + a->outbox.link_results;
 }
 
 /* Results and notices waiting to be sent. */
 static uint32_t agent_pending(const struct agent *a)
 {
-    return agent_results_waiting(a) + a->starts.count + a->link_starts;
+    return agent_results_waiting(a) + a->outbox.starts.count + a->outbox.link_starts;
 }
 
 /* Queue ev on the local link (ownership of ev->fwd passes); the first
@@ -34,39 +35,39 @@ static uint32_t agent_pending(const struct agent *a)
 static void agent_link_event(struct agent *a, struct local_event *ev)
 {
     if (agent_pending(a) == 0)
-        clock_gettime(CLOCK_MONOTONIC, &a->first_result);
-    if (!local_link_send_event(a->link, ev)) {
+        clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
+    if (!local_link_send_event(a->outbox.link, ev)) {
         local_event_free(ev);
         log_fatal("Rank %d: the link to the master is full (%s)", a->cfg.rank, strerror(errno));
-        a->failed = true;
+        a->phase.failed = true;
         return;
     }
     if (ev->kind == LOCAL_RESULT)
-        a->link_results++;
+        a->outbox.link_results++;
     else
-        a->link_starts++;
+        a->outbox.link_starts++;
 }
 
 void agent__started(struct agent *a, const struct slot *s)
 {
-    if (!s->notify_start)
+    if (!(s->flags & MSG_TASK_NOTIFY_START))
         return;
     struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
-    if (a->link) {
+    if (a->outbox.link) {
         agent_link_event(a, &(struct local_event){.kind = LOCAL_STARTED, .started = st});
         return;
     }
-    if (a->starts.count == 0) {
-        if (msg_begin(&a->starts, MSG_STARTED) < 0)
+    if (a->outbox.starts.count == 0) {
+        if (msg_begin(&a->outbox.starts, MSG_STARTED) < 0)
             goto oom;
-        if (a->results.count == 0)
-            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+        if (a->outbox.results.count == 0)
+            clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
     }
-    if (msg_add_started(&a->starts, &st) == 0)
+    if (msg_add_started(&a->outbox.starts, &st) == 0)
         return;
 oom:
     log_fatal("Out of memory for the start notices of rank %d", a->cfg.rank);
-    a->failed = true;
+    a->phase.failed = true;
 }
 
 /* The result on the local link: the forwarded data, if any, in a copy of
@@ -79,7 +80,7 @@ static void agent_link_result(struct agent *a, const struct msg_result *r)
         uint8_t *copy = malloc(r->fwd_len);
         if (!copy) {
             log_fatal("Out of memory for the forwarded data of rank %d", a->cfg.rank);
-            a->failed = true;
+            a->phase.failed = true;
             return;
         }
         ev.result.fwd = memcpy(copy, r->fwd, r->fwd_len);
@@ -97,15 +98,15 @@ static void agent_send_batch(struct agent *a);
  * 0, or -1 (out of memory). */
 static int agent_batch_result(struct agent *a, const struct msg_result *r)
 {
-    if (a->results.count > 0 && a->results.len + r->fwd_len > MSG_SPLIT_BYTES)
+    if (a->outbox.results.count > 0 && a->outbox.results.len + r->fwd_len > MSG_SPLIT_BYTES)
         agent_send_batch(a);
-    if (a->results.count == 0) {
-        if (msg_begin(&a->results, MSG_RESULTS) < 0)
+    if (a->outbox.results.count == 0) {
+        if (msg_begin(&a->outbox.results, MSG_RESULTS) < 0)
             return -1;
-        if (a->starts.count == 0)
-            clock_gettime(CLOCK_MONOTONIC, &a->first_result);
+        if (a->outbox.starts.count == 0)
+            clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
     }
-    return msg_add_result(&a->results, r);
+    return msg_add_result(&a->outbox.results, r);
 }
 
 /* The task of slot s, whose failure counts toward -m, failed: start
@@ -116,9 +117,9 @@ static void agent_hold(struct agent *a, const struct slot *s)
 {
     if (a->launcher && !s->hold_counted) /* its reaper counted it, or it failed here */
         launcher_hold(a->launcher);
-    if (a->holds++ == 0)
+    if (a->phase.holds++ == 0)
         agent__unstage_all(a);
-    a->send_now = true;
+    a->outbox.send_now = true;
 }
 
 /* The batching clock (first_result: when the oldest unsent result or
@@ -133,8 +134,8 @@ static void agent_result_clock(struct agent *a, const struct timespec *t0, doubl
     long ns = t0->tv_nsec + (long)((duration - (double)(long)duration) * 1e9);
     struct timespec end = {.tv_sec = t0->tv_sec + (time_t)duration + ns / 1000000000,
                            .tv_nsec = ns % 1000000000};
-    if (pmc_seconds_between(&a->first_result, &end) < 0)
-        a->first_result = end;
+    if (pmc_seconds_between(&a->outbox.first_result, &end) < 0)
+        a->outbox.first_result = end;
 }
 
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
@@ -146,24 +147,25 @@ void agent__add_result(struct agent *a, const struct slot *s, int status, int ex
                            .exec_errno = exec_errno,
                            .start = s->start,
                            .duration = duration,
-                           .nfwd = a->fwd_pack.count,
-                           .fwd = a->fwd_pack.data,
-                           .fwd_len = a->fwd_pack.len};
+                           .nfwd = a->outbox.fwd_pack.count,
+                           .fwd = a->outbox.fwd_pack.data,
+                           .fwd_len = a->outbox.fwd_pack.len};
     int rc = 0;
-    a->results_made++;
-    if (a->link)
+    a->outbox.results_made++;
+    if (a->outbox.link)
         agent_link_result(a, &r);
     else
         rc = agent_batch_result(a, &r);
     if (duration > 0) /* it ran (null, cancelled, failed starts: 0) */
         agent_result_clock(a, &s->t0, duration);
-    a->fwd_pack.len = a->fwd_pack.count = 0;
-    a->results_release |= s->releases;
-    if (s->hold_on_failure && (status != 0 || exec_errno != 0) && exec_errno != ECANCELED)
+    a->outbox.fwd_pack.len = a->outbox.fwd_pack.count = 0;
+    a->outbox.results_release |= (s->flags & MSG_TASK_RELEASES) != 0;
+    if ((s->flags & MSG_TASK_HOLD_ON_FAILURE) && (status != 0 || exec_errno != 0) &&
+        exec_errno != ECANCELED)
         agent_hold(a, s);
     if (rc < 0) {
         log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
-        a->failed = true;
+        a->phase.failed = true;
     }
 }
 
@@ -180,7 +182,7 @@ static bool agent_at_low_water(const struct agent *a)
  * (agent_stage.c), which holds them as the queue did. */
 static size_t agent_waiting(const struct agent *a)
 {
-    return nq_len(&a->queue) + a->nstaged;
+    return nq_len(&a->queue) + a->stage.nstaged;
 }
 
 /* Adaptive batching (docs/design.md section 2): sched/result_batch.h's
@@ -195,16 +197,16 @@ static long agent_result_wait_ms(const struct agent *a)
     static const double ms_slack = 1e-6; /* float rounding of the seconds, ms */
     struct result_batch_params p = result_batch_defaults();
     struct result_batch_state st = {.results = agent_results_waiting(a),
-                                    .notices = a->starts.count + a->link_starts,
-                                    .releases = a->results_release,
+                                    .notices = a->outbox.starts.count + a->outbox.link_starts,
+                                    .releases = a->outbox.results_release,
                                     .waiting = agent_waiting(a),
                                     .load = a->running + nq_len(&a->queue),
                                     .cpus = a->cfg.cpus,
-                                    .ending = a->shutting || a->draining,
-                                    .send_now = a->send_now,
-                                    .low_water_sent = a->low_water_sent};
+                                    .ending = a->phase.shutting || a->phase.draining,
+                                    .send_now = a->outbox.send_now,
+                                    .low_water_sent = a->outbox.low_water_sent};
     if (st.results + st.notices > 0)
-        st.waited = agent_elapsed(&a->first_result);
+        st.waited = agent_elapsed(&a->outbox.first_result);
     double wait = result_batch_wait(&p, &st);
     if (wait <= 0)
         return wait < 0 ? -1 : 0;
@@ -219,7 +221,7 @@ static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
     msg_end(b);
     if (comm_send(a->comm, 0, COMM_TO_MASTER, b) < 0) {
         log_error("Cannot send %s: %s", what, strerror(errno));
-        a->failed = true;
+        a->phase.failed = true;
     }
 }
 
@@ -232,11 +234,11 @@ static void agent_answer_recall(struct agent *a);
  * flush (it goes once per refill). */
 static void agent_send_batch(struct agent *a)
 {
-    agent_send(a, &a->starts, "start notices");
-    agent_send(a, &a->results, "results");
-    a->results_release = false;
-    a->send_now = false;
-    a->low_water_sent |= agent_at_low_water(a);
+    agent_send(a, &a->outbox.starts, "start notices");
+    agent_send(a, &a->outbox.results, "results");
+    a->outbox.results_release = false;
+    a->outbox.send_now = false;
+    a->outbox.low_water_sent |= agent_at_low_water(a);
 }
 
 /* Send what waits once agent_result_wait_ms() says it is time: the
@@ -247,15 +249,15 @@ static void agent_flush_results(struct agent *a)
     /* the low-water flush goes once per refill: again only after the node
      * was refilled above the mark */
     if (!agent_at_low_water(a))
-        a->low_water_sent = false;
+        a->outbox.low_water_sent = false;
     if (agent_result_wait_ms(a) != 0)
         return;
     agent_send_batch(a);
-    if (a->recall_answer)
+    if (a->outbox.recall_answer)
         agent_answer_recall(a);
-    if (a->link_results + a->link_starts > 0)
-        local_link_notify_master(a->link);
-    a->link_results = a->link_starts = 0;
+    if (a->outbox.link_results + a->outbox.link_starts > 0)
+        local_link_notify_master(a->outbox.link);
+    a->outbox.link_results = a->outbox.link_starts = 0;
 }
 
 /* Send the ABORT or BYE built at start-up (once each). */
@@ -266,10 +268,10 @@ static void agent_send_control(struct agent *a, struct mail **m)
     *m = NULL;
 }
 
-void agent__batch_unref(struct batch *b)
+void agent__tasks_mail_unref(struct tasks_mail *b)
 {
     if (b && --b->refs == 0) {
-        mail_free(b->mail);
+        mail_free(b->msg);
         free(b);
     }
 }
@@ -280,7 +282,7 @@ static void agent_null_task(struct agent *a, const struct msg_task *t)
     struct slot s = {.id = t->id,
                      .attempt = t->attempt,
                      .start = pmc_epoch_s(),
-                     .releases = (t->flags & MSG_TASK_RELEASES) != 0};
+                     .flags = t->flags & MSG_TASK_RELEASES};
     agent__add_result(a, &s, 0, 0, 0.0);
 }
 
@@ -297,10 +299,10 @@ void agent__cancel_task(struct agent *a, const struct msg_task *t)
 
 int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
 {
-    if (msg_pack_forwards(local_link_dag(a->link), t->id, &a->fwd_scratch, &a->fwd_scratch_cap,
-                          &t->fwd_len) < 0)
+    if (msg_pack_forwards(local_link_dag(a->outbox.link), t->id, &a->env.fwd_scratch,
+                          &a->env.fwd_scratch_cap, &t->fwd_len) < 0)
         return -1;
-    t->fwd = a->fwd_scratch;
+    t->fwd = a->env.fwd_scratch;
     return 0;
 }
 
@@ -322,8 +324,8 @@ static bool agent_file_in_use(const struct agent *a, const char *src)
  * not seen. */
 static bool agent_forward_source_busy(const struct agent *a, const struct node_task *nt)
 {
-    if (!nt->batch) {
-        const struct dag *d = local_link_dag(a->link);
+    if (!nt->mail) {
+        const struct dag *d = local_link_dag(a->outbox.link);
         const struct dag_forward *f = d->fwd + d->fwd_first[nt->t.id];
         for (uint32_t j = 0; j < d->nfwd[nt->t.id]; j++)
             if (f[j].kind == DAG_FORWARD_FILE && agent_file_in_use(a, d->arena + f[j].src))
@@ -353,22 +355,23 @@ static bool agent_queued_may_start(const void *item, void *ctx)
  * writes waits in the queue (agent_queued_may_start()). */
 static void agent_pump(struct agent *a)
 {
-    if (a->holds > 0)
+    if (a->phase.holds > 0)
         return; /* a failure the master has not answered (-m) */
-    if (a->requeue_due)
+    if (a->stage.requeue_due)
         agent__requeue_staged(a);
     agent__start_staged(a);
     struct node_task nt;
     /* holds: a launch that fails at once (a missing program) holds too */
-    while (!a->failed && a->holds == 0 &&
-           nq_take_fit(&a->queue, a->cpus_free, a->memory_free, a->gpus_free, &nt) == 1) {
-        if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
+    while (!a->phase.failed && a->phase.holds == 0 &&
+           nq_take_fit(&a->queue, a->res.cpus_free, a->res.memory_free, a->res.gpus_free, &nt) ==
+               1) {
+        if (!nt.mail && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
             log_fatal("Out of memory for the forwards of task %s", nt.t.name);
-            a->failed = true;
+            a->phase.failed = true;
             break;
         }
-        if (!agent__launch(a, &nt.t, nt.batch, false))
-            agent__batch_unref(nt.batch);
+        if (!agent__launch(a, &nt.t, nt.mail, false))
+            agent__tasks_mail_unref(nt.mail);
     }
     agent__stage(a);
 }
@@ -379,27 +382,27 @@ static void agent_cancel_queued(struct agent *a)
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1) {
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     }
 }
 
-/* Queue task t (of batch b, or from the local link when b is NULL), or
+/* Queue task t (of TASKS message b, or from the local link when b is NULL), or
  * settle it at once: null executor, or too late to start anything. */
-static void agent_queue_task(struct agent *a, const struct msg_task *t, struct batch *b)
+static void agent_queue_task(struct agent *a, const struct msg_task *t, struct tasks_mail *b)
 {
     if (a->cfg.null_executor)
         agent_null_task(a, t);
-    else if (a->aborting || a->draining)
+    else if (a->phase.aborting || a->phase.draining)
         agent__cancel_task(a, t);
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
-                     &(struct node_task){.t = *t, .batch = b}) < 0)
-        a->failed = true;
+                     &(struct node_task){.t = *t, .mail = b}) < 0)
+        a->phase.failed = true;
     else {
         if (b)
             b->refs++;
         /* it would start after staged tasks of lower priority: they go
          * back into the queue at the next pump (agent_stage.c) */
-        a->requeue_due |= a->nstaged > 0 && t->priority > a->staged_floor;
+        a->stage.requeue_due |= a->stage.nstaged > 0 && t->priority > a->stage.staged_floor;
     }
 }
 
@@ -409,9 +412,9 @@ static void agent_take_local(struct agent *a)
 {
     struct local_task lt;
     bool any = false;
-    while (a->link && local_link_take_task(a->link, &lt)) {
+    while (a->outbox.link && local_link_take_task(a->outbox.link, &lt)) {
         struct msg_task t;
-        msg_task_from_dag(local_link_dag(a->link), lt.id, &t);
+        msg_task_from_dag(local_link_dag(a->outbox.link), lt.id, &t);
         t.attempt = lt.attempt;
         t.flags = lt.flags;
         t.time_limit_ms = lt.time_limit_ms;
@@ -439,48 +442,47 @@ static int agent_check_task(const struct agent *a, const struct msg_task *t, str
 /* Queue the tasks of m; returns true when m is now owned by the queue. */
 static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reader *r)
 {
-    struct batch *b = calloc(1, sizeof *b);
+    struct tasks_mail *b = calloc(1, sizeof *b);
     struct msg_task t;
     struct pmc_error err;
     int rc;
     if (!b) {
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
-    b->mail = m;
+    b->msg = m;
     b->refs = 1; /* held while this loop runs */
     while ((rc = msg_next_task(r, &t, &err)) == 1 && (rc = agent_check_task(a, &t, &err)) == 0)
         agent_queue_task(a, &t, b);
     if (rc < 0) {
         log_error("Bad TASKS message from the master: %s", err.text);
-        a->failed = true;
+        a->phase.failed = true;
     }
     agent_pump(a);
-    agent__batch_unref(b);
+    agent__tasks_mail_unref(b);
     return true;
 }
 
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
-        if (agent__slot_busy(a, i) && !a->slots[i].launching)
-            agent__signal(a, i, sig);
+        agent__signal(a, i, sig); /* a launch is signalled when it started */
 }
 
 static void agent_begin_abort(struct agent *a)
 {
-    if (a->aborting)
+    if (a->phase.aborting)
         return;
-    a->aborting = true;
-    a->shutting = true;
+    a->phase.aborting = true;
+    a->phase.shutting = true;
     if (a->launcher) /* a launch under way is signalled as soon as it completes */
         launcher_wake_always(a->launcher);
     agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
-    clock_gettime(CLOCK_MONOTONIC, &a->kill_deadline);
-    long ns = a->kill_deadline.tv_nsec + (long)(a->cfg.kill_grace_ms % 1000) * 1000000L;
-    a->kill_deadline.tv_sec += a->cfg.kill_grace_ms / 1000 + ns / 1000000000L;
-    a->kill_deadline.tv_nsec = ns % 1000000000L;
+    clock_gettime(CLOCK_MONOTONIC, &a->phase.kill_deadline);
+    long ns = a->phase.kill_deadline.tv_nsec + (long)(a->cfg.kill_grace_ms % 1000) * 1000000L;
+    a->phase.kill_deadline.tv_sec += a->cfg.kill_grace_ms / 1000 + ns / 1000000000L;
+    a->phase.kill_deadline.tv_nsec = ns % 1000000000L;
 }
 
 /* Send the answer to a RECALL: how many tasks were given back (their
@@ -488,15 +490,15 @@ static void agent_begin_abort(struct agent *a)
 static void agent_answer_recall(struct agent *a)
 {
     struct msgbuf b = {0};
-    struct msg_recall rc = {.given = a->recall_given};
+    struct msg_recall rc = {.given = a->outbox.recall_given};
     if (msg_begin(&b, MSG_RECALL) < 0 || msg_add_recall(&b, &rc) < 0) {
         log_error("Cannot answer a RECALL: out of memory");
-        a->failed = true;
+        a->phase.failed = true;
     } else {
         agent_send(a, &b, "the answer to a RECALL");
     }
     msg_free(&b);
-    a->recall_answer = false;
+    a->outbox.recall_answer = false;
 }
 
 /* RECALL (sched/placement.h, "Recalls"): give back, at once, queued tasks
@@ -511,21 +513,21 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
     struct pmc_error err = {{0}};
     if (msg_next_recall(r, &rc, &err) != 1) {
         log_error("Bad RECALL message from the master: %s", err.text);
-        a->failed = true;
+        a->phase.failed = true;
         return;
     }
     struct node_task nt;
     uint32_t given = 0, cpus = 0, i;
-    bool open = !a->draining && !a->aborting;
+    bool open = !a->phase.draining && !a->phase.aborting;
     while (open && cpus < rc.want_cpus &&
            nq_pop_back_fit(&a->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
                            rc.memory_mb, rc.gpus, &nt) == 1) {
         cpus += nt.t.cpus;
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
         given++;
     }
-    while (open && cpus < rc.want_cpus && rc.cpus > 0 && a->launcher && a->nstaged > 0 &&
+    while (open && cpus < rc.want_cpus && rc.cpus > 0 && a->launcher && a->stage.nstaged > 0 &&
            launcher_take_staged(a->launcher, &i)) {
         agent__cancel_staged(a, i);
         cpus++;
@@ -533,9 +535,9 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
     }
     log_debug("Node agent: the master recalled %u CPUs of tasks, %u tasks given back", rc.want_cpus,
               given);
-    a->recall_given = given;
-    a->recall_answer = true;
-    a->send_now |= given > 0;
+    a->outbox.recall_given = given;
+    a->outbox.recall_answer = true;
+    a->outbox.send_now |= given > 0;
     if (given == 0)
         agent_answer_recall(a);
 }
@@ -544,11 +546,11 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
  * (agent_hold()): when none is left unanswered, starts go on. */
 static void agent_resume(struct agent *a)
 {
-    if (a->holds == 0)
+    if (a->phase.holds == 0)
         return;
     if (a->launcher)
         launcher_release(a->launcher);
-    if (--a->holds == 0)
+    if (--a->phase.holds == 0)
         agent_pump(a);
 }
 
@@ -559,21 +561,21 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     struct pmc_error err;
     if (msg_open(&r, m->data, m->len, &err) < 0) {
         log_error("Bad message from rank %d: %s", m->peer, err.text);
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
     switch (r.kind) {
     case MSG_TASKS:
         return agent_handle_tasks(a, m, &r);
     case MSG_SHUTDOWN:
-        a->shutting = a->heard_end = true;
+        a->phase.shutting = a->phase.heard_end = true;
         break;
     case MSG_DRAIN:
-        a->draining = true;
+        a->phase.draining = true;
         agent_cancel_queued(a);
         break;
     case MSG_ABORT:
-        a->heard_end = true;
+        a->phase.heard_end = true;
         agent_begin_abort(a);
         break;
     case MSG_RESUME:
@@ -602,15 +604,15 @@ static void agent_drain_mailbox(struct agent *a)
 /* ms until the kill deadline during an abort, else -1 (no timeout). */
 static int agent_kill_timeout(struct agent *a)
 {
-    if (!a->aborting || a->killed_hard)
+    if (!a->phase.aborting || a->phase.killed_hard)
         return -1;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms = (a->kill_deadline.tv_sec - now.tv_sec) * 1000 +
-              (a->kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
+    long ms = (a->phase.kill_deadline.tv_sec - now.tv_sec) * 1000 +
+              (a->phase.kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
     if (ms <= 0) {
         agent_kill_all(a, SIGKILL);
-        a->killed_hard = true;
+        a->phase.killed_hard = true;
         return -1;
     }
     return (int)ms;
@@ -635,7 +637,7 @@ static int sooner(long a, long b)
  * this anyway; long ones cost 10 wake-ups a second of the agent. */
 static long agent_quiet_exits_wait_ms(const struct agent *a)
 {
-    return a->quiet_exits && a->nstaged > 0 ? RESULT_DELAY_LEAF_MS : -1;
+    return a->stage.quiet_exits && a->stage.nstaged > 0 ? RESULT_DELAY_LEAF_MS : -1;
 }
 
 /* The epoll timeout: the soonest of the abort's kill deadline, the result
@@ -656,7 +658,7 @@ static int agent_wait_timeout(struct agent *a)
 static bool agent_more_waiting(void *arg)
 {
     const struct agent *a = arg;
-    return (a->link && local_link_tasks_waiting(a->link)) ||
+    return (a->outbox.link && local_link_tasks_waiting(a->outbox.link)) ||
            (a->launcher && launcher_pending(a->launcher) > 0);
 }
 
@@ -697,7 +699,7 @@ static void agent_wait_events(struct agent *a)
     }
     agent__linger_check(a);
     agent__orphans_check(a);
-    if (!a->aborting && !a->draining)
+    if (!a->phase.aborting && !a->phase.draining)
         agent_pump(a);
 }
 
@@ -711,13 +713,13 @@ static void agent_send_hello(struct agent *a)
                           .memory_mb = a->cfg.memory_mb,
                           .hostname = a->cfg.hostname};
     if (msg_begin(&b, MSG_HELLO) < 0 || msg_add_hello(&b, &h) < 0) {
-        a->failed = true;
+        a->phase.failed = true;
         msg_free(&b);
         return;
     }
     msg_end(&b);
     if (comm_send(a->comm, 0, COMM_TO_MASTER, &b) < 0)
-        a->failed = true; /* the master learns it from the ABORT */
+        a->phase.failed = true; /* the master learns it from the ABORT */
     msg_free(&b);
 }
 
@@ -750,23 +752,23 @@ static void agent_close_outputs(struct agent *a)
         snprintf(path, sizeof path, "%s", files[k]->path ? files[k]->path : "");
         if (taskio_file_close(files[k]) < 0 && errno != EINTR) {
             log_error("Task output may be lost: closing %s failed: %s", path, strerror(errno));
-            a->failed = lost = true;
+            a->phase.failed = lost = true;
         }
     }
     if (lost) {
-        agent_send_control(a, &a->lost_mail);
-        a->sent_abort = true;
+        agent_send_control(a, &a->outbox.lost_mail);
+        a->phase.sent_abort = true;
     }
-    if (a->failed && !a->sent_abort) {
-        agent_send_control(a, &a->abort_mail);
-        a->sent_abort = true;
+    if (a->phase.failed && !a->phase.sent_abort) {
+        agent_send_control(a, &a->outbox.abort_mail);
+        a->phase.sent_abort = true;
     }
 }
 
 /* Nothing runs or waits, and the master said its last word (heard_end). */
 static bool agent_done(const struct agent *a)
 {
-    return a->shutting && a->heard_end && a->running == 0 && nq_len(&a->queue) == 0;
+    return a->phase.shutting && a->phase.heard_end && a->running == 0 && nq_len(&a->queue) == 0;
 }
 
 static void *agent_main(void *arg)
@@ -779,10 +781,10 @@ static void *agent_main(void *arg)
     while (!agent_done(a)) {
         agent_drain_mailbox(a);
         agent_flush_results(a);
-        if (a->failed && !a->sent_abort) {
+        if (a->phase.failed && !a->phase.sent_abort) {
             /* this rank cannot go on: have the master end the run */
-            agent_send_control(a, &a->abort_mail);
-            a->sent_abort = true;
+            agent_send_control(a, &a->outbox.abort_mail);
+            a->phase.sent_abort = true;
             agent_begin_abort(a);
         }
         if (agent_done(a))
@@ -790,12 +792,12 @@ static void *agent_main(void *arg)
         agent_wait_events(a);
         agent_flush_results(a);
     }
-    a->shutting = true; /* makes the last flush unconditional */
+    a->phase.shutting = true; /* makes the last flush unconditional */
     agent_flush_results(a);
     agent_close_outputs(a);
-    agent_send_control(a, &a->bye_mail);
-    a->launchers_cpu_ns = launcher_cpu_ns(a->launcher);
-    a->cpu_ns = pmc_thread_cpu_ns();
+    agent_send_control(a, &a->outbox.bye_mail);
+    a->cpu.launchers_ns = launcher_cpu_ns(a->launcher);
+    a->cpu.agent_ns = pmc_thread_cpu_ns();
     return NULL;
 }
 
@@ -813,27 +815,27 @@ static int agent_create_pool(struct agent *a)
     cpu_set_t inherited;
     bool keep = a->cfg.keep_affinity && sched_getaffinity(0, sizeof inherited, &inherited) == 0;
     struct pmc_error perr;
-    a->pool = cpuset_pool_create(NULL, keep ? &inherited : NULL, keep ? 0 : a->cfg.pu_share,
-                                 keep ? 1 : a->cfg.pu_shares, &perr);
-    if (!a->pool && errno == ENOMEM)
+    a->res.pool = cpuset_pool_create(NULL, keep ? &inherited : NULL, keep ? 0 : a->cfg.pu_share,
+                                     keep ? 1 : a->cfg.pu_shares, &perr);
+    if (!a->res.pool && errno == ENOMEM)
         return -1;
-    if (!a->cfg.set_affinity && (!a->pool || cpuset_pool_size(a->pool) < a->cfg.cpus)) {
-        cpuset_pool_destroy(a->pool);
-        a->pool = cpuset_pool_create_slots(a->cfg.cpus ? a->cfg.cpus : 1, &perr);
-        if (!a->pool && errno == ENOMEM)
+    if (!a->cfg.set_affinity && (!a->res.pool || cpuset_pool_size(a->res.pool) < a->cfg.cpus)) {
+        cpuset_pool_destroy(a->res.pool);
+        a->res.pool = cpuset_pool_create_slots(a->cfg.cpus ? a->cfg.cpus : 1, &perr);
+        if (!a->res.pool && errno == ENOMEM)
             return -1;
-        if (!a->pool)
+        if (!a->res.pool)
             log_warn("%s: tasks get no PMC_AFFINITY", perr.text);
         else
             log_debug("Rank %d: PMC_AFFINITY names CPU slots 0-%u (%u CPUs, more than its PUs)",
                       a->cfg.rank, a->cfg.cpus ? a->cfg.cpus - 1 : 0, a->cfg.cpus);
         return 0;
     }
-    if (!a->pool)
+    if (!a->res.pool)
         log_warn("--set-affinity: %s; tasks run unbound", perr.text);
-    else if (cpuset_pool_size(a->pool) < a->cfg.cpus)
+    else if (cpuset_pool_size(a->res.pool) < a->cfg.cpus)
         log_debug("Rank %d offers %u CPUs on %u PUs", a->cfg.rank, a->cfg.cpus,
-                  cpuset_pool_size(a->pool));
+                  cpuset_pool_size(a->res.pool));
     return 0;
 }
 
@@ -845,9 +847,9 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         return NULL;
     }
     a->cfg = *cfg;
-    a->cpus_free = cfg->cpus;
-    a->memory_free = cfg->memory_mb;
-    a->gpus_free = cfg->gpus ? cfg->gpus->n : 0;
+    a->res.cpus_free = cfg->cpus;
+    a->res.memory_free = cfg->memory_mb;
+    a->res.gpus_free = cfg->gpus ? cfg->gpus->n : 0;
     a->cfg.hostname = strdup(cfg->hostname);
     a->cfg.dag_path = strdup(cfg->dag_path);
     a->cfg.task_dir = strdup(cfg->task_dir ? cfg->task_dir : ".");
@@ -856,13 +858,13 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     nq_set_condition(&a->queue, agent_queued_may_start, a);
     a->box.efd = -1;
     a->epfd = epoll_create1(EPOLL_CLOEXEC);
-    a->gpu_busy = calloc(a->gpus_free ? a->gpus_free : 1, sizeof *a->gpu_busy);
-    a->abort_mail = mail_control(0, COMM_TO_MASTER, MSG_ABORT);
-    a->bye_mail = mail_control(0, COMM_TO_MASTER, MSG_BYE);
-    a->lost_mail = mail_control(0, COMM_TO_MASTER, MSG_LOST);
-    if (!a->abort_mail || !a->bye_mail || !a->lost_mail || !a->cfg.hostname || !a->cfg.dag_path ||
-        !a->cfg.task_dir || a->epfd < 0 || !a->gpu_busy || mailbox_init(&a->box) < 0 ||
-        agent__snapshot_env(a) < 0) {
+    a->res.gpu_busy = calloc(a->res.gpus_free ? a->res.gpus_free : 1, sizeof *a->res.gpu_busy);
+    a->outbox.abort_mail = mail_control(0, COMM_TO_MASTER, MSG_ABORT);
+    a->outbox.bye_mail = mail_control(0, COMM_TO_MASTER, MSG_BYE);
+    a->outbox.lost_mail = mail_control(0, COMM_TO_MASTER, MSG_LOST);
+    if (!a->outbox.abort_mail || !a->outbox.bye_mail || !a->outbox.lost_mail || !a->cfg.hostname ||
+        !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || !a->res.gpu_busy ||
+        mailbox_init(&a->box) < 0 || agent__snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
         agent_destroy(a);
         return NULL;
@@ -892,7 +894,7 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
      * (launcher_set_quiet_exits()) */
     uint32_t cpus = cfg->cpus ? cfg->cpus : 1;
     bool spare = !cfg->null_executor && cfg->launch_threads > cpus;
-    a->staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
+    a->stage.staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
     /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once,
      * beside staged_cap staged ones, and a launch takes the lowest free
      * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
@@ -906,17 +908,18 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     bool pinned =
         spare && sched_getaffinity(0, sizeof pin, &pin) == 0 && (uint32_t)CPU_COUNT(&pin) <= cpus;
     if (!cfg->null_executor && cfg->launch_threads > 0 &&
-        !(a->launcher = launcher_create(cfg->launch_threads, cpus + a->staged_cap + 8, &a->box,
-                                        pinned ? &pin : NULL, err))) {
+        !(a->launcher = launcher_create(cfg->launch_threads, cpus + a->stage.staged_cap + 8,
+                                        &a->box, pinned ? &pin : NULL, err))) {
         agent_destroy(a);
         return NULL;
     }
     if (spare) {
         launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
         launcher_set_quiet_exits(a->launcher, AGENT_QUIET_LOW_PER_CPU_SPARE * cpus);
-        a->quiet_exits = true;
+        a->stage.quiet_exits = true;
     }
-    if (a->launcher && !(a->staged_order = calloc(a->staged_cap, sizeof *a->staged_order))) {
+    if (a->launcher &&
+        !(a->stage.staged_order = calloc(a->stage.staged_cap, sizeof *a->stage.staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");
         agent_destroy(a);
         return NULL;
@@ -952,7 +955,7 @@ uint32_t agent_cpus(const struct agent *a)
 
 void agent_set_local_link(struct agent *a, struct local_link *l)
 {
-    a->link = l;
+    a->outbox.link = l;
 }
 
 void agent__fail_next_start(struct agent *a, int err)
@@ -976,9 +979,9 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err)
 
 void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
 {
-    out->agent_ns = a->cpu_ns;
-    out->launchers_ns = a->launchers_cpu_ns;
-    out->tasks = a->results_made;
+    out->agent_ns = a->cpu.agent_ns;
+    out->launchers_ns = a->cpu.launchers_ns;
+    out->tasks = a->outbox.results_made;
     out->launch_threads = a->launcher ? launcher_threads(a->launcher) : 0;
     out->staged_starts = a->launcher ? launcher_staged_starts(a->launcher) : 0;
     out->own_waits = a->launcher ? launcher_own_waits(a->launcher) : 0;
@@ -990,7 +993,7 @@ int agent_join(struct agent *a)
         pthread_join(a->thread, NULL);
         a->started = false;
     }
-    return a->failed ? -1 : 0;
+    return a->phase.failed ? -1 : 0;
 }
 
 void agent_destroy(struct agent *a)
@@ -1002,24 +1005,24 @@ void agent_destroy(struct agent *a)
     watchdog_stop(a->watchdog);
     for (uint32_t i = 0; i < a->nslots; i++)
         agent__slot_free(&a->slots[i]);
-    cpuset_pool_destroy(a->pool);
+    cpuset_pool_destroy(a->res.pool);
     free(a->slots);
     free(a->free_slots);
-    free(a->base_env);
-    free(a->gpu_busy);
-    free(a->staged_order);
+    free(a->env.base_env);
+    free(a->res.gpu_busy);
+    free(a->stage.staged_order);
     deadlines_free(&a->deadlines);
     struct node_task nt;
     while (nq_pop(&a->queue, &nt) == 1)
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     nq_free(&a->queue);
-    mail_free(a->abort_mail);
-    mail_free(a->bye_mail);
-    mail_free(a->lost_mail);
-    msg_free(&a->results);
-    msg_free(&a->starts);
-    free(a->fwd_scratch);
-    msg_free(&a->fwd_pack);
+    mail_free(a->outbox.abort_mail);
+    mail_free(a->outbox.bye_mail);
+    mail_free(a->outbox.lost_mail);
+    msg_free(&a->outbox.results);
+    msg_free(&a->outbox.starts);
+    free(a->env.fwd_scratch);
+    msg_free(&a->outbox.fwd_pack);
     taskio_file_close(&a->out);
     taskio_file_close(&a->err);
     if (a->box.efd >= 0)

@@ -1,25 +1,15 @@
 /* agent.h - the node agent: runs the tasks the master sends to this rank.
  *
- * One agent per host (docs/design.md sections 1-2, sched/hosts.h), holding all of
- * the host's CPUs and memory.  Its thread registers with the master (HELLO:
- * hostname, ranks on the machine, CPUs, memory), then
- * loops on one epoll set holding its mailbox's eventfd, a pidfd per
- * running task and its forwarding pipes.  Received tasks wait in a local
- * queue (the master sends a prefetch window beyond the node's CPUs) and start
- * with spawn_task() as the rank's own CPU and memory accounting allows; exited
- * tasks are reaped through their pidfds, each task's captured stdout +
- * cluster-task record is appended to DAGFILE.out.R and its stderr to
- * DAGFILE.err.R, and results go back in adaptive RESULTS batches (at once
- * when nothing is queued, else 24 results or a short delay).  No thread per
- * task, no busy wait.
+ * One agent per host (docs/design.md sections 1-2), holding its CPUs,
+ * memory and GPUs.  Its thread says HELLO, queues received tasks, starts
+ * them as its accounting allows (engine/exec/), appends each task's output
+ * and record to DAGFILE.out.R / .err.R and sends RESULTS in batches
+ * (sched/result_batch.h).  SHUTDOWN: finish running tasks, reply BYE.
+ * ABORT: SIGTERM every running task's group, SIGKILL after kill_grace_ms,
+ * report them, reply BYE.
  *
- * SHUTDOWN: finish running tasks, close the files, reply BYE, end.
- * ABORT: SIGTERM every running task's process group, SIGKILL after
- * kill_grace_ms, report them, close the files, reply BYE, end.
- *
- * Thread-safety: agent_create/agent_start/agent_join/agent_destroy are
- * called by the rank's main thread; everything else runs on the agent
- * thread.
+ * Thread-safety: agent_create/agent_start/agent_join/agent_destroy on the
+ * rank's main thread; everything else runs on the agent thread.
  */
 #ifndef PMC_AGENT_H
 #define PMC_AGENT_H
@@ -57,9 +47,7 @@ struct agent_config {
     bool thread_env;            /* OMP_NUM_THREADS & co. from the task's CPUs */
     uint32_t kill_grace_ms;     /* SIGTERM -> SIGKILL, time limits and aborts */
     uint32_t launch_threads;    /* launcher threads (launcher.h); 0: spawn on the agent thread */
-    /* stage launches in the pool (engine/node/agent_stage.c): worth it while the
-     * node runs no more tasks than it has CPUs to run them on */
-    bool stage_launches;
+    bool stage_launches;        /* stage launches in the pool (agent_stage.c) */
 };
 
 struct agent;
@@ -77,16 +65,9 @@ struct mailbox *agent_mailbox(struct agent *a);
 uint32_t agent_cpus(const struct agent *a);
 
 struct local_link;
-/* Take tasks from l and give events back through it instead of TASKS and
- * RESULTS/STARTED messages: the agent of the master's own rank
- * (engine/transport/local_link.h).  Call before agent_start(); l must outlive the
- * agent thread. */
+/* Rank 0's agent: tasks and events go through l, not messages.  Before
+ * agent_start(); l outlives the agent thread. */
 void agent_set_local_link(struct agent *a, struct local_link *l);
-
-/* Tests: the next task the agent prepares to start fails to, with errno
- * err, as if its -f pipes could not be made (reported failed, status 256).
- * Any thread; taken once. */
-void agent__fail_next_start(struct agent *a, int err);
 
 /* Start the agent thread; it sends HELLO through c first.  0, or -1 with err. */
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
@@ -95,12 +76,9 @@ int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
  * it ended cleanly, -1 if it had to stop on an error (already logged). */
 int agent_join(struct agent *a);
 
-/* CPU time of the agent thread and of its launcher threads over the run,
- * nanoseconds (read by the agent thread as it ends), the results it
- * reported: tasks that ran, and those that failed to start or were
- * cancelled unstarted (with --null-executor, every task), and the number
- * of launcher threads it ran (0: the agent thread started every task).
- * Valid after agent_join(). */
+/* CPU ns of the agent thread and its launchers over the run, the results
+ * it reported (ran, failed to start, cancelled) and its launcher threads
+ * (0: none).  Valid after agent_join(). */
 struct agent_cpu {
     uint64_t agent_ns, launchers_ns, tasks;
     uint32_t launch_threads;

@@ -45,8 +45,8 @@ static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEV
                                        "ZE_AFFINITY_MASK", "PMC_GPUS", "HIP_VISIBLE_DEVICES"};
 #define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])
 #define ROCR_VAR 1 /* gpu_vars[] index */
-_Static_assert(NGPU_VARS == sizeof((struct agent *)0)->gpu_env / sizeof(char *),
-               "agent.gpu_env holds one entry per gpu_vars[]");
+_Static_assert(NGPU_VARS == sizeof((struct agent *)0)->env.gpu_env / sizeof(char *),
+               "agent.env.gpu_env holds one entry per gpu_vars[]");
 /* gpu_vars[] set for a task with GPUs, by gpus_var (bit i: gpu_vars[i]) */
 static const unsigned gpu_vars_of[] = {[GPUS_VAR_ALL] = 1u | 2u | 4u | 8u,
                                        [GPUS_VAR_CUDA] = 1u | 8u,
@@ -88,20 +88,20 @@ int agent__snapshot_env(struct agent *a)
     size_t n = 0;
     while (environ && environ[n])
         n++;
-    a->base_env = calloc(n + 1, sizeof *a->base_env);
-    if (!a->base_env)
+    a->env.base_env = calloc(n + 1, sizeof *a->env.base_env);
+    if (!a->env.base_env)
         return -1;
     for (size_t i = 0; i < n; i++) {
         int g = gpu_var(environ[i]);
         if (g >= 0) {
-            a->gpu_env[g] = environ[i];
+            a->env.gpu_env[g] = environ[i];
             continue;
         }
         for (size_t k = 0; k < NTHREAD_VARS; k++)
             if (has_name(environ[i], thread_vars[k]))
-                a->thread_vars_set |= 1u << k;
+                a->env.thread_vars_set |= 1u << k;
         if (!is_ours(environ[i]))
-            a->base_env[a->base_env_n++] = environ[i];
+            a->env.base_env[a->env.base_env_n++] = environ[i];
     }
     return 0;
 }
@@ -150,13 +150,13 @@ static void put_thread_vars(struct agent *a, struct slot *s, const struct msg_ta
     char d[DIGITS_MAX + 1];
     const char *n = decimal(t->cpus ? t->cpus : 1, d);
     for (size_t k = 0; k < OMP_PLACES_VAR; k++)
-        if (!(a->thread_vars_set & (1u << k)))
+        if (!(a->env.thread_vars_set & (1u << k)))
             put(o, thread_vars[k], n);
-    if (!s->bound)
+    if (!s->cpuid.bound)
         return;
-    if (!(a->thread_vars_set & (1u << OMP_PLACES_VAR)))
-        put_places(o, &s->cpuset);
-    if (!(a->thread_vars_set & (1u << OMP_PROC_BIND_VAR)))
+    if (!(a->env.thread_vars_set & (1u << OMP_PLACES_VAR)))
+        put_places(o, &s->cpuid.set);
+    if (!(a->env.thread_vars_set & (1u << OMP_PROC_BIND_VAR)))
         put(o, "OMP_PROC_BIND", "close");
 }
 
@@ -195,24 +195,24 @@ static void put_ids(struct env_out *o, const cpu_set_t *set)
 /* list_len: the length of the task's "id,id" list (gpus_format()). */
 static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, size_t list_len)
 {
-    if (s->ngpu == 0) {
+    if (s->gpu.n == 0) {
         for (size_t i = 0; i < NGPU_VARS; i++)
-            if (a->gpu_env[i])
-                *o->e++ = (char *)a->gpu_env[i];
+            if (a->env.gpu_env[i])
+                *o->e++ = (char *)a->env.gpu_env[i];
         return;
     }
     enum gpus_var var = a->cfg.gpus->var;
     unsigned set = gpu_vars_of[var];
     for (size_t i = 0; i < NGPU_VARS; i++) {
-        if (i == ROCR_VAR && (var == GPUS_VAR_CUDA || var == GPUS_VAR_HIP) && a->gpu_env[i]) {
-            *o->e++ = (char *)a->gpu_env[i]; /* CUDA's and HIP's ids count within it */
+        if (i == ROCR_VAR && (var == GPUS_VAR_CUDA || var == GPUS_VAR_HIP) && a->env.gpu_env[i]) {
+            *o->e++ = (char *)a->env.gpu_env[i]; /* CUDA's and HIP's ids count within it */
             continue;
         }
         if (!(set & (1u << i)))
             continue;
         char *start = o->p;
         o->p += sprintf(o->p, "%s=", gpu_vars[i]);
-        o->p += gpus_format(a->cfg.gpus, s->gpu, s->ngpu, o->p, list_len + 1);
+        o->p += gpus_format(a->cfg.gpus, s->gpu.ids, s->gpu.n, o->p, list_len + 1);
         *o->p++ = '\0';
         *o->e++ = start;
     }
@@ -221,35 +221,36 @@ static void put_gpu_vars(struct agent *a, struct slot *s, struct env_out *o, siz
 /* Bytes of envbuf the task needs, at most. */
 static size_t env_bytes(struct agent *a, struct slot *s, const struct msg_task *t, size_t gpus)
 {
-    size_t need = strlen(t->name) + 160 + (s->ids || s->id_pending ? AFFINITY_ID_MAX + 16 : 0);
-    need += s->ids ? (size_t)CPU_COUNT(&s->cpuset) * AFFINITY_ID_MAX : 0;
-    need += NTHREAD_VARS * 40 + (s->bound ? (size_t)CPU_COUNT(&s->cpuset) * 10 + 16 : 0);
+    size_t need =
+        strlen(t->name) + 160 + (s->cpuid.held || s->cpuid.pending ? AFFINITY_ID_MAX + 16 : 0);
+    need += s->cpuid.held ? (size_t)CPU_COUNT(&s->cpuid.set) * AFFINITY_ID_MAX : 0;
+    need += NTHREAD_VARS * 40 + (s->cpuid.bound ? (size_t)CPU_COUNT(&s->cpuid.set) * 10 + 16 : 0);
     return need + (NGPU_VARS + 1) * (gpus + 32) + 64;
 }
 
 int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    size_t gpus = s->ngpu ? gpus_format(a->cfg.gpus, s->gpu, s->ngpu, NULL, 0) : 0;
-    if (pmc_grow((void **)&s->envbuf, &s->envbuf_cap, env_bytes(a, s, t, gpus), 1) < 0)
+    size_t gpus = s->gpu.n ? gpus_format(a->cfg.gpus, s->gpu.ids, s->gpu.n, NULL, 0) : 0;
+    if (pmc_grow((void **)&s->env.buf, &s->env.buf_cap, env_bytes(a, s, t, gpus), 1) < 0)
         return -1;
-    size_t nvars = a->base_env_n + 6 + NGPU_VARS + NTHREAD_VARS + s->fwd.npipes + 1;
-    if (pmc_grow((void **)&s->envp, &s->envp_cap, nvars, sizeof(char *)) < 0)
+    size_t nvars = a->env.base_env_n + 6 + NGPU_VARS + NTHREAD_VARS + s->fwd.npipes + 1;
+    if (pmc_grow((void **)&s->env.envp, &s->env.envp_cap, nvars, sizeof(char *)) < 0)
         return -1;
-    memcpy(s->envp, a->base_env, a->base_env_n * sizeof(char *));
-    struct env_out o = {s->envbuf, s->envp + a->base_env_n};
+    memcpy(s->env.envp, a->env.base_env, a->env.base_env_n * sizeof(char *));
+    struct env_out o = {s->env.buf, s->env.envp + a->env.base_env_n};
     char n[DIGITS_MAX + 1];
     put(&o, "PMC_TASK", t->name);
     put(&o, "PMC_MEMORY", decimal(t->memory_mb, n));
     put(&o, "PMC_CPUS", decimal(t->cpus, n));
     put(&o, "PMC_RANK", decimal(a->cfg.rank, n));
     put(&o, "PMC_HOST_RANK", decimal(a->cfg.host_rank, n));
-    if (s->ids || s->id_pending) {
+    if (s->cpuid.held || s->cpuid.pending) {
         char *start = o.p;
         memcpy(o.p, "PMC_AFFINITY=", 13);
         o.p += 13;
-        s->affinity_value = o.p;
-        if (s->ids) {
-            put_ids(&o, &s->cpuset);
+        s->cpuid.value = o.p;
+        if (s->cpuid.held) {
+            put_ids(&o, &s->cpuid.set);
         } else { /* written at its start: agent_stage.c */
             memset(o.p, 0, AFFINITY_ID_MAX);
             o.p += AFFINITY_ID_MAX;
@@ -271,10 +272,10 @@ int agent__first_id(const cpu_set_t *set)
 
 void agent__adopt_id(struct slot *s, int id)
 {
-    if (!s->id_pending || id < 0)
+    if (!s->cpuid.pending || id < 0)
         return;
-    CPU_ZERO(&s->cpuset);
-    CPU_SET(id, &s->cpuset);
-    s->ids = true;
-    s->id_pending = false;
+    CPU_ZERO(&s->cpuid.set);
+    CPU_SET(id, &s->cpuid.set);
+    s->cpuid.held = true;
+    s->cpuid.pending = false;
 }

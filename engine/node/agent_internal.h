@@ -20,6 +20,7 @@
 #include "engine/node/agent.h"
 #include "engine/exec/forward.h"
 #include "engine/exec/launcher.h"
+#include "engine/exec/task_end.h"
 #include "engine/transport/local_link.h"
 #include "engine/exec/watchdog.h"
 #include "io/clock.h"
@@ -30,91 +31,189 @@
 #include "sched/result_batch.h" /* RESULT_BATCH, RESULT_DELAY_*_MS */
 
 #define MAILBOX_EVENT UINT64_MAX
-/* Staged tasks per CPU when the pool has launchers to spare (agent.c:
- * launcher_set_own_waits(), launcher_set_quiet_exits()), one otherwise,
- * and the staged tasks per CPU left at which an exit wakes the agent
- * again.  8 and 3 against 4 and 1 on the 2-core Intel VM of
- * docs/performance-history.md (section 26; 10,000 /bin/true, two sets of 8
- * alternating rounds): 0.934 and 0.942 of the spawn ceiling against 0.926
- * and 0.932, one agent wake-up per ~10 tasks instead of ~6 (counted:
- * launcher.h, launcher_set_quiet_exits()). */
+/* Staged tasks per CPU when the pool has launchers to spare (one
+ * otherwise), and the staged tasks per CPU left at which an exit wakes the
+ * agent again (launcher_set_quiet_exits()); docs/performance.md. */
 #define AGENT_STAGED_PER_CPU_SPARE 8
 #define AGENT_QUIET_LOW_PER_CPU_SPARE 3
 
 /* A received TASKS message, kept until its last queued task has started. */
-struct batch {
-    struct mail *mail;
+struct tasks_mail {
+    struct mail *msg;
     uint32_t refs;
 };
 
 /* The item of the agent's node queue (sched/node_queue.h): a decoded TASKS
- * item, whose strings point into batch's message; or, from the local link
- * (batch NULL), an item built from the DAG, whose strings point into the
+ * item, whose strings point into mail's message; or, from the local link
+ * (mail NULL), an item built from the DAG, whose strings point into the
  * DAG's arena and whose forwards are packed when it starts. */
 struct node_task {
     struct msg_task t;
-    struct batch *batch;
+    struct tasks_mail *mail;
 };
 
-struct slot {
-    bool launching;         /* submitted to a launcher thread, outcome not taken yet */
-    bool pool_reaps;        /* started by the pool, which watches and reaps it (launcher.h) */
-    struct batch *batch;    /* while launching: the TASKS message its argv points into */
-    uint32_t gen;           /* bumped when the slot's task ends (deadline entries) */
-    uint32_t time_limit_ms; /* 0 = none */
-    bool timed_out;         /* its limit passed: SIGTERM sent */
-    /* the last signal sent to its group (0: none; SIGTERM: in its grace);
-     * for a task the pool reaps, the last one asked of the pool, which
-     * refuses it once its reaper has the task: a refused SIGKILL is sent
-     * if the task comes back lingering (agent__linger_begin()) */
-    int signalled;
-    /* its first process ended in its grace and its group still has
-     * members: reaped, not finished (agent_linger.c); linger_status is
-     * that process's wait status; linger_pool: the pool's job holds its
-     * output, to be finished by launcher_finish() */
-    bool lingers, linger_pool;
-    int linger_status;
-    bool notify_start;    /* the master wants a STARTED notice (MSG_TASK_NOTIFY_START) */
-    bool releases;        /* the task has children (MSG_TASK_RELEASES) */
-    bool hold_on_failure; /* its failure holds this node's starts (MSG_TASK_HOLD_ON_FAILURE) */
-    bool hold_counted;    /* its reaper counted that failure in the pool (launcher_hold()) */
-    uint32_t id, attempt, cpus, memory_mb;
-    /* CPUs of cpus that its release does not give back: the one its
-     * reaper handed to a staged job, or a cancelled staged job's, which it
-     * never held (agent_stage.c) */
-    uint32_t lent_cpus;
-    pid_t pid;
-    int pidfd;
-    int out_fd, err_fd;     /* capture files, kept open and reused */
-    off_t out_len, err_len; /* bytes in them when last measured; -1: not known */
-    double start;           /* epoch seconds */
-    struct timespec t0;     /* CLOCK_MONOTONIC at spawn */
-    char *strs;             /* name NUL pegasus_id NUL app NUL */
-    size_t strs_cap;
+/* A slot's life; agent__slot_to() makes every move:
+ *   FREE -> CLAIMED          agent__launch() took it for a task
+ *   CLAIMED -> LAUNCHING     handed to the pool (submitted or staged)
+ *   CLAIMED -> RUNNING       spawned on the agent thread, which watches its pidfd
+ *   LAUNCHING -> RUNNING     spawned by the pool, watched by the agent (an abort's)
+ *   LAUNCHING -> POOL        spawned by the pool, which watches and reaps it
+ *   POOL -> RUNNING          the pool could not watch it: the agent kills and reaps it
+ *   RUNNING -> LINGERING     its first process ended in its grace (agent_linger.c) ...
+ *   POOL -> LINGERING_POOL   ... and the pool's job holds its output
+ *   any other -> FREE        reported or given back (agent__slot_release())
+ * FREE is also the slot's bit in agent.free_slots. */
+enum slot_state {
+    SLOT_FREE,
+    SLOT_CLAIMED,
+    SLOT_LAUNCHING,
+    SLOT_RUNNING,
+    SLOT_POOL,
+    SLOT_LINGERING,
+    SLOT_LINGERING_POOL,
+};
+
+/* A task's argv and environment, rebuilt at each start (agent_env.c). */
+struct slot_env {
     char **argv; /* pointers into the TASKS mail, valid during spawn */
     uint32_t argv_cap;
     char **envp; /* base environment + PMC_* variables + forward VARs */
     size_t envp_cap;
-    char *envbuf;
-    size_t envbuf_cap;
+    char *buf; /* the strings envp points to */
+    size_t buf_cap;
+};
+
+/* A task's output files. */
+struct slot_io {
+    int out_fd, err_fd;     /* capture files, kept open and reused */
+    off_t out_len, err_len; /* bytes in them when last measured; -1: not known */
+    int task_out, task_err; /* --per-task-stdio files, -1 otherwise */
+};
+
+/* A task's CPU ids (PMC_AFFINITY; agent_stage.c for staged tasks). */
+struct slot_cpuid {
+    bool held;    /* set holds the ids taken from the agent's pool */
+    bool bound;   /* the task is bound to them (--set-affinity) */
+    bool pending; /* staged: its one id is the CPU it starts on, written into value */
+    cpu_set_t set;
+    char *value; /* PMC_AFFINITY's value in env.buf, AFFINITY_ID_MAX bytes */
+    /* CPUs its release does not give back: the one its reaper handed to a
+     * staged job, or a cancelled staged job's, which it never held */
+    uint32_t lent;
+};
+
+/* A task's GPUs: indices into the host's GPU ids. */
+struct slot_gpus {
+    uint32_t *ids;
+    uint32_t n;
+    size_t cap;
+};
+
+struct slot {
+    enum slot_state state;
+    struct tasks_mail *mail; /* while launching: the TASKS message its argv points into */
+    uint32_t gen;            /* bumped when the slot's task ends (deadline entries) */
+    uint32_t time_limit_ms;  /* 0 = none */
+    /* signalled: the last signal sent to its group (0: none; SIGTERM: in
+     * its grace); for a task the pool reaps, the last one asked of the
+     * pool, which refuses it once its reaper has the task (a refused
+     * SIGKILL is sent if it comes back lingering); timed_out: its limit
+     * passed, SIGTERM sent; wait_status: LINGERING's first process's */
+    struct task_end end;
+    uint32_t flags;    /* MSG_TASK_* of its TASKS item */
+    bool hold_counted; /* its reaper counted its failure in the pool (launcher_hold()) */
+    uint32_t id, attempt, cpus, memory_mb;
+    uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
+    pid_t pid;
+    int pidfd;
+    double start;       /* epoch seconds */
+    struct timespec t0; /* CLOCK_MONOTONIC at spawn */
+    char *strs;         /* name NUL pegasus_id NUL app NUL */
+    size_t strs_cap;
+    struct slot_env env;
+    struct slot_io io;
     struct fwd_task fwd;        /* -f/-F of the running task */
     int fwd_fds[DAG_MAX_PIPES]; /* write ends handed to the child */
-    int task_out, task_err;     /* --per-task-stdio files, -1 otherwise */
-    /* ids: cpuset holds the CPU ids taken from the agent's pool for the
-     * task (PMC_AFFINITY); bound: it is bound to them (--set-affinity);
-     * id_pending: a staged task, whose one id is the CPU it starts on,
-     * written at its start into affinity_value (PMC_AFFINITY's value in
-     * envbuf, AFFINITY_ID_MAX bytes) by whoever starts it */
-    bool ids, bound, id_pending;
-    cpu_set_t cpuset;
-    char *affinity_value;
-    uint32_t gpus; /* GPUs the task asked for (its record's gpus=) */
-    uint32_t *gpu; /* indices into the host's GPU ids, ngpu of them */
-    uint32_t ngpu;
-    size_t gpu_cap;
+    struct slot_cpuid cpuid;
+    struct slot_gpus gpu;
     /* while staged: the task as it left the queue, to queue it again when
      * one of higher priority comes (agent__requeue_staged()) */
     struct msg_task staged_task;
+};
+
+/* The environment every task starts from (agent_env.c). */
+struct agent_env {
+    char **base_env; /* environ without the PMC_* variables we set */
+    size_t base_env_n;
+    uint32_t thread_vars_set; /* bit i: the user's environment sets thread var i */
+    const char *gpu_env[5];   /* inherited CUDA/ROCR/ZE/PMC_GPUS/HIP entries, or NULL */
+    char *fwd_scratch;        /* a local task's forwards in wire form (msg.h) */
+    size_t fwd_scratch_cap;
+};
+
+/* What goes to the master: results and notices not sent yet (agent.c). */
+struct agent_outbox {
+    struct msgbuf results;
+    struct msgbuf starts;         /* STARTED notices, sent just before the results */
+    struct msgbuf fwd_pack;       /* forwarded data of the task being reported */
+    struct local_link *link;      /* rank 0's node: events go here, not in messages */
+    uint32_t link_results;        /* results queued on link since the last notify */
+    uint32_t link_starts;         /* start notices likewise */
+    struct timespec first_result; /* the oldest unsent item's clock (agent_result_clock()) */
+    bool results_release;         /* an unsent result is of a task with children */
+    bool low_water_sent;          /* results went at the refill mark */
+    /* a result the master waits for (a held failure, or tasks given back
+     * at a RECALL) waits to be sent: the results go at once */
+    bool send_now;
+    /* the answer to a RECALL (how many were given back) goes after their results */
+    bool recall_answer;
+    uint32_t recall_given;
+    uint64_t results_made;              /* results reported: ran, failed to start or cancelled */
+    struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
+    struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
+};
+
+/* How far the agent is from its end (agent.c). */
+struct agent_phase {
+    bool shutting, aborting, draining, failed, sent_abort;
+    /* the master's SHUTDOWN or ABORT came: nothing follows it from the
+     * master (MPI keeps one sender's order), so the rank may stop
+     * receiving; an agent that aborts on its own waits for it, or a TASKS
+     * message the master sent meanwhile could never be received */
+    bool heard_end;
+    struct timespec kill_deadline; /* an abort's SIGKILL */
+    bool killed_hard;
+    /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not
+     * answered (RESUME): while > 0 nothing new starts */
+    uint32_t holds;
+};
+
+/* Staged launches (agent_stage.c). */
+struct agent_staging {
+    uint32_t nstaged;       /* jobs staged in the pool, not known to have started */
+    int32_t staged_floor;   /* the lowest priority staged since nstaged was 0 */
+    uint32_t *staged_order; /* agent__requeue_staged()'s scratch: staged_cap slot indices */
+    uint32_t staged_cap;    /* the most staged at once */
+    bool quiet_exits;       /* launcher_set_quiet_exits() on: agent_quiet_exits_wait_ms() */
+    bool requeue_due;       /* a task above staged_floor came: agent__requeue_staged() */
+};
+
+/* Lingering tasks and adopted orphans (agent_linger.c). */
+struct agent_linger {
+    uint32_t lingering;       /* slots whose task lingers (SLOT_LINGERING*) */
+    uint64_t linger_due_ns;   /* CLOCK_MONOTONIC ns of their next look */
+    uint64_t orphans_results; /* results_made at the last reap of adopted orphans */
+    uint64_t orphans_due_ns;  /* CLOCK_MONOTONIC ns before which none follows it */
+};
+
+/* Local accounting of the host's resources. */
+struct agent_res {
+    uint32_t cpus_free;
+    uint64_t memory_free;
+    uint32_t gpus_free;
+    bool *gpu_busy;           /* per host GPU id: held by a running task */
+    struct cpuset_pool *pool; /* PMC_AFFINITY's ids (agent_create_pool()), or NULL */
+    bool warned_unbound;
 };
 
 struct agent {
@@ -127,73 +226,24 @@ struct agent {
     struct slot *slots;
     uint32_t nslots, running;
     /* bit i of word i / 64 set: slot i is free (nslots bits; the bits
-     * past nslots are 0), the one record of which slots hold a task
-     * (agent__slot_busy()); the lowest free slot is found a word at a
-     * time, not by walking the slots */
+     * past nslots are 0): the lowest free slot is found a word at a time */
     uint64_t *free_slots;
-    char **base_env; /* environ without the PMC_* variables we set */
-    size_t base_env_n;
-    struct msgbuf results;
-    struct msgbuf starts;    /* STARTED notices, sent just before the results */
-    struct msgbuf fwd_pack;  /* forwarded data of the task being reported */
-    struct local_link *link; /* rank 0's node: events go here, not in messages */
-    uint32_t link_results;   /* results queued on link since the last notify */
-    uint32_t link_starts;    /* start notices likewise */
-    char *fwd_scratch;       /* a local task's forwards in wire form (msg.h) */
-    size_t fwd_scratch_cap;
+    struct agent_env env;
+    struct agent_outbox outbox;
     struct taskio_file out, err;
-    struct node_queue queue;    /* received, not started (prefetch window) */
-    uint32_t nstaged;           /* jobs staged in the pool, not known to have started */
-    int32_t staged_floor;       /* the lowest priority staged since nstaged was 0 */
-    uint32_t *staged_order;     /* agent__requeue_staged()'s scratch: staged_cap slot indices */
-    atomic_int fail_next_start; /* agent__fail_next_start() */
-    uint32_t staged_cap;        /* the most staged at once: the node's CPUs */
-    bool quiet_exits;           /* launcher_set_quiet_exits() on: agent_quiet_exits_wait_ms() */
-    bool requeue_due;           /* a task above staged_floor came: agent__requeue_staged() */
-    uint32_t cpus_free;         /* local accounting of the host's resources */
-    uint64_t memory_free;
-    uint32_t gpus_free;
-    bool *gpu_busy;               /* per host GPU id: held by a running task */
-    uint32_t thread_vars_set;     /* bit i: the user's environment sets thread var i */
-    const char *gpu_env[5];       /* inherited CUDA/ROCR/ZE/PMC_GPUS/HIP entries, or NULL */
-    struct timespec first_result; /* the oldest unsent item's clock (agent_result_clock()) */
-    bool results_release;         /* an unsent result is of a task with children */
-    bool low_water_sent;          /* results went at the refill mark (agent.c) */
-    bool shutting, aborting, draining, failed, sent_abort;
-    /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not answered
-     * (RESUME): while > 0 nothing new starts (-m: PMC starts nothing after
-     * the Mth failure) */
-    uint32_t holds;
-    /* a result the master waits for (such a failure, or tasks given back at
-     * a RECALL) waits to be sent: the results go at once */
-    bool send_now;
-    /* the answer to a RECALL (how many tasks were given back) goes after
-     * their results */
-    bool recall_answer;
-    uint32_t recall_given;
-    /* the master's SHUTDOWN or ABORT came: nothing follows it from the
-     * master (MPI keeps one sender's order), so the rank may stop
-     * receiving; an agent that aborts on its own waits for it, or a TASKS
-     * message the master sent meanwhile could never be received (and its
-     * send never complete (engine/transport/comm.h)) */
-    bool heard_end;
-    struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
-    struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
-    struct watchdog *watchdog;          /* kills the tasks if this process dies; NULL: none */
-    struct launcher *launcher;          /* launcher threads; NULL: spawn on the agent thread */
-    struct mailbox_spin_state spin;     /* spin-then-park (mailbox.h) before epoll_wait */
-    struct timespec kill_deadline;
-    bool killed_hard;
-    uint32_t lingering;         /* slots whose task lingers (slot.lingers) */
-    uint64_t linger_due_ns;     /* CLOCK_MONOTONIC ns of their next look */
-    uint64_t orphans_results;   /* results_made at the last reap of adopted orphans */
-    uint64_t orphans_due_ns;    /* CLOCK_MONOTONIC ns before which none follows it */
-    struct cpuset_pool *pool;   /* PMC_AFFINITY's ids (agent_create_pool()), or NULL */
-    struct deadlines deadlines; /* time limits of the running tasks */
-    bool warned_unbound;
-    uint64_t results_made;     /* results reported: ran, failed to start or cancelled */
-    uint64_t cpu_ns;           /* the agent thread's CPU, read as it ends */
-    uint64_t launchers_cpu_ns; /* its launcher threads', read then */
+    struct node_queue queue; /* received, not started (prefetch window) */
+    struct agent_staging stage;
+    struct agent_res res;
+    struct agent_phase phase;
+    struct agent_linger linger;
+    atomic_int fail_next_start;     /* agent__fail_next_start() */
+    struct watchdog *watchdog;      /* kills the tasks if this process dies; NULL: none */
+    struct launcher *launcher;      /* launcher threads; NULL: spawn on the agent thread */
+    struct mailbox_spin_state spin; /* spin-then-park (mailbox.h) before epoll_wait */
+    struct deadlines deadlines;     /* time limits of the running tasks */
+    struct {
+        uint64_t agent_ns, launchers_ns; /* CPU of its thread and its launchers', read as it ends */
+    } cpu;
 };
 
 static inline double agent_elapsed(const struct timespec *t0)
@@ -205,7 +255,7 @@ static inline double agent_elapsed(const struct timespec *t0)
 
 /* agent_env.c */
 int agent__snapshot_env(struct agent *a);
-/* s->envp for task t in slot s (its CPUs, GPUs and forwards already
+/* s->env.envp for task t in slot s (its CPUs, GPUs and forwards already
  * taken).  0, or -1 with ENOMEM. */
 int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
 
@@ -238,7 +288,7 @@ void agent__took_handed(struct agent *a, struct slot *s);
 /* PMC_AFFINITY of staged tasks (agent_env.c).  The lowest CPU id in set,
  * -1 when empty. */
 int agent__first_id(const cpu_set_t *set);
-/* A staged task (s->id_pending) started on the CPU whose id is id (>= 0;
+/* A staged task (s->cpuid.pending) started on the CPU whose id is id (>= 0;
  * -1: none known): its ids become {id}, already taken from the pool by the
  * task that gave it up, or by agent__start_staged(). */
 void agent__adopt_id(struct slot *s, int id);
@@ -249,17 +299,19 @@ void agent__requeue_staged(struct agent *a);
 /* agent_task.c */
 /* Open DAG_PATH.out.RANK / .err.RANK for appending.  0, or -1 with err. */
 int agent__open_outputs(struct agent *a, struct pmc_error *err);
-/* Start t (its strings point into batch's message).  Returns true when the
- * slot kept its reference on batch until the launch completes (a launcher
+/* Start t (its strings point into mail's message).  Returns true when the
+ * slot kept its reference on mail until the launch completes (a launcher
  * thread spawns it); false when the caller keeps it (done or failed here).
  * staged: stage the job (launcher_stage()) instead of submitting it; the
  * caller has checked that the slot it takes has a launcher job and that
  * its forwards fit one (agent_stage.c). */
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged);
+bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail *mail, bool staged);
 /* The slot agent__launch() takes next: the lowest free one, or nslots when
  * every slot is busy (the table then grows).  O(nslots / 64). */
 uint32_t agent__next_free_slot(const struct agent *a);
-/* Does slot i (< nslots) hold a task (claimed, not yet released)? */
+/* Move slot i to state `to` (the moves enum slot_state lists). */
+void agent__slot_to(struct agent *a, uint32_t i, enum slot_state to);
+/* Does slot i (< nslots) hold a task (not SLOT_FREE)? */
 static inline bool agent__slot_busy(const struct agent *a, uint32_t i)
 {
     return !((a->free_slots[i / 64] >> (i % 64)) & 1);
@@ -324,13 +376,9 @@ void agent__limit_end(struct agent *a, uint32_t i);
 /* Act on passed deadlines (TERM, then KILL after the grace); returns the ms
  * until the next one, -1 if none. */
 int agent__limit_timeout_ms(struct agent *a);
-/* A reaped task that was over its limit: its status becomes
- * TASK_TIMEOUT_STATUS, exec_errno ETIMEDOUT, and its stderr says why
- * (spawn_timed_out()). */
-void agent__limit_note(struct slot *s, int *status, int *exec_errno);
 
 /* agent.c */
-void agent__batch_unref(struct batch *b);
+void agent__tasks_mail_unref(struct tasks_mail *b);
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
 /* The task in s goes back to the master unstarted (ECANCELED, at a drain

@@ -12,10 +12,7 @@
  * a launch not seen started yet (still launching: staged, or its
  * completion not taken) is looked at again after min(limit, 50 ms); a
  * started one is due at its own start + limit.  This spares the agent a
- * wake-up at every start of a timed task: 2-core AMD VM, 5,000 /bin/true
- * with --task-time-limit 60, --host-cpus 16 --threads 2, the agent's CPU
- * per task was 17.2-18.2 us with that wake-up against 6.2-6.4 without a
- * limit.  When it passes, the task's process group gets SIGTERM
+ * wake-up at every start of a timed task.  When it passes, the task's process group gets SIGTERM
  * and a second deadline at now + --kill-grace; if the task is still there
  * then, SIGKILL.  When it is reaped, its attempt fails with exit code 124
  * (timeout(1)'s code: record status=31744) and ETIMEDOUT in its result, so
@@ -45,7 +42,7 @@ static uint64_t agent_ns(const struct timespec *t)
 int agent__limit_start(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    s->timed_out = false;
+    s->end.timed_out = false;
     if (!s->time_limit_ms)
         return 0;
     return deadlines_set(&a->deadlines, i, s->gen,
@@ -59,7 +56,7 @@ static bool agent_limit_not_yet(struct agent *a, uint32_t i, uint64_t now)
     struct slot *s = &a->slots[i];
     uint64_t limit = (uint64_t)s->time_limit_ms * 1000000u;
     uint64_t recheck = limit < AGENT_LIMIT_RECHECK_NS ? limit : AGENT_LIMIT_RECHECK_NS;
-    uint64_t due = s->launching ? now + recheck : agent_ns(&s->t0) + limit;
+    uint64_t due = s->state == SLOT_LAUNCHING ? now + recheck : agent_ns(&s->t0) + limit;
     if (due <= now)
         return false;
     if (deadlines_set(&a->deadlines, i, s->gen, due) < 0)
@@ -80,17 +77,17 @@ void agent__limit_end(struct agent *a, uint32_t i)
 static void agent_limit_expired(struct agent *a, uint32_t i, uint64_t now)
 {
     struct slot *s = &a->slots[i];
-    if (!s->timed_out) {
+    if (!s->end.timed_out) {
         if (agent_limit_not_yet(a, i, now))
             return;
         /* a reaped launch: the pool marks it, unless it is being reaped */
-        if (s->pool_reaps && !launcher_time_out(a->launcher, i))
+        if (s->state == SLOT_POOL && !launcher_time_out(a->launcher, i))
             return;
-        s->timed_out = true;
+        s->end.timed_out = true;
         log_debug("Task %s exceeded its time limit of %g s: SIGTERM", s->strs,
                   s->time_limit_ms / 1000.0);
-        if (!s->pool_reaps) {
-            s->signalled = SIGTERM;
+        if (s->state != SLOT_POOL) {
+            s->end.signalled = SIGTERM;
             kill(-s->pid, SIGTERM);
         }
         if (deadlines_set(&a->deadlines, i, s->gen,
@@ -105,20 +102,9 @@ int agent__limit_timeout_ms(struct agent *a)
     uint64_t now = pmc_mono_ns();
     uint32_t i, gen;
     while (deadlines_pop_expired(&a->deadlines, now, &i, &gen)) {
-        if (i < a->nslots && agent__slot_busy(a, i) && a->slots[i].gen == gen &&
-            a->slots[i].time_limit_ms &&
-            (a->slots[i].pidfd >= 0 || a->slots[i].pool_reaps || a->slots[i].launching ||
-             a->slots[i].lingers))
+        if (i < a->nslots && a->slots[i].state >= SLOT_LAUNCHING && a->slots[i].gen == gen &&
+            a->slots[i].time_limit_ms)
             agent_limit_expired(a, i, now);
     }
     return deadlines_timeout_ms(&a->deadlines, now);
-}
-
-void agent__limit_note(struct slot *s, int *status, int *exec_errno)
-{
-    if (!s->timed_out)
-        return;
-    *status =
-        spawn_timed_out(s->task_err >= 0 ? s->task_err : s->err_fd, s->strs, s->time_limit_ms);
-    *exec_errno = ETIMEDOUT;
 }

@@ -32,15 +32,14 @@
 void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool)
 {
     struct slot *s = &a->slots[i];
-    s->lingers = true;
-    s->linger_pool = pool;
-    s->linger_status = status;
-    if (a->lingering++ == 0)
-        a->linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
+    agent__slot_to(a, i, pool ? SLOT_LINGERING_POOL : SLOT_LINGERING);
+    s->end.wait_status = status;
+    if (a->linger.lingering++ == 0)
+        a->linger.linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
     /* its grace ended while the pool reaped it (the pool refused the
      * SIGKILL: a SIGKILL it sent ends a task without lingering), or the
      * abort's did: its group's members still hold the id */
-    if (s->signalled == SIGKILL || (a->aborting && a->killed_hard))
+    if (s->end.signalled == SIGKILL || (a->phase.aborting && a->phase.killed_hard))
         agent__signal(a, i, SIGKILL);
     log_debug("Task %s: its first process ended in its grace; waiting for the rest of its "
               "process group",
@@ -55,49 +54,50 @@ static void agent_linger_end(struct agent *a, uint32_t i)
     volatile pid_t *entry = watchdog_entry(a->watchdog, i);
     if (entry)
         *entry = 0;
-    s->lingers = false;
-    a->lingering--;
-    if (s->linger_pool) {
+    a->linger.lingering--;
+    if (s->state == SLOT_LINGERING_POOL) {
         launcher_finish(a->launcher, i);
         agent__take_exited(a, i);
     } else {
-        agent__task_ended(a, i, s->linger_status, agent_elapsed(&s->t0));
+        agent__task_ended(a, i, s->end.wait_status, agent_elapsed(&s->t0));
     }
 }
 
 void agent__linger_check(struct agent *a)
 {
-    if (a->lingering == 0)
+    if (a->linger.lingering == 0)
         return;
     uint64_t now = pmc_mono_ns();
-    if (now < a->linger_due_ns)
+    if (now < a->linger.linger_due_ns)
         return;
-    for (uint32_t i = 0; i < a->nslots && a->lingering > 0; i++) {
+    for (uint32_t i = 0; i < a->nslots && a->linger.lingering > 0; i++) {
         const struct slot *s = &a->slots[i];
-        if (agent__slot_busy(a, i) && s->lingers &&
-            (s->signalled == SIGKILL || !spawn_group_alive(s->pid)))
+        if ((s->state == SLOT_LINGERING || s->state == SLOT_LINGERING_POOL) &&
+            (s->end.signalled == SIGKILL || !spawn_group_alive(s->pid)))
             agent_linger_end(a, i);
     }
-    a->linger_due_ns = now + AGENT_LINGER_POLL_NS;
+    a->linger.linger_due_ns = now + AGENT_LINGER_POLL_NS;
 }
 
 int agent__linger_timeout_ms(const struct agent *a)
 {
-    if (a->lingering == 0)
+    if (a->linger.lingering == 0)
         return -1;
     uint64_t now = pmc_mono_ns();
-    return a->linger_due_ns <= now ? 0 : (int)((a->linger_due_ns - now + 999999u) / 1000000u);
+    return a->linger.linger_due_ns <= now
+               ? 0
+               : (int)((a->linger.linger_due_ns - now + 999999u) / 1000000u);
 }
 
 void agent__orphans_check(struct agent *a)
 {
-    if (a->orphans_results == a->results_made || a->cfg.null_executor)
+    if (a->linger.orphans_results == a->outbox.results_made || a->cfg.null_executor)
         return;
     uint64_t now = pmc_mono_ns();
-    if (now < a->orphans_due_ns)
+    if (now < a->linger.orphans_due_ns)
         return;
-    a->orphans_results = a->results_made;
-    a->orphans_due_ns = now + (uint64_t)AGENT_ORPHANS_EVERY_MS * 1000000u;
+    a->linger.orphans_results = a->outbox.results_made;
+    a->linger.orphans_due_ns = now + (uint64_t)AGENT_ORPHANS_EVERY_MS * 1000000u;
     unsigned n = spawn_reap_orphans(watchdog_pid(a->watchdog));
     if (n)
         log_debug("Node agent: reaped %u orphans of tasks", n);

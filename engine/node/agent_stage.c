@@ -5,19 +5,14 @@
  *
  * Why: without it the end of a task on a full node goes launcher -> agent
  * (the exit) -> agent picks the next task -> launcher (the spawn), two
- * cross-thread hand-offs on the path of every task.  Measured on a 16-core
- * Intel VM, 16,000 /bin/true, 16 at once, 8 launchers, 5 alternating
- * rounds: 16.6-18.5k tasks/s against 15.4-17.5k without (docs/performance-history.md
- * section 17).  The first try hung a
- * successor behind one chosen running task; a successor behind a long
- * task then waited for it while other CPUs went on with later tasks.  A
- * ring shared by every reaper has no such hostage: whichever task ends
- * first gives its CPU to the oldest staged task.
+ * cross-thread hand-offs on the path of every task.  A ring shared by
+ * every reaper holds no task hostage behind a long one: whichever task
+ * ends first gives its CPU to the oldest staged task.
  *
  * When: only while the node runs no more tasks than the CPUs it may use
  * (agent_config.stage_launches): with more in flight, each CPU's next
  * task is already there when one ends, and staging only costs the agent
- * more (16 CPUs, 64 in flight: 16.0-17.6k tasks/s against 16.8-19.0k).
+ * more.
  *
  * What fits: a staged task needs one CPU, no memory and no GPU, so that
  * whatever task ends frees enough for it (every task holds one CPU at
@@ -74,8 +69,8 @@ static const struct node_task *agent_stageable_next(const struct agent *a, size_
 {
     uint32_t cpus, gpus;
     uint64_t memory_mb;
-    const struct node_task *next =
-        nq_peek_fit(&a->queue, 1, a->memory_free, a->gpus_free, &cpus, &memory_mb, &gpus, pos);
+    const struct node_task *next = nq_peek_fit(&a->queue, 1, a->res.memory_free, a->res.gpus_free,
+                                               &cpus, &memory_mb, &gpus, pos);
     if (!next || cpus != 1 || memory_mb || gpus)
         return NULL;
     return next;
@@ -90,32 +85,32 @@ static bool agent_stage_one(struct agent *a)
         return false;
     struct node_task nt;
     nq_take_at(&a->queue, pos, &nt);
-    if (!nt.batch && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
+    if (!nt.mail && nt.t.nfwd && agent__pack_local_forwards(a, &nt.t) < 0) {
         log_fatal("Out of memory for the forwards of task %s", nt.t.name);
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
-    a->cpus_free++; /* the loan: agent__launch() claims it */
+    a->res.cpus_free++; /* the loan: agent__launch() claims it */
     uint32_t i = agent__next_free_slot(a);
-    if (agent__launch(a, &nt.t, nt.batch, true)) {
+    if (agent__launch(a, &nt.t, nt.mail, true)) {
         a->slots[i].staged_task = nt.t;
-        if (a->nstaged++ == 0 || nt.t.priority < a->staged_floor)
-            a->staged_floor = nt.t.priority;
+        if (a->stage.nstaged++ == 0 || nt.t.priority < a->stage.staged_floor)
+            a->stage.staged_floor = nt.t.priority;
         return true;
     }
     /* it could not start: reported failed, its slot (if any) released */
-    agent__batch_unref(nt.batch);
-    a->cpus_free--;
+    agent__tasks_mail_unref(nt.mail);
+    a->res.cpus_free--;
     return false;
 }
 
 void agent__stage(struct agent *a)
 {
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
-        a->aborting || a->draining || a->failed || a->holds > 0)
+        a->phase.aborting || a->phase.draining || a->phase.failed || a->phase.holds > 0)
         return;
-    uint32_t most = a->staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
-    while (a->cpus_free == 0 && a->nstaged < most && nq_len(&a->queue) > 0 &&
+    uint32_t most = a->stage.staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
+    while (a->res.cpus_free == 0 && a->stage.nstaged < most && nq_len(&a->queue) > 0 &&
            agent_next_slot_has_job(a) && agent_stage_one(a))
         ;
 }
@@ -126,12 +121,12 @@ void agent__stage(struct agent *a)
 static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_job *j)
 {
     cpu_set_t one;
-    if (!s->id_pending || cpuset_pool_take_any(a->pool, 1, &one) != 0)
+    if (!s->cpuid.pending || cpuset_pool_take_any(a->res.pool, 1, &one) != 0)
         return;
     int id = agent__first_id(&one);
     char d[AFFINITY_ID_MAX];
     snprintf(d, sizeof d, "%d", id);
-    memcpy(s->affinity_value, d, strlen(d) + 1);
+    memcpy(s->cpuid.value, d, strlen(d) + 1);
     agent__adopt_id(s, id);
     j->first_id = id;
 }
@@ -139,9 +134,9 @@ static void agent_stage_take_id(struct agent *a, struct slot *s, struct launch_j
 void agent__start_staged(struct agent *a)
 {
     uint32_t i;
-    while (a->nstaged && a->cpus_free && launcher_take_staged(a->launcher, &i)) {
-        a->cpus_free--; /* the loan, settled with a free CPU */
-        a->nstaged--;
+    while (a->stage.nstaged && a->res.cpus_free && launcher_take_staged(a->launcher, &i)) {
+        a->res.cpus_free--; /* the loan, settled with a free CPU */
+        a->stage.nstaged--;
         struct slot *s = &a->slots[i]; /* its clock starts now, not when staged */
         struct launch_job *j = launcher_job(a->launcher, i);
         agent_stage_take_id(a, s, j);
@@ -155,22 +150,21 @@ void agent__start_staged(struct agent *a)
 
 void agent__took_handed(struct agent *a, struct slot *s)
 {
-    s->lent_cpus = 1; /* the CPU its reaper gave a staged task settles the loan */
-    a->nstaged--;
+    s->cpuid.lent = 1; /* the CPU its reaper gave a staged task settles the loan */
+    a->stage.nstaged--;
 }
 
 /* Staged slot i, as launcher_take_staged() handed it, not started: free
  * it and end its loan.  Its TASKS message, whose reference passes to the
  * caller. */
-static struct batch *agent_unstage(struct agent *a, uint32_t i)
+static struct tasks_mail *agent_unstage(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    s->lent_cpus = 1; /* it never had the CPU: the loan ends with it */
-    a->nstaged--;
+    s->cpuid.lent = 1; /* it never had the CPU: the loan ends with it */
+    a->stage.nstaged--;
     agent__limit_end(a, i); /* its limit was armed when it was staged */
-    s->launching = false;
-    struct batch *b = s->batch;
-    s->batch = NULL;
+    struct tasks_mail *b = s->mail;
+    s->mail = NULL;
     a->running--;
     fwd_close_write_ends(&s->fwd);
     agent__slot_release(a, s);
@@ -180,7 +174,7 @@ static struct batch *agent_unstage(struct agent *a, uint32_t i)
 void agent__cancel_staged(struct agent *a, uint32_t i)
 {
     agent__add_cancelled(a, &a->slots[i]);
-    agent__batch_unref(agent_unstage(a, i));
+    agent__tasks_mail_unref(agent_unstage(a, i));
 }
 
 /* Staged slot i back into the queue, in its place: ahead of the tasks of
@@ -188,8 +182,8 @@ void agent__cancel_staged(struct agent *a, uint32_t i)
 static void agent_requeue_one(struct agent *a, uint32_t i)
 {
     struct node_task nt = {.t = a->slots[i].staged_task};
-    nt.batch = agent_unstage(a, i);
-    if (!nt.batch) { /* a local task's forwards are packed again when it starts */
+    nt.mail = agent_unstage(a, i);
+    if (!nt.mail) { /* a local task's forwards are packed again when it starts */
         nt.t.fwd = NULL;
         nt.t.fwd_len = 0;
     }
@@ -197,19 +191,19 @@ static void agent_requeue_one(struct agent *a, uint32_t i)
         log_error("Out of memory for the node's queue: task %s goes back to the master",
                   nt.t.name); /* it runs elsewhere, or here again */
         agent__cancel_task(a, &nt.t);
-        agent__batch_unref(nt.batch);
+        agent__tasks_mail_unref(nt.mail);
     }
 }
 
 void agent__requeue_staged(struct agent *a)
 {
-    a->requeue_due = false;
-    if (!a->launcher || a->failed)
+    a->stage.requeue_due = false;
+    if (!a->launcher || a->phase.failed)
         return;
     /* the staged jobs not started, oldest (highest priority) first */
     uint32_t n = 0, i;
-    while (n < a->staged_cap && launcher_take_staged(a->launcher, &i))
-        a->staged_order[n++] = i;
+    while (n < a->stage.staged_cap && launcher_take_staged(a->launcher, &i))
+        a->stage.staged_order[n++] = i;
     /* staged again in one order, merged by priority with the queue's
      * stageable tasks of a higher one: each of those displaces the lowest
      * job left, which goes back into the queue (first, so that the slot it
@@ -219,28 +213,28 @@ void agent__requeue_staged(struct agent *a)
     uint32_t lo = 0, hi = n, moved = 0;
     int32_t floor = INT32_MAX; /* the lowest priority staged again */
     size_t pos;
-    while (lo < hi && !a->failed && a->holds == 0) {
-        int32_t next = a->slots[a->staged_order[lo]].staged_task.priority;
+    while (lo < hi && !a->phase.failed && a->phase.holds == 0) {
+        int32_t next = a->slots[a->stage.staged_order[lo]].staged_task.priority;
         const struct node_task *q = agent_stageable_next(a, &pos);
         int32_t prio = q ? q->t.priority : INT32_MIN; /* q moves with the queue */
         if (prio > next && agent_next_slot_has_job(a)) {
-            agent_requeue_one(a, a->staged_order[--hi]);
+            agent_requeue_one(a, a->stage.staged_order[--hi]);
             moved++;
             /* a task that cannot start is reported failed, and the next
              * one is looked at */
             if (agent_stage_one(a))
                 floor = prio < floor ? prio : floor;
         } else {
-            launcher_stage(a->launcher, a->staged_order[lo++]);
+            launcher_stage(a->launcher, a->stage.staged_order[lo++]);
             floor = next < floor ? next : floor;
         }
     }
     /* a failure that holds the node's starts (-m) took back what was
      * staged (agent_hold()): these too */
     while (lo < hi)
-        agent__cancel_staged(a, a->staged_order[lo++]);
+        agent__cancel_staged(a, a->stage.staged_order[lo++]);
     if (floor != INT32_MAX)
-        a->staged_floor = floor;
+        a->stage.staged_floor = floor;
     log_debug("Node agent: %u staged tasks back in the queue, behind a higher priority", moved);
 }
 

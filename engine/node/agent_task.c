@@ -2,6 +2,7 @@
  * (PMC_* variables, forward descriptors, PMC_AFFINITY), CPU binding, the
  * launch, the reaping through its pidfd, its forwarded data and its output
  * block with the cluster-task record (COMPAT.md "Task stdio"). */
+#include <assert.h>
 #include <errno.h>
 #include <sched.h>
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include "engine/node/agent_internal.h"
 #include "engine/exec/planted.h"
 #include "engine/exec/spawn.h"
+#include "engine/exec/task_end.h"
 #include "io/grow.h"
 #include "io/log.h"
 
@@ -45,37 +47,36 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
                                           .cpus = s->cpus,
                                           .memory_mb = s->memory_mb,
                                           .gpus = s->gpus},
-                               .out_fd = s->out_fd,
-                               .err_fd = s->err_fd,
-                               .task_out = s->task_out,
+                               .out_fd = s->io.out_fd,
+                               .err_fd = s->io.err_fd,
+                               .task_out = s->io.task_out,
                                .out = &a->out,
                                .err = &a->err};
 }
 
-/* The status slot s's task ends with, after taskio_write_block() returned
- * rc for it (-1 with errno: its output or record was lost): its
- * --per-task-stdio files are closed first (a write-back error of a network
- * file system shows at the close).  When its output is lost the task fails
- * (status 256, exit code 1, as when its forwarded data is: unless it failed
- * already), so that it is neither recorded done nor counted a success, and
- * the run fails (the agent aborts it: a block cut short leaves zeros in the
- * rank's file).  rc TASKIO_CAPTURE_FULL (its output may be cut short in a
- * full $TMPDIR) fails the task only. */
-static int agent_output_status(struct agent *a, struct slot *s, int rc, int status)
+/* Slot s's output, after taskio_write_block() returned rc for it (-1 with
+ * errno: its output or record was lost): its --per-task-stdio files are
+ * closed first (a write-back error of a network file system shows at the
+ * close).  Lost output (e->output_lost) fails the task and the run (the
+ * agent aborts it: a block cut short leaves zeros in the rank's file); rc
+ * TASKIO_CAPTURE_FULL (its output may be cut short in a full $TMPDIR)
+ * fails the task only. */
+static void agent_settle_output(struct agent *a, struct slot *s, int rc, struct task_end *e)
 {
-    bool per_task = s->task_out >= 0;
+    bool per_task = s->io.task_out >= 0;
     int write_errno = errno; /* the block's error, which a failed close must not hide */
-    if (taskio_close_per_task(&s->task_out, &s->task_err) < 0 && rc == 0)
+    if (taskio_close_per_task(&s->io.task_out, &s->io.task_err) < 0 && rc == 0)
         rc = -1;
     else if (rc != 0)
         errno = write_errno;
     if (rc == 0)
-        return status;
+        return;
+    e->output_lost = true;
     if (rc == TASKIO_CAPTURE_FULL) { /* the task fails; the run goes on */
         log_error("Task %s failed: its output may be cut short: the file system of its capture "
                   "files ($TMPDIR, default /tmp) was full when it ended",
                   s->strs);
-        return status == 0 ? TASK_IO_FAILED_STATUS : status;
+        return;
     }
     if (per_task || !a->out.path)
         log_error("Task %s failed: its output could not be written to its --per-task-stdio "
@@ -84,47 +85,58 @@ static int agent_output_status(struct agent *a, struct slot *s, int rc, int stat
     else
         log_error("Task %s failed: its output could not be written to %s or %s: %s", s->strs,
                   a->out.path, a->err.path, strerror(errno));
-    a->failed = true;
-    return status == 0 ? TASK_IO_FAILED_STATUS : status;
+    a->phase.failed = true;
 }
 
-/* Append the task's stdout + record and its stderr to the rank's files
- * (or, with --per-task-stdio, the record to the task's own .out file): the
- * status the task ends with (agent_output_status()). */
-static int agent_write_output(struct agent *a, struct slot *s, int status, double duration)
+/* Slot s's task is over as e says: its result (task_end_decide()) is
+ * queued and the slot released. */
+static void agent_report(struct agent *a, struct slot *s, const struct task_end *e, double duration)
+{
+    struct task_outcome o = task_end_decide(e);
+    agent__add_result(a, s, o.status, o.exec_errno, duration);
+    agent__slot_release(a, s);
+}
+
+/* Slot s's task ended (or never ran) as e says, duration seconds after
+ * its start, on the agent thread: its notes, forwards and output block
+ * (task_end_write()), then its result and its slot. */
+static void agent_finish(struct agent *a, struct slot *s, struct task_end *e, double duration)
 {
     struct taskio_block b;
     agent_output_block(a, s, &b);
+    struct pmc_error err;
     /* out_len, err_len: what agent__slot_release() resets */
-    int rc = taskio_write_block(&b, status, duration, &s->out_len, &s->err_len);
-    return agent_output_status(a, s, rc, status);
+    int rc = task_end_write(e, &b, s->io.task_err >= 0 ? s->io.task_err : s->io.err_fd,
+                            s->time_limit_ms, &s->fwd, &a->outbox.fwd_pack, &err, duration,
+                            &s->io.out_len, &s->io.err_len);
+    if (e->forwards_lost)
+        log_error("%s", err.text);
+    agent_settle_output(a, s, rc, e);
+    agent_report(a, s, e, duration);
 }
 
 static void agent_slot_init(struct slot *s)
 {
     memset(s, 0, sizeof *s);
     s->pidfd = -1;
-    s->task_out = s->task_err = -1;
-    s->out_fd = s->err_fd = -1; /* agent_slot_open_captures(), at the slot's first use */
+    s->io.task_out = s->io.task_err = -1;
+    s->io.out_fd = s->io.err_fd = -1; /* agent_slot_open_captures(), at the slot's first use */
 }
 
 /* Slot i's two capture files, made at its first use rather than with the
- * table: the table doubles, and in /tmp on ext4 one O_TMPFILE took
- * 200-325 us of CPU here (docs/performance-history.md section 30), so a run with one
- * task made 16.  They are lent to the watchdog once, when both are made:
- * a later use of the slot costs no system call (watchdog.h).  0, or -1
- * with errno (EMFILE, ENFILE, ENOSPC); what was opened stays and is not
- * opened again. */
+ * table (the table doubles, and an O_TMPFILE is costly).  They are lent to the watchdog once, when
+ * both are made: a later use of the slot costs no system call (watchdog.h).  0, or -1 with errno
+ * (EMFILE, ENFILE, ENOSPC); what was opened stays and is not opened again. */
 static int agent_slot_open_captures(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    if (s->out_fd >= 0 && s->err_fd >= 0)
+    if (s->io.out_fd >= 0 && s->io.err_fd >= 0)
         return 0; /* made and lent at an earlier use */
-    if (s->out_fd < 0)
-        s->out_fd = taskio_capture_open();
-    if (s->err_fd < 0 && s->out_fd >= 0)
-        s->err_fd = taskio_capture_open();
-    if (s->out_fd < 0 || s->err_fd < 0) {
+    if (s->io.out_fd < 0)
+        s->io.out_fd = taskio_capture_open();
+    if (s->io.err_fd < 0 && s->io.out_fd >= 0)
+        s->io.err_fd = taskio_capture_open();
+    if (s->io.out_fd < 0 || s->io.err_fd < 0) {
         char dir[4200];
         int e = errno;
         log_error("Rank %d: cannot make a task's capture file in %s: %s", a->cfg.rank,
@@ -133,7 +145,7 @@ static int agent_slot_open_captures(struct agent *a, uint32_t i)
         return -1;
     }
     /* the watchdog saves them if this process dies (watchdog.h) */
-    if (watchdog_lend(a->watchdog, i, s->out_fd, s->err_fd) < 0)
+    if (watchdog_lend(a->watchdog, i, s->io.out_fd, s->io.err_fd) < 0)
         log_debug("Rank %d: slot %u's capture files not lent to the watchdog: %s", a->cfg.rank, i,
                   strerror(errno));
     return 0;
@@ -155,6 +167,29 @@ static void agent_slot_mark(struct agent *a, uint32_t i, bool free)
         a->free_slots[i / 64] &= ~(1ull << (i % 64));
 }
 
+#ifndef NDEBUG
+/* The states each state may move to (enum slot_state). */
+#define SLOT_BIT(x) (1u << (x))
+static const unsigned agent_slot_moves[] = {
+    [SLOT_FREE] = SLOT_BIT(SLOT_CLAIMED),
+    [SLOT_CLAIMED] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_LAUNCHING) | SLOT_BIT(SLOT_RUNNING),
+    [SLOT_LAUNCHING] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_RUNNING) | SLOT_BIT(SLOT_POOL),
+    [SLOT_RUNNING] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_LINGERING),
+    [SLOT_POOL] = SLOT_BIT(SLOT_FREE) | SLOT_BIT(SLOT_RUNNING) | SLOT_BIT(SLOT_LINGERING_POOL),
+    [SLOT_LINGERING] = SLOT_BIT(SLOT_FREE),
+    [SLOT_LINGERING_POOL] = SLOT_BIT(SLOT_FREE),
+};
+#endif
+
+void agent__slot_to(struct agent *a, uint32_t i, enum slot_state to)
+{
+    struct slot *s = &a->slots[i];
+    assert(agent_slot_moves[s->state] & SLOT_BIT(to));
+    if (s->state == SLOT_FREE || to == SLOT_FREE)
+        agent_slot_mark(a, i, to == SLOT_FREE);
+    s->state = to;
+}
+
 /* Twice the slots (8 at first), the new ones free and without capture
  * files yet.  0, or -1 (ENOMEM). */
 static int agent_slots_grow(struct agent *a)
@@ -173,7 +208,7 @@ static int agent_slots_grow(struct agent *a)
         return -1;
     a->slots = t;
     for (; a->nslots < n; a->nslots++) {
-        agent_slot_init(&t[a->nslots]);
+        agent_slot_init(&t[a->nslots]); /* SLOT_FREE */
         agent_slot_mark(a, a->nslots, true);
     }
     return 0;
@@ -205,79 +240,70 @@ static int agent_slot_strings(struct slot *s, const struct msg_task *t, const ch
 
 static int agent_slot_argv(struct slot *s, const struct msg_task *t)
 {
-    size_t cap = s->argv_cap;
-    if (pmc_grow((void **)&s->argv, &cap, t->argc + 1, sizeof(char *)) < 0)
+    size_t cap = s->env.argv_cap;
+    if (pmc_grow((void **)&s->env.argv, &cap, t->argc + 1, sizeof(char *)) < 0)
         return -1;
-    s->argv_cap = (uint32_t)cap;
+    s->env.argv_cap = (uint32_t)cap;
     const char *p = t->argv;
     for (uint32_t i = 0; i < t->argc; i++) {
-        s->argv[i] = (char *)p;
+        s->env.argv[i] = (char *)p;
         p += strlen(p) + 1;
     }
-    s->argv[t->argc] = NULL;
+    s->env.argv[t->argc] = NULL;
     return 0;
 }
 
 void agent__slot_release(struct agent *a, struct slot *s)
 {
-    taskio_capture_reset(s->out_fd, s->out_len);
-    taskio_capture_reset(s->err_fd, s->err_len);
-    (void)taskio_close_per_task(&s->task_out, &s->task_err); /* a task that never ran */
+    taskio_capture_reset(s->io.out_fd, s->io.out_len);
+    taskio_capture_reset(s->io.err_fd, s->io.err_len);
+    (void)taskio_close_per_task(&s->io.task_out, &s->io.task_err); /* a task that never ran */
     fwd_reset(&s->fwd);
-    if (s->ids)
-        cpuset_pool_give(a->pool, &s->cpuset);
-    s->ids = s->bound = s->id_pending = false;
-    for (uint32_t i = 0; i < s->ngpu; i++)
-        a->gpu_busy[s->gpu[i]] = false;
-    a->gpus_free += s->ngpu;
-    s->ngpu = 0;
-    a->cpus_free += s->cpus - s->lent_cpus;
-    a->memory_free += s->memory_mb;
-    s->lent_cpus = 0;
-    agent_slot_mark(a, (uint32_t)(s - a->slots), true);
+    if (s->cpuid.held)
+        cpuset_pool_give(a->res.pool, &s->cpuid.set);
+    s->cpuid.held = s->cpuid.bound = s->cpuid.pending = false;
+    for (uint32_t i = 0; i < s->gpu.n; i++)
+        a->res.gpu_busy[s->gpu.ids[i]] = false;
+    a->res.gpus_free += s->gpu.n;
+    s->gpu.n = 0;
+    a->res.cpus_free += s->cpus - s->cpuid.lent;
+    a->res.memory_free += s->memory_mb;
+    s->cpuid.lent = 0;
+    agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_FREE);
 }
 
 /* Take slot s for task t: account its CPUs and memory, start its clock. */
 static void agent_slot_claim(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    agent_slot_mark(a, (uint32_t)(s - a->slots), false);
+    agent__slot_to(a, (uint32_t)(s - a->slots), SLOT_CLAIMED);
     watchdog_name(a->watchdog, (uint32_t)(s - a->slots), t->name);
-    s->notify_start = (t->flags & MSG_TASK_NOTIFY_START) != 0;
-    s->releases = (t->flags & MSG_TASK_RELEASES) != 0;
-    s->hold_on_failure = (t->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    s->flags = t->flags;
     s->hold_counted = false;
     s->time_limit_ms = t->time_limit_ms;
-    s->timed_out = false;
-    s->signalled = 0;
+    s->end = (struct task_end){0};
     s->gpus = t->gpus;
-    a->cpus_free -= t->cpus;
-    a->memory_free -= t->memory_mb;
+    a->res.cpus_free -= t->cpus;
+    a->res.memory_free -= t->memory_mb;
     s->id = t->id;
     s->attempt = t->attempt;
     s->cpus = t->cpus;
     s->memory_mb = t->memory_mb;
     s->start = pmc_epoch_s();
     clock_gettime(CLOCK_MONOTONIC, &s->t0);
-    s->out_len = s->err_len = -1; /* the task may write: not known until it ended */
+    s->io.out_len = s->io.err_len = -1; /* the task may write: not known until it ended */
 }
 
 static void agent_task_unstartable(struct agent *a, struct slot *s, const struct msg_task *t)
 {
     agent_slot_claim(a, s, t);
-    agent_write_output(a, s, 256, 0.0);
-    agent__add_result(a, s, 256, 0, 0.0);
-    agent__slot_release(a, s);
+    struct task_end e = {.start_errno = -1};
+    agent_finish(a, s, &e, 0.0);
 }
 
-static void agent_exec_failed(struct agent *a, struct slot *s, int e)
+static void agent_exec_failed(struct agent *a, struct slot *s, int err)
 {
-    const char *app = s->argv[0];
-    dprintf(s->task_err >= 0 ? s->task_err : s->err_fd,
-            "pmc-hybrid: task %s: could not execute %s: %s\n", s->strs, app, strerror(e));
-    int status = spawn_exec_exit_code(e) << 8;
-    agent_write_output(a, s, status, 0.0);
-    agent__add_result(a, s, status, e, 0.0);
-    agent__slot_release(a, s);
+    struct task_end e = {.start_errno = err};
+    agent_finish(a, s, &e, 0.0);
 }
 
 /* Forwarding pipes and --per-task-stdio files of the task in slot s. */
@@ -300,8 +326,8 @@ static int agent_slot_io(struct agent *a, struct slot *s, const struct msg_task 
         return -1;
     }
     fwd_child_fds(&s->fwd, s->fwd_fds);
-    if (a->cfg.per_task_stdio &&
-        taskio_open_per_task(a->cfg.task_dir, t->name, &s->task_out, &s->task_err, &err) < 0) {
+    if (a->cfg.per_task_stdio && taskio_open_per_task(a->cfg.task_dir, t->name, &s->io.task_out,
+                                                      &s->io.task_err, &err) < 0) {
         log_error("%s", err.text);
         return -1;
     }
@@ -350,10 +376,8 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
     double duration = agent_elapsed(&s->t0);
     agent_unwatch(a, s);
     agent__limit_end(a, i);
-    int status = SIGKILL;
-    agent_write_output(a, s, status, duration);
-    agent__add_result(a, s, status, 0, duration);
-    agent__slot_release(a, s);
+    struct task_end end = {.wait_status = SIGKILL};
+    agent_finish(a, s, &end, duration);
 }
 
 /* The task's CPU ids (PMC_AFFINITY): t->cpus of the host's pool.  Without
@@ -364,28 +388,29 @@ static void agent_abandon_task(struct agent *a, uint32_t i, int e)
  * warning.  Always 0. */
 static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_task *t, bool staged)
 {
-    s->ids = s->bound = s->id_pending = false;
-    if (!a->pool)
+    s->cpuid.held = s->cpuid.bound = s->cpuid.pending = false;
+    if (!a->res.pool)
         return 0;
     if (!a->cfg.set_affinity) {
         if (staged)
-            s->id_pending = true;
+            s->cpuid.pending = true;
         else
-            s->ids = cpuset_pool_take_any(a->pool, t->cpus ? t->cpus : 1, &s->cpuset) == 0;
+            s->cpuid.held =
+                cpuset_pool_take_any(a->res.pool, t->cpus ? t->cpus : 1, &s->cpuid.set) == 0;
         return 0;
     }
     cpu_set_t near; /* the CPUs near the task's GPUs, when hwloc knows */
     CPU_ZERO(&near);
-    for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->ngpu; k++)
-        CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu[k]]);
-    int rc = cpuset_pool_take_near(a->pool, t->cpus ? t->cpus : 1, &near, &s->cpuset);
+    for (uint32_t k = 0; a->cfg.gpus && a->cfg.gpus->near && k < s->gpu.n; k++)
+        CPU_OR(&near, &near, &a->cfg.gpus->near[s->gpu.ids[k]]);
+    int rc = cpuset_pool_take_near(a->res.pool, t->cpus ? t->cpus : 1, &near, &s->cpuid.set);
     if (rc == 0) {
-        s->ids = s->bound = true;
+        s->cpuid.held = s->cpuid.bound = true;
     } else if (rc == 1) {
         log_warn("Task %s: the free CPUs of rank %d are fragmented, running it unbound", t->name,
                  a->cfg.rank);
-    } else if (!a->warned_unbound) {
-        a->warned_unbound = true;
+    } else if (!a->res.warned_unbound) {
+        a->res.warned_unbound = true;
         log_warn("Rank %d runs more CPUs than it has free PUs (--host-cpus above the PU "
                  "count?): tasks that find no free PUs run unbound",
                  a->cfg.rank);
@@ -398,47 +423,57 @@ static int agent_slot_bind(struct agent *a, struct slot *s, const struct msg_tas
  * or fewer free than asked: the task then fails to start). */
 static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_task *t)
 {
-    s->ngpu = 0;
+    s->gpu.n = 0;
     if (t->gpus == 0)
         return 0;
-    if (t->gpus > a->gpus_free ||
-        pmc_grow((void **)&s->gpu, &s->gpu_cap, t->gpus, sizeof *s->gpu) < 0) {
-        log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->gpus_free);
+    if (t->gpus > a->res.gpus_free ||
+        pmc_grow((void **)&s->gpu.ids, &s->gpu.cap, t->gpus, sizeof *s->gpu.ids) < 0) {
+        log_error("Task %s: %u GPUs asked, %u free", t->name, t->gpus, a->res.gpus_free);
         return -1;
     }
-    for (uint32_t i = 0; s->ngpu < t->gpus && i < a->cfg.gpus->n; i++) {
-        if (a->gpu_busy[i])
+    for (uint32_t i = 0; s->gpu.n < t->gpus && i < a->cfg.gpus->n; i++) {
+        if (a->res.gpu_busy[i])
             continue;
-        a->gpu_busy[i] = true;
-        s->gpu[s->ngpu++] = i;
+        a->res.gpu_busy[i] = true;
+        s->gpu.ids[s->gpu.n++] = i;
     }
-    a->gpus_free -= s->ngpu;
+    a->res.gpus_free -= s->gpu.n;
     return 0;
 }
 
 void agent__signal(struct agent *a, uint32_t i, int sig)
 {
     struct slot *s = &a->slots[i];
-    if (s->pool_reaps) {
+    switch (s->state) {
+    case SLOT_POOL:
         /* refused once its reaper has it: the task ended, but may come
          * back lingering, its group in a grace that a SIGKILL ends */
-        s->signalled = sig;
+        s->end.signalled = sig;
         launcher_signal(a->launcher, i, sig);
-    } else if (s->pidfd >= 0 || s->lingers) {      /* a lingering group holds its id */
-        if (s->lingers || !spawn_exited(s->pidfd)) /* else it ended before: not stopped */
-            s->signalled = sig;
+        break;
+    case SLOT_RUNNING:
+        if (!spawn_exited(s->pidfd)) /* else it ended before: not stopped */
+            s->end.signalled = sig;
         kill(-s->pid, sig);
-        if (s->lingers && sig == SIGKILL)
-            a->linger_due_ns = 0; /* its grace is over: finish it at the next look */
+        break;
+    case SLOT_LINGERING:
+    case SLOT_LINGERING_POOL: /* a lingering group holds its id */
+        s->end.signalled = sig;
+        kill(-s->pid, sig);
+        if (sig == SIGKILL)
+            a->linger.linger_due_ns = 0; /* its grace is over: finish it at the next look */
+        break;
+    default: /* not started yet: signalled when it starts (agent_spawned()) */
+        break;
     }
 }
 
 /* The spawn of slot i's task ended with error e (0: started).  From the
  * agent thread, after spawn_task() returned here or on a launcher.  A
- * reaped launch (s->pool_reaps, launcher.h) is watched by the pool, which
- * adds its -f pipes and its pidfd to its own epoll set as it hands this
- * completion back (a failure comes back through launcher_take_unwatched()). */
-static void agent_spawned(struct agent *a, uint32_t i, int e)
+ * reaped launch (pool, launcher.h) is watched by the pool, which adds its
+ * -f pipes and its pidfd to its own epoll set as it hands this completion
+ * back (a failure comes back through launcher_take_unwatched()). */
+static void agent_spawned(struct agent *a, uint32_t i, int e, bool pool)
 {
     struct slot *s = &a->slots[i];
     fwd_close_write_ends(&s->fwd);
@@ -448,14 +483,15 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
         agent_exec_failed(a, s, e);
         return;
     }
+    agent__slot_to(a, i, pool ? SLOT_POOL : SLOT_RUNNING);
     struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-    if (!s->pool_reaps &&
+    if (!pool &&
         (epoll_ctl(a->epfd, EPOLL_CTL_ADD, s->pidfd, &ev) < 0 || agent_watch_pipes(a, i) < 0)) {
         agent_abandon_task(a, i, errno);
         return;
     }
-    if (a->aborting) /* began while it was being launched */
-        agent__signal(a, i, a->killed_hard ? SIGKILL : SIGTERM);
+    if (a->phase.aborting) /* began while it was being launched */
+        agent__signal(a, i, a->phase.killed_hard ? SIGKILL : SIGTERM);
     agent__started(a, s);
     a->running++;
 }
@@ -464,7 +500,7 @@ static void agent_spawned(struct agent *a, uint32_t i, int e)
  * the slot array may move while the job runs) and submit it.  false when
  * slot i has no job (launch it here). */
 static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_request *req,
-                                struct batch *batch, bool staged)
+                                struct tasks_mail *mail, bool staged)
 {
     struct launch_job *j = a->launcher ? launcher_job(a->launcher, i) : NULL;
     /* j->forward_fds' bound, which a parsed DAG never passes (DAG_MAX_PIPES) */
@@ -485,27 +521,25 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
      * wants a STARTED notice; its time limit, armed at the launch (early:
      * the task starts later) and looked at again when it passes
      * (agent_limits.c), is enforced through launcher_time_out() */
-    j->pool_reaps = !a->aborting;
+    j->pool_reaps = !a->phase.aborting;
     j->forwards = s->fwd;
-    j->fwd_failed = false;
-    j->wake_on_start = s->notify_start;
-    j->hold_on_failure = s->hold_on_failure;
-    j->wake_on_exit = s->releases || s->hold_on_failure;
+    j->wake_on_start = (s->flags & MSG_TASK_NOTIFY_START) != 0;
+    j->hold_on_failure = (s->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    j->wake_on_exit = (s->flags & (MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE)) != 0;
     j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
-    j->timed_out = false;
-    j->signalled = 0;
+    j->end = (struct task_end){0};
     if (j->pool_reaps) {
         agent_output_block(a, s, &j->output);
         j->started = s->t0;
     }
-    s->launching = true;
-    s->batch = batch;
+    agent__slot_to(a, i, SLOT_LAUNCHING);
+    s->mail = mail;
     a->running++; /* the agent does not end while a launch is out */
     j->chained = false;
     j->handed = 0;
-    j->first_id = s->ids ? agent__first_id(&s->cpuset) : -1;
-    j->affinity_value = s->id_pending ? s->affinity_value : NULL;
+    j->first_id = s->cpuid.held ? agent__first_id(&s->cpuid.set) : -1;
+    j->affinity_value = s->cpuid.pending ? s->cpuid.value : NULL;
     if (staged)
         launcher_stage(a->launcher, i);
     else
@@ -513,35 +547,14 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     return true;
 }
 
-/* Slot s's task is over and its output written: report it, free the slot. */
-static void agent_task_done(struct agent *a, struct slot *s, int status, int exec_errno,
-                            double duration)
-{
-    agent__add_result(a, s, status, exec_errno, duration);
-    agent__slot_release(a, s);
-    a->running--;
-}
-
 void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
 {
     struct slot *s = &a->slots[i];
     agent__limit_end(a, i);
-    int exec_errno = 0;
-    agent__limit_note(s, &status, &exec_errno);
-    /* a task the engine stopped while it ran (an abort, the wall time, the
-     * batch job's end) that then exits 0 may have cut its work short: it
-     * counts as killed by the signal it got, never DONE (as a time-out's
-     * 124) */
-    if (status == 0 && s->signalled && !s->timed_out)
-        status = s->signalled;
-    struct pmc_error err;
-    if (s->fwd.n && fwd_finish(&s->fwd, s->strs, status, &a->fwd_pack, &err) < 0) {
-        log_error("%s", err.text);
-        a->fwd_pack.len = a->fwd_pack.count = 0;
-        status = TASK_IO_FAILED_STATUS; /* its forwarded data could not be read */
-    }
-    status = agent_write_output(a, s, status, duration);
-    agent_task_done(a, s, status, exec_errno, duration);
+    struct task_end e = s->end;
+    e.wait_status = status;
+    agent_finish(a, s, &e, duration);
+    a->running--;
 }
 
 /* The -F data that j's reaper read (launcher_forward()) becomes the next
@@ -550,10 +563,10 @@ static void agent_take_forwards(struct agent *a, struct launch_job *j)
 {
     if (j->forwards.n == 0)
         return;
-    if (j->fwd_failed)
+    if (j->end.forwards_lost)
         log_error("%s", j->fwd_err.text);
-    struct msgbuf mine = a->fwd_pack;
-    a->fwd_pack = j->fwd_pack;
+    struct msgbuf mine = a->outbox.fwd_pack;
+    a->outbox.fwd_pack = j->fwd_pack;
     j->fwd_pack = mine;
     j->fwd_pack.len = j->fwd_pack.count = 0;
 }
@@ -564,20 +577,19 @@ static void agent_take_completions(struct agent *a)
     while (launcher_take(a->launcher, &i) == 1) {
         struct launch_job *j = launcher_job(a->launcher, i);
         struct slot *s = &a->slots[i];
-        struct batch *b = s->batch;
-        s->launching = false;
-        s->batch = NULL;
+        struct tasks_mail *b = s->mail;
+        s->mail = NULL;
         if (j->chained) { /* staged: its reaper-started clock (launcher_stage()) */
             s->t0 = j->started;
             s->start = j->output.record.start;
             agent__adopt_id(s, j->first_id); /* the CPU id its reaper gave up */
         }
         s->pid = j->pid;
-        s->pool_reaps = j->pool_reaps && !j->err;
-        s->pidfd = j->err || s->pool_reaps ? -1 : j->pidfd; /* a reaped launch's is the pool's */
+        bool pool = j->pool_reaps && !j->err;
+        s->pidfd = j->err || pool ? -1 : j->pidfd; /* a reaped launch's is the pool's */
         a->running--;
-        agent_spawned(a, i, j->err);
-        agent__batch_unref(b);
+        agent_spawned(a, i, j->err, pool);
+        agent__tasks_mail_unref(b);
     }
 }
 
@@ -587,9 +599,9 @@ static void agent_take_completions(struct agent *a)
  * cell and filling it): take it before acting on the slot. */
 static void agent_await_completion(struct agent *a, uint32_t i)
 {
-    while (a->slots[i].launching) {
+    while (a->slots[i].state == SLOT_LAUNCHING) {
         agent_take_completions(a);
-        if (a->slots[i].launching)
+        if (a->slots[i].state == SLOT_LAUNCHING)
             sched_yield();
     }
 }
@@ -600,7 +612,7 @@ void agent__take_launches(struct agent *a)
     uint32_t i;
     while (launcher_take_unwatched(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
-        a->slots[i].pool_reaps = false; /* the agent kills and reaps it */
+        agent__slot_to(a, i, SLOT_RUNNING); /* the agent kills and reaps it */
         a->slots[i].pidfd = launcher_job(a->launcher, i)->pidfd;
         a->running--;
         agent_abandon_task(a, i, launcher_job(a->launcher, i)->watch_err);
@@ -608,7 +620,6 @@ void agent__take_launches(struct agent *a)
     while (launcher_take_exited(a->launcher, &i) == 1) {
         agent_await_completion(a, i);
         struct launch_job *j = launcher_job(a->launcher, i);
-        a->slots[i].pool_reaps = false;
         if (j->lingers)
             agent__linger_begin(a, i, j->status, true);
         else
@@ -622,20 +633,22 @@ void agent__take_exited(struct agent *a, uint32_t i)
     struct slot *s = &a->slots[i];
     if (j->handed) {
         agent__took_handed(a, s);
-        if (s->ids && j->first_id >= 0) /* the staged task it started holds it */
-            CPU_CLR(j->first_id, &s->cpuset);
+        if (s->cpuid.held && j->first_id >= 0) /* the staged task it started holds it */
+            CPU_CLR(j->first_id, &s->cpuid.set);
     }
     s->hold_counted = j->held_failure;
-    s->out_len = j->out_len; /* what agent__slot_release() resets */
-    s->err_len = j->err_len;
+    s->io.out_len = j->out_len; /* what agent__slot_release() resets */
+    s->io.err_len = j->err_len;
     agent_take_forwards(a, j);
+    struct task_end e = j->end; /* as its reaper left it (task_end_write()) */
     errno = j->output_errno;
-    int status = agent_output_status(a, s, j->output_rc, j->status);
+    agent_settle_output(a, s, j->output_rc, &e);
     agent__limit_end(a, i); /* disarms its limit, bumps the generation */
-    agent_task_done(a, s, status, j->timed_out ? ETIMEDOUT : 0, j->duration);
+    agent_report(a, s, &e, j->duration);
+    a->running--;
 }
 
-bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batch, bool staged)
+bool agent__launch(struct agent *a, const struct msg_task *t, struct tasks_mail *mail, bool staged)
 {
     int i = agent_slot_get(a);
     const char *app = t->argv;
@@ -644,7 +657,7 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
         /* ENOMEM, or EMFILE/ENFILE for a new slot's capture files: this
          * rank cannot go on, and the master ends the run */
         log_fatal("Rank %d cannot start task %s: %s", a->cfg.rank, t->name, strerror(errno));
-        a->failed = true;
+        a->phase.failed = true;
         return false;
     }
     if (agent_slot_io(a, s, t) < 0 || agent_slot_gpus(a, s, t) < 0 ||
@@ -657,36 +670,33 @@ bool agent__launch(struct agent *a, const struct msg_task *t, struct batch *batc
     agent_slot_claim(a, s, t);
     (void)agent__limit_start(a, (uint32_t)i); /* its entry is reserved (agent_slots_grow()) */
     log_debug(staged ? "Staging task %s" : "Running task %s", t->name);
-    struct spawn_request req = {.argv = s->argv,
-                                .envp = s->envp,
-                                .stdout_fd = s->task_out >= 0 ? s->task_out : s->out_fd,
-                                .stderr_fd = s->task_err >= 0 ? s->task_err : s->err_fd,
+    struct spawn_request req = {.argv = s->env.argv,
+                                .envp = s->env.envp,
+                                .stdout_fd = s->io.task_out >= 0 ? s->io.task_out : s->io.out_fd,
+                                .stderr_fd = s->io.task_err >= 0 ? s->io.task_err : s->io.err_fd,
                                 .forward_fds = s->fwd_fds,
                                 .nforward = (int)s->fwd.npipes,
-                                .affinity = s->bound ? &s->cpuset : NULL,
+                                .affinity = s->cpuid.bound ? &s->cpuid.set : NULL,
                                 .memory_limit_bytes =
                                     a->cfg.strict_limits ? (uint64_t)t->memory_mb * 1024 * 1024 : 0,
                                 .record_pgid = watchdog_entry(a->watchdog, (uint32_t)i)};
-    if (agent_submit_launch(a, (uint32_t)i, &req, batch, staged))
+    if (agent_submit_launch(a, (uint32_t)i, &req, mail, staged))
         return true;
-    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd));
+    agent_spawned(a, (uint32_t)i, spawn_task(&req, &s->pid, &s->pidfd), false);
     return false;
 }
 
 void agent__reap(struct agent *a, uint32_t i)
 {
     struct slot *s = &a->slots[i];
-    if (s->launching || s->pidfd < 0) /* a stale event: the slot was reused */
+    if (s->state != SLOT_RUNNING) /* a stale event: the slot was reused */
         return;
     if (!spawn_exited(s->pidfd))
         return; /* not exited yet (spurious wake-up) */
-    /* the task is over when its first process is (the pool ends its
-     * launches the same way: launcher.c), unless that process ended in
-     * its grace and left members in its group (agent_linger.c) */
-    bool lingers = false;
-    int status = s->signalled == SIGTERM
-                     ? spawn_reap_leader(s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers)
-                     : spawn_end_task(s->pid, s->pidfd, watchdog_entry(a->watchdog, i));
+    /* the task is over when its first process is, unless that process
+     * ended in its grace and left members in its group (agent_linger.c) */
+    bool lingers;
+    int status = task_end_reap(&s->end, s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     if (lingers)
         agent__linger_begin(a, i, status, false);
@@ -708,14 +718,14 @@ void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k)
 
 void agent__slot_free(struct slot *s)
 {
-    if (s->out_fd >= 0)
-        close(s->out_fd);
-    if (s->err_fd >= 0)
-        close(s->err_fd);
+    if (s->io.out_fd >= 0)
+        close(s->io.out_fd);
+    if (s->io.err_fd >= 0)
+        close(s->io.err_fd);
     free(s->strs);
-    free(s->argv);
-    free(s->envp);
-    free(s->envbuf);
-    free(s->gpu);
+    free(s->env.argv);
+    free(s->env.envp);
+    free(s->env.buf);
+    free(s->gpu.ids);
     fwd_free(&s->fwd);
 }

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "engine/node/agent.h"
+#include "engine/node/agent_testing.h"
 #include "engine/transport/mailbox.h"
 #include "io/dag.h"
 #include "io/log.h"

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "engine/exec/launcher.h"
+#include "engine/exec/launcher_testing.h"
 #include "testutil.h"
 
 using namespace testutil;
@@ -427,7 +428,7 @@ TEST_F(LauncherPool, ReapedLaunchReadsItsForwardedFilesBeforeItsRecord)
     ASSERT_TRUE(take_exited(&i));
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 0);
-    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_FALSE(j->end.forwards_lost) << j->fwd_err.text;
     ASSERT_EQ(j->fwd_pack.count, 1u);
     ASSERT_EQ(j->fwd_pack.len, 8u + 3u); // u32 index, u32 length, the bytes
     EXPECT_EQ(std::string((const char *)j->fwd_pack.data + 8, 3), "x=1");
@@ -526,7 +527,7 @@ TEST_F(LauncherPool, ReapedLaunchWhoseFileCannotBeForwardedFails)
     ASSERT_TRUE(take_exited(&i));
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 256);
-    EXPECT_TRUE(j->fwd_failed);
+    EXPECT_TRUE(j->end.forwards_lost);
     EXPECT_NE(std::string(j->fwd_err.text).find("is not a file"), std::string::npos)
         << j->fwd_err.text;
     EXPECT_EQ(j->fwd_pack.len, 0u);
@@ -582,7 +583,7 @@ TEST_F(LauncherPool, ReapedLaunchReadsItsPipesWhileItRuns)
         ASSERT_TRUE(take_exited(&i)) << "a task blocked on a full pipe";
         const struct launch_job *j = launcher_job(pool_, i);
         EXPECT_EQ(j->status, 0);
-        EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+        EXPECT_FALSE(j->end.forwards_lost) << j->fwd_err.text;
         ASSERT_EQ(j->fwd_pack.count, 2u);
         auto blocks = pack_blocks(&j->fwd_pack);
         EXPECT_EQ(blocks[0], std::string(300000, '\0') + "end" + std::to_string(i) + "\n");
@@ -611,7 +612,7 @@ TEST_F(LauncherPool, PipeAfterManyFileForwardsIsReadByThePool)
     ASSERT_TRUE(take_exited(&i)) << "the task blocked on a full pipe";
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 0);
-    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_FALSE(j->end.forwards_lost) << j->fwd_err.text;
     EXPECT_GT(launcher__pipe_reads(pool_), 0u) << "nobody read the pipe while the task ran";
     auto blocks = pack_blocks(&j->fwd_pack);
     EXPECT_EQ(blocks[300], std::string(300000, '\0')) << "the pipe's data under its own index";
@@ -663,7 +664,7 @@ TEST_F(LauncherPool, ReapDuringAPipeReadWaitsForIt)
     ASSERT_TRUE(take_exited(&i));
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 0);
-    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_FALSE(j->end.forwards_lost) << j->fwd_err.text;
     EXPECT_EQ(pack_blocks(&j->fwd_pack)[0], "x\n");
     usleep(1200000); // a read that outlived the reap would be over by now
     EXPECT_EQ(fw.f.e[0].lost, 0) << "a read went on after the reap";
@@ -800,7 +801,7 @@ TEST_F(LauncherPool, ReapedLaunchWhosePipeCannotBeArmedAgainFails)
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_GE(launcher__pipe_reads(pool_), 1u);
     EXPECT_EQ(j->status, 256);
-    EXPECT_TRUE(j->fwd_failed);
+    EXPECT_TRUE(j->end.forwards_lost);
     EXPECT_NE(std::string(j->fwd_err.text).find("forwarding pipe V: "), std::string::npos)
         << j->fwd_err.text;
     EXPECT_EQ(j->fwd_pack.len, 0u);
@@ -829,7 +830,7 @@ TEST_F(LauncherPool, PipeEventOfAnEarlierLaunchIsIgnored)
     ASSERT_TRUE(take_exited(&i)) << "the task blocked on its pipe";
     const struct launch_job *j = launcher_job(pool_, 0);
     EXPECT_EQ(j->status, 0);
-    EXPECT_FALSE(j->fwd_failed) << j->fwd_err.text;
+    EXPECT_FALSE(j->end.forwards_lost) << j->fwd_err.text;
     EXPECT_EQ(pack_blocks(&j->fwd_pack)[0], "b\n");
 }
 
@@ -1208,7 +1209,7 @@ TEST_F(LauncherPool, TimedOutReapedLaunchGetsTheTimeoutStatus)
     EXPECT_TRUE(launcher_time_out(pool_, 0));
     ASSERT_TRUE(take_exited(&i));
     const struct launch_job *j = launcher_job(pool_, 0);
-    EXPECT_TRUE(j->timed_out);
+    EXPECT_TRUE(j->end.timed_out);
     EXPECT_EQ(j->status, TASK_TIMEOUT_STATUS);
     EXPECT_EQ(read_file(dir_ + "/err.0"),
               "before\npmc-hybrid: task t0 exceeded its time limit of 1.5 s\n");
@@ -1219,7 +1220,7 @@ TEST_F(LauncherPool, TimedOutReapedLaunchGetsTheTimeoutStatus)
     ASSERT_TRUE(take(&i));
     ASSERT_TRUE(take_exited(&i));
     EXPECT_FALSE(launcher_time_out(pool_, 1)) << "it was reaped: nothing to time out";
-    EXPECT_FALSE(launcher_job(pool_, 1)->timed_out);
+    EXPECT_FALSE(launcher_job(pool_, 1)->end.timed_out);
     EXPECT_EQ(launcher_job(pool_, 1)->status, 0);
     close(o);
     close(e);

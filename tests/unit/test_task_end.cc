@@ -1,0 +1,310 @@
+// test_task_end.cc - how a task ended (engine/exec/task_end.h), the one
+// rule both ways of running a task report by.
+//
+// Checked: task_end_decide() over every cause; and a node agent that
+// starts its tasks on its own thread (--threads 0) and one whose launcher
+// pool starts, watches and reaps them give the same results and the same
+// records for a task that exits 0, exits 1, is killed by a signal, passes
+// its time limit, cannot be executed, and loses its forwarded data.  The
+// test plays the master through a fake transport (as test_agent.cc does).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "engine/exec/spawn.h"
+#include "engine/exec/task_end.h"
+#include "engine/node/agent.h"
+#include "engine/transport/mailbox.h"
+#include "io/dag.h"
+#include "io/log.h"
+#include "io/msg.h"
+#include "io/taskio.h"
+#include "testutil.h"
+
+// What the agent sent to rank 0, in order.
+struct comm {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::vector<uint8_t>> to_master;
+};
+
+extern "C" int comm_send(struct comm *c, int, enum comm_box, struct msgbuf *b)
+{
+    std::vector<uint8_t> bytes(b->data, b->data + b->len);
+    msg_free(b); // comm_send() takes b's storage
+    *b = msgbuf{};
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->to_master.push_back(std::move(bytes));
+    c->cv.notify_all();
+    return 0;
+}
+
+extern "C" void comm_send_mail(struct comm *c, struct mail *m)
+{
+    std::vector<uint8_t> bytes(m->data, m->data + m->len);
+    mail_free(m);
+    std::lock_guard<std::mutex> lock(c->mu);
+    c->to_master.push_back(std::move(bytes));
+    c->cv.notify_all();
+}
+
+namespace
+{
+
+using namespace std::chrono_literals;
+
+// ---- the rule itself ----------------------------------------------------------
+
+struct Case {
+    const char *what;
+    task_end in;
+    int status, exec_errno;
+    task_cause cause;
+};
+
+TEST(TaskEndDecide, OneRuleForEveryCause)
+{
+    const Case cases[] = {
+        {"exit 0", {0, 0, 0, false, false, false}, 0, 0, TASK_EXITED},
+        {"exit 1", {1 << 8, 0, 0, false, false, false}, 1 << 8, 0, TASK_EXITED},
+        {"killed", {SIGKILL, 0, 0, false, false, false}, SIGKILL, 0, TASK_SIGNALLED},
+        {"stopped, exited 0", {0, 0, SIGTERM, false, false, false}, SIGTERM, 0, TASK_SIGNALLED},
+        {"stopped, exited 3", {3 << 8, 0, SIGTERM, false, false, false}, 3 << 8, 0, TASK_EXITED},
+        {"timed out",
+         {SIGTERM, 0, SIGTERM, true, false, false},
+         TASK_TIMEOUT_STATUS,
+         ETIMEDOUT,
+         TASK_TIMED_OUT},
+        {"timed out, exited 0",
+         {0, 0, SIGTERM, true, false, false},
+         TASK_TIMEOUT_STATUS,
+         ETIMEDOUT,
+         TASK_TIMED_OUT},
+        {"not found", {0, ENOENT, 0, false, false, false}, 127 << 8, ENOENT, TASK_FAILED_START},
+        {"not executable",
+         {0, EACCES, 0, false, false, false},
+         126 << 8,
+         EACCES,
+         TASK_FAILED_START},
+        {"not set up",
+         {0, -1, 0, false, false, false},
+         TASK_IO_FAILED_STATUS,
+         0,
+         TASK_FAILED_START},
+        {"forwards lost",
+         {0, 0, 0, false, true, false},
+         TASK_IO_FAILED_STATUS,
+         0,
+         TASK_LOST_OUTPUT},
+        {"forwards lost, exit 5",
+         {5 << 8, 0, 0, false, true, false},
+         TASK_IO_FAILED_STATUS,
+         0,
+         TASK_LOST_OUTPUT},
+        {"output lost", {0, 0, 0, false, false, true}, TASK_IO_FAILED_STATUS, 0, TASK_LOST_OUTPUT},
+        {"output lost, exit 5", {5 << 8, 0, 0, false, false, true}, 5 << 8, 0, TASK_EXITED},
+    };
+    for (const Case &c : cases) {
+        task_outcome o = task_end_decide(&c.in);
+        EXPECT_EQ(o.status, c.status) << c.what;
+        EXPECT_EQ(o.exec_errno, c.exec_errno) << c.what;
+        EXPECT_EQ(o.cause, c.cause) << c.what;
+    }
+}
+
+// ---- both backends through the agent -------------------------------------------
+
+// One task's end as the master and the rank's files see it.
+struct Ended {
+    int status = -1, exec_errno = -1; // its result
+    std::string record_status;        // status= of its record in DAG.out.0
+    bool note = false;                // its stderr block has a pmc-hybrid note
+    bool operator==(const Ended &o) const
+    {
+        return std::tie(status, exec_errno, record_status, note) ==
+               std::tie(o.status, o.exec_errno, o.record_status, o.note);
+    }
+};
+
+std::ostream &operator<<(std::ostream &os, const Ended &e)
+{
+    return os << "{status " << e.status << ", errno " << e.exec_errno << ", record status "
+              << e.record_status << ", note " << e.note << "}";
+}
+
+// argv of a task: sh -c SCRIPT, NUL-separated (msg_task.argv).
+std::string sh(const std::string &script)
+{
+    return std::string("/bin/sh\0-c\0", 11) + script;
+}
+
+class TaskEndTest : public testutil::TempDirTest
+{
+  protected:
+    TaskEndTest() : TempDirTest("pmc-task-end") {}
+
+    // Run the six tasks on an agent of 8 CPUs with launch_threads
+    // launchers (0: the agent thread starts them), in directory sub: what
+    // each task's end was, by name.
+    std::map<std::string, Ended> run(uint32_t launch_threads, const std::string &sub)
+    {
+        std::map<std::string, Ended> ended;
+        std::string dir = path(sub);
+        EXPECT_EQ(mkdir(dir.c_str(), 0755), 0);
+        std::string dag = dir + "/wf.dag";
+        int log_fd = open((dir + "/log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        EXPECT_GE(log_fd, 0);
+        log_set_fd(log_fd);
+        agent_config cfg{};
+        cfg.host_ranks = 1;
+        cfg.pu_shares = 1;
+        cfg.hostname = "node7";
+        cfg.cpus = 8;
+        cfg.memory_mb = 1000;
+        cfg.dag_path = dag.c_str();
+        cfg.task_dir = dir.c_str();
+        cfg.kill_grace_ms = 1000;
+        cfg.launch_threads = launch_threads;
+        cfg.stage_launches = launch_threads > 0;
+        comm c;
+        pmc_error err{};
+        agent *a = agent_create(&cfg, &err);
+        EXPECT_NE(a, nullptr) << err.text;
+        if (!a)
+            return ended;
+        EXPECT_EQ(agent_start(a, &c, &err), 0) << err.text;
+        EXPECT_EQ(next(c).r.kind, MSG_HELLO);
+
+        std::string exit0 = sh("exit 0"), exit1 = sh("exit 1"), killed = sh("kill -KILL $$"),
+                    sleeper = sh("exec sleep 30"), lost = sh("mkdir " + dir + "/notafile"),
+                    missing = std::string("/nonexistent/pmc-no-such-program");
+        std::string fwd = std::string(1, static_cast<char>(DAG_FORWARD_FILE)) + dir + "/notafile" +
+                          std::string(1, '\0') + dir + "/dest" + std::string(1, '\0');
+        std::vector<msg_task> tasks = {
+            task(1, "exit0", exit0, 3),    task(2, "exit1", exit1, 3),
+            task(3, "signal", killed, 3),  task(4, "timeout", sleeper, 3),
+            task(5, "noexec", missing, 1), task(6, "lost", lost, 3)};
+        tasks[3].time_limit_ms = 300;
+        tasks[5].nfwd = 1;
+        tasks[5].fwd = fwd.data();
+        send(a, tasks);
+
+        std::map<uint32_t, std::string> names;
+        for (const msg_task &t : tasks)
+            names[t.id] = t.name;
+        while (ended.size() < tasks.size() && !testing::Test::HasFailure()) {
+            Sent m = next(c);
+            EXPECT_EQ(m.r.kind, MSG_RESULTS);
+            msg_result r{};
+            while (m.r.kind == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
+                Ended &e = ended[names[r.id]];
+                e.status = r.status;
+                e.exec_errno = r.exec_errno;
+            }
+        }
+        mail *bye = mail_control(0, COMM_TO_AGENT, MSG_SHUTDOWN);
+        mailbox_push(agent_mailbox(a), bye);
+        EXPECT_EQ(next(c).r.kind, MSG_BYE);
+        EXPECT_EQ(agent_join(a), 0) << testutil::read_file(dir + "/log");
+        agent_destroy(a);
+        log_set_fd(STDERR_FILENO);
+        close(log_fd);
+
+        std::string out = testutil::read_file(dag + ".out.0");
+        std::string errs = testutil::read_file(dag + ".err.0");
+        for (auto &[name, e] : ended) {
+            size_t at = out.find("[cluster-task name=" + name + ",");
+            EXPECT_NE(at, std::string::npos) << name << " has no record:\n" << out;
+            if (at == std::string::npos)
+                continue;
+            size_t st = out.find("status=", at) + 7;
+            e.record_status = out.substr(st, out.find(',', st) - st);
+            e.note = errs.find("pmc-hybrid: task " + name + " ") != std::string::npos ||
+                     errs.find("pmc-hybrid: task " + name + ":") != std::string::npos;
+        }
+        return ended;
+    }
+
+    struct Sent {
+        std::vector<uint8_t> bytes;
+        msg_reader r{};
+    };
+
+    // The next message the agent sends (an empty one after 20 s without).
+    static Sent next(comm &c)
+    {
+        std::unique_lock<std::mutex> lock(c.mu);
+        Sent s;
+        if (!c.cv.wait_for(lock, 20s, [&] { return !c.to_master.empty(); })) {
+            ADD_FAILURE() << "the agent sent nothing in 20 s";
+            return s;
+        }
+        s.bytes = std::move(c.to_master.front());
+        c.to_master.pop_front();
+        pmc_error err{};
+        EXPECT_EQ(msg_open(&s.r, s.bytes.data(), s.bytes.size(), &err), 0) << err.text;
+        return s;
+    }
+
+    static void send(agent *a, const std::vector<msg_task> &tasks)
+    {
+        msgbuf b{};
+        ASSERT_EQ(msg_begin(&b, MSG_TASKS), 0);
+        for (const msg_task &t : tasks)
+            ASSERT_EQ(msg_add_task(&b, &t), 0);
+        msg_end(&b);
+        mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
+        ASSERT_NE(m, nullptr);
+        mailbox_push(agent_mailbox(a), m);
+    }
+
+    // A task of one CPU; argv holds argc NUL-separated strings.
+    static msg_task task(uint32_t id, const char *name, const std::string &argv, uint32_t argc)
+    {
+        msg_task t{};
+        t.id = id;
+        t.attempt = 1;
+        t.cpus = 1;
+        t.name = name;
+        t.pegasus_id = "";
+        t.argc = argc;
+        t.argv = argv.c_str();
+        return t;
+    }
+};
+
+// The same six tasks, started and reaped on the agent thread, then by the
+// launcher pool: the same results and records, each the one the rule gives.
+TEST_F(TaskEndTest, BothBackendsReportTheSameEnds)
+{
+    std::map<std::string, Ended> inline_ends = run(0, "inline");
+    ASSERT_FALSE(HasFailure());
+    std::map<std::string, Ended> pool_ends = run(2, "pool");
+    ASSERT_FALSE(HasFailure());
+    const std::map<std::string, Ended> want = {
+        {"exit0", {0, 0, "0", false}},
+        {"exit1", {1 << 8, 0, "256", false}},
+        {"signal", {SIGKILL, 0, "9", false}},
+        {"timeout", {TASK_TIMEOUT_STATUS, ETIMEDOUT, "31744", true}},
+        {"noexec", {127 << 8, ENOENT, "32512", true}},
+        {"lost", {TASK_IO_FAILED_STATUS, 0, "256", false}},
+    };
+    EXPECT_EQ(inline_ends, want);
+    EXPECT_EQ(pool_ends, want);
+    EXPECT_EQ(inline_ends, pool_ends);
+}
+
+} // namespace
