@@ -16,8 +16,9 @@ named after it:
     engine/*.c         main, options, host scripts            everything
     tools/*.c          user tools                             io/
 
-A header named *_internal.h belongs to its folder: no file outside that
-folder may include it.
+A header named *_internal.h belongs to its folder, and so does a test
+hook header *_testing.h: no file of io/, sched/, engine/ or tools/ outside
+that folder may include it (tests/ may include the hooks).
 
 Only the transport calls MPI: outside TRANSPORT (below), no file of io/,
 sched/ or engine/ may include <mpi.h> or contain the text MPI_ (comments
@@ -53,6 +54,7 @@ LAYERS = ("io", "sched", "engine", "bench", "tests", "tools")
 # The transport: the only files that may call MPI.
 TRANSPORT = {"engine/transport/" + n for n in ("comm.c", "comm.h", "transport.c", "transport.h")}
 
+PRIVATE = ("_internal.h", "_testing.h")  # headers private to their folder
 SOURCE_EXT = (".c", ".h", ".cc", ".cpp", ".hpp")
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 MPI = re.compile(r"\bMPI_|<mpi\.h>")
@@ -91,7 +93,7 @@ def check_include(rel, n, layer, target, problems):
             "%s:%d: %s/ includes %s (%s/ may include only %s)"
             % (rel, n, layer, target, layer, ", ".join(sorted(x + "/" for x in ALLOWED[layer])))
         )
-    elif target.endswith("_internal.h") and os.path.dirname(target) != os.path.dirname(rel):
+    elif target.endswith(PRIVATE) and os.path.dirname(target) != os.path.dirname(rel):
         problems.append("%s:%d: includes %s, internal to %s/" % (rel, n, target, os.path.dirname(target)))
 
 

@@ -13,7 +13,8 @@ and names the planted file:
   - engine/host/ includes engine/exec/, engine/transport/ includes
     engine/node/, engine/master/ includes engine/node/ (wrong way or across)
   - engine/main.c includes engine/node/agent_internal.h (another module's
-    internals).
+    internals), engine/hostscript.c includes engine/exec/launcher_testing.h
+    (another module's test hooks).
 Each case is reported on its own line; the exit status is 1 when any case
 fails (so every failure is seen), 0 otherwise.
 
@@ -71,6 +72,7 @@ def main(argv):
         (first(root, "engine/transport", ".h"), '#include "engine/node/agent.h"'),
         (first(root, "engine/master", ".c"), '#include "engine/node/agent.h"'),
         ("engine/main.c", '#include "engine/node/agent_internal.h"'),
+        ("engine/hostscript.c", '#include "engine/exec/launcher_testing.h"'),
     ]
     failed = 0
     with tempfile.TemporaryDirectory(prefix="pmc-layers-") as tmp:
