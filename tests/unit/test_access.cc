@@ -22,6 +22,7 @@
 
 #include "engine/transport/access.h"
 #include "io/log.h"
+#include "testutil.h"
 
 namespace
 {
@@ -29,34 +30,6 @@ namespace
 const char *const KEY_A = "rq:rM>}U?@Lns47E1%kR.o@n%FcmmsL/@{H8]yf7";
 const char *const KEY_B = "JTKVSB%%)wK0E.X)V>+}o?pNmC{O&4W4b!Ni{Lh6";
 const char *const KEY_C = "D:)Q[IlAW!ahhC2ac:9*A}h:p?([4%wOTJ%JR%cs";
-
-struct TempDir {
-    std::string path;
-    TempDir()
-    {
-        char t[] = "/tmp/pmc-access-XXXXXX";
-        EXPECT_NE(mkdtemp(t), nullptr);
-        path = t;
-    }
-    ~TempDir()
-    {
-        std::string cmd = "rm -rf '" + path + "'";
-        EXPECT_EQ(system(cmd.c_str()), 0);
-    }
-    std::string file(const char *name) const
-    {
-        return path + "/" + name;
-    }
-    int entries() const
-    {
-        int n = 0;
-        DIR *d = opendir(path.c_str());
-        while (dirent *e = readdir(d))
-            n += e->d_name[0] != '.';
-        closedir(d);
-        return n;
-    }
-};
 
 std::string this_host()
 {
@@ -142,8 +115,8 @@ TEST(AccessKey, ValidOnlyFortyZ85Characters)
 
 TEST(Access, WriteThenReadGivesTheSameFieldsMode0600NoTemporary)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     mode_t old = umask(0); // a permissive umask must not make it readable by others
     access_file a = sample();
     pmc_error err;
@@ -169,8 +142,8 @@ TEST(Access, WriteThenReadGivesTheSameFieldsMode0600NoTemporary)
 
 TEST(Access, AbsentFileIsAClearError)
 {
-    TempDir d;
-    std::string path = d.file("none.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("none.access");
     access_file a;
     pmc_error err;
     errno = 0;
@@ -183,8 +156,8 @@ TEST(Access, AbsentFileIsAClearError)
 
 TEST(Access, LiveRunsFileIsRefusedAndKept)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     access_file a = sample(); // this process: alive
     pmc_error err;
     ASSERT_EQ(access_write(path.c_str(), &a, &err), 0) << err.text;
@@ -201,8 +174,8 @@ TEST(Access, LiveRunsFileIsRefusedAndKept)
 
 TEST(Access, AnotherHostsFileOrAForeignFileIsRefused)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     access_file other = sample(dead_pid(), "not-" + this_host());
     pmc_error err;
     ASSERT_EQ(access_write(path.c_str(), &other, &err), 0) << err.text;
@@ -211,7 +184,7 @@ TEST(Access, AnotherHostsFileOrAForeignFileIsRefused)
     EXPECT_EQ(access_write(path.c_str(), &a, &err), -1);
     EXPECT_EQ(errno, EEXIST);
 
-    std::string foreign = d.file("notes.txt");
+    std::string foreign = d.path("notes.txt");
     put(foreign, "my notes\n");
     EXPECT_EQ(access_write(foreign.c_str(), &a, &err), -1);
     EXPECT_EQ(slurp(foreign), "my notes\n");
@@ -219,8 +192,8 @@ TEST(Access, AnotherHostsFileOrAForeignFileIsRefused)
 
 TEST(Access, DeadMastersFileOnThisHostIsReplaced)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     access_file stale = sample(dead_pid());
     pmc_error err;
     ASSERT_EQ(access_write(path.c_str(), &stale, &err), 0) << err.text;
@@ -234,8 +207,8 @@ TEST(Access, DeadMastersFileOnThisHostIsReplaced)
 
 TEST(Access, InvalidFieldsAreNotWritten)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     access_file a = sample();
     a.timeout_s = a.heartbeat_s;
     pmc_error err;
@@ -251,8 +224,8 @@ TEST(Access, InvalidFieldsAreNotWritten)
 
 TEST(Access, MalformedFilesNameTheFileAndLine)
 {
-    TempDir d;
-    std::string path = d.file("bad.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("bad.access");
     struct Case {
         int line;
         std::string with, expect;
@@ -292,10 +265,10 @@ TEST(Access, MalformedFilesNameTheFileAndLine)
 
 TEST(Access, ReadableByOthersIsReadWithAWarning)
 {
-    TempDir d;
-    std::string path = d.file("open.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("open.access");
     put(path, valid_text(), 0644);
-    std::string logpath = d.file("log");
+    std::string logpath = d.path("log");
     int fd = open(logpath.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ASSERT_GE(fd, 0);
     log_set_fd(fd);
@@ -311,8 +284,8 @@ TEST(Access, ReadableByOthersIsReadWithAWarning)
 
 TEST(Access, RemoveTakesOnlyItsOwnFile)
 {
-    TempDir d;
-    std::string path = d.file("run.access");
+    testutil::TempDir d("pmc-access");
+    std::string path = d.path("run.access");
     access_file a = sample();
     pmc_error err;
     ASSERT_EQ(access_write(path.c_str(), &a, &err), 0) << err.text;

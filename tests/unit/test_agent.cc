@@ -40,55 +40,13 @@
 #include "io/dag.h"
 #include "io/log.h"
 #include "io/msg.h"
+#include "fake_comm.h"
 #include "testutil.h"
-
-// ---- the fake transport -------------------------------------------------------
-
-// What the agent sent to rank 0, in order.
-struct comm {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::vector<uint8_t>> to_master;
-};
-
-extern "C" int comm_send(struct comm *c, int dst, enum comm_box box, struct msgbuf *b)
-{
-    EXPECT_EQ(dst, 0);
-    EXPECT_EQ(box, COMM_TO_MASTER);
-    std::vector<uint8_t> bytes(b->data, b->data + b->len);
-    msg_free(b); // comm_send() takes b's storage
-    *b = msgbuf{};
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->to_master.push_back(std::move(bytes));
-    c->cv.notify_all();
-    return 0;
-}
-
-extern "C" void comm_send_mail(struct comm *c, struct mail *m)
-{
-    EXPECT_EQ(m->peer, 0);
-    EXPECT_EQ(m->tag, COMM_TO_MASTER);
-    std::vector<uint8_t> bytes(m->data, m->data + m->len);
-    mail_free(m);
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->to_master.push_back(std::move(bytes));
-    c->cv.notify_all();
-}
 
 namespace
 {
 
 using namespace std::chrono_literals;
-
-// A message the agent sent, decoded: its kind and its reader.
-struct Sent {
-    std::vector<uint8_t> bytes;
-    msg_reader r{};
-    msg_kind kind() const
-    {
-        return (msg_kind)r.kind;
-    }
-};
 
 class AgentTest : public testutil::TempDirTest
 {
@@ -141,32 +99,14 @@ class AgentTest : public testutil::TempDirTest
     // 20 s without one).
     Sent next()
     {
-        std::unique_lock<std::mutex> lock(comm_.mu);
-        bool any = comm_.cv.wait_for(lock, 20s, [&] { return !comm_.to_master.empty(); });
-        Sent s;
-        if (!any) {
-            ADD_FAILURE() << "the agent sent nothing in 20 s";
-            return s;
-        }
-        s.bytes = std::move(comm_.to_master.front());
-        comm_.to_master.pop_front();
-        pmc_error err{};
-        EXPECT_EQ(msg_open(&s.r, s.bytes.data(), s.bytes.size(), &err), 0) << err.text;
-        return s;
+        return fake_comm_next(comm_);
     }
 
     // Send the agent a message from the master: one TASKS of `tasks`, or a
     // message of `kind` with no body.
     void send(const std::vector<msg_task> &tasks)
     {
-        msgbuf b{};
-        ASSERT_EQ(msg_begin(&b, MSG_TASKS), 0);
-        for (const msg_task &t : tasks)
-            ASSERT_EQ(msg_add_task(&b, &t), 0);
-        msg_end(&b);
-        mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
-        ASSERT_NE(m, nullptr);
-        mailbox_push(agent_mailbox(agent_), m);
+        fake_comm_send_tasks(agent_, tasks);
     }
     // RECALL of tasks of up to want_cpus CPUs in all, each of at most `cpus`
     // CPUs (1000 MB, no GPU).

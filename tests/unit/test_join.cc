@@ -37,6 +37,7 @@
 
 #include "engine/transport/join.h"
 #include "io/clock.h"
+#include "testutil.h"
 
 // ThreadSanitizer: libzmq and libsodium are not instrumented, so the
 // hand-off of a message between ZeroMQ's I/O thread and ours (a lock-free
@@ -62,25 +63,6 @@ struct Event {
     join_cause cause;
     std::string data;
     double at; // pmc_mono_s()
-};
-
-struct TempDir {
-    std::string path;
-    TempDir()
-    {
-        char t[] = "/tmp/pmc-join-XXXXXX";
-        EXPECT_NE(mkdtemp(t), nullptr);
-        path = t;
-    }
-    ~TempDir()
-    {
-        std::string cmd = "rm -rf '" + path + "'";
-        EXPECT_EQ(system(cmd.c_str()), 0);
-    }
-    std::string file(const char *name) const
-    {
-        return path + "/" + name;
-    }
 };
 
 // A master on its own thread: it polls the link, records every event, and
@@ -230,8 +212,8 @@ std::string bytes_of(const join_event &ev)
 
 TEST(Join, AgentJoinsAndMessagesGoBothWays)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     join *a = agent_join(access, "hello: 4 cpus");
@@ -278,8 +260,8 @@ TEST(Join, AgentJoinsAndMessagesGoBothWays)
 
 TEST(Join, SeveralAgentsEachGetTheirOwnReplies)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     const int N = 5;
@@ -320,8 +302,8 @@ TEST(Join, SeveralAgentsEachGetTheirOwnReplies)
 
 TEST(Join, SilentAgentIsLostWithinTheTimeoutAndExpelledWhenBack)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     const double hb = 0.1, timeout = 1.0;
     MasterLoop m(access, hb, timeout);
     ASSERT_TRUE(m.ok());
@@ -384,8 +366,8 @@ const int child_agent = [] {
 // lost at the master's next heartbeat to it, before the timeout.
 TEST(Join, KilledAgentIsLostAtTheNextHeartbeat)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     const double hb = 0.1, timeout = 2.0;
     pid_t child = fork();
     ASSERT_GE(child, 0);
@@ -413,8 +395,8 @@ TEST(Join, KilledAgentIsLostAtTheNextHeartbeat)
 
 TEST(Join, AgentSeesItsMasterGo)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     const double hb = 0.1, timeout = 1.0;
     {
         MasterLoop m(access, hb, timeout);
@@ -456,8 +438,8 @@ TEST(Join, AgentSeesItsMasterGo)
 
 TEST(Join, SecondMasterOnALiveRunsFileIsRefused)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     join_options o{};
@@ -468,15 +450,15 @@ TEST(Join, SecondMasterOnALiveRunsFileIsRefused)
     EXPECT_EQ(errno, EEXIST);
     o.heartbeat_s = 1;
     o.timeout_s = 1.5;
-    EXPECT_EQ(join_listen(d.file("other").c_str(), &o, &err), nullptr);
+    EXPECT_EQ(join_listen(d.path("other").c_str(), &o, &err), nullptr);
     EXPECT_EQ(errno, EINVAL);
     EXPECT_NE(std::string(err.text).find("at least twice"), std::string::npos) << err.text;
 }
 
 TEST(Join, ConnectWithoutAccessFileIsAClearError)
 {
-    TempDir d;
-    std::string access = d.file("none.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("none.access");
     pmc_error err;
     errno = 0;
     EXPECT_EQ(join_connect(access.c_str(), "h", 1, &err), nullptr);
@@ -486,9 +468,9 @@ TEST(Join, ConnectWithoutAccessFileIsAClearError)
 
 TEST(Join, ConnectToAGoneMasterSaysSo)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
-    std::string copy = d.file("copy.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
+    std::string copy = d.path("copy.access");
     {
         MasterLoop m(access);
         ASSERT_TRUE(m.ok());
@@ -551,7 +533,7 @@ void send_raw(int port, const std::string &bytes, double hold = 0.2)
 }
 
 // A copy of the run's access file with some of it changed.
-std::string altered_access(const TempDir &d, const std::string &access, const char *name,
+std::string altered_access(const testutil::TempDir &d, const std::string &access, const char *name,
                            const std::function<void(access_file &)> &change)
 {
     access_file a;
@@ -559,7 +541,7 @@ std::string altered_access(const TempDir &d, const std::string &access, const ch
     EXPECT_EQ(access_read(access.c_str(), &a, &err), 0) << err.text;
     change(a);
     a.master_pid = getpid() + 1000000; // not this process: the file is another "run"
-    std::string path = d.file(name);
+    std::string path = d.path(name);
     EXPECT_EQ(access_write(path.c_str(), &a, &err), 0) << err.text;
     return path;
 }
@@ -582,8 +564,8 @@ void still_works(MasterLoop &m, const std::string &access, size_t joined_before)
 
 TEST(JoinSecurity, WrongKeysNeverGetIn)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     pmc_error err;
@@ -628,8 +610,8 @@ TEST(JoinSecurity, WrongKeysNeverGetIn)
 
 TEST(JoinSecurity, NoCurveIsRefused)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     // A plain DEALER (NULL security) sends what looks like a HELLO.
@@ -653,8 +635,8 @@ TEST(JoinSecurity, NoCurveIsRefused)
 
 TEST(JoinSecurity, RandomBytesAreRefusedWithoutACrash)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     std::mt19937 gen(12345);
@@ -755,8 +737,8 @@ class Relay
 
 TEST(JoinSecurity, ReplayedAndTruncatedHandshakesDeliverNothing)
 {
-    TempDir d;
-    std::string access = d.file("run.access");
+    testutil::TempDir d("pmc-join");
+    std::string access = d.path("run.access");
     MasterLoop m(access);
     ASSERT_TRUE(m.ok());
     int port = port_of(m.endpoint());

@@ -32,34 +32,8 @@
 #include "io/log.h"
 #include "io/msg.h"
 #include "io/taskio.h"
+#include "fake_comm.h"
 #include "testutil.h"
-
-// What the agent sent to rank 0, in order.
-struct comm {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::deque<std::vector<uint8_t>> to_master;
-};
-
-extern "C" int comm_send(struct comm *c, int, enum comm_box, struct msgbuf *b)
-{
-    std::vector<uint8_t> bytes(b->data, b->data + b->len);
-    msg_free(b); // comm_send() takes b's storage
-    *b = msgbuf{};
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->to_master.push_back(std::move(bytes));
-    c->cv.notify_all();
-    return 0;
-}
-
-extern "C" void comm_send_mail(struct comm *c, struct mail *m)
-{
-    std::vector<uint8_t> bytes(m->data, m->data + m->len);
-    mail_free(m);
-    std::lock_guard<std::mutex> lock(c->mu);
-    c->to_master.push_back(std::move(bytes));
-    c->cv.notify_all();
-}
 
 namespace
 {
@@ -186,7 +160,7 @@ class TaskEndTest : public testutil::TempDirTest
         if (!a)
             return ended;
         EXPECT_EQ(agent_start(a, &c, &err), 0) << err.text;
-        EXPECT_EQ(next(c).r.kind, MSG_HELLO);
+        EXPECT_EQ(fake_comm_next(c).r.kind, MSG_HELLO);
 
         std::string exit0 = sh("exit 0"), exit1 = sh("exit 1"), killed = sh("kill -KILL $$"),
                     sleeper = sh("exec sleep 30"), lost = sh("mkdir " + dir + "/notafile"),
@@ -200,13 +174,13 @@ class TaskEndTest : public testutil::TempDirTest
         tasks[3].time_limit_ms = 300;
         tasks[5].nfwd = 1;
         tasks[5].fwd = fwd.data();
-        send(a, tasks);
+        fake_comm_send_tasks(a, tasks);
 
         std::map<uint32_t, std::string> names;
         for (const msg_task &t : tasks)
             names[t.id] = t.name;
         while (ended.size() < tasks.size() && !testing::Test::HasFailure()) {
-            Sent m = next(c);
+            Sent m = fake_comm_next(c);
             EXPECT_EQ(m.r.kind, MSG_RESULTS);
             msg_result r{};
             while (m.r.kind == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1) {
@@ -217,7 +191,7 @@ class TaskEndTest : public testutil::TempDirTest
         }
         mail *bye = mail_control(0, COMM_TO_AGENT, MSG_SHUTDOWN);
         mailbox_push(agent_mailbox(a), bye);
-        EXPECT_EQ(next(c).r.kind, MSG_BYE);
+        EXPECT_EQ(fake_comm_next(c).r.kind, MSG_BYE);
         EXPECT_EQ(agent_join(a), 0) << testutil::read_file(dir + "/log");
         agent_destroy(a);
         log_set_fd(STDERR_FILENO);
@@ -236,39 +210,6 @@ class TaskEndTest : public testutil::TempDirTest
                      errs.find("pmc-hybrid: task " + name + ":") != std::string::npos;
         }
         return ended;
-    }
-
-    struct Sent {
-        std::vector<uint8_t> bytes;
-        msg_reader r{};
-    };
-
-    // The next message the agent sends (an empty one after 20 s without).
-    static Sent next(comm &c)
-    {
-        std::unique_lock<std::mutex> lock(c.mu);
-        Sent s;
-        if (!c.cv.wait_for(lock, 20s, [&] { return !c.to_master.empty(); })) {
-            ADD_FAILURE() << "the agent sent nothing in 20 s";
-            return s;
-        }
-        s.bytes = std::move(c.to_master.front());
-        c.to_master.pop_front();
-        pmc_error err{};
-        EXPECT_EQ(msg_open(&s.r, s.bytes.data(), s.bytes.size(), &err), 0) << err.text;
-        return s;
-    }
-
-    static void send(agent *a, const std::vector<msg_task> &tasks)
-    {
-        msgbuf b{};
-        ASSERT_EQ(msg_begin(&b, MSG_TASKS), 0);
-        for (const msg_task &t : tasks)
-            ASSERT_EQ(msg_add_task(&b, &t), 0);
-        msg_end(&b);
-        mail *m = mail_from_msgbuf(0, COMM_TO_AGENT, &b);
-        ASSERT_NE(m, nullptr);
-        mailbox_push(agent_mailbox(a), m);
     }
 
     // A task of one CPU; argv holds argc NUL-separated strings.

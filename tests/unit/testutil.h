@@ -327,6 +327,15 @@ class TempDir
         EXPECT_EQ(chmod(p.c_str(), mode), 0) << p << ": " << strerror(errno);
         return p;
     }
+    // How many entries the directory holds ("." and ".." not counted).
+    int entries() const
+    {
+        int n = 0;
+        for (auto it = std::filesystem::directory_iterator(dir_);
+             it != std::filesystem::directory_iterator(); ++it)
+            n++;
+        return n;
+    }
 
   private:
     std::string dir_;
