@@ -85,7 +85,8 @@ struct launch_job *launcher_job(struct launcher *l, uint32_t i);
 void launcher_submit(struct launcher *l, uint32_t i);
 
 /* Stage slot i's filled job (one CPU, no memory, GPU or binding): the
- * next reaper starts it on its task's CPU, first in first out. */
+ * next reaper starts it on its task's CPU, first in first out.  The agent
+ * stages at most one job per CPU of its node (agent__stage()). */
 void launcher_stage(struct launcher *l, uint32_t i);
 
 /* The oldest staged job not started into *i: true, or false when none. */

@@ -871,12 +871,9 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     }
     if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
         log_warn("%s: if this process is killed, its tasks run on", err->text);
-    /* launchers to spare beyond one per CPU: all but one wait for their own
-     * task, as spawner processes do, the bound ones first
-     * (launcher_set_own_waits()), and more tasks are staged */
     uint32_t cpus = cfg->cpus ? cfg->cpus : 1;
     bool spare = !cfg->null_executor && cfg->launch_threads > cpus;
-    a->stage.staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
+    a->stage.staged_cap = cpus; /* one staged task per CPU: agent__stage() */
     /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once,
      * beside staged_cap staged ones, and a launch takes the lowest free
      * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
@@ -895,9 +892,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
-    if (spare) {
+    /* launchers to spare beyond one per CPU: all but one wait for their own
+     * task, as spawner processes do, the bound ones first
+     * (launcher_set_own_waits()) */
+    if (spare)
         launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
-    }
     if (a->launcher &&
         !(a->stage.staged_order = calloc(a->stage.staged_cap, sizeof *a->stage.staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");
