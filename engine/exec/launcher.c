@@ -69,6 +69,7 @@ struct launcher {
     atomic_uint own_waits_max;  /* launcher_set_own_waits() */
     atomic_uint own_waiting;    /* unbound launchers that wait for their own task now */
     atomic_ulong own_waits;     /* launcher_own_waits() */
+    atomic_uint quiet_low;      /* launcher_set_quiet_exits(); QUIET_OFF: every exit wakes */
     struct mailbox *wake;
     atomic_uint started;               /* launcher threads past their start */
     int pin_cpu[LAUNCHER_MAX_THREADS]; /* launcher_create()'s pin: the k-th thread's CPU, or -1 */
@@ -351,16 +352,31 @@ static void launcher_write(struct launcher *l, struct launch_job *j)
     launcher_count_hold(l, j);
 }
 
-/* Hand slot i back to the agent, which the push wakes. */
+/* quiet_low without launcher_set_quiet_exits(): no ring holds as many */
+#define QUIET_OFF UINT32_MAX
+
+/* May the exit of job j, whose reaper started staged job handed - 1 (0:
+ * none), leave the agent asleep (launcher_set_quiet_exits())? */
+static bool launcher_exit_is_quiet(struct launcher *l, const struct launch_job *j, uint32_t handed)
+{
+    return handed && j->status == 0 && !j->wake_on_exit && !j->lingers &&
+           !atomic_load_explicit(&l->wake_always, memory_order_relaxed) &&
+           mpmc_ring_size(l->staged) > atomic_load_explicit(&l->quiet_low, memory_order_relaxed);
+}
+
+/* Hand slot i back to the agent, which the push wakes (but a quiet exit:
+ * launcher_exit_is_quiet()). */
 static void launcher_hand_back(struct launcher *l, uint32_t i, uint32_t handed)
 {
     struct launch_job *j = &l->jobs[i];
+    bool quiet = launcher_exit_is_quiet(l, j, handed); /* j is the agent's after the push */
     /* one-shot: the entry fired and is disabled; the close removes it (or
      * a spawning child's copy of the descriptor does, at its execve) */
     close(j->pidfd);    /* j->pidfd keeps the number: the agent may still read it */
     j->handed = handed; /* before the push: the agent reads it */
     push(l->exited, i);
-    mailbox_notify(l->wake);
+    if (!quiet)
+        mailbox_notify(l->wake);
 }
 
 /* Slot i's task exited (its pidfd is readable): end it as the agent does
@@ -589,6 +605,7 @@ struct launcher *launcher_create(uint32_t nthreads, uint32_t nslots, struct mail
         pmc_errorf(err, "launcher: out of memory");
         return NULL;
     }
+    atomic_init(&l->quiet_low, QUIET_OFF);
     if (launcher_init(l, nslots, err) < 0) {
         launcher_free(l);
         return NULL;
@@ -640,6 +657,12 @@ bool launcher_take_staged(struct launcher *l, uint32_t *i)
 void launcher_set_own_waits(struct launcher *l, uint32_t n)
 {
     atomic_store_explicit(&l->own_waits_max, n < l->nthreads ? n : l->nthreads - 1,
+                          memory_order_relaxed);
+}
+
+void launcher_set_quiet_exits(struct launcher *l, uint32_t low)
+{
+    atomic_store_explicit(&l->quiet_low, low < QUIET_OFF ? low : QUIET_OFF - 1,
                           memory_order_relaxed);
 }
 

@@ -46,6 +46,7 @@ struct launch_job {
     bool pool_reaps;            /* in: the pool watches, reaps and writes the task */
     bool wake_on_start;         /* in: its completion wakes the agent (a STARTED notice) */
     bool hold_on_failure;       /* in: -m: its reaper starts no staged job, and counts a failure */
+    bool wake_on_exit;          /* in: its exit wakes the agent even when quiet exits are on */
     bool held_failure;          /* out: its failure was counted in launcher_hold() (agent clears) */
     uint32_t time_limit_ms;     /* in: for the time-out note; 0: none */
     struct task_end end;        /* in zeroed, out: what happened to it */
@@ -85,8 +86,7 @@ struct launch_job *launcher_job(struct launcher *l, uint32_t i);
 void launcher_submit(struct launcher *l, uint32_t i);
 
 /* Stage slot i's filled job (one CPU, no memory, GPU or binding): the
- * next reaper starts it on its task's CPU, first in first out.  The agent
- * stages at most one job per CPU of its node (agent__stage()). */
+ * next reaper starts it on its task's CPU, first in first out. */
 void launcher_stage(struct launcher *l, uint32_t i);
 
 /* The oldest staged job not started into *i: true, or false when none. */
@@ -130,6 +130,10 @@ void launcher_wake_always(struct launcher *l);
 void launcher_set_own_waits(struct launcher *l, uint32_t n);
 /* Tasks a launcher waited for itself so far.  Any thread. */
 uint64_t launcher_own_waits(const struct launcher *l);
+
+/* A 0 exit that started a staged job (no wake_on_exit) does not wake the
+ * agent while more than low are staged.  Before the first submit. */
+void launcher_set_quiet_exits(struct launcher *l, uint32_t low);
 
 /* Hand-backs ready or being pushed (the agent checks before sleeping). */
 uint32_t launcher_pending(const struct launcher *l);

@@ -125,9 +125,9 @@ static void agent_hold(struct agent *a, const struct slot *s)
 /* The batching clock (first_result: when the oldest unsent result or
  * notice was added) of a result whose task ran for `duration` seconds from
  * t0 (CLOCK_MONOTONIC) starts at the task's end if that is earlier, not
- * when the agent took it: the time the agent took to see the exit (its
- * launcher wrote the output first, or the agent was busy) counts toward the
- * result's delay (sched/result_batch.h), so no result is held longer than
+ * when the agent took it: an exit the pool handed back quietly was seen up
+ * to RESULT_DELAY_LEAF_MS late (agent_quiet_exits_wait_ms()), and that
+ * counts toward the result's delay, so no result is held longer than
  * RESULT_DELAY_LEAF_MS after its task ended.  Call after queueing it. */
 static void agent_result_clock(struct agent *a, const struct timespec *t0, double duration)
 {
@@ -625,14 +625,30 @@ static int sooner(long a, long b)
     return b < 0 || a < b ? (int)a : (int)b;
 }
 
+/* Quiet exits (launcher_set_quiet_exits()) come back without waking the
+ * agent, which takes them with the next exit that does: on their own that
+ * is tasks later, so a finished task would reach the master (the rescue
+ * log, --status) a task length or more late, the longer the tasks and the
+ * more of them a node stages, and a kill would lose it.  So while a
+ * staged job may have started in a quiet exit's place (nstaged > 0), the
+ * agent looks at the pool at least every RESULT_DELAY_LEAF_MS, and
+ * agent_result_clock() counts that wait in the result's delay.  -1: no
+ * such exit can wait.  Short tasks wake the agent far more often than
+ * this anyway; long ones cost 10 wake-ups a second of the agent. */
+static long agent_quiet_exits_wait_ms(const struct agent *a)
+{
+    return a->stage.quiet_exits && a->stage.nstaged > 0 ? RESULT_DELAY_LEAF_MS : -1;
+}
+
 /* The epoll timeout: the soonest of the abort's kill deadline, the result
- * delay, the next task time limit and the next look at lingering tasks
- * (last: the first two may end a grace). */
+ * delay, the next look at quiet exits, the next task time limit and the
+ * next look at lingering tasks (last: the first two may end a grace). */
 static int agent_wait_timeout(struct agent *a)
 {
     int kill_ms = agent_kill_timeout(a);
     int limit_ms = agent__limit_timeout_ms(a);
     int ms = sooner(sooner(kill_ms, agent_result_wait_ms(a)), limit_ms);
+    ms = sooner(ms, agent_quiet_exits_wait_ms(a));
     return sooner(ms, agent__linger_timeout_ms(a));
 }
 
@@ -871,9 +887,14 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     }
     if (!cfg->null_executor && !(a->watchdog = watchdog_start(cfg->rank, err)))
         log_warn("%s: if this process is killed, its tasks run on", err->text);
+    /* launchers to spare beyond one per CPU: all but one wait for their own
+     * task, as spawner processes do, the bound ones first
+     * (launcher_set_own_waits()), and the
+     * exits they reap wake the agent less often, over more staged tasks
+     * (launcher_set_quiet_exits()) */
     uint32_t cpus = cfg->cpus ? cfg->cpus : 1;
     bool spare = !cfg->null_executor && cfg->launch_threads > cpus;
-    a->stage.staged_cap = cpus; /* one staged task per CPU: agent__stage() */
+    a->stage.staged_cap = spare ? AGENT_STAGED_PER_CPU_SPARE * cpus : cpus; /* agent__stage() */
     /* every task takes >= 1 CPU (dagfile.c), so at most cpus run at once,
      * beside staged_cap staged ones, and a launch takes the lowest free
      * slot (agent__next_free_slot()): no index reaches cpus + staged_cap,
@@ -892,11 +913,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
         agent_destroy(a);
         return NULL;
     }
-    /* launchers to spare beyond one per CPU: all but one wait for their own
-     * task, as spawner processes do, the bound ones first
-     * (launcher_set_own_waits()) */
-    if (spare)
+    if (spare) {
         launcher_set_own_waits(a->launcher, cfg->launch_threads - 1);
+        launcher_set_quiet_exits(a->launcher, AGENT_QUIET_LOW_PER_CPU_SPARE * cpus);
+        a->stage.quiet_exits = true;
+    }
     if (a->launcher &&
         !(a->stage.staged_order = calloc(a->stage.staged_cap, sizeof *a->stage.staged_order))) {
         pmc_errorf(err, "cannot create the node agent: out of memory");

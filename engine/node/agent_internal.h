@@ -31,6 +31,11 @@
 #include "sched/result_batch.h" /* RESULT_BATCH, RESULT_DELAY_*_MS */
 
 #define MAILBOX_EVENT UINT64_MAX
+/* Staged tasks per CPU when the pool has launchers to spare (one
+ * otherwise), and the staged tasks per CPU left at which an exit wakes the
+ * agent again (launcher_set_quiet_exits()); docs/performance.md. */
+#define AGENT_STAGED_PER_CPU_SPARE 8
+#define AGENT_QUIET_LOW_PER_CPU_SPARE 3
 
 /* A received TASKS message, kept until its last queued task has started. */
 struct tasks_mail {
@@ -188,7 +193,8 @@ struct agent_staging {
     uint32_t nstaged;       /* jobs staged in the pool, not known to have started */
     int32_t staged_floor;   /* the lowest priority staged since nstaged was 0 */
     uint32_t *staged_order; /* agent__requeue_staged()'s scratch: staged_cap slot indices */
-    uint32_t staged_cap;    /* the most staged at once: the node's CPUs */
+    uint32_t staged_cap;    /* the most staged at once */
+    bool quiet_exits;       /* launcher_set_quiet_exits() on: agent_quiet_exits_wait_ms() */
     bool requeue_due;       /* a task above staged_floor came: agent__requeue_staged() */
 };
 

@@ -25,7 +25,7 @@
  * and a staged task the agent starts itself takes a free id.  Only the
  * task the pump would start next is staged, so staging keeps the queue's priority order and PMC's
  * deferral rule; when that task needs more, staging stops and it waits for the pump. Up to one task
- * per CPU is committed ahead (staged_cap); a task of
+ * per CPU is committed ahead (8 with launchers to spare: AGENT_STAGED_PER_CPU_SPARE); a task of
  * higher priority than some of them that arrives meanwhile is staged ahead of those, and the lowest
  * staged task goes back into the queue, in its place (agent__requeue_staged()), so that it starts
  * on the next CPU that frees, as PMC starts the highest priority on the next free slot. Without
@@ -109,7 +109,7 @@ void agent__stage(struct agent *a)
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
         a->phase.aborting || a->phase.draining || a->phase.failed || a->phase.holds > 0)
         return;
-    uint32_t most = a->stage.staged_cap; /* one per CPU of the node (agent_create()) */
+    uint32_t most = a->stage.staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
     while (a->res.cpus_free == 0 && a->stage.nstaged < most && nq_len(&a->queue) > 0 &&
            agent_next_slot_has_job(a) && agent_stage_one(a))
         ;

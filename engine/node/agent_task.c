@@ -525,6 +525,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     j->forwards = s->fwd;
     j->wake_on_start = (s->flags & MSG_TASK_NOTIFY_START) != 0;
     j->hold_on_failure = (s->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
+    j->wake_on_exit = (s->flags & (MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE)) != 0;
     j->held_failure = false;
     j->time_limit_ms = s->time_limit_ms;
     j->end = (struct task_end){0};

@@ -4,8 +4,11 @@
 
 PMC records each task as it ends.  pmc-hybrid's node agent batches results
 (RESULT_DELAY_LEAF_MS, 100 ms at most) and its launcher pool hands back
-each exit, waking the agent; a result's wait counts from its task's end.
-Each case runs tasks that write their end time
+exits of tasks without children "quietly", without waking the agent
+(engine/exec/launcher.h, launcher_set_quiet_exits()); before the fix the agent
+took those only with a later exit that woke it, so on 2 CPUs DONE lines
+reached the rescue log a whole task length or more late, in groups, and a
+kill in between lost them.  Each case runs tasks that write their end time
 (`date +%s.%N`) as their last act, while a reader polls the rescue log
 every 5 ms and notes when each DONE line appears; every DONE line must
 appear within LAG_BOUND seconds of its task's end (the agent holds a
@@ -13,8 +16,8 @@ result at most RESULT_DELAY_LEAF_MS after its task's end).
 
   * done_lines_follow_ends_one_rank: 12 tasks of `sleep 1.5` on one rank
     (master and node agent in one process, the local link), --host-cpus 2
-    and 3 launchers (one to spare, as by default on a host of fewer than
-    8 CPUs; named so that a larger machine runs the same).
+    and 3 launchers (one to spare: quiet exits on, as by default on a host
+    of fewer than 8 CPUs; named so that a larger machine runs the same).
   * done_lines_follow_ends_four_ranks: the same on 4 ranks that are one
     host (PMC's launch shape: rank 1's agent sends RESULTS over MPI).
 """

@@ -384,8 +384,9 @@ class Resources(pmcrun.TestCase):
     def test_launchers_to_spare_wait_for_their_own_tasks(self):
         """More launchers than CPUs (3 on --host-cpus 2): all but one wait
         for the task each started in waitid, reap it and start the next
-        staged one (launcher_set_own_waits()), one staged task per CPU.
-        3,000 /bin/true all succeed,
+        staged one (launcher_set_own_waits()), over 8 staged tasks per CPU
+        whose exits wake the agent only at a low mark or when they cannot
+        wait (launcher_set_quiet_exits()).  3,000 /bin/true all succeed,
         most are waited for so (the Engine CPU line's count), the staged
         tasks still wait behind no long task, a DAG with children
         (examples/montage-small.dag) runs in order, and no exit is seen

@@ -115,6 +115,7 @@ class LauncherPool : public TempDirTest
     }
     bool wake_on_start_ = false;   // the next submits' launch_job.wake_on_start
     bool hold_ = false;            // the next submits' launch_job.hold_on_failure
+    bool wake_on_exit_ = false;    // the next submits' launch_job.wake_on_exit
     bool staged_ = false;          // submit() stages the job (launcher_stage()) instead
     std::vector<int> forward_fds_; // the next submits' descriptors 3, 4, ... (-f pipes)
     void start(uint32_t nthreads, uint32_t nslots, const cpu_set_t *pin = nullptr)
@@ -150,6 +151,7 @@ class LauncherPool : public TempDirTest
         j->pool_reaps = reaped;
         j->wake_on_start = wake_on_start_;
         j->hold_on_failure = hold_;
+        j->wake_on_exit = wake_on_exit_;
         names_[i] = "t" + std::to_string(i);
         j->output = taskio_block{};
         j->output.record.name = names_[i].c_str();
@@ -1072,9 +1074,36 @@ TEST_F(LauncherPool, OwnWaitedTaskTakesSignalsAndPipesStayWithThePool)
     EXPECT_GT(launcher__pipe_reads(pool_), 0u);
 }
 
-// Every exit wakes the agent, whether or not its reaper started a staged
-// job: staged 1, 2, 3 after slot 0, four exits, 4 wake-ups.
-TEST_F(LauncherPool, EveryExitWakesTheAgent)
+// Quiet exits (launcher_set_quiet_exits()): an exit whose reaper started
+// a staged job leaves the agent asleep while more than the low mark's
+// staged jobs are left.  Staged 1, 2, 3 after slot 0, low mark 1: slot 0's
+// exit starts 1 with 2 left (quiet), 1's starts 2 with 1 left and 2's
+// starts 3 with none left (each wakes), 3's starts nothing (wakes): 3
+// wake-ups for 4 exits, each exit handed back all the same.
+TEST_F(LauncherPool, QuietExitsLeaveTheAgentAsleepAboveTheLowMark)
+{
+    start(2, 8);
+    launcher_set_own_waits(pool_, 1);
+    launcher_set_quiet_exits(pool_, 1);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    for (uint32_t s = 1; s <= 3; s++)
+        stage(s, {"/bin/true"});
+    submit(0, {"/bin/sh", "-c", "sleep 0.2"}, true);
+    std::set<uint32_t> exited;
+    uint32_t i;
+    for (int n = 0; n < 4; n++) {
+        ASSERT_TRUE(take_exited(&i));
+        exited.insert(i);
+        EXPECT_EQ(launcher_job(pool_, i)->status, 0);
+    }
+    EXPECT_EQ(exited, (std::set<uint32_t>{0, 1, 2, 3}));
+    usleep(100000); // the last exit's wake-up follows its push
+    EXPECT_EQ(wakes(), 3u);
+}
+
+// Without launcher_set_quiet_exits() every exit wakes the agent: the same
+// four exits, 4 wake-ups.
+TEST_F(LauncherPool, QuietExitsAreOffUntilAsked)
 {
     start(2, 8);
     launcher_set_own_waits(pool_, 1);
@@ -1086,6 +1115,31 @@ TEST_F(LauncherPool, EveryExitWakesTheAgent)
     for (int n = 0; n < 4; n++)
         ASSERT_TRUE(take_exited(&i));
     usleep(100000); // the last exit's wake-up follows its push
+    EXPECT_EQ(wakes(), 4u);
+}
+
+// What cannot wait wakes the agent whatever is staged: a failure (its
+// retry, a -m hold) and a job that asks for it (wake_on_exit: its result
+// releases children).  Low mark 0: slot 0 fails and starts 1 (2 left),
+// 1 asks and starts 2 (1 left), 2's start of 3 leaves none, 3 starts
+// nothing: 4 wake-ups for 4 exits.
+TEST_F(LauncherPool, QuietExitsStillWakeForFailuresAndTasksWithChildren)
+{
+    start(2, 8);
+    launcher_set_own_waits(pool_, 1);
+    launcher_set_quiet_exits(pool_, 0);
+    ASSERT_EQ(mailbox_prepare_sleep(&box_), 0);
+    wake_on_exit_ = true;
+    stage(1, {"/bin/true"});
+    wake_on_exit_ = false;
+    stage(2, {"/bin/true"});
+    stage(3, {"/bin/true"});
+    submit(0, {"/bin/sh", "-c", "sleep 0.2; exit 3"}, true);
+    uint32_t i;
+    for (int n = 0; n < 4; n++)
+        ASSERT_TRUE(take_exited(&i));
+    EXPECT_EQ(launcher_job(pool_, 0)->status, 3 << 8);
+    usleep(100000);
     EXPECT_EQ(wakes(), 4u);
 }
 
