@@ -10,14 +10,12 @@
  * (default 1, at most PARALLEL), that many forked single-threaded processes
  * share the work, each spawning its share of TASKS with its share of
  * PARALLEL in flight: one spawning thread is held in clone() until its
- * child's exec, so on a many-core machine one spawner is no ceiling (16
- * cores: 8.3k tasks/s with 1 spawner, 19.3k with 16; docs/performance-history.md
- * section 16).  With -t THREADS, that many threads of this one process
- * share the work instead, as the engine's launcher pool does: each claims
- * the next task while fewer than PARALLEL run and reaps whichever child
- * ends (waitpid(-1)).  Comparing -t N with -s N tells what sharing one
- * process (its memory map, file table and signal state) costs a spawn.
- * Prints one line:
+ * child's exec, so on a many-core machine one spawner is no ceiling
+ * (docs/performance.md, "Larger machines, on earlier code").  With -t THREADS, that many threads of
+ * this one process share the work instead, as the engine's launcher pool does: each claims the next
+ * task while fewer than PARALLEL run and reaps whichever child ends (waitpid(-1)).  Comparing -t N
+ * with -s N tells what sharing one process (its memory map, file table and signal state) costs a
+ * spawn. Prints one line:
  *
  *   tasks=N parallel=P spawners=S threads=T wall_s=W tasks_per_s=X
  *   us_per_task=U failed=F

@@ -465,8 +465,8 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.launch_threads =
         o->launch_threads_set ? o->launch_threads : launcher_default_threads(ac.cpus, usable_cpus);
     /* with more tasks in flight than CPUs a task's turnaround through the
-     * agent is hidden already, and staging only adds work (16 CPUs, 64 in
-     * flight: 5 of 5 runs slower; docs/performance-history.md section 17) */
+     * agent is hidden already, and staging only adds work
+     * (docs/performance-history.md, "The launcher pool") */
     ac.stage_launches = ac.cpus <= usable_cpus && !o->set_affinity;
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
