@@ -465,8 +465,7 @@ static struct agent *setup_agent(const struct options *o, struct rank_info *ri, 
     ac.launch_threads =
         o->launch_threads_set ? o->launch_threads : launcher_default_threads(ac.cpus, usable_cpus);
     /* with more tasks in flight than CPUs a task's turnaround through the
-     * agent is hidden already, and staging only adds work
-     * (docs/performance-history.md, "The launcher pool") */
+     * agent is hidden already, and staging only adds work */
     ac.stage_launches = ac.cpus <= usable_cpus && !o->set_affinity;
     struct agent *a = agent_create(&ac, &err);
     if (!a) {
