@@ -122,6 +122,31 @@ int fdio_check_replaceable(const char *path, struct pmc_error *err)
     return 0;
 }
 
+void fdio_dir_of(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(dir, size, ".");
+    else if (slash == path)
+        snprintf(dir, size, "/");
+    else
+        snprintf(dir, size, "%.*s", (int)(slash - path), path);
+}
+
+int fdio_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    if (rc < 0 && (errno == EINVAL || errno == EBADF))
+        rc = 0;
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return rc;
+}
+
 int fdio_replace_file(const char *path, const void *p, size_t n, struct pmc_error *err)
 {
     char tmp[PATH_MAX];

@@ -55,6 +55,15 @@ bool fdio_reader_gone(int fd);
  * -1 with err "PATH: REASON".  A check, not a guarantee. */
 int fdio_check_replaceable(const char *path, struct pmc_error *err);
 
+/* The directory part of path into dir (size bytes, truncated to fit):
+ * "." when path has no '/', "/" for a file at the root. */
+void fdio_dir_of(const char *path, char *dir, size_t size);
+
+/* fsync(2) the directory dir, making a rename or link in it durable.
+ * EINVAL/EBADF (a file system that cannot sync a directory) count as
+ * success, as PostgreSQL's fsync_fname() takes them.  0, or -1 with errno. */
+int fdio_fsync_dir(const char *dir);
+
 /* Write n bytes to PATH.tmp and rename it over path (readers never see a
  * torn file).  No fsync.  0, or -1 with err; PATH.tmp is removed. */
 int fdio_replace_file(const char *path, const void *p, size_t n, struct pmc_error *err);

@@ -730,7 +730,6 @@ int rescue_check_writable(const char *path, struct pmc_error *err)
 static int writer_paths(struct rescue_writer *w, const char *path)
 {
     size_t n = strlen(path);
-    const char *slash = strrchr(path, '/');
     w->path = malloc(3 * n + 8);
     if (!w->path)
         return -1;
@@ -739,14 +738,7 @@ static int writer_paths(struct rescue_writer *w, const char *path)
     memcpy(w->tmp, path, n);
     memcpy(w->tmp + n, ".tmp", 5);
     w->dir = w->tmp + n + 5;
-    if (!slash)
-        strcpy(w->dir, ".");
-    else if (slash == path)
-        strcpy(w->dir, "/");
-    else {
-        memcpy(w->dir, path, (size_t)(slash - path));
-        w->dir[slash - path] = '\0';
-    }
+    fdio_dir_of(path, w->dir, n + 2);
     return 0;
 }
 
@@ -844,22 +836,6 @@ fail_write:
     return pmc_errorf(err, "%s: write failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
 }
 
-/* Make the rename durable.  EINVAL/EBADF mean the file system cannot sync a
- * directory at all (PostgreSQL's fsync_fname() accepts them too). */
-static int fsync_dir(const char *dir)
-{
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    int rc = fsync(fd);
-    if (rc < 0 && (errno == EINVAL || errno == EBADF))
-        rc = 0;
-    int saved = errno;
-    close(fd);
-    errno = saved;
-    return rc;
-}
-
 /* Start the writer thread with every signal blocked: signals are for the
  * threads that handle them. */
 static int writer_start(struct rescue_writer *w)
@@ -901,7 +877,7 @@ static int writer_install(struct rescue_writer *w, const char *path, struct pmc_
         return pmc_errorf(err, "%s: cannot rename to %s: %s", w->tmp, w->path,
                           errstr(errno, eb, sizeof eb));
     *renamed = true;
-    if (fsync_dir(w->dir) < 0) /* too late to restore path: the caller fails the run */
+    if (fdio_fsync_dir(w->dir) < 0) /* too late to restore path: the caller fails the run */
         return pmc_errorf(err, "%s: cannot sync directory %s: %s", path, w->dir,
                           errstr(errno, eb, sizeof eb));
     return 0;
@@ -961,7 +937,7 @@ static long writer_recreate(struct rescue_writer *w, struct pmc_error *err)
         w->fd = old;
         return pmc_errorf(err, "%s: cannot write it again: %s", w->path, errstr(e, eb, sizeof eb));
     }
-    if (fsync_dir(w->dir) < 0)
+    if (fdio_fsync_dir(w->dir) < 0)
         log_warn("%s: cannot sync directory %s: %s", w->path, w->dir, errstr(errno, eb, sizeof eb));
     close(old);
     long n = 0;

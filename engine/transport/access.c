@@ -76,29 +76,6 @@ static int format(const struct access_file *a, char *buf, size_t size)
                     a->client_secret);
 }
 
-/* The directory part of path, for fsync: "." when it has none. */
-static void dir_of(const char *path, char *dir, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash)
-        snprintf(dir, size, ".");
-    else if (slash == path)
-        snprintf(dir, size, "/");
-    else
-        snprintf(dir, size, "%.*s", (int)(slash - path), path);
-}
-
-static void fsync_dir(const char *path)
-{
-    char dir[PATH_MAX];
-    dir_of(path, dir, sizeof dir);
-    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd >= 0) {
-        fsync(fd); /* some file systems refuse directory fsync: nothing to do then */
-        close(fd);
-    }
-}
-
 /* The file at path, if any, is stale: it names this host and a pid that
  * is gone.  1 stale, 0 absent, -1 live or unknown (err set, errno EEXIST). */
 static int existing_state(const char *path, struct pmc_error *err)
@@ -153,7 +130,9 @@ static int install(const char *tmp, const char *path, bool stale, struct pmc_err
         return pmc_errorf(err, "%s: %s", path,
                           e == EEXIST ? "another master wrote it at the same time" : strerror(e));
     }
-    fsync_dir(path);
+    char dir[PATH_MAX];
+    fdio_dir_of(path, dir, sizeof dir);
+    fdio_fsync_dir(dir); /* not durable yet is no error: the file is in place */
     return 0;
 }
 

@@ -331,3 +331,19 @@ TEST_F(MapfileTest, ReaderGoneOnlyForAPipeWithoutReader)
 }
 
 } // namespace
+
+TEST(FdioDirOf, NamesTheDirectoryToSync)
+{
+    char dir[16];
+    fdio_dir_of("wf.rescue", dir, sizeof dir);
+    EXPECT_STREQ(dir, ".");
+    fdio_dir_of("/wf.rescue", dir, sizeof dir);
+    EXPECT_STREQ(dir, "/");
+    fdio_dir_of("runs/a/wf.rescue", dir, sizeof dir);
+    EXPECT_STREQ(dir, "runs/a");
+    fdio_dir_of("a-very-long-directory/x", dir, sizeof dir);
+    EXPECT_STREQ(dir, "a-very-long-dir"); // truncated to fit, NUL-terminated
+    EXPECT_EQ(fdio_fsync_dir("."), 0);
+    EXPECT_EQ(fdio_fsync_dir("/nonexistent-pmc-dir"), -1);
+    EXPECT_EQ(errno, ENOENT);
+}
