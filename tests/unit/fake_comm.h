@@ -55,6 +55,26 @@ extern "C" void comm_send_mail(struct comm *c, struct mail *m)
     fake_comm_push(c, std::move(bytes));
 }
 
+// The configuration of a test node "node7": cpus CPUs, 1000 MB, no GPUs,
+// one rank, kill grace 1 s; launch_threads launchers (0: the agent thread
+// starts tasks), staging with a pool.  dag and dir must outlive the agent.
+inline agent_config fake_agent_config(const char *dag, const char *dir, uint32_t cpus,
+                                      uint32_t launch_threads)
+{
+    agent_config cfg{};
+    cfg.host_ranks = 1;
+    cfg.pu_shares = 1;
+    cfg.hostname = "node7";
+    cfg.cpus = cpus;
+    cfg.memory_mb = 1000;
+    cfg.dag_path = dag;
+    cfg.task_dir = dir;
+    cfg.kill_grace_ms = 1000;
+    cfg.launch_threads = launch_threads;
+    cfg.stage_launches = launch_threads > 0;
+    return cfg;
+}
+
 // A message the agent sent, decoded: its kind and its reader.
 struct Sent {
     std::vector<uint8_t> bytes;

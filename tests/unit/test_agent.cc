@@ -70,17 +70,7 @@ class AgentTest : public testutil::TempDirTest
         ASSERT_GE(log_fd_, 0);
         log_set_fd(log_fd_);
         dag_ = path("wf.dag");
-        agent_config cfg{};
-        cfg.host_ranks = 1;
-        cfg.pu_shares = 1;
-        cfg.hostname = "node7";
-        cfg.cpus = cpus;
-        cfg.memory_mb = 1000;
-        cfg.dag_path = dag_.c_str();
-        cfg.task_dir = dir_.c_str();
-        cfg.kill_grace_ms = 1000;
-        cfg.launch_threads = launch_threads;
-        cfg.stage_launches = launch_threads > 0;
+        agent_config cfg = fake_agent_config(dag_.c_str(), dir_.c_str(), cpus, launch_threads);
         pmc_error err{};
         agent_ = agent_create(&cfg, &err);
         ASSERT_NE(agent_, nullptr) << err.text;

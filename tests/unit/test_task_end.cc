@@ -142,17 +142,7 @@ class TaskEndTest : public testutil::TempDirTest
         int log_fd = open((dir + "/log").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
         EXPECT_GE(log_fd, 0);
         log_set_fd(log_fd);
-        agent_config cfg{};
-        cfg.host_ranks = 1;
-        cfg.pu_shares = 1;
-        cfg.hostname = "node7";
-        cfg.cpus = 8;
-        cfg.memory_mb = 1000;
-        cfg.dag_path = dag.c_str();
-        cfg.task_dir = dir.c_str();
-        cfg.kill_grace_ms = 1000;
-        cfg.launch_threads = launch_threads;
-        cfg.stage_launches = launch_threads > 0;
+        agent_config cfg = fake_agent_config(dag.c_str(), dir.c_str(), 8, launch_threads);
         comm c;
         pmc_error err{};
         agent *a = agent_create(&cfg, &err);
