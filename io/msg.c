@@ -138,11 +138,13 @@ static const struct kind_info kinds[] = {
     [MSG_RESUME] = {"RESUME", 0},
     [MSG_RECALL] = {"RECALL", RECALL_SIZE},
     [MSG_LOST] = {"LOST", 0},
+    [MSG_PEER_LOST] = {"PEER_LOST", 0},
+    [MSG_LEAVING] = {"LEAVING", 0},
 };
 
 static int kind_valid(uint32_t kind)
 {
-    return kind >= MSG_HELLO && kind <= MSG_LOST;
+    return kind >= MSG_HELLO && kind <= MSG_LEAVING;
 }
 
 static const char *kind_name(uint32_t kind)

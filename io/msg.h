@@ -35,6 +35,14 @@
  *            tasks it reported done may be lost; an ABORT in effect (the
  *            run fails) whose tasks the master takes back from the rescue
  *            log at the end (engine/master/master_report.c)
+ *   PEER_LOST (the transport -> its own rank, count 0; never sent): the
+ *            link to the mail's peer is gone for good (a joined agent lost
+ *            or left, docs/join.md; on an agent: its master); the link
+ *            delivers nothing more from that peer
+ *   LEAVING  (node -> master, count 0): the node is going (SIGTERM, its
+ *            allocation ends): send it nothing more; it gives back its
+ *            queued tasks unstarted and reports the running ones, then
+ *            leaves (a PEER_LOST follows)
  *   DRAIN    (master -> node, count 0): start nothing more; return every
  *            queued task unstarted (a RESULTS item with exec_errno
  *            ECANCELED), let running tasks finish
@@ -60,7 +68,8 @@
  * A received message is validated completely before use (msg_open() and the
  * msg_next_*() readers check every length against the buffer): a malformed
  * message is an error, never a crash.  Reserved fields must be 0;
- * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME/LOST count 0
+ * HELLO and RECALL have count 1, SHUTDOWN/BYE/ABORT/DRAIN/RESUME/LOST/
+ * PEER_LOST/LEAVING count 0
  * and no body.
  *
  * Bump MSG_VERSION when an existing item's layout or meaning changes; new
@@ -103,6 +112,8 @@ enum msg_kind {
     MSG_RESUME = 9,
     MSG_RECALL = 10,
     MSG_LOST = 11,
+    MSG_PEER_LOST = 12,
+    MSG_LEAVING = 13,
 };
 
 /* Bits of msg_task.flags.  NOTIFY_START: send a STARTED item when the task

@@ -47,6 +47,12 @@ struct master_config {
     double task_time_limit;        /* s, default hard limit of a task; 0 = none */
     double stop_at;                /* CLOCK_REALTIME s to stop at; 0 = never */
     const char *stop_reason;       /* where stop_at came from, for the log */
+    /* --listen (docs/join.md): agents join over the join link, at any time
+     * and in any number; their ranks are join numbers (1, 2, ... never
+     * reused), nranks/nagents/agent_ranks are unused, rank 0 runs no agent. */
+    bool joined;
+    uint32_t min_hosts;    /* --min-hosts: nodes that must say HELLO before dispatch, >= 1 */
+    double node_timeout_s; /* --node-timeout: s without a heartbeat before a node is lost */
 };
 
 struct master;

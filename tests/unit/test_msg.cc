@@ -535,7 +535,8 @@ TEST(MsgMalformed, RecallHasExactlyOneItem)
 
 TEST(MsgWire, EmptyKindsAreBareHeaders)
 {
-    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME, MSG_LOST}) {
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME, MSG_LOST,
+                       MSG_PEER_LOST, MSG_LEAVING}) {
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes m = take(&b);
@@ -1197,7 +1198,7 @@ TEST(MsgMalformed, Header)
     x = m;
     x[4] = 7;
     expect_bad(x, "version 7 not supported");
-    for (uint8_t k : {0, 12, 13, 255}) {
+    for (uint8_t k : {0, 14, 15, 255}) {
         x = m;
         x[5] = k;
         expect_bad(x, "unknown kind " + std::to_string(k));
@@ -1262,7 +1263,8 @@ TEST(MsgMalformed, Version1IsRefused)
         EXPECT_EQ(0u, o.items);
         EXPECT_EQ("version 1 not supported", o.err) << "kind " << (int)m[5];
     }
-    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME, MSG_LOST}) {
+    for (msg_kind k : {MSG_SHUTDOWN, MSG_BYE, MSG_ABORT, MSG_DRAIN, MSG_RESUME, MSG_LOST,
+                       MSG_PEER_LOST, MSG_LEAVING}) {
         msgbuf b{};
         ASSERT_EQ(0, msg_begin(&b, k));
         Bytes x = take(&b);
