@@ -6,7 +6,7 @@
  *   - ranks 0..N-1 are virtual nodes of `cores` CPUs and `memory_mb` MB;
  *     every one says HELLO before master_begin();
  *   - the transport is sim.c's own comm.h implementation (the real
- *     engine/transport/comm.c is MPI and is not linked): a message the master sends
+ *     engine/transport/comm.c and comm_mpi.c are not linked): a message the master sends
  *     reaches its node `latency` virtual seconds later, and a node's message
  *     reaches the master's mailbox `latency` later;
  *   - a node queues received tasks in the real sched/node_queue.h and starts

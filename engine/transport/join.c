@@ -74,8 +74,11 @@ struct join {
     uint32_t self;      /* agent: its number at the master */
     struct lost *lostq; /* declared lost, not yet returned */
     size_t nlost, lostcap;
-    bool dead;      /* agent: its JOIN_LOST was returned */
-    zmq_msg_t held; /* the body of the last event returned */
+    bool dead;        /* agent: its JOIN_LOST was returned */
+    zmq_msg_t held;   /* the body of the last event returned */
+    uint8_t *welcome; /* master: the body of every WELCOME; agent: the one received */
+    size_t welcome_len;
+    int wake_fd; /* join_poll() returns when readable; -1: none */
     struct join_stats st;
 };
 
@@ -389,7 +392,7 @@ static int master_hello(struct join *j, const uint8_t *rid, size_t rid_len, cons
         return 0;
     }
     uint32_t number = j->npeers;
-    if (send_to(j, p, number, K_WELCOME, NULL, 0) < 0) {
+    if (send_to(j, p, number, K_WELCOME, j->welcome, j->welcome_len) < 0) {
         declare_lost(j, number, JOIN_CAUSE_TRANSPORT);
         return 0;
     }
@@ -553,15 +556,19 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev)
             return 0;
         double until = j->next_beat < j->next_check ? j->next_beat : j->next_check;
         until = until < deadline ? until : deadline;
-        zmq_pollitem_t items[3] = {{j->sock, 0, ZMQ_POLLIN, 0}};
+        zmq_pollitem_t items[4] = {{j->sock, 0, ZMQ_POLLIN, 0}};
         int n = 1;
         if (j->zap)
             items[n++] = (zmq_pollitem_t){j->zap, 0, ZMQ_POLLIN, 0};
         if (j->mon)
             items[n++] = (zmq_pollitem_t){j->mon, 0, ZMQ_POLLIN, 0};
+        if (j->wake_fd >= 0)
+            items[n++] = (zmq_pollitem_t){NULL, j->wake_fd, ZMQ_POLLIN, 0};
         long ms = (long)((until - now) * 1000) + 1;
         if (zmq_poll(items, n, ms) < 0 && errno != EINTR)
             return -1;
+        if (j->wake_fd >= 0 && (items[n - 1].revents & ZMQ_POLLIN))
+            return 0;
     }
 }
 
@@ -611,6 +618,7 @@ static struct join *join_new(int role)
     if (!j)
         return NULL;
     j->role = role;
+    j->wake_fd = -1;
     zmq_msg_init(&j->held);
     j->ctx = zmq_ctx_new();
     if (!j->ctx) {
@@ -629,6 +637,7 @@ static void join_free(struct join *j)
             zmq_close(socks[i]);
     zmq_msg_close(&j->held);
     zmq_ctx_term(j->ctx);
+    free(j->welcome);
     free(j->peers);
     free(j->lostq);
     free(j);
@@ -848,6 +857,18 @@ static int no_welcome(struct join *j, const char *path, int seen, struct pmc_err
                       j->acc.endpoint, j->acc.timeout_s, why);
 }
 
+/* Copy the WELCOME's body (in j->held) into j->welcome: 0, or -1 ENOMEM. */
+static int keep_welcome(struct join *j)
+{
+    size_t len = zmq_msg_size(&j->held);
+    j->welcome = malloc(len ? len : 1);
+    if (!j->welcome)
+        return -1;
+    memcpy(j->welcome, zmq_msg_data(&j->held), len);
+    j->welcome_len = len;
+    return 0;
+}
+
 /* Wait for the WELCOME to our HELLO, up to the timeout; a refused client
  * key ends the wait at once (EACCES). */
 static int await_welcome(struct join *j, const char *path, struct pmc_error *err)
@@ -864,6 +885,8 @@ static int await_welcome(struct join *j, const char *path, struct pmc_error *err
         struct hdr h;
         int r = recv_link(j, NULL, NULL, &h);
         if (r == 1 && h.kind == K_WELCOME && h.seq == 0 && h.peer != 0) {
+            if (keep_welcome(j) < 0)
+                return pmc_errorf(err, "join: out of memory");
             j->self = h.peer;
             j->peers[0].seq_in = 1;
             j->peers[0].heard = pmc_mono_s();
@@ -906,6 +929,30 @@ struct join *join_connect(const char *access_path, const void *hello, size_t len
     j->next_beat = j->next_check = pmc_mono_s();
     log_info("join: joined the master at %s as agent %u", j->acc.endpoint, j->self);
     return j;
+}
+
+int join_set_welcome(struct join *j, const void *body, size_t len)
+{
+    uint8_t *copy = malloc(len ? len : 1);
+    if (!copy)
+        return -1;
+    if (len)
+        memcpy(copy, body, len);
+    free(j->welcome);
+    j->welcome = copy;
+    j->welcome_len = len;
+    return 0;
+}
+
+const void *join_welcome(const struct join *j, size_t *len)
+{
+    *len = j->welcome_len;
+    return j->welcome;
+}
+
+void join_set_wake_fd(struct join *j, int fd)
+{
+    j->wake_fd = fd;
 }
 
 void join_get_stats(const struct join *j, struct join_stats *out)

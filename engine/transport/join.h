@@ -155,6 +155,20 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev);
  * Owner thread. */
 int join_send(struct join *j, uint32_t peer, const void *data, size_t len);
 
+/* Master: the body every WELCOME carries from now on (copied; the
+ * caller's run description, opaque here).  0, or -1 with ENOMEM (the old
+ * body stays).  Owner thread. */
+int join_set_welcome(struct join *j, const void *body, size_t len);
+
+/* Agent: the body of the master's WELCOME, len bytes (may be 0), owned by
+ * j and valid until join_close().  Owner thread. */
+const void *join_welcome(const struct join *j, size_t *len);
+
+/* Make join_poll() return 0 as soon as fd is readable (fd is not read:
+ * an eventfd the owner drains, e.g. its outbox's); -1: none.  fd must
+ * outlive its use here.  Owner thread. */
+void join_set_wake_fd(struct join *j, int fd);
+
 /* Copy the counters into *out.  Owner thread. */
 void join_get_stats(const struct join *j, struct join_stats *out);
 
