@@ -19,6 +19,8 @@
 #include "engine/node/agent.h"
 #include "engine/host/batchend.h"
 #include "engine/transport/comm.h"
+#include "engine/transport/comm_join.h"
+#include "engine/transport/join.h"
 #include "engine/transport/doorbell.h"
 #include "engine/host/gpus.h"
 #include "engine/hostscript.h"
@@ -52,6 +54,7 @@ struct rank_info {
 
 static double main_start_mono; /* when main() began: --max-wall-time counts from it */
 static struct master *volatile signal_master;
+static struct agent *volatile signal_agent; /* a joined agent (--join): signals make it leave */
 static volatile sig_atomic_t caught_signal; /* the last stop signal (below); 0: none */
 static bool hangup_ignored; /* SIGHUP was ignored when we started (nohup): it stays so */
 
@@ -80,7 +83,35 @@ static void on_signal(int sig)
     struct master *m = signal_master;
     if (m)
         master_request_abort(m, signal_name(sig));
+    struct agent *a = signal_agent;
+    if (a)
+        agent_leave(a);
     errno = saved;
+}
+
+/* A joined agent's --max-wall-time or batch job's end (SIGALRM). */
+static void on_alarm(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    struct agent *a = signal_agent;
+    if (a)
+        agent_leave(a);
+    errno = saved;
+}
+
+/* Does argv ask for the join link (--listen, --join, or an abbreviation
+ * getopt_long takes)?  Then MPI is never started, whatever launched us:
+ * the agents of one srun step must not be one MPI job, which dies with any
+ * of its ranks.  Stops at "--". */
+static bool argv_names_join_link(int argc, char **argv)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+        size_t n = strcspn(argv[i], "=");
+        if (n > 3 && (strncmp(argv[i], "--join", n) == 0 || strncmp(argv[i], "--listen", n) == 0))
+            return true;
+    }
+    return false;
 }
 
 static int standard_fds_errno; /* open_standard_fds() could not open /dev/null */
@@ -214,7 +245,8 @@ static void rank_info_free(struct rank_info *ri)
  * aborts the job). */
 static int rank_plan_roles(struct rank_info *ri, const struct options *o)
 {
-    int rc = host_plan_make(ri->leaders, ri->size, o->ranks_are_hosts, o->master_only, &ri->plan);
+    bool master_only = o->master_only || o->listen_path; /* --listen: agents join instead */
+    int rc = host_plan_make(ri->leaders, ri->size, o->ranks_are_hosts, master_only, &ri->plan);
     if (rc == 0) {
         ri->role = ri->plan.role[ri->rank];
         ri->host_agent = ri->rank;
@@ -390,7 +422,11 @@ static int setup_master(const struct options *o, const struct rank_info *ri, con
                                    .mpi_library = transport_library_version(),
                                    .task_time_limit = o->task_time_limit,
                                    .stop_at = stop_at,
-                                   .stop_reason = stop_reason};
+                                   .stop_reason = stop_reason,
+                                   .joined = o->listen_path != NULL,
+                                   .min_hosts = o->min_hosts ? o->min_hosts : 1,
+                                   .node_timeout_s =
+                                       o->node_timeout ? o->node_timeout : JOIN_TIMEOUT_S_DEFAULT};
         struct pmc_error err;
         *mp = master_create(&mc, &err);
         if (*mp && o->per_task_stdio &&
@@ -485,7 +521,7 @@ static int setup_hosts(const struct options *o, struct rank_info *ri, struct age
     int failed = 0;
     *pgid = 0;
     *ap = setup_agent(o, ri, &failed);
-    if (!failed && o->host_script && ri->host_rank == 0) {
+    if (!failed && o->host_script && ri->host_rank == 0 && !o->listen_path) {
         struct pmc_error err;
         wall_deadline = o->max_wall_time > 0 ? main_start_mono + o->max_wall_time * 60.0 : 0;
         if (hostscript_run(o->host_script, ri->host_agent, pgid, host_script_must_stop, &err) < 0) {
@@ -529,15 +565,55 @@ static void report_engine_cpu(const struct master *m, const struct agent *a, int
     }
 }
 
+/* --listen: bind the join link, write the access file, and run comm.h
+ * over it for m (docs/join.md).  NULL with err. */
+static struct comm *listen_for_agents(const struct options *o, struct master *m,
+                                      struct pmc_error *err)
+{
+    char dag_abs[PATH_MAX], run[PATH_MAX + 64];
+    if (!realpath(o->dag_path, dag_abs)) {
+        pmc_errorf(err, "%s: %s", o->dag_path, strerror(errno));
+        return NULL;
+    }
+    int len = options_describe_run(o, dag_abs, run, sizeof run);
+    struct join_options jo = {.bind = o->listen_address,
+                              .timeout_s = o->node_timeout,
+                              .heartbeat_s = o->node_timeout / 5};
+    struct join *j = len < 0 ? NULL : join_listen(o->listen_path, &jo, err);
+    if (len < 0)
+        pmc_errorf(err, "%s: the DAG's path is too long for agents", dag_abs);
+    if (!j)
+        return NULL;
+    if (join_set_welcome(j, run, (size_t)len) < 0) {
+        join_close(j);
+        pmc_errorf(err, "out of memory");
+        return NULL;
+    }
+    log_info("Listening for agents at %s: start them with pmc-hybrid --join %s", join_endpoint(j),
+             o->listen_path);
+    return comm_create_joined(j, 0, master_mailbox(m), NULL, err);
+}
+
 /* Start the transport and the agent, run, and tear down.  Idle ranks have
  * neither and go straight to transport_finalize(), which waits in MPICH's
  * process manager barrier (a blocking socket read: no CPU).  Returns the
  * exit status of this rank. */
-static int run(struct rank_info *ri, struct master *m, struct agent *a)
+static int run(const struct options *o, struct rank_info *ri, struct master *m, struct agent *a)
 {
     if (!m && !a)
         return 0;
     struct pmc_error err;
+    if (o->listen_path) {
+        struct comm *c = listen_for_agents(o, m, &err);
+        if (!c) {
+            log_fatal("--listen %s: %s", o->listen_path, err.text);
+            return master_fail_at_start(m);
+        }
+        int rc = master_run(m, c);
+        report_engine_cpu(m, NULL, 0);
+        comm_close(c);
+        return rc;
+    }
     struct local_link *link = NULL;
     if (m && a) { /* rank 0's own node: no messages (issue 10) */
         link = local_link_create(master_dag(m), agent_cpus(a), master_mailbox(m), agent_mailbox(a),
@@ -567,11 +643,97 @@ static int run(struct rank_info *ri, struct master *m, struct agent *a)
     return rc;
 }
 
+/* A joined agent leaves at its --max-wall-time or before its batch job's
+ * end less --drain-margin (SIGALRM). */
+static void join_arm_stop(const struct options *o)
+{
+    double stop_at = 0, now = pmc_epoch_s();
+    const char *reason;
+    if (o->max_wall_time > 0)
+        stop_at = now + o->max_wall_time * 60.0;
+    else if (batch_stop(o, &stop_at, &reason) < 0 || stop_at <= 0)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(SIGALRM, &sa, NULL);
+    double left = stop_at - now;
+    alarm(left < 1 ? 1 : (unsigned)(left > 1e9 ? 1e9 : left));
+}
+
+/* The agent of a joined node, from its link j (taken) on: adopt the
+ * master's run (its WELCOME), start, run until SHUTDOWN, the master's loss
+ * or leaving.  The exit status. */
+static int join_run_agent(struct options *o, struct rank_info *ri, struct join *j)
+{
+    static char dag[PATH_MAX];
+    struct pmc_error err;
+    size_t len;
+    const void *run = join_welcome(j, &len);
+    if (options_adopt_run(o, run, len, dag, sizeof dag, &err) < 0) {
+        log_fatal("--join %s: %s", o->join_path, err.text);
+        join_close(j);
+        return 1;
+    }
+    ri->rank = ri->host_agent = (int)join_self(j);
+    ri->role = RANK_AGENT;
+    int failed = 0;
+    struct agent *a = setup_agent(o, ri, &failed);
+    struct comm *c = a ? comm_create_joined(j, ri->rank, NULL, agent_mailbox(a), &err) : NULL;
+    if (!a)
+        join_close(j);
+    if (a && (!c || agent_start(a, c, &err) < 0))
+        log_fatal("%s", err.text);
+    int rc = 1;
+    if (a && c) {
+        signal_agent = a;
+        join_arm_stop(o);
+        rc = agent_join(a) < 0 ? 1 : 0;
+        alarm(0);
+        signal_agent = NULL;
+        report_engine_cpu(NULL, a, ri->rank);
+    }
+    comm_close(c);
+    agent_destroy(a);
+    return rc;
+}
+
+/* --join ACCESS: this process is one node agent of the master that wrote
+ * ACCESS (docs/join.md); no MPI.  The host script runs first, then the
+ * agent joins, so the master's heartbeats never wait for it.  The exit
+ * status: 0 after the master's SHUTDOWN or a clean leave (a signal, the
+ * batch job's end), 1 when the master was lost or the agent failed. */
+static int join_main(struct options *o, struct rank_info *ri)
+{
+    struct pmc_error err;
+    log_set_level(PMC_LOG_INFO + o->verbosity);
+    install_signal_handlers();
+    if (spawn_adopt_orphans() < 0)
+        log_debug("Orphans of tasks go to PID 1: prctl(PR_SET_CHILD_SUBREAPER): %s",
+                  strerror(errno));
+    pid_t script_pgid = 0;
+    if (o->host_script &&
+        hostscript_run(o->host_script, 0, &script_pgid, host_script_must_stop, &err) < 0) {
+        log_error("%s", err.text);
+        return 1;
+    }
+    int rc = 1;
+    struct join *j = caught_signal ? NULL : join_connect(o->join_path, NULL, 0, &err);
+    if (!j && !caught_signal)
+        fprintf(stderr, "pmc-hybrid: --join: %s\n", err.text);
+    if (j)
+        rc = join_run_agent(o, ri, j);
+    hostscript_stop(script_pgid, 0);
+    return rc;
+}
+
 /* Refuse a plan in which no rank runs tasks (every rank sees the same plan,
  * so they all return -1 together). */
-static int check_plan(const struct rank_info *ri)
+static int check_plan(const struct rank_info *ri, const struct options *o)
 {
-    if (ri->plan.nagents > 0)
+    if (ri->plan.nagents > 0 || o->listen_path)
         return 0;
     if (ri->rank == 0)
         fprintf(stderr, "pmc-hybrid: --master-only: no rank is left to run tasks (rank 0 is "
@@ -601,7 +763,7 @@ int main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     main_start_mono = pmc_mono_s();
     struct pmc_error terr;
-    int started = transport_init(&argc, &argv, &terr);
+    int started = transport_init(&argc, &argv, argv_names_join_link(argc, argv), &terr);
     if (started < 0) {
         fprintf(stderr, "pmc-hybrid: %s\n", terr.text);
         return 1;
@@ -625,11 +787,18 @@ int main(int argc, char **argv)
         transport_finalize();
         return rc < 0 ? 1 : 0;
     }
+    if (o.join_path) {
+        rc = join_main(&o, &ri);
+        free(ri.leaders);
+        gpus_free(&ri.gpus);
+        transport_finalize();
+        return rc;
+    }
     if (rank_plan_roles(&ri, &o) < 0) {
         fprintf(stderr, "pmc-hybrid: rank %d: out of memory\n", ri.rank);
         transport_abort(1);
     }
-    if (check_plan(&ri) < 0) {
+    if (check_plan(&ri, &o) < 0) {
         rank_info_free(&ri);
         transport_finalize();
         return 1;
@@ -659,7 +828,7 @@ int main(int argc, char **argv)
     if (setup_hosts(&o, &ri, &a, &script_pgid) < 0)
         rc = m ? master_fail_at_start(m) : 1;
     else
-        rc = run(&ri, m, a);
+        rc = run(&o, &ri, m, a);
     agent_destroy(a);
     hostscript_stop(script_pgid, ri.host_agent);
     signal_master = NULL;

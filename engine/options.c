@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,6 +44,11 @@ enum {
     OPT_NO_THREAD_ENV,
     OPT_LAUNCH_THREADS,
     OPT_THREADS,
+    OPT_LISTEN,
+    OPT_LISTEN_ADDRESS,
+    OPT_JOIN,
+    OPT_MIN_HOSTS,
+    OPT_NODE_TIMEOUT,
 };
 
 static const struct option long_options[] = {
@@ -84,6 +90,11 @@ static const struct option long_options[] = {
     {"threads", required_argument, NULL, OPT_THREADS},
     {"drain-margin", required_argument, NULL, OPT_DRAIN_MARGIN},
     {"no-thread-env", no_argument, NULL, OPT_NO_THREAD_ENV},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"listen-address", required_argument, NULL, OPT_LISTEN_ADDRESS},
+    {"join", required_argument, NULL, OPT_JOIN},
+    {"min-hosts", required_argument, NULL, OPT_MIN_HOSTS},
+    {"node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT},
     {NULL, 0, NULL, 0},
 };
 
@@ -95,6 +106,8 @@ const struct option *options_table(void)
 const char *options_usage(void)
 {
     return "Usage: pmc-hybrid [options] DAGFILE\n"
+           "       pmc-hybrid [options] --listen ACCESS DAGFILE   (agents join this master)\n"
+           "       pmc-hybrid [agent options] --join ACCESS       (an agent of that master)\n"
            "\n"
            "  -h, --help               print this help and exit\n"
            "  -V, --version            print version information and exit\n"
@@ -144,6 +157,12 @@ const char *options_usage(void)
            "      --summary-json PATH  the end-of-run summary as JSON\n"
            "      --null-executor      benchmark the engine: every task completes at once\n"
            "                           without running; no output, no rescue log written\n"
+           "      --listen ACCESS      take agents that join over the network (--join);\n"
+           "                           write ACCESS, their key, mode 0600 (docs/join.md)\n"
+           "      --listen-address E   ZeroMQ endpoint to bind (default tcp://*:*)\n"
+           "      --min-hosts N        agents that must join before tasks start (1)\n"
+           "      --node-timeout SEC   silence after which an agent or the master is lost (5)\n"
+           "      --join ACCESS        run this host's tasks for the master of ACCESS\n"
            "\n"
            "One node agent per host runs tasks with all of the host's CPUs and memory;\n"
            "launch one MPI rank per host (mpiexec -ppn 1).  Extra ranks on a host wait idle\n"
@@ -321,6 +340,12 @@ static const char *path_option_name(int c)
         return "--status";
     case OPT_SUMMARY_JSON:
         return "--summary-json";
+    case OPT_LISTEN:
+        return "--listen";
+    case OPT_LISTEN_ADDRESS:
+        return "--listen-address";
+    case OPT_JOIN:
+        return "--join";
     default:
         return NULL;
     }
@@ -350,6 +375,25 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
     case OPT_SUMMARY_JSON:
         o->summary_json_path = v;
         return 0;
+    case OPT_LISTEN:
+        o->listen_path = v;
+        return 0;
+    case OPT_LISTEN_ADDRESS:
+        o->listen_address = v;
+        return 0;
+    case OPT_JOIN:
+        o->join_path = v;
+        return 0;
+    case OPT_MIN_HOSTS:
+        return parse_u32_range(v, 1, 1u << 20, &o->min_hosts) < 0
+                   ? bad_value(err, "--min-hosts", v, "must be a whole number from 1 to 1048576")
+                   : 0;
+    case OPT_NODE_TIMEOUT:
+        return parse_nonneg(v, &o->node_timeout) < 0 || o->node_timeout < 0.1 ||
+                       o->node_timeout > 86400
+                   ? bad_value(err, "--node-timeout", v,
+                               "must be a number of seconds from 0.1 to 86400")
+                   : 0;
     case 'm':
         return parse_u32(v, 0, &o->max_failures) < 0
                    ? bad_value(err, "-m/--max-failures", v,
@@ -421,6 +465,29 @@ static int options_unknown(char **argv, int opt, struct pmc_error *err)
     return pmc_errorf(err, "unknown option '%s'", arg);
 }
 
+/* --join: an agent, which takes no DAGFILE (the master's run says it)
+ * and none of the master's options. */
+static int options_check_join(const struct options *o, int argc, char **argv, struct pmc_error *err)
+{
+    if (optind < argc)
+        return pmc_errorf(err, "unexpected argument '%s': an agent (--join) takes no DAGFILE",
+                          argv[optind]);
+    if (o->listen_path || o->min_hosts || o->node_timeout || o->listen_address)
+        return pmc_errorf(err, "--join cannot be used with --listen, --listen-address, "
+                               "--min-hosts or --node-timeout (the master's options)");
+    if (o->out_path || o->err_path || o->rescue_path || o->status_path || o->summary_json_path ||
+        o->max_failures || o->tries != 1 || o->null_executor || o->per_task_stdio ||
+        o->jobstate_log || o->monitord_hack || o->task_time_limit)
+        return pmc_errorf(err, "--join: -o, -e, -r, -m, -t, --status, --summary-json, "
+                               "--null-executor, --per-task-stdio, "
+                               "--jobstate-log, --monitord-hack and --task-time-limit are the "
+                               "master's options (give them to pmc-hybrid --listen)");
+    if (o->set_affinity && o->host_cpus)
+        return pmc_errorf(err, "--set-affinity cannot be used with --host-cpus or PMC_HOST_CPUS "
+                               "(tasks are bound to the host's real CPUs)");
+    return 0;
+}
+
 int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -443,6 +510,10 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     }
     if (o->help || o->version)
         return 0;
+    if (o->join_path)
+        return options_check_join(o, argc, argv, err);
+    if (!o->listen_path && (o->min_hosts || o->node_timeout || o->listen_address))
+        return pmc_errorf(err, "--min-hosts, --node-timeout and --listen-address need --listen");
     if (optind >= argc)
         return pmc_errorf(err, "missing DAGFILE");
     if (optind + 1 < argc)
@@ -453,5 +524,45 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
     if (o->set_affinity && o->host_cpus)
         return pmc_errorf(err, "--set-affinity cannot be used with --host-cpus or PMC_HOST_CPUS "
                                "(tasks are bound to the host's real CPUs)");
+    return 0;
+}
+
+int options_describe_run(const struct options *o, const char *dag_abs, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "dag %s\nnull-executor %d\nper-task-stdio %d\n", dag_abs,
+                     o->null_executor, o->per_task_stdio);
+    return n < 0 || (size_t)n >= size ? -1 : n;
+}
+
+/* "KEY 0|1" at *p (one line): 0 and the flag, or -1. */
+static int adopt_flag(const char **p, const char *end, const char *key, bool *out)
+{
+    size_t k = strlen(key);
+    if ((size_t)(end - *p) < k + 3 || memcmp(*p, key, k) != 0 || (*p)[k] != ' ' ||
+        ((*p)[k + 1] != '0' && (*p)[k + 1] != '1') || (*p)[k + 2] != '\n')
+        return -1;
+    *out = (*p)[k + 1] == '1';
+    *p += k + 3;
+    return 0;
+}
+
+int options_adopt_run(struct options *o, const char *text, size_t len, char *dag_buf,
+                      size_t dag_size, struct pmc_error *err)
+{
+    const char *p = text, *end = text + len;
+    const char *nl = memchr(p, '\n', len);
+    size_t path_len = nl ? (size_t)(nl - p) - 4 : 0;
+    if (!nl || nl - p < 5 || memcmp(p, "dag /", 5) != 0 || path_len >= dag_size ||
+        memchr(p, '\0', (size_t)(nl - p)))
+        return pmc_errorf(err, "the master's description of the run has no absolute DAG path "
+                               "(a master of another version?)");
+    memcpy(dag_buf, p + 4, path_len);
+    dag_buf[path_len] = '\0';
+    p = nl + 1;
+    if (adopt_flag(&p, end, "null-executor", &o->null_executor) < 0 ||
+        adopt_flag(&p, end, "per-task-stdio", &o->per_task_stdio) < 0 || p != end)
+        return pmc_errorf(err, "the master's description of the run is malformed (a master of "
+                               "another version?)");
+    o->dag_path = dag_buf;
     return 0;
 }

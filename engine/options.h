@@ -53,11 +53,29 @@ struct options {
     const char *status_path;       /* --status, NULL = none */
     const char *summary_json_path; /* --summary-json, NULL = none */
     bool null_executor;            /* benchmark mode: tasks complete at once, nothing runs */
+    const char *listen_path;       /* --listen ACCESS: agents join this master (docs/join.md) */
+    const char *listen_address;    /* --listen-address: ZeroMQ endpoint to bind, NULL = any */
+    const char *join_path;         /* --join ACCESS: this process is an agent of that master */
+    uint32_t min_hosts;            /* --min-hosts: agents before dispatch starts, default 1 */
+    double node_timeout;           /* --node-timeout: s of silence before a node is lost */
 };
 
 /* Parse argv into o.  Returns 0, or -1 with err naming the option and the
  * bad value ("invalid value for -t/--tries: '0' (must be at least 1)"). */
 int options_parse(struct options *o, int argc, char **argv, struct pmc_error *err);
+
+/* The master's options a joined agent adopts (docs/join.md), as text for
+ * the join link's WELCOME: "dag PATH\nnull-executor 0|1\nper-task-stdio
+ * 0|1\n", PATH the DAG's absolute path dag_abs (agents write their
+ * DAG.out.N beside it).  Writes buf (size bytes, NUL-terminated); the
+ * length, or -1 when it does not fit.  Pure. */
+int options_describe_run(const struct options *o, const char *dag_abs, char *buf, size_t size);
+
+/* An agent adopts the description text[0, len) (not NUL-terminated):
+ * sets o->dag_path (copied into dag_buf, dag_size bytes), null_executor and
+ * per_task_stdio.  0, or -1 with err when it is malformed.  Pure. */
+int options_adopt_run(struct options *o, const char *text, size_t len, char *dag_buf,
+                      size_t dag_size, struct pmc_error *err);
 
 /* The --help text (static storage). */
 const char *options_usage(void);

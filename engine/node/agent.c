@@ -584,16 +584,37 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     case MSG_RECALL:
         agent_recall(a, &r);
         break;
+    case MSG_PEER_LOST: /* a joined agent's master is gone: nothing can be reported */
+        log_error("Rank %d: the master is gone: ending every task", a->cfg.rank);
+        a->phase.heard_end = a->phase.failed = a->phase.sent_abort = true;
+        agent_begin_abort(a);
+        break;
     default:
         log_warn("Unexpected message kind %u from rank %d", r.kind, m->peer);
     }
     return false;
 }
 
+/* agent_leave() was called: say LEAVING once, give back what is queued
+ * (and what comes), and end when the running tasks have (as after
+ * SHUTDOWN: outputs closed, BYE). */
+static void agent_begin_leave(struct agent *a)
+{
+    if (a->phase.leaving || !atomic_load_explicit(&a->phase.leave_asked, memory_order_acquire))
+        return;
+    log_info("Rank %d: leaving the run: queued tasks go back to the master, running ones finish",
+             a->cfg.rank);
+    a->phase.leaving = true;
+    agent_send_control(a, &a->outbox.leaving_mail);
+    a->phase.draining = a->phase.shutting = a->phase.heard_end = true;
+    agent_cancel_queued(a);
+}
+
 /* The mailbox, then the local link: the master hands tasks over before
  * the DRAIN or ABORT that must cancel them (local_link.h). */
 static void agent_drain_mailbox(struct agent *a)
 {
+    agent_begin_leave(a);
     struct mail *m;
     while ((m = mailbox_pop(&a->box)) != NULL)
         if (!agent_handle_mail(a, m))
@@ -862,9 +883,11 @@ struct agent *agent_create(const struct agent_config *cfg, struct pmc_error *err
     a->outbox.abort_mail = mail_control(0, COMM_TO_MASTER, MSG_ABORT);
     a->outbox.bye_mail = mail_control(0, COMM_TO_MASTER, MSG_BYE);
     a->outbox.lost_mail = mail_control(0, COMM_TO_MASTER, MSG_LOST);
-    if (!a->outbox.abort_mail || !a->outbox.bye_mail || !a->outbox.lost_mail || !a->cfg.hostname ||
-        !a->cfg.dag_path || !a->cfg.task_dir || a->epfd < 0 || !a->res.gpu_busy ||
-        mailbox_init(&a->box) < 0 || agent__snapshot_env(a) < 0) {
+    a->outbox.leaving_mail = mail_control(0, COMM_TO_MASTER, MSG_LEAVING);
+    if (!a->outbox.abort_mail || !a->outbox.bye_mail || !a->outbox.lost_mail ||
+        !a->outbox.leaving_mail || !a->cfg.hostname || !a->cfg.dag_path || !a->cfg.task_dir ||
+        a->epfd < 0 || !a->res.gpu_busy || mailbox_init(&a->box) < 0 ||
+        agent__snapshot_env(a) < 0) {
         pmc_errorf(err, "cannot create the node agent: %m");
         agent_destroy(a);
         return NULL;
@@ -987,6 +1010,12 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
     out->own_waits = a->launcher ? launcher_own_waits(a->launcher) : 0;
 }
 
+void agent_leave(struct agent *a)
+{
+    atomic_store_explicit(&a->phase.leave_asked, 1, memory_order_release);
+    mailbox_wake(&a->box);
+}
+
 int agent_join(struct agent *a)
 {
     if (a->started) {
@@ -1019,6 +1048,7 @@ void agent_destroy(struct agent *a)
     mail_free(a->outbox.abort_mail);
     mail_free(a->outbox.bye_mail);
     mail_free(a->outbox.lost_mail);
+    mail_free(a->outbox.leaving_mail);
     msg_free(&a->outbox.results);
     msg_free(&a->outbox.starts);
     free(a->env.fwd_scratch);

@@ -72,6 +72,14 @@ void agent_set_local_link(struct agent *a, struct local_link *l);
 /* Start the agent thread; it sends HELLO through c first.  0, or -1 with err. */
 int agent_start(struct agent *a, struct comm *c, struct pmc_error *err);
 
+/* Leave the run (a joined agent's SIGTERM or allocation end, docs/join.md):
+ * the agent sends LEAVING, gives back its queued tasks unstarted and those
+ * that still come, lets the running ones finish and report, then ends as
+ * after SHUTDOWN (outputs closed, BYE); agent_join() then returns 0.  Not
+ * for the ranks of one MPI job (their master must say SHUTDOWN).
+ * Async-signal-safe; any thread. */
+void agent_leave(struct agent *a);
+
 /* Wait for the agent thread to end (after SHUTDOWN or ABORT).  Returns 0 if
  * it ended cleanly, -1 if it had to stop on an error (already logged). */
 int agent_join(struct agent *a);

@@ -171,6 +171,7 @@ struct agent_outbox {
     uint64_t results_made;              /* results reported: ran, failed to start or cancelled */
     struct mail *abort_mail, *bye_mail; /* built by agent_create(): ending never allocates */
     struct mail *lost_mail;             /* LOST: a failed close of DAG.out.R / DAG.err.R */
+    struct mail *leaving_mail;          /* LEAVING: agent_leave() */
 };
 
 /* How far the agent is from its end (agent.c). */
@@ -181,6 +182,8 @@ struct agent_phase {
      * receiving; an agent that aborts on its own waits for it, or a TASKS
      * message the master sent meanwhile could never be received */
     bool heard_end;
+    atomic_int leave_asked; /* agent_leave(): any thread, a signal handler */
+    bool leaving;           /* LEAVING sent: draining, and ending once the running tasks end */
     struct timespec kill_deadline; /* an abort's SIGKILL */
     bool killed_hard;
     /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not

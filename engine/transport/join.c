@@ -950,6 +950,11 @@ const void *join_welcome(const struct join *j, size_t *len)
     return j->welcome;
 }
 
+uint32_t join_self(const struct join *j)
+{
+    return j->self;
+}
+
 void join_set_wake_fd(struct join *j, int fd)
 {
     j->wake_fd = fd;

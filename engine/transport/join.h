@@ -164,6 +164,10 @@ int join_set_welcome(struct join *j, const void *body, size_t len);
  * j and valid until join_close().  Owner thread. */
 const void *join_welcome(const struct join *j, size_t *len);
 
+/* Agent: its number at the master (>= 1), which is its rank in the run.
+ * Owner thread. */
+uint32_t join_self(const struct join *j);
+
 /* Make join_poll() return 0 as soon as fd is readable (fd is not read:
  * an eventfd the owner drains, e.g. its outbox's); -1: none.  fd must
  * outlive its use here.  Owner thread. */

@@ -100,9 +100,9 @@ bool transport_without_mpi(void)
     return transport_alone;
 }
 
-int transport_init(int *argc, char ***argv, struct pmc_error *err)
+int transport_init(int *argc, char ***argv, bool alone, struct pmc_error *err)
 {
-    transport_alone = !transport_launched(environ);
+    transport_alone = alone || !transport_launched(environ);
     if (transport_alone)
         return 0;
     int provided = 0;

@@ -35,12 +35,13 @@ struct transport_place {
 };
 
 /* Initialise MPI with MPI_THREAD_MULTIPLE (MPI may remove its arguments),
- * unless transport_launched() is false (then 0, no MPI).  0: ready; -1 with
+ * unless alone (a master or agent of the join link, whatever launched it:
+ * --listen, --join) or transport_launched() is false (then 0, no MPI).  0: ready; -1 with
  * err: MPI failed (just exit); 1 with err: no MPI_THREAD_MULTIPLE (call
  * transport_finalize(), then exit).  Sets HWLOC_COMPONENTS during the call
  * unless the user did (docs/modules.md "transport"); call before any other
  * thread starts. */
-int transport_init(int *argc, char ***argv, struct pmc_error *err);
+int transport_init(int *argc, char ***argv, bool alone, struct pmc_error *err);
 
 /* True when envp (as environ) holds a variable an MPI launcher sets
  * (transport.c lists them: PMI_*, PMIX_*, OMPI_*, SLURM_PROCID, ...) or

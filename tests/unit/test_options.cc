@@ -564,6 +564,70 @@ TEST_F(OptionsTest, ProgressAndJsonOutputs)
     expect_rejected({"wf.dag", "--status"}, {"--status", "needs a value"});
 }
 
+// --listen/--join (docs/join.md): the master's and the agent's options,
+// each refused where it does not belong.
+TEST_F(OptionsTest, JoinLinkOptions)
+{
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_EQ(o_.listen_path, nullptr);
+    EXPECT_EQ(o_.join_path, nullptr);
+    EXPECT_EQ(o_.min_hosts, 0u) << "0: the default, 1";
+    EXPECT_EQ(o_.node_timeout, 0.0) << "0: the join link's default";
+    ASSERT_EQ(parse({"--listen", "acc", "--min-hosts", "3", "--node-timeout=2.5",
+                     "--listen-address", "tcp://10.0.0.1:7000", "wf.dag"}),
+              0)
+        << err();
+    EXPECT_STREQ(o_.listen_path, "acc");
+    EXPECT_EQ(o_.min_hosts, 3u);
+    EXPECT_EQ(o_.node_timeout, 2.5);
+    EXPECT_STREQ(o_.listen_address, "tcp://10.0.0.1:7000");
+    EXPECT_STREQ(o_.dag_path, "wf.dag");
+    ASSERT_EQ(parse({"--join", "acc", "--host-cpus", "4", "--kill-grace", "1"}), 0) << err();
+    EXPECT_STREQ(o_.join_path, "acc");
+    EXPECT_EQ(o_.dag_path, nullptr) << "an agent learns the DAG from its master";
+    EXPECT_EQ(o_.host_cpus, 4u);
+    expect_rejected({"--join", "acc", "wf.dag"}, {"wf.dag", "--join", "no DAGFILE"});
+    expect_rejected({"--join", "acc", "--listen", "b"}, {"--join", "--listen"});
+    expect_rejected({"--join", "acc", "-o", "out"}, {"--join", "-o", "master's options"});
+    expect_rejected({"--join", "acc", "--min-hosts", "2"}, {"--min-hosts"});
+    expect_rejected({"--min-hosts", "2", "wf.dag"}, {"--min-hosts", "need --listen"});
+    expect_rejected({"--listen", "a", "--min-hosts", "0", "wf.dag"}, {"--min-hosts"});
+    expect_rejected({"--listen", "a", "--node-timeout", "0.05", "wf.dag"}, {"--node-timeout"});
+    expect_rejected({"--listen", "", "wf.dag"}, {"--listen", "must name a file"});
+    expect_rejected({"--listen", "a"}, {"DAGFILE"});
+}
+
+// The run's description a master gives its joined agents, and back.
+TEST_F(OptionsTest, RunDescriptionRoundTrip)
+{
+    ASSERT_EQ(parse({"--listen", "acc", "--per-task-stdio", "wf.dag"}), 0) << err();
+    char text[256];
+    int n = options_describe_run(&o_, "/data/run/wf.dag", text, sizeof text);
+    ASSERT_GT(n, 0);
+    EXPECT_STREQ(text, "dag /data/run/wf.dag\nnull-executor 0\nper-task-stdio 1\n");
+    EXPECT_EQ(options_describe_run(&o_, "/data/run/wf.dag", text, 20), -1) << "does not fit";
+    ASSERT_EQ(parse({"--join", "acc"}), 0) << err();
+    char dag[64];
+    n = options_describe_run(&o_, "/data/run/wf.dag", text, sizeof text);
+    text[n - 2] = '1'; /* per-task-stdio 1 */
+    ASSERT_EQ(options_adopt_run(&o_, text, (size_t)n, dag, sizeof dag, &err_), 0) << err();
+    EXPECT_STREQ(o_.dag_path, "/data/run/wf.dag");
+    EXPECT_TRUE(o_.per_task_stdio);
+    EXPECT_FALSE(o_.null_executor);
+    for (const char *bad :
+         {"", "dag wf.dag\nnull-executor 0\nper-task-stdio 0\n",
+          "dag /a\nnull-executor 2\nper-task-stdio 0\n", "dag /a\nnull-executor 0\n",
+          "dag /a\nnull-executor 0\nper-task-stdio 0\nx"}) {
+        EXPECT_EQ(options_adopt_run(&o_, bad, strlen(bad), dag, sizeof dag, &err_), -1) << bad;
+        EXPECT_NE(err().find("master's description"), std::string::npos) << err();
+    }
+    std::string long_path =
+        "dag /" + std::string(100, 'x') + "\nnull-executor 0\nper-task-stdio 0\n";
+    EXPECT_EQ(options_adopt_run(&o_, long_path.data(), long_path.size(), dag, sizeof dag, &err_),
+              -1)
+        << "a path longer than the buffer";
+}
+
 TEST_F(OptionsTest, HostMemoryBad)
 {
     expect_rejected({"--host-memory", "1.5", "wf.dag"}, {"--host-memory"});

@@ -77,7 +77,7 @@ class TransportInitTest : public ::testing::Test
         int argc = 1;
         char name[] = "test_transport", *args[] = {name, nullptr}, **argv = args;
         pmc_error err{};
-        return transport_init(&argc, &argv, &err);
+        return transport_init(&argc, &argv, false, &err);
     }
     testutil::SavedEnv env_{"HWLOC_COMPONENTS", "PMC_MPI"};
 };
