@@ -145,6 +145,17 @@ static void at_preinit(int argc, char **argv, char **envp)
 typedef void (*preinit_fn)(int argc, char **argv, char **envp);
 __attribute__((section(".preinit_array"), used)) static const preinit_fn preinit_first = at_preinit;
 
+/* Catch sig with fn, restarting interrupted calls. */
+static void set_handler(int sig, void (*fn)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fn;
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    sigaction(sig, &sa, NULL);
+}
+
 /* Rank 0 asks the master to abort; other ranks ignore the batch system's
  * signals and wait for the master's ABORT (a dying rank would take the whole
  * MPI job, rescue log flush included, down with it).  The stop signals:
@@ -154,18 +165,13 @@ __attribute__((section(".preinit_array"), used)) static const preinit_fn preinit
  * installed as libucs loads: the run went on past a SIGHUP). */
 static void install_signal_handlers(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGUSR1, &sa, NULL);
+    set_handler(SIGTERM, on_signal);
+    set_handler(SIGINT, on_signal);
+    set_handler(SIGUSR1, on_signal);
     if (hangup_ignored)
         signal(SIGHUP, SIG_IGN); /* as nohup left it, before UCX's handler */
     else
-        sigaction(SIGHUP, &sa, NULL);
+        set_handler(SIGHUP, on_signal);
     signal(SIGPIPE, SIG_IGN); /* also first thing in main(), with SIGXFSZ */
     spawn_note_signals();     /* the tasks get these three back as SIG_DFL */
 }
@@ -653,12 +659,7 @@ static void join_arm_stop(const struct options *o)
         stop_at = now + o->max_wall_time * 60.0;
     else if (batch_stop(o, &stop_at, &reason) < 0 || stop_at <= 0)
         return;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_alarm;
-    sigemptyset(&sa.sa_mask);
-    sa.sa_flags = SA_RESTART;
-    sigaction(SIGALRM, &sa, NULL);
+    set_handler(SIGALRM, on_alarm);
     double left = stop_at - now;
     alarm(left < 1 ? 1 : (unsigned)(left > 1e9 ? 1e9 : left));
 }

@@ -59,35 +59,16 @@ static void deliver_data(struct comm *c, const struct join_event *ev)
     comm__deliver(c, m);
 }
 
-static const char *cause_text(enum join_cause cause)
-{
-    switch (cause) {
-    case JOIN_CAUSE_TIMEOUT:
-        return "no heartbeat within the timeout";
-    case JOIN_CAUSE_TRANSPORT:
-        return "its connection broke";
-    case JOIN_CAUSE_LEFT:
-        return "it closed its link";
-    case JOIN_CAUSE_EXPELLED:
-        return "the master had declared this agent lost";
-    default:
-        return "unknown cause";
-    }
-}
-
-/* A link lost: PEER_LOST into the inbox. */
+/* A link lost (join.c logged why): PEER_LOST into the inbox. */
 static void deliver_lost(struct comm *c, const struct join_event *ev)
 {
     struct comm_joined *x = joined_of(c);
     struct mail *m;
     if (x->tag == COMM_TO_AGENT) {
-        log_error("join: lost the master: %s", cause_text(ev->cause));
         x->master_gone = true;
         m = x->lost;
         x->lost = NULL;
     } else {
-        if (ev->cause != JOIN_CAUSE_LEFT)
-            log_warn("join: agent %u lost: %s", ev->peer, cause_text(ev->cause));
         m = mail_control((int)ev->peer, x->tag, MSG_PEER_LOST);
     }
     if (!m) {

@@ -524,12 +524,14 @@ static bool pop_lost(struct join *j, struct join_event *ev)
     struct lost l = j->lostq[0];
     memmove(j->lostq, j->lostq + 1, --j->nlost * sizeof *j->lostq);
     fill(ev, JOIN_LOST, l.peer, l.cause, NULL);
-    if (j->role == ROLE_AGENT) {
+    if (j->role == ROLE_AGENT)
         j->dead = true;
+    if (l.cause == JOIN_CAUSE_LEFT) /* BYE: the end of a run, or an agent that left */
+        log_debug("join: %s %u left", j->role == ROLE_AGENT ? "master" : "agent", l.peer);
+    else if (j->role == ROLE_AGENT)
         log_warn("join: master at %s lost (%s)", j->acc.endpoint, cause_name(l.cause));
-    } else {
+    else
         log_warn("join: agent %u lost (%s)", l.peer, cause_name(l.cause));
-    }
     return true;
 }
 
