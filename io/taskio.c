@@ -367,3 +367,75 @@ int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err)
         return pmc_errorf(err, "%s: %m", src_path);
     return 0;
 }
+
+/* The task name of a record line ("[cluster-task [id=ID, ]name=NAME, ..."):
+ * *name and *len, or false for another line. */
+static bool taskio_record_name(const char *line, size_t n, const char **name, size_t *len)
+{
+    static const char head[] = "[cluster-task ";
+    if (n < sizeof head - 1 || memcmp(line, head, sizeof head - 1) != 0)
+        return false;
+    const char *p = memmem(line, n, "name=", 5);
+    if (!p)
+        return false;
+    p += 5;
+    const char *end = memmem(p, n - (size_t)(p - line), ", start=", 8);
+    if (!end)
+        return false;
+    *name = p;
+    *len = (size_t)(end - p);
+    return true;
+}
+
+/* Write the block [b, b + n) to dst when its record passes keep. */
+static int taskio_put_block(int dst_fd, const char *b, size_t n, const char *name, size_t len,
+                            taskio_keep_fn keep, void *ctx)
+{
+    if (!keep(name, len, ctx))
+        return 0;
+    return fdio_write_all(dst_fd, b, n) != 0 ? -1 : 0;
+}
+
+int taskio_merge_blocks(int dst_fd, const char *src_path, taskio_keep_fn keep, void *ctx,
+                        struct pmc_error *err)
+{
+    FILE *f = fopen(src_path, "re");
+    if (!f)
+        return errno == ENOENT ? 0 : pmc_errorf(err, "%s: %m", src_path);
+    char *block = NULL, *line = NULL;
+    size_t block_len = 0, block_cap = 0, line_cap = 0;
+    ssize_t n;
+    int rc = 0;
+    while (rc == 0 && (n = getline(&line, &line_cap, f)) > 0) {
+        if (block_len + (size_t)n > block_cap) {
+            size_t cap = (block_len + (size_t)n) * 2;
+            char *grown = realloc(block, cap);
+            if (!grown) {
+                rc = -1;
+                break;
+            }
+            block = grown;
+            block_cap = cap;
+        }
+        memcpy(block + block_len, line, (size_t)n);
+        block_len += (size_t)n;
+        const char *name;
+        size_t len;
+        if (taskio_record_name(line, (size_t)n, &name, &len)) {
+            rc = taskio_put_block(dst_fd, block, block_len, name, len, keep, ctx);
+            block_len = 0;
+        }
+    }
+    int e = errno;
+    bool failed = rc < 0 || ferror(f);
+    fclose(f);
+    free(block);
+    free(line);
+    if (failed) {
+        errno = e ? e : EIO;
+        return pmc_errorf(err, "merging %s: %m", src_path);
+    }
+    if (unlink(src_path) < 0)
+        return pmc_errorf(err, "%s: %m", src_path);
+    return 0;
+}

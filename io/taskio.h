@@ -117,6 +117,19 @@ int taskio_file_close(struct taskio_file *f);
  * missing file: 0; an empty one writes nothing.  -1 with err otherwise. */
 int taskio_merge(int dst_fd, const char *src_path, struct pmc_error *err);
 
+/* Does the block of the task named name[0, len) (not NUL-terminated) stay? */
+typedef bool (*taskio_keep_fn)(const char *name, size_t len, void *ctx);
+
+/* taskio_merge() of a DAGFILE.out.R, block by block: a block is the lines
+ * up to and including its record line ("[cluster-task ...", COMPAT.md
+ * "Task stdio"), written to dst_fd when keep(its task's name) says so; a
+ * last block without a record (its writer died) is left out.  For a node
+ * lost mid-run: its blocks of tasks that run again elsewhere go.  A task
+ * whose own output holds a line starting "[cluster-task " splits its
+ * block there.  Then src_path is removed.  Missing file: 0; -1 with err. */
+int taskio_merge_blocks(int dst_fd, const char *src_path, taskio_keep_fn keep, void *ctx,
+                        struct pmc_error *err);
+
 #ifdef __cplusplus
 }
 #endif

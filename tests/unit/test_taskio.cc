@@ -446,6 +446,35 @@ TEST_F(TaskioTest, MergeToRegularFileDeletesSource)
     EXPECT_FALSE(fs::exists(src)) << "source not deleted";
 }
 
+// A lost node's file, block by block: the blocks of tasks that run again
+// elsewhere go, the others stay whole (with an id= before the name, and
+// output of several lines), and a last block without its record (the
+// writer died) goes too; the source is removed.
+TEST_F(TaskioTest, MergeBlocksLeavesOutRefusedTasks)
+{
+    std::string src = path("wf.dag.out.3");
+    std::string dst = path("final.out");
+    const std::string a = "a line 1\na line 2\n[cluster-task name=a, start=\"x\", status=0]\n";
+    const std::string b = "b output\n[cluster-task id=ID7, name=b, start=\"x\", status=0]\n";
+    const std::string c = "[cluster-task name=c, start=\"x\", status=15]\n";
+    write_file(src, a + b + c + "torn output of d\nno record");
+    int fd = open(dst.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    struct pmc_error err = {};
+    std::vector<std::string> asked;
+    auto keep = [](const char *name, size_t len, void *ctx) {
+        auto *seen = static_cast<std::vector<std::string> *>(ctx);
+        seen->emplace_back(name, len);
+        return seen->back() != "c";
+    };
+    ASSERT_EQ(taskio_merge_blocks(fd, src.c_str(), keep, &asked, &err), 0) << err.text;
+    close(fd);
+    EXPECT_EQ(read_file(dst), a + b);
+    EXPECT_EQ(asked, (std::vector<std::string>{"a", "b", "c"}));
+    EXPECT_FALSE(fs::exists(src)) << "source not deleted";
+    EXPECT_EQ(taskio_merge_blocks(1, src.c_str(), keep, &asked, &err), 0) << "missing: nothing";
+}
+
 // Without O_APPEND the copy lands at the descriptor's current position, which
 // then moves past it, so merges of several ranks follow one another.
 TEST_F(TaskioTest, MergeSeveralRanksAtCurrentPosition)
