@@ -15,7 +15,8 @@
 // LEAVING stops dispatch to that node, its give-backs run elsewhere and its
 // end requeues nothing; losing every node fails the run after
 // ALL_LOST_WAIT_TIMEOUTS x node_timeout_s with the rescue log kept, unless a
-// node joins within it; --summary-json and --status count joins, losses
+// node joins within it (a node still leaving is not lost);
+// --summary-json and --status count joins, losses
 // and requeued tasks and list the lost nodes.
 #include <gtest/gtest.h>
 
@@ -534,6 +535,33 @@ TEST_F(MasterJoinTest, NodeJoiningWithinTheWaitCarriesTheRunOn)
     EXPECT_FALSE(master_step(m_));
     results(2, new_tasks(2));
     ASSERT_TRUE(step_to_end());
+    EXPECT_EQ(master_end(m_), 0);
+    EXPECT_EQ(rescue_done().size(), 7u);
+}
+
+TEST_F(MasterJoinTest, LeavingNodeIsNotLostWhileItFinishes)
+{
+    create(1, 0.01); // a wait of 0.1 s once no node is left
+    hello(1, 2, "hostA");
+    begin();
+    EXPECT_FALSE(master_step(m_));
+    std::vector<Item> on1 = new_tasks(1);
+    ASSERT_EQ(on1.size(), 6u);
+    control(1, MSG_LEAVING);
+    EXPECT_FALSE(master_step(m_));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    EXPECT_FALSE(master_step(m_)) << "the leaving node still runs its tasks";
+    std::set<uint32_t> cancel = ids(on1);
+    cancel.erase(on1[0].id);
+    results(1, on1, cancel);
+    control(1, MSG_PEER_LOST);
+    EXPECT_FALSE(master_step(m_)) << "no node: the wait begins now";
+    hello(2, 2, "hostB");
+    while (!master_step(m_)) {
+        std::vector<Item> more = new_tasks(2);
+        if (!more.empty())
+            results(2, more);
+    }
     EXPECT_EQ(master_end(m_), 0);
     EXPECT_EQ(rescue_done().size(), 7u);
 }
