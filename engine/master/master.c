@@ -362,7 +362,7 @@ static void master_refuse_node(struct master *m, int rank, const char *hostname)
         comm_send_mail(m->comm, ml);
 }
 
-/* Joined: node i of rank `rank` joins the agents (its control mails in
+/* Joined: the node of rank `rank` joins the agents (its control mails in
  * a, built by the caller), and is told at once if the run is ending. */
 static void master_join_agent(struct master *m, int rank, const struct agent *a)
 {
@@ -471,7 +471,7 @@ static int master_handle_peer_lost(struct master *m, int rank)
     int i = master__node_of_rank(m, rank);
     int k = rank >= 0 && (size_t)rank < m->agents.rank_cap ? m->agents.of_rank[rank] : -1;
     if (i < 0 || master__node_gone(m, i)) {
-        log_debug("The link to rank %d is gone; it has no node", rank);
+        log_debug("The link to rank %d is gone (it has no node, or its link went before)", rank);
         return 0;
     }
     struct node *n = &m->nodes.at[i];
@@ -489,9 +489,7 @@ static int master_handle_peer_lost(struct master *m, int rank)
         log_warn("Rank %d on host %s was lost: %u tasks requeued", rank, n->hostname, n->requeued);
     } else if (n->requeued > 0 || leaving) {
         log_msg(n->requeued ? PMC_LOG_WARN : PMC_LOG_INFO,
-                "Rank %d on host %s left: %u tasks "
-                "requeued",
-                rank, n->hostname, n->requeued);
+                "Rank %d on host %s left: %u tasks requeued", rank, n->hostname, n->requeued);
     }
     return 0;
 }
