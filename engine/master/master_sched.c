@@ -597,6 +597,8 @@ uint32_t master__sched_take_back(struct master *m, int i)
         master_task_off_node(m, i, t);
         master_task_returned(m, t);
         master__events_requeued(&m->events, t);
+        log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t),
+                  m->nodes.at[i].rank, m->sched.run[t].attempts + 1);
         n++;
     }
     return n;
