@@ -96,8 +96,8 @@ int placement_nopen(const struct placement *p)
 
 uint32_t placement_node_room(const struct placement_node *n)
 {
-    if (n->cpus == 0)
-        return 0; /* a rank with no CPU share never takes tasks */
+    if (n->cpus == 0 || n->closed)
+        return 0; /* a rank with no CPU share, or a node gone, never takes tasks */
     uint32_t cap = n->cpus + n->window;
     return n->committed_cpus < cap ? cap - n->committed_cpus : 0;
 }
@@ -157,17 +157,18 @@ static void idle_list_remove(struct placement *p, int i)
     p->nodes[i].idle = false;
 }
 
-/* CPUs node n has free, committing nothing beyond them. */
+/* CPUs node n has free, committing nothing beyond them (none once closed). */
 static uint32_t node_free_cpus(const struct placement_node *n)
 {
-    return n->committed_cpus < n->cpus ? n->cpus - n->committed_cpus : 0;
+    return n->committed_cpus < n->cpus && !n->closed ? n->cpus - n->committed_cpus : 0;
 }
 
 /* What node n queues beyond its CPUs, as the master sees it: the CPUs
- * committed past its own (results on their way count until they come). */
+ * committed past its own (results on their way count until they come).
+ * None once closed: a closed node is never asked back. */
 static uint32_t node_excess(const struct placement_node *n)
 {
-    return n->committed_cpus > n->cpus ? n->committed_cpus - n->cpus : 0;
+    return n->committed_cpus > n->cpus && !n->closed ? n->committed_cpus - n->cpus : 0;
 }
 
 static bool node_recallable(const struct placement *p, const struct placement_node *n)
@@ -234,6 +235,40 @@ static void node_changed(struct placement *p, int i, uint32_t room_before, uint3
         futile_epoch_end(p);
 }
 
+int placement_grow(struct placement *p, int max_nodes)
+{
+    if (max_nodes <= p->max_nodes)
+        return 0;
+    size_t n = (size_t)max_nodes;
+    struct placement_node *nodes = realloc(p->nodes, n * sizeof *nodes);
+    if (nodes)
+        p->nodes = nodes; /* kept even if a list below fails: only larger */
+    int *open_list = nodes ? realloc(p->open_list, n * sizeof *open_list) : NULL;
+    if (open_list)
+        p->open_list = open_list;
+    int *idle_list = open_list ? realloc(p->idle_list, n * sizeof *idle_list) : NULL;
+    if (!idle_list) {
+        errno = ENOMEM;
+        return -1;
+    }
+    p->idle_list = idle_list;
+    p->max_nodes = max_nodes;
+    return 0;
+}
+
+void placement_close_node(struct placement *p, int i)
+{
+    struct placement_node *n = &p->nodes[i];
+    if (n->closed)
+        return;
+    uint32_t room_before = placement_node_room(n), free_before = node_free_cpus(n);
+    bool recallable_before = node_recallable(p, n);
+    p->recall_asked -= n->recall_asked; /* its answer will not come */
+    n->recall_asked = 0;
+    n->closed = true;
+    node_changed(p, i, room_before, free_before, recallable_before);
+}
+
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus)
 {
     if (p->nnodes >= p->max_nodes) {
@@ -263,7 +298,7 @@ static void placement_offers(const struct placement *p, char *buf, size_t size)
     buf[0] = '\0';
     for (int i = 0; i < p->nnodes; i++) {
         const struct placement_node *n = &p->nodes[i];
-        bool seen = false;
+        bool seen = n->closed; /* gone: not an offer */
         for (int k = 0; k < nshown && !seen; k++) {
             const struct placement_node *o = &p->nodes[shown[k]];
             seen = o->cpus == n->cpus && o->memory_mb == n->memory_mb && o->gpus == n->gpus;
@@ -289,7 +324,7 @@ int placement_check_capable(const struct placement *p, uint32_t cpus, uint64_t m
 {
     for (int i = 0; i < p->nnodes; i++) {
         const struct placement_node *n = &p->nodes[i];
-        if (cpus <= n->cpus && memory_mb <= n->memory_mb && gpus <= n->gpus)
+        if (!n->closed && cpus <= n->cpus && memory_mb <= n->memory_mb && gpus <= n->gpus)
             return 0;
     }
     char offers[256];

@@ -79,6 +79,7 @@ struct placement_node {
     uint32_t futile_epoch;          /* epoch in which it gave nothing back (0: none) */
     struct placement_fit asked_fit; /* what its last recall asked for */
     bool queueing;                  /* committed CPUs beyond its own: tasks may wait there */
+    bool closed;                    /* placement_close_node(): never sent tasks again */
     int32_t queue_floor; /* lowest priority sent to it while queueing (INT32_MAX: none) */
 };
 
@@ -107,9 +108,22 @@ struct placement;
 struct placement *placement_create(int max_nodes);
 void placement_destroy(struct placement *p);
 
+/* Room for max_nodes nodes in all (more than placement_create() gave, for
+ * nodes that join a running master): 0 (nothing done when there is room),
+ * or -1 with ENOMEM and p unchanged.  O(max_nodes) when it grows. */
+int placement_grow(struct placement *p, int max_nodes);
+
 /* Register a node offering cpus, memory_mb and gpus; it opens if cpus > 0.
  * Its index (0, 1, ... in call order), or -1 with ENOSPC. */
 int placement_add_node(struct placement *p, uint32_t cpus, uint64_t memory_mb, uint32_t gpus);
+
+/* Node i is gone or going (lost, leaving): it is never picked, opened,
+ * asked back or counted idle again, and no longer counts as capable
+ * (placement_check_capable()).  Its committed tasks stay committed until
+ * the caller releases them (placement_release()).  A closed node's room
+ * and free CPUs are 0, so every invariant above holds with it off every
+ * list.  Closing a closed node does nothing.  O(1). */
+void placement_close_node(struct placement *p, int i);
 
 int placement_nnodes(const struct placement *p);
 

@@ -13,41 +13,66 @@
 #include "io/daglock.h"
 #include "io/dagfile.h"
 #include "io/clock.h"
+#include "io/grow.h"
 #include "io/log.h"
 #include "io/pathset.h"
 #include "io/taskio.h"
 
 /* ---- creation: DAG, rescue log, initial state --------------------------- */
 
-enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
+/* Make *map (a rank -> index table of *cap entries) cover need ranks, the
+ * new entries -1: 0, or -1 with ENOMEM (*map and *cap unchanged). */
+static int rank_map_grow(int **map, size_t *cap, size_t need)
+{
+    size_t old = *cap;
+    if (pmc_grow((void **)map, cap, need, sizeof **map) < 0)
+        return -1;
+    for (size_t r = old; r < *cap; r++)
+        (*map)[r] = -1;
+    return 0;
+}
 
-/* The agents' ranks, and per agent the ABORT, DRAIN and SHUTDOWN mails
- * that end a run, built now: ending a run never allocates, so an agent
- * learns of the end even when memory is gone.  -1 with ENOMEM. */
+/* Agent a of rank `rank` with its ABORT, DRAIN and SHUTDOWN mails, built
+ * now: ending a run never allocates, so an agent learns of the end even
+ * when memory is gone.  -1 with ENOMEM (free it with master_agent_free()). */
+static int master_agent_init(struct agent *a, int rank)
+{
+    static const enum msg_kind kinds[CTL_KINDS] = {MSG_ABORT, MSG_DRAIN, MSG_SHUTDOWN};
+    *a = (struct agent){.rank = rank};
+    for (int j = 0; j < CTL_KINDS; j++)
+        if (!(a->ctl[j] = mail_control(rank, COMM_TO_AGENT, kinds[j])))
+            return -1;
+    return 0;
+}
+
+static void master_agent_free(struct agent *a)
+{
+    for (int j = 0; j < CTL_KINDS; j++)
+        mail_free(a->ctl[j]);
+}
+
+/* Every agent of an MPI run (cfg.agent_ranks), registered or not.  Joined
+ * agents come with their HELLO (master_add_node()).  -1 with ENOMEM. */
 static int master_ctl_init(struct master *m)
 {
     int na = m->cfg.nagents, nr = m->cfg.nranks;
-    static const enum msg_kind kinds[CTL_KINDS] = {MSG_ABORT, MSG_DRAIN, MSG_SHUTDOWN};
     struct master_agents *a = &m->agents;
-    a->rank = malloc(sizeof(int) * (size_t)na);
-    a->of_rank = malloc(sizeof(int) * (size_t)nr);
-    a->said_bye = calloc((size_t)na, sizeof(bool));
-    a->ctl = calloc((size_t)na * CTL_KINDS, sizeof *a->ctl);
-    if (!a->rank || !a->of_rank || !a->said_bye || !a->ctl)
+    if (m->cfg.joined)
+        return 0;
+    if (rank_map_grow(&a->of_rank, &a->rank_cap, (size_t)nr) < 0 ||
+        pmc_grow((void **)&a->at, &a->cap, (size_t)na, sizeof *a->at) < 0)
         return -1;
-    for (int r = 0; r < nr; r++)
-        a->of_rank[r] = -1;
     for (int k = 0; k < na; k++) {
         int rank = m->cfg.agent_ranks ? m->cfg.agent_ranks[k] : k;
         if (rank < 0 || rank >= nr)
             return -1;
-        a->rank[k] = rank;
+        int rc = master_agent_init(&a->at[k], rank);
+        a->n++; /* freed by master_destroy() even when incomplete */
+        if (rc < 0)
+            return -1;
         a->of_rank[rank] = k;
-        for (int j = 0; j < CTL_KINDS; j++)
-            if (!(a->ctl[k * CTL_KINDS + j] = mail_control(rank, COMM_TO_AGENT, kinds[j])))
-                return -1;
     }
-    m->cfg.agent_ranks = NULL; /* the caller's array; ours is agents.rank */
+    m->cfg.agent_ranks = NULL; /* the caller's array; ours is agents.at */
     return 0;
 }
 
@@ -281,22 +306,100 @@ int master_open_outputs(struct master *m)
     return 0;
 }
 
-/* ---- nodes: HELLO and capability ---------------------------------------- */
+/* ---- nodes: HELLO, leaving, loss and capability ------------------------- */
+
+/* Agent k is sent control kind j (CTL_*), once. */
+static void master_agent_send(struct master *m, int k, int j)
+{
+    struct mail **ml = &m->agents.at[k].ctl[j];
+    if (*ml)
+        comm_send_mail(m->comm, *ml);
+    *ml = NULL;
+}
+
+/* A joined node that registers after ABORT, SHUTDOWN or DRAIN went to
+ * every agent gets the last of those at once (the workflow is over, or
+ * no more is dispatched). */
+static void master_agent_catch_up(struct master *m, int k)
+{
+    unsigned sent = m->agents.sent;
+    int j = sent & (1u << CTL_ABORT)      ? CTL_ABORT
+            : sent & (1u << CTL_SHUTDOWN) ? CTL_SHUTDOWN
+            : sent & (1u << CTL_DRAIN)    ? CTL_DRAIN
+                                          : -1;
+    if (j >= 0)
+        master_agent_send(m, k, j);
+}
+
+/* Room for one more node, of rank `rank`, in every table: joined, they
+ * grow; else master_prepare() sized them for cfg.nranks.  0, or -1 with
+ * ENOMEM (what grew stays grown). */
+static int master_reserve_node(struct master *m, int rank)
+{
+    struct master_nodes *ns = &m->nodes;
+    struct master_agents *a = &m->agents;
+    size_t need = (size_t)ns->n + 1;
+    if (!m->cfg.joined)
+        return 0;
+    return rank_map_grow(&ns->of_rank, &ns->rank_cap, (size_t)rank + 1) < 0 ||
+                   rank_map_grow(&a->of_rank, &a->rank_cap, (size_t)rank + 1) < 0 ||
+                   pmc_grow((void **)&ns->at, &ns->cap, need, sizeof *ns->at) < 0 ||
+                   pmc_grow((void **)&a->at, &a->cap, (size_t)a->n + 1, sizeof *a->at) < 0 ||
+                   master__sched_reserve(m, (int)need) < 0
+               ? -1
+               : 0;
+}
+
+/* A joined node that cannot be registered (no memory): logged, sent
+ * SHUTDOWN when a mail can still be built; the run goes on without it
+ * (its BYE and the end of its link are then ignored). */
+static void master_refuse_node(struct master *m, int rank, const char *hostname)
+{
+    log_error("Cannot take rank %d on host %s: out of memory; the run goes on without it", rank,
+              hostname);
+    struct mail *ml = mail_control(rank, COMM_TO_AGENT, MSG_SHUTDOWN);
+    if (ml)
+        comm_send_mail(m->comm, ml);
+}
+
+/* Joined: the node of rank `rank` joins the agents (its control mails in
+ * a, built by the caller), and is told at once if the run is ending. */
+static void master_join_agent(struct master *m, int rank, const struct agent *a)
+{
+    struct master_agents *as = &m->agents;
+    as->at[as->n] = *a;
+    as->of_rank[rank] = as->n++;
+    m->nodes.joined++;
+    master_agent_catch_up(m, as->n - 1);
+}
 
 static int master_add_node(struct master *m, int rank, const struct msg_hello *h)
 {
     struct master_nodes *ns = &m->nodes;
-    if (!ns->at)
+    bool joined = m->cfg.joined;
+    if (!m->sched.place)
         return 0; /* master_prepare() failed: the run is ending, the agent got ABORT */
-    if (rank < 0 || rank >= m->cfg.nranks || ns->of_rank[rank] >= 0) {
+    if (rank < 0 || (!joined && rank >= m->cfg.nranks) || master__node_of_rank(m, rank) >= 0) {
         log_error("Unexpected HELLO from rank %d", rank);
         return -1;
+    }
+    struct agent a = {0};
+    char *hostname = strdup(h->hostname);
+    if (!hostname || master_reserve_node(m, rank) < 0 ||
+        (joined && master_agent_init(&a, rank) < 0)) {
+        free(hostname);
+        master_agent_free(&a);
+        if (!joined)
+            return -1;
+        master_refuse_node(m, rank, h->hostname);
+        return 0;
     }
     struct node *n = &ns->at[ns->n];
     memset(n, 0, sizeof *n);
     n->rank = rank;
     n->host_rank = h->host_rank;
-    n->hostname = strdup(h->hostname);
+    n->hostname = hostname;
+    n->state = NODE_WORKING;
     n->host = monitor_add_node(m->events.monitor, h->hostname, h->cpus, h->memory_mb, h->gpus);
     for (int k = 0; k < 2; k++) { /* an agent makes them before its HELLO */
         char path[PATH_MAX];
@@ -309,9 +412,96 @@ static int master_add_node(struct master *m, int rank, const struct msg_hello *h
     ns->of_rank[rank] = ns->n++;
     ns->cpus += h->cpus;
     ns->gpus += h->gpus;
-    log_debug("Rank %d on host %s: %u CPUs, %u GPUs, %lu MB", rank, h->hostname, h->cpus, h->gpus,
-              (unsigned long)h->memory_mb);
-    return n->hostname ? 0 : -1;
+    ns->working++;
+    ns->none_since = 0;
+    log_msg(joined ? PMC_LOG_INFO : PMC_LOG_DEBUG, "Rank %d on host %s%s: %u CPUs, %u GPUs, %lu MB",
+            rank, h->hostname, joined ? " joined" : "", h->cpus, h->gpus,
+            (unsigned long)h->memory_mb);
+    if (joined)
+        master_join_agent(m, rank, &a);
+    return 0;
+}
+
+/* The working and leaving counts changed: with none of either left, the
+ * wait for a new node starts (master_check_stop()). */
+static void master_nodes_counted(struct master *m)
+{
+    struct master_nodes *ns = &m->nodes;
+    if (ns->working == 0 && ns->leaving == 0 && ns->none_since == 0)
+        ns->none_since = pmc_mono_s();
+}
+
+/* Node i takes no more work (LEAVING, or its link went without a BYE):
+ * closed in placement, out of the totals. */
+static void master_node_stops(struct master *m, int i)
+{
+    struct master_nodes *ns = &m->nodes;
+    const struct placement_node *p = master__node_load(m, i);
+    ns->cpus -= p->cpus;
+    ns->gpus -= p->gpus;
+    master__sched_close_node(m, i);
+    ns->working--;
+}
+
+/* LEAVING from rank: it is sent nothing more; its queued tasks come back
+ * unstarted (ECANCELED results), its running ones report, then its link
+ * goes (PEER_LOST). */
+static int master_handle_leaving(struct master *m, int rank)
+{
+    int i = master__node_index(m, rank, "LEAVING");
+    if (i < 0)
+        return -1;
+    struct node *n = &m->nodes.at[i];
+    if (n->state != NODE_WORKING)
+        return 0;
+    master_node_stops(m, i);
+    n->state = NODE_LEAVING;
+    m->nodes.left++;
+    m->nodes.leaving++;
+    log_info("Rank %d on host %s is leaving: it is sent nothing more", rank, n->hostname);
+    return 0;
+}
+
+/* The link to rank is gone for good (PEER_LOST): after its BYE or LEAVING
+ * it left, else it is lost.  Either way every task sent to it and not
+ * reported back goes back to the ready queue without charging a try, and
+ * nothing it sent later is applied. */
+static int master_handle_peer_lost(struct master *m, int rank)
+{
+    int i = master__node_of_rank(m, rank);
+    int k = rank >= 0 && (size_t)rank < m->agents.rank_cap ? m->agents.of_rank[rank] : -1;
+    if (i < 0 || master__node_gone(m, i)) {
+        log_debug("The link to rank %d is gone (it has no node, or its link went before)", rank);
+        return 0;
+    }
+    struct node *n = &m->nodes.at[i];
+    bool bye = k >= 0 && m->agents.at[k].said_bye, leaving = n->state == NODE_LEAVING;
+    if (n->state == NODE_WORKING && !bye)
+        master_node_stops(m, i);
+    master__sched_close_node(m, i); /* after its BYE it stays in the totals */
+    m->nodes.leaving -= leaving;
+    n->state = bye || leaving ? NODE_LEFT : NODE_LOST;
+    master_nodes_counted(m);
+    n->requeued = master__sched_take_back(m, i);
+    m->nodes.requeued += n->requeued;
+    if (n->state == NODE_LOST) {
+        m->nodes.lost++;
+        log_warn("Rank %d on host %s was lost: %u tasks requeued", rank, n->hostname, n->requeued);
+    } else if (n->requeued > 0 || leaving) {
+        log_msg(n->requeued ? PMC_LOG_WARN : PMC_LOG_INFO,
+                "Rank %d on host %s left: %u tasks requeued", rank, n->hostname, n->requeued);
+    }
+    return 0;
+}
+
+/* BYE from rank: its agent is done.  Joined, a BYE of a node that was
+ * refused is ignored. */
+static int master_handle_bye(struct master *m, int rank)
+{
+    int k = rank >= 0 && (size_t)rank < m->agents.rank_cap ? m->agents.of_rank[rank] : -1;
+    if (k >= 0)
+        m->agents.at[k].said_bye = true;
+    return k >= 0 || m->cfg.joined ? 0 : -1;
 }
 
 static int master_handle_hello(struct master *m, struct mail *ml, struct msg_reader *r)
@@ -328,18 +518,32 @@ static int master_handle_hello(struct master *m, struct mail *ml, struct msg_rea
 
 static void master_handle_mail(struct master *m, struct mail *ml);
 
-/* Wait until every agent said HELLO.  -1 on a bad message or time-out. */
+/* Can the run start: every agent said HELLO, or (joined) cfg.min_hosts
+ * nodes are working? */
+static bool master_hellos_done(const struct master *m)
+{
+    if (!m->cfg.joined)
+        return m->nodes.n >= m->cfg.nagents;
+    return (uint32_t)m->nodes.working >= (m->cfg.min_hosts ? m->cfg.min_hosts : 1);
+}
+
+/* Wait until every agent said HELLO (at most HELLO_TIMEOUT_S), or, joined,
+ * until cfg.min_hosts nodes work, however long (a signal still ends the
+ * wait).  Mails past the last HELLO needed stay in the mailbox.  -1 on a
+ * bad message, a time-out or a signal. */
 static int master_wait_hellos(struct master *m)
 {
     double deadline = pmc_mono_s() + HELLO_TIMEOUT_S;
-    while (m->nodes.n < m->cfg.nagents && !m->fatal) {
+    if (m->cfg.joined && !master_hellos_done(m))
+        log_info("Waiting for %u nodes to join", m->cfg.min_hosts ? m->cfg.min_hosts : 1);
+    while (!master_hellos_done(m) && !m->fatal) {
         struct mail *ml = mailbox_pop(&m->box);
         if (ml) {
             master_handle_mail(m, ml);
             mail_free(ml);
             continue;
         }
-        if (pmc_mono_s() > deadline) {
+        if (!m->cfg.joined && pmc_mono_s() > deadline) {
             log_fatal("Only %d of %d node agents registered within %.0f seconds", m->nodes.n,
                       m->cfg.nagents, HELLO_TIMEOUT_S);
             return -1;
@@ -367,10 +571,11 @@ static void master_handle_mail(struct master *m, struct mail *ml)
     } else if (r.kind == MSG_RECALL) {
         rc = master__handle_recall(m, ml, &r);
     } else if (r.kind == MSG_BYE) {
-        int k = ml->peer >= 0 && ml->peer < m->cfg.nranks ? m->agents.of_rank[ml->peer] : -1;
-        if (k >= 0)
-            m->agents.said_bye[k] = true;
-        rc = k >= 0 ? 0 : -1;
+        rc = master_handle_bye(m, ml->peer);
+    } else if (r.kind == MSG_PEER_LOST) {
+        rc = master_handle_peer_lost(m, ml->peer);
+    } else if (r.kind == MSG_LEAVING) {
+        rc = master_handle_leaving(m, ml->peer);
     } else if (r.kind == MSG_ABORT) {
         log_error("Rank %d cannot go on", ml->peer);
         rc = -1;
@@ -408,6 +613,28 @@ void master_request_abort(struct master *m, const char *reason)
     mailbox_wake(&m->box);
 }
 
+/* Joined: how long (s) the run waits for a node once every one is lost. */
+static double master_all_lost_wait(const struct master *m)
+{
+    return ALL_LOST_WAIT_TIMEOUTS * fmax(m->cfg.node_timeout_s, 0);
+}
+
+/* CLOCK_MONOTONIC s the wait for a new node ends; 0: no wait (a node
+ * works or is still leaving, or not joined). */
+static double master_all_lost_at(const struct master *m)
+{
+    if (!m->cfg.joined || m->nodes.none_since == 0)
+        return 0;
+    return m->nodes.none_since + master_all_lost_wait(m);
+}
+
+/* Joined: every node is gone and none joined in time. */
+static bool master_all_lost(const struct master *m)
+{
+    double at = master_all_lost_at(m);
+    return at > 0 && pmc_mono_s() >= at;
+}
+
 static void master_check_stop(struct master *m)
 {
     const struct master_clock *c = &m->clock;
@@ -419,6 +646,12 @@ static void master_check_stop(struct master *m)
     if (c->stop_mono > 0 && pmc_mono_s() >= c->stop_mono && !master__aborting(m)) {
         log_error("Stopping before the batch job's end (%s)", m->cfg.stop_reason);
         master__raise(m, PHASE_ABORT);
+    }
+    if (master_all_lost(m) && !master__aborting(m)) {
+        log_fatal("Every node was lost and none joined within %g s (%d x --node-timeout): the "
+                  "run ends",
+                  master_all_lost_wait(m), ALL_LOST_WAIT_TIMEOUTS);
+        master__fail(m);
     }
     if (atomic_load(&m->abort_requested) && !master__aborting(m)) {
         log_error("Caught signal: %s", atomic_load(&m->abort_reason));
@@ -433,11 +666,21 @@ static void master_check_stop(struct master *m)
         master__raise(m, PHASE_ABORT);
 }
 
+/* Agent k's node, or -1 when it has none (an MPI agent that never said
+ * HELLO). */
+static int master_agent_node(const struct master *m, int k)
+{
+    return master__node_of_rank(m, m->agents.at[k].rank);
+}
+
+/* Every agent said BYE, or its link is gone (a joined node lost or left). */
 static bool master_all_bye(const struct master *m)
 {
-    for (int k = 0; k < m->cfg.nagents; k++)
-        if (!m->agents.said_bye[k])
+    for (int k = 0; k < m->agents.n; k++) {
+        int i = master_agent_node(m, k);
+        if (!m->agents.at[k].said_bye && (i < 0 || !master__node_gone(m, i)))
             return false;
+    }
     return true;
 }
 
@@ -468,19 +711,24 @@ static long master_wait_us(const struct master *m)
         left = c->stop_mono - now;
     if (recall_at > 0 && recall_at - now < left)
         left = recall_at - now;
+    double lost_at = master_all_lost_at(m);
+    if (lost_at > 0 && lost_at - now < left)
+        left = lost_at - now;
     return left <= 0 ? 0 : (long)(left * 1e6) + 1;
 }
 
-/* Send ABORT, DRAIN or SHUTDOWN to every agent, registered or not (the
- * mails built by master_ctl_init(); each goes out at most once). */
+/* Send ABORT, DRAIN or SHUTDOWN to every agent, registered or not, but
+ * those whose node is leaving or gone (the mails built beforehand; each
+ * goes out at most once).  Joined nodes that register later get it at
+ * once (master_agent_catch_up()). */
 static void master_broadcast(struct master *m, enum msg_kind kind)
 {
     int j = kind == MSG_ABORT ? CTL_ABORT : kind == MSG_DRAIN ? CTL_DRAIN : CTL_SHUTDOWN;
-    for (int k = 0; k < m->cfg.nagents; k++) {
-        struct mail **ml = &m->agents.ctl[k * CTL_KINDS + j];
-        if (*ml)
-            comm_send_mail(m->comm, *ml);
-        *ml = NULL;
+    m->agents.sent |= 1u << j;
+    for (int k = 0; k < m->agents.n; k++) {
+        int i = master_agent_node(m, k);
+        if (i < 0 || m->nodes.at[i].state == NODE_WORKING)
+            master_agent_send(m, k, j);
     }
 }
 
@@ -506,8 +754,10 @@ bool master_step(struct master *m)
     return false;
 }
 
-/* SHUTDOWN (ABORT was already sent when aborting) and wait for every BYE;
- * late results are still applied. */
+/* SHUTDOWN (ABORT was already sent when aborting) and wait for every BYE
+ * (a joined node whose link goes meanwhile counts as gone; one that joins
+ * meanwhile is sent SHUTDOWN and waited for); late results are still
+ * applied. */
 static void master_shutdown_agents(struct master *m)
 {
     if (!master__aborting(m)) {
@@ -524,22 +774,23 @@ static void master_shutdown_agents(struct master *m)
     }
 }
 
-/* The node table and the scheduler's per-node state: -1 with ENOMEM, none
- * kept (HELLOs that come while ending are then ignored). */
+/* The node table and the scheduler's per-node state, for cfg.nranks nodes
+ * (joined: none yet, they grow): -1 with ENOMEM, none kept (HELLOs that
+ * come while ending are then ignored). */
 static int master_prepare(struct master *m)
 {
     struct master_nodes *ns = &m->nodes;
-    ns->at = calloc((size_t)m->cfg.nranks, sizeof *ns->at);
-    ns->of_rank = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!ns->at || !ns->of_rank || master__sched_prepare(m) < 0) {
+    size_t nr = (size_t)m->cfg.nranks;
+    if (rank_map_grow(&ns->of_rank, &ns->rank_cap, nr) < 0 ||
+        pmc_grow((void **)&ns->at, &ns->cap, nr, sizeof *ns->at) < 0 ||
+        master__sched_prepare(m) < 0) {
         free(ns->at);
         free(ns->of_rank);
         ns->at = NULL;
         ns->of_rank = NULL;
+        ns->cap = ns->rank_cap = 0;
         return -1;
     }
-    for (int r = 0; r < m->cfg.nranks; r++)
-        ns->of_rank[r] = -1;
     return 0;
 }
 
@@ -570,7 +821,7 @@ int master_begin(struct master *m, struct comm *c)
         return master_abort_start(m);
     monitor_flush(m->events.monitor); /* the resource log's first lines: everything free */
     log_info("Starting workflow with %u tasks (%u done before) on %d hosts, %u CPUs",
-             m->dag->ntasks, m->rescue.ndone_before, m->nodes.n, m->nodes.cpus);
+             m->dag->ntasks, m->rescue.ndone_before, m->nodes.working, m->nodes.cpus);
     return 0;
 }
 
@@ -625,12 +876,10 @@ void master_destroy(struct master *m)
     free(m->nodes.at);
     free(m->nodes.of_rank);
     master__sched_free(m);
-    for (int k = 0; m->agents.ctl && k < m->cfg.nagents * CTL_KINDS; k++)
-        mail_free(m->agents.ctl[k]);
-    free(m->agents.ctl);
-    free(m->agents.said_bye);
+    for (int k = 0; k < m->agents.n; k++)
+        master_agent_free(&m->agents.at[k]);
+    free(m->agents.at);
     free(m->agents.of_rank);
-    free(m->agents.rank);
     dag_destroy(m->dag);
     if (m->box.efd >= 0)
         mailbox_destroy(&m->box);

@@ -21,7 +21,10 @@
  *   - per node, its committed CPUs, memory and GPUs in sched.place ==
  *     the sum over the tasks sent to it and not reported back;
  *     sched.inflight == number of TASK_RUNNING tasks;
- *   - nodes.at[i] and placement node i are the same node.
+ *   - nodes.at[i] and placement node i are the same node;
+ *   - a TASK_RUNNING task t was sent to node sched.node_of[t] (when
+ *     node_of is kept); a node not NODE_WORKING is closed in sched.place,
+ *     and one whose link is gone has no task there.
  */
 #ifndef PMC_MASTER_INTERNAL_H
 #define PMC_MASTER_INTERNAL_H
@@ -47,6 +50,11 @@
 _Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits");
 
 #define HELLO_TIMEOUT_S 120.0
+/* Joined nodes (cfg.joined): once every node is lost, the run waits this
+ * many --node-timeout periods for one to join, then fails: long enough
+ * for a replacement started by hand or by a batch system's requeue, short
+ * enough that a run whose nodes all died does not hold its rescue log. */
+#define ALL_LOST_WAIT_TIMEOUTS 10
 #define IDLE_WAIT_US 500000
 /* CPUs idle this long (s) while a node queues beyond its CPUs draw a
  * RECALL; longer than a node's RESULT_DELAY_MS, so results already on
@@ -72,9 +80,18 @@ enum master_phase {
     PHASE_ABORT_SENT, /* ABORT went to every agent */
 };
 
+/* Where a node stands (joined nodes come and go; an MPI rank's node stays
+ * NODE_WORKING).  Only rises. */
+enum node_state {
+    NODE_WORKING, /* may be sent tasks */
+    NODE_LEAVING, /* said LEAVING: sent nothing more, its link still up */
+    NODE_LOST,    /* its link is gone without a BYE or LEAVING: lost */
+    NODE_LEFT,    /* its link is gone after its BYE or LEAVING */
+};
+
 /* A node agent that said HELLO; its resources are in sched.place at the
- * same index.  tasks/listed: master_sched.c; files_seen: master.c;
- * output_lost: master.c and master_report.c. */
+ * same index.  tasks/listed: master_sched.c; files_seen, state, requeued:
+ * master.c; output_lost: master.c and master_report.c. */
 struct node {
     int rank;
     uint32_t host_rank;
@@ -84,23 +101,47 @@ struct node {
     bool listed;         /* in sched.listed this round */
     bool files_seen[2];  /* its DAG.out.R, DAG.err.R were there at its HELLO */
     bool output_lost;    /* its tasks' output was found lost (LOST, a deleted file) */
+    uint8_t state;       /* enum node_state */
+    uint32_t requeued;   /* its tasks put back in the ready queue when its link went */
 };
 
-/* master.c: the registered nodes; NULL until master_begin(). */
+/* master.c: the registered nodes; NULL until master_begin().  With
+ * cfg.joined the tables grow as nodes join (ranks are join numbers, never
+ * reused); else they are sized for cfg.nranks at master_begin(). */
 struct master_nodes {
-    struct node *at; /* cfg.nranks slots, n used, in HELLO order */
+    struct node *at; /* cap slots, n used, in HELLO order; never removed */
     int n;
-    int *of_rank;        /* rank -> index in at, -1 if none */
-    uint32_t cpus, gpus; /* totals over the nodes */
+    size_t cap;
+    int *of_rank;        /* rank_cap entries: rank -> index in at, -1 if none */
+    size_t rank_cap;     /* ranks of_rank covers (cfg.nranks without joined) */
+    uint32_t cpus, gpus; /* totals over the NODE_WORKING nodes */
+    int working;         /* NODE_WORKING nodes (a node gone after its BYE stays one) */
+    int leaving;         /* NODE_LEAVING nodes */
+    double none_since;   /* CLOCK_MONOTONIC s the last working or leaving node went; 0: one is */
+    uint32_t joined;     /* joined: nodes that said HELLO */
+    uint32_t lost, left; /* joined: nodes that reached NODE_LOST / left by LEAVING */
+    uint32_t requeued;   /* tasks put back in the ready queue from a gone node */
 };
 
-/* master.c: every agent, registered or not, and the mails that end a run,
- * built by master_create() so that ending never allocates. */
+enum { CTL_ABORT, CTL_DRAIN, CTL_SHUTDOWN, CTL_KINDS };
+
+/* An agent: its rank, its BYE, and the ABORT, DRAIN and SHUTDOWN mails
+ * that end a run, built beforehand so that ending never allocates. */
+struct agent {
+    int rank;
+    bool said_bye;
+    struct mail *ctl[CTL_KINDS]; /* NULL once sent */
+};
+
+/* master.c: every agent, registered or not (MPI: every cfg.agent_ranks
+ * rank, from master_create(); joined: every node, from its HELLO). */
 struct master_agents {
-    int *rank;         /* cfg.nagents ranks */
-    int *of_rank;      /* cfg.nranks: rank -> index in rank, -1 if it runs none */
-    bool *said_bye;    /* per agent: its BYE came */
-    struct mail **ctl; /* per agent ABORT, DRAIN, SHUTDOWN mails; NULL once sent */
+    struct agent *at; /* n used of cap */
+    int n;
+    size_t cap;
+    int *of_rank;    /* rank_cap entries: rank -> index in at, -1 if it runs none */
+    size_t rank_cap; /* ranks of_rank covers */
+    unsigned sent;   /* bit CTL_*: that kind went to every agent (late joiners get it) */
 };
 
 /* master.c: times of the run. */
@@ -118,10 +159,13 @@ struct master_sched {
     struct ready_queue *ready;      /* sized for every task: pushes never allocate */
     struct placement *place;        /* per node accounting (sched/placement.h) */
     struct placement_demand demand; /* the DAG's requests, for place */
-    uint32_t *ran_on;               /* per task: node of its success; NULL: null executor */
+    uint32_t *node_of;              /* per task: the node its latest attempt went to (that of
+                                       its success once DONE); NULL: the null executor, not
+                                       joined */
     uint32_t inflight;              /* TASK_RUNNING tasks */
     int *listed;                    /* nodes with a TASKS message being built */
     int nlisted;
+    size_t listed_cap;
     bool link_sent;    /* tasks went through the local link this round */
     double recall_at;  /* CLOCK_MONOTONIC s a due RECALL goes out; 0 = none due */
     char *fwd_scratch; /* a task's forwards in wire form */
@@ -285,6 +329,16 @@ int master__sched_create(struct master *m);
 /* Placement and the per-round lists for cfg.nranks nodes: 0, or -1 with
  * ENOMEM, nothing kept (master_begin()). */
 int master__sched_prepare(struct master *m);
+/* Room for `nodes` nodes in all (a node joins): 0, or -1 with ENOMEM (what
+ * grew stays grown). */
+int master__sched_reserve(struct master *m, int nodes);
+/* Node i is gone or going: it is sent nothing more (sched/placement.h's
+ * placement_close_node()). */
+void master__sched_close_node(struct master *m, int i);
+/* Node i's link is gone: every task sent to it and not reported back goes
+ * back to the ready queue, its attempt not charged (as a task given back
+ * unstarted).  The number taken back.  O(tasks). */
+uint32_t master__sched_take_back(struct master *m, int i);
 void master__sched_free(struct master *m);
 /* Account a node that said HELLO (index m->nodes.n before it is added). */
 void master__sched_add_node(struct master *m, const struct msg_hello *h);
@@ -306,6 +360,21 @@ void master__drain_local(struct master *m);
 /* The index in m->nodes.at of rank's node; -1 (logged "WHAT from rank R,
  * which has no node agent") when none. */
 int master__node_index(const struct master *m, int rank, const char *what);
+
+/* The index in m->nodes.at of rank's node, -1 when none; quiet. */
+static inline int master__node_of_rank(const struct master *m, int rank)
+{
+    return m->nodes.of_rank && rank >= 0 && (size_t)rank < m->nodes.rank_cap
+               ? m->nodes.of_rank[rank]
+               : -1;
+}
+
+/* Is node i's link gone (NODE_LOST, NODE_LEFT)?  What it sent after is
+ * ignored. */
+static inline bool master__node_gone(const struct master *m, int i)
+{
+    return m->nodes.at[i].state >= NODE_LOST;
+}
 
 static inline uint32_t master__inflight(const struct master *m)
 {
@@ -338,6 +407,15 @@ void master__events_free(struct master_events *ev);
 static inline bool master__events_per_task(const struct master_events *ev)
 {
     return ev->seq != NULL;
+}
+
+/* t's attempt was taken back from a node that is gone: the same attempt
+ * (sequence number, SUBMIT) runs again elsewhere and writes EXECUTE again
+ * when it starts, as a job Condor evicted and ran again. */
+static inline void master__events_requeued(struct master_events *ev, uint32_t t)
+{
+    if (ev->seq)
+        ev->executed[t] = 0;
 }
 
 /* A new attempt of t was queued: new sequence number, SUBMIT. */

@@ -137,9 +137,19 @@ static long master_stdio_rank(const char *name, const char *base, int *k)
     return strtol(name, NULL, 10);
 }
 
+/* Does this run have rank r's node: an MPI rank, or a joined node that
+ * registered (master_merge_stdio() merges its files)? */
+static bool master_has_rank(const struct master *m, long r)
+{
+    if (!m->cfg.joined)
+        return r < m->cfg.nranks;
+    return r <= INT32_MAX && master__node_of_rank(m, (int)r) >= 0;
+}
+
 /* Per-rank files of ranks this run does not have: an earlier run with more
- * ranks was killed before its merge (PMC's launch shape rerun with fewer
- * ranks); their tasks are done, so their output goes to -o/-e now. */
+ * ranks (or joined nodes) was killed before its merge (PMC's launch shape
+ * rerun with fewer ranks); their tasks are done, so their output goes to
+ * -o/-e now. */
 static int master_merge_leftovers(struct master *m)
 {
     const char *slash = strrchr(m->cfg.dag_path, '/');
@@ -151,7 +161,9 @@ static int master_merge_leftovers(struct master *m)
     int rc = 0, k;
     for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
         long r = master_stdio_rank(e->d_name, base, &k);
-        int len = r >= m->cfg.nranks ? snprintf(path, sizeof path, "%s%s", dir, e->d_name) : -1;
+        int len = r >= 0 && !master_has_rank(m, r)
+                      ? snprintf(path, sizeof path, "%s%s", dir, e->d_name)
+                      : -1;
         if (len > 0 && (size_t)len < sizeof path)
             rc |= master_merge_one(m, k, path);
     }
@@ -160,33 +172,44 @@ static int master_merge_leftovers(struct master *m)
     return rc;
 }
 
-/* Append the ranks' DAG.out.R / DAG.err.R (and those an earlier run with
- * more ranks left: master_merge_leftovers()) to -o / -e (opened at start
- * by master_open_outputs(); closed by master_close_outputs()).  -1 when
+/* Append rank r's DAG.out.R / DAG.err.R to -o / -e: 0, or -1 (logged). */
+static int master_merge_rank(struct master *m, int r)
+{
+    char path[4096];
+    int rc = 0;
+    for (int k = 0; k < 2; k++) {
+        taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, r);
+        /* a node's file that was there at its HELLO and is gone now:
+         * something deleted it (a task's rm), and its tasks' output
+         * with it; a file never seen is "no output" (a rank without an
+         * agent, the simulator's nodes) */
+        int i = master__node_of_rank(m, r);
+        if (i >= 0 && m->nodes.at[i].files_seen[k] && access(path, F_OK) < 0 && errno == ENOENT) {
+            log_error("Task output lost: %s was deleted during the run", path);
+            m->nodes.at[i].output_lost = true;
+            rc = -1;
+            continue;
+        }
+        rc |= master_merge_one(m, k, path);
+    }
+    return rc;
+}
+
+/* Append the ranks' DAG.out.R / DAG.err.R (every MPI rank, or every joined
+ * node, in join order; and those an earlier run left:
+ * master_merge_leftovers()) to -o / -e (opened at start by
+ * master_open_outputs(); closed by master_close_outputs()).  -1 when
  * some output could not be merged (a full disk under -o): the run must not
  * report success; the per-rank file that failed is kept (taskio_merge()). */
 static int master_merge_stdio(struct master *m)
 {
-    char path[4096];
     int rc = 0;
-    for (int r = 0; r < m->cfg.nranks; r++) {
-        for (int k = 0; k < 2; k++) {
-            taskio_rank_path(path, sizeof path, m->cfg.dag_path, k, r);
-            /* a node's file that was there at its HELLO and is gone now:
-             * something deleted it (a task's rm), and its tasks' output
-             * with it; a file never seen is "no output" (a rank without an
-             * agent, the simulator's nodes) */
-            int i = m->nodes.of_rank ? m->nodes.of_rank[r] : -1;
-            if (i >= 0 && m->nodes.at[i].files_seen[k] && access(path, F_OK) < 0 &&
-                errno == ENOENT) {
-                log_error("Task output lost: %s was deleted during the run", path);
-                m->nodes.at[i].output_lost = true;
-                rc = -1;
-                continue;
-            }
-            rc |= master_merge_one(m, k, path);
-        }
-    }
+    if (m->cfg.joined)
+        for (int i = 0; i < m->nodes.n; i++)
+            rc |= master_merge_rank(m, m->nodes.at[i].rank);
+    else
+        for (int r = 0; r < m->cfg.nranks; r++)
+            rc |= master_merge_rank(m, r);
     return rc | master_merge_leftovers(m);
 }
 
@@ -213,6 +236,10 @@ static void master_print_stats(const struct master *m, double wall)
     if (m->st.recalls)
         log_info("Tasks moved to idle nodes: %lu RECALLs, %lu queued tasks given back",
                  (unsigned long)m->st.recalls, (unsigned long)m->st.recalled);
+    if (m->cfg.joined)
+        log_info("Nodes: %u joined, %u lost, %u left early; %u tasks requeued from nodes that "
+                 "went",
+                 m->nodes.joined, m->nodes.lost, m->nodes.left, m->nodes.requeued);
 }
 
 /* Print the [cluster-summary] record on stdout: 0, or -1 (logged) when it
@@ -292,12 +319,12 @@ static int master_close_outputs(struct master *m)
 /* Whether task t was done in this run and lost its output: on its node (a
  * LOST, a deleted rank file), in -o / -e (all: one failed to close) or in
  * a forwarding destination (forwards: one failed to close; which one is
- * not told, so every task that forwards).  Only with m->sched.ran_on. */
+ * not told, so every task that forwards).  Only with m->sched.node_of. */
 static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool forwards)
 {
     if (master__task_state(m, t) != TASK_DONE || master__done_before(m, t))
         return false;
-    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes.at[m->sched.ran_on[t]].output_lost;
+    return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes.at[m->sched.node_of[t]].output_lost;
 }
 
 /* Output found lost at the end must not stay vouched for: the DONE records
@@ -310,8 +337,8 @@ static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool f
 static void master_take_back_lost(struct master *m, bool all, bool forwards, bool rescue_lost)
 {
     const struct dag *d = m->dag;
-    if (!m->sched.ran_on)
-        return; /* the null executor records nothing */
+    if (!m->sched.node_of || m->cfg.null_executor)
+        return; /* the null executor writes no output and no rescue log */
     uint32_t n = 0, first = 0;
     /* counted first (memory only for a loss), from the end: first is the lowest id */
     for (uint32_t t = d->ntasks; t-- > 0;)

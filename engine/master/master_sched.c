@@ -157,6 +157,8 @@ static int master_assign(struct master *m, uint32_t t, int i)
     }
     if (m->sched.run[t].attempts > 1)
         m->st.extra++;
+    if (m->sched.node_of)
+        m->sched.node_of[t] = (uint32_t)i;
     m->sched.run[t].state = TASK_RUNNING;
     monitor_node_changed(m->events.monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
                          m->dag->gpus[t]);
@@ -246,7 +248,7 @@ static int master_recall_cb(void *ctx, int i, uint32_t cpus, const struct placem
 
 void master__recall(struct master *m)
 {
-    if (!master__dispatching(m) || !m->nodes.at || !placement_recall_due(m->sched.place)) {
+    if (!master__dispatching(m) || !m->sched.place || !placement_recall_due(m->sched.place)) {
         m->sched.recall_at = 0;
         return;
     }
@@ -316,8 +318,9 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
         master__raise(m, PHASE_STOP);
 }
 
-/* A task the node gave back unstarted (DRAIN/ABORT): it is ready again and
- * this attempt does not count. */
+/* A task the node gave back unstarted (DRAIN/ABORT/RECALL/LEAVING), or
+ * taken back from a node that is gone: it is ready again, at the front of
+ * its priority, and this attempt does not count. */
 static void master_task_returned(struct master *m, uint32_t t)
 {
     m->sched.run[t].attempts--;
@@ -330,10 +333,8 @@ static void master_task_returned(struct master *m, uint32_t t)
     }
 }
 
-static void master_task_succeeded(struct master *m, const struct node *n, uint32_t t)
+static void master_task_succeeded(struct master *m, uint32_t t)
 {
-    if (m->sched.ran_on)
-        m->sched.ran_on[t] = (uint32_t)(n - m->nodes.at);
     log_debug("Task %s finished", task_name(m, t));
     master__events_ended(&m->events, m->dag, t, WF_TASK_SUCCESS, 0);
     m->sched.run[t].state = TASK_DONE;
@@ -348,6 +349,8 @@ static void master_task_succeeded(struct master *m, const struct node *n, uint32
  * the node would wait for ever, so the run ends). */
 static void master_resume_node(struct master *m, const struct node *n)
 {
+    if (n->state != NODE_WORKING)
+        return; /* leaving or gone: it is sent nothing more */
     struct mail *ml = mail_control(n->rank, COMM_TO_AGENT, MSG_RESUME);
     if (!ml) {
         log_fatal("Out of memory for a RESUME to rank %d", n->rank);
@@ -357,21 +360,38 @@ static void master_resume_node(struct master *m, const struct node *n)
     comm_send_mail(m->comm, ml);
 }
 
-/* Apply one result from node n; -1 if it does not match a running task. */
+/* Is task t's attempt `attempt` running on node i?  The node is known
+ * only where node_of is kept (not the null executor of an MPI run). */
+static bool master_running_on(const struct master *m, uint32_t t, uint32_t attempt, int i)
+{
+    return t < m->dag->ntasks && m->sched.run[t].state == TASK_RUNNING &&
+           attempt == m->sched.run[t].attempts &&
+           (!m->sched.node_of || m->sched.node_of[t] == (uint32_t)i);
+}
+
+/* Task t's attempt on node i ended (a result, or the node is gone): its
+ * resources leave the node's accounting. */
+static void master_task_off_node(struct master *m, int i, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    placement_release(m->sched.place, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+    monitor_node_changed(m->events.monitor, m->nodes.at[i].host, -(int64_t)d->cpus[t],
+                         -(int64_t)d->memory_mb[t], -(int64_t)d->gpus[t]);
+    m->sched.inflight--;
+}
+
+/* Apply one result from node n; -1 if it does not match a task running
+ * there. */
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
 {
     uint32_t t = r->id;
-    if (t >= m->dag->ntasks || m->sched.run[t].state != TASK_RUNNING ||
-        r->attempt != m->sched.run[t].attempts) {
-        log_error("Rank %d sent a result for task id %u attempt %u that is not running", n->rank, t,
-                  r->attempt);
+    int i = (int)(n - m->nodes.at);
+    if (!master_running_on(m, t, r->attempt, i)) {
+        log_error("Rank %d sent a result for task id %u attempt %u that is not running there",
+                  n->rank, t, r->attempt);
         return -1;
     }
-    placement_release(m->sched.place, (int)(n - m->nodes.at), m->dag->cpus[t], m->dag->memory_mb[t],
-                      m->dag->gpus[t]);
-    monitor_node_changed(m->events.monitor, n->host, -(int64_t)m->dag->cpus[t],
-                         -(int64_t)m->dag->memory_mb[t], -(int64_t)m->dag->gpus[t]);
-    m->sched.inflight--;
+    master_task_off_node(m, i, t);
     if (r->exec_errno == ECANCELED) {
         master_task_returned(m, t);
         return 0;
@@ -390,39 +410,51 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
     } else if (r->fwd_len > 0 && master__forward_write(m, t, r) < 0)
         master_task_failed(m, t, r, true);
     else
-        master_task_succeeded(m, n, t);
+        master_task_succeeded(m, t);
     return 0;
 }
 
 int master__node_index(const struct master *m, int rank, const char *what)
 {
-    int idx = m->nodes.of_rank && rank >= 0 && rank < m->cfg.nranks ? m->nodes.of_rank[rank] : -1;
+    int idx = master__node_of_rank(m, rank);
     if (idx < 0)
         log_error("%s from rank %d, which has no node agent", what, rank);
     return idx;
 }
 
 /* A STARTED notice (asked for with MSG_TASK_NOTIFY_START when the event
- * logs want tasks) from rank `rank`: EXECUTE with the task's real start
- * time.  -1 when the task is not running. */
-static int master_apply_started(struct master *m, int rank, const struct msg_started *st)
+ * logs want tasks) from node i: EXECUTE with the task's real start time.
+ * -1 when the task is not running there. */
+static int master_apply_started(struct master *m, int i, const struct msg_started *st)
 {
     uint32_t t = st->id;
-    if (t >= m->dag->ntasks || m->sched.run[t].state != TASK_RUNNING ||
-        st->attempt != m->sched.run[t].attempts) {
-        log_error("Rank %d says task id %u attempt %u started, but it is not running", rank, t,
-                  st->attempt);
+    if (!master_running_on(m, t, st->attempt, i)) {
+        log_error("Rank %d says task id %u attempt %u started, but it is not running there",
+                  m->nodes.at[i].rank, t, st->attempt);
         return -1;
     }
     master__events_executed(&m->events, m->dag, t, st->start);
     return 0;
 }
 
+/* The node of a mail's sender: its index, -1 (logged) when it has none,
+ * -2 when its link is gone (what it sent since is ignored: its tasks went
+ * back to the ready queue). */
+static int master_sender(const struct master *m, const struct mail *ml, const char *what)
+{
+    int idx = master__node_index(m, ml->peer, what);
+    if (idx >= 0 && master__node_gone(m, idx)) {
+        log_debug("Ignoring %s from rank %d, whose link is gone", what, ml->peer);
+        return -2;
+    }
+    return idx;
+}
+
 int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master__node_index(m, ml->peer, "RECALL");
+    int idx = master_sender(m, ml, "RECALL");
     if (idx < 0)
-        return -1;
+        return idx == -2 ? 0 : -1;
     struct msg_recall rc;
     struct pmc_error err = {{0}};
     if (msg_next_recall(r, &rc, &err) != 1) {
@@ -436,14 +468,14 @@ int master__handle_recall(struct master *m, struct mail *ml, struct msg_reader *
 
 int master__handle_started(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master__node_index(m, ml->peer, "STARTED");
+    int idx = master_sender(m, ml, "STARTED");
     if (idx < 0)
-        return -1;
+        return idx == -2 ? 0 : -1;
     struct msg_started st;
     struct pmc_error err;
     int rc;
     while ((rc = msg_next_started(r, &st, &err)) == 1)
-        if (master_apply_started(m, ml->peer, &st) < 0)
+        if (master_apply_started(m, idx, &st) < 0)
             return -1;
     if (rc < 0)
         log_error("Bad STARTED from rank %d: %s", ml->peer, err.text);
@@ -452,9 +484,9 @@ int master__handle_started(struct master *m, struct mail *ml, struct msg_reader 
 
 int master__handle_results(struct master *m, struct mail *ml, struct msg_reader *r)
 {
-    int idx = master__node_index(m, ml->peer, "RESULTS");
+    int idx = master_sender(m, ml, "RESULTS");
     if (idx < 0)
-        return -1;
+        return idx == -2 ? 0 : -1;
     m->st.result_msgs++;
     struct msg_result res;
     struct pmc_error err;
@@ -474,7 +506,7 @@ int master__handle_results(struct master *m, struct mail *ml, struct msg_reader 
 static int master_apply_event(struct master *m, int idx, const struct local_event *ev)
 {
     if (ev->kind == LOCAL_STARTED)
-        return master_apply_started(m, 0, &ev->started);
+        return master_apply_started(m, idx, &ev->started);
     m->st.results_local++;
     return master_apply_result(m, &m->nodes.at[idx], &ev->result);
 }
@@ -500,23 +532,34 @@ int master__sched_create(struct master *m)
     uint32_t n = m->dag->ntasks;
     s->run = calloc(n, sizeof *s->run);              /* TASK_WAITING (0), no attempt */
     s->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
-    /* the node of each success, for output found lost at the end; the
-     * null executor records nothing */
-    if (!m->cfg.null_executor)
-        s->ran_on = malloc(sizeof *s->ran_on * n);
-    return s->run && s->ready && (s->ran_on || m->cfg.null_executor) ? 0 : -1;
+    /* the node of each attempt, for its result, for output found lost at
+     * the end, and for a joined node's loss; the null executor of an MPI
+     * run records nothing */
+    bool keep = !m->cfg.null_executor || m->cfg.joined;
+    if (keep)
+        s->node_of = malloc(sizeof *s->node_of * (n ? n : 1));
+    return s->run && s->ready && (s->node_of || !keep) ? 0 : -1;
+}
+
+int master__sched_reserve(struct master *m, int nodes)
+{
+    struct master_sched *s = &m->sched;
+    return placement_grow(s->place, nodes) < 0 || pmc_grow((void **)&s->listed, &s->listed_cap,
+                                                           (size_t)nodes, sizeof *s->listed) < 0
+               ? -1
+               : 0;
 }
 
 int master__sched_prepare(struct master *m)
 {
     struct master_sched *s = &m->sched;
     s->place = placement_create(m->cfg.nranks);
-    s->listed = malloc(sizeof(int) * (size_t)m->cfg.nranks);
-    if (!s->place || !s->listed) {
+    if (!s->place || master__sched_reserve(m, m->cfg.nranks) < 0) {
         placement_destroy(s->place);
         free(s->listed);
         s->place = NULL;
         s->listed = NULL;
+        s->listed_cap = 0;
         return -1;
     }
     s->demand = (struct placement_demand){.cpus = m->dag->cpus,
@@ -533,7 +576,32 @@ int master__sched_prepare(struct master *m)
 
 void master__sched_add_node(struct master *m, const struct msg_hello *h)
 {
-    (void)placement_add_node(m->sched.place, h->cpus, h->memory_mb, h->gpus); /* room for nranks */
+    /* room made: cfg.nranks, or master__sched_reserve() for a joined node */
+    (void)placement_add_node(m->sched.place, h->cpus, h->memory_mb, h->gpus);
+}
+
+void master__sched_close_node(struct master *m, int i)
+{
+    placement_close_node(m->sched.place, i);
+}
+
+uint32_t master__sched_take_back(struct master *m, int i)
+{
+    uint32_t n = 0;
+    if (!m->sched.node_of)
+        return 0; /* not kept: an MPI run's null executor, whose nodes never go */
+    /* from the end, each pushed to the front: the lowest id ends first */
+    for (uint32_t t = m->dag->ntasks; t-- > 0 && placement_node_at(m->sched.place, i)->tasks > 0;) {
+        if (!master_running_on(m, t, m->sched.run[t].attempts, i))
+            continue;
+        master_task_off_node(m, i, t);
+        master_task_returned(m, t);
+        master__events_requeued(&m->events, t);
+        log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t),
+                  m->nodes.at[i].rank, m->sched.run[t].attempts + 1);
+        n++;
+    }
+    return n;
 }
 
 int master__check_capable(struct master *m)
@@ -563,7 +631,7 @@ void master__sched_free(struct master *m)
     free(s->listed);
     rq_destroy(s->ready);
     free(s->run);
-    free(s->ran_on);
+    free(s->node_of);
     free(s->fwd_scratch);
     *s = (struct master_sched){0};
 }

@@ -139,20 +139,57 @@ static json_t *json_text(const char *s)
     return j;
 }
 
+static const char *node_state_name(const struct node *n)
+{
+    static const char *const names[] = {"working", "leaving", "lost", "left"};
+    return names[n->state];
+}
+
+/* Joined nodes (cfg.joined): how many came and went, and the lost ones
+ * with the tasks put back in the ready queue from each. */
+static json_t *membership_json(const struct master *m)
+{
+    const struct master_nodes *ns = &m->nodes;
+    json_t *lost = json_array();
+    for (int i = 0; lost && i < ns->n; i++) {
+        const struct node *n = &ns->at[i];
+        if (n->state == NODE_LOST)
+            json_array_append_new(lost, json_pack("{s:i, s:o, s:I}", "rank", n->rank, "host",
+                                                  json_text(n->hostname), "tasks_requeued",
+                                                  (json_int_t)n->requeued));
+    }
+    return json_pack("{s:I, s:I, s:I, s:I, s:I, s:o}", "nodes_joined", (json_int_t)ns->joined,
+                     "nodes_working", (json_int_t)ns->working, "nodes_lost", (json_int_t)ns->lost,
+                     "nodes_left", (json_int_t)ns->left, "tasks_requeued", (json_int_t)ns->requeued,
+                     "lost_nodes", lost);
+}
+
+/* doc with, joined, its "membership" object (membership_json()); NULL
+ * stays NULL. */
+static json_t *with_membership(const struct master *m, json_t *doc)
+{
+    if (doc && m->cfg.joined)
+        json_object_set_new(doc, "membership", membership_json(m));
+    return doc;
+}
+
 static json_t *nodes_json(const struct master *m)
 {
     json_t *a = json_array();
     for (int i = 0; a && i < m->nodes.n; i++) {
         const struct node *nd = &m->nodes.at[i];
         const struct placement_node *n = master__node_load(m, i);
+        json_t *o;
         json_array_append_new(
-            a, json_pack(
+            a, o = json_pack(
                    "{s:i, s:o, s:I, s:I, s:I, s:I, s:f}", "rank", nd->rank, "host",
                    json_text(nd->hostname ? nd->hostname : ""), "cpus", (json_int_t)n->cpus,
                    "busy_cpus", (json_int_t)node_busy_cpus(n), "memory_mb",
                    (json_int_t)n->memory_mb, "busy_memory_mb",
                    (json_int_t)(n->committed_mem < n->memory_mb ? n->committed_mem : n->memory_mb),
                    "utilization", n->cpus ? (double)node_busy_cpus(n) / n->cpus : 0.0));
+        if (o && m->cfg.joined)
+            json_object_set_new(o, "state", json_string(node_state_name(nd)));
     }
     return a;
 }
@@ -205,19 +242,21 @@ static json_t *status_json(struct master *m, const struct snapshot *s, bool end,
 {
     size_t nf = m->status.nfailures;
     json_t *eta = s->eta >= 0 ? json_real(s->eta) : json_null();
-    return json_pack(
-        "{s:s, s:i, s:f, s:s, s:o, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
-        "s:{s:I, s:I, s:f}, s:o, s:o, s:I, s:o}",
-        "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time", pmc_epoch_s(),
-        "state", run_state(m, end, ok), "dag", json_text(m->cfg.dag_path), "elapsed_s", s->elapsed,
-        "tasks", tasks_json(s), "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
-        (json_int_t)s->critical_left, "mean_task_s", s->mean_duration, "cpus", "total",
-        (json_int_t)s->cpus, "busy", (json_int_t)s->busy_cpus, "utilization",
-        s->cpus ? (double)s->busy_cpus / s->cpus : 0.0, "gpus", "total", (json_int_t)s->gpus,
-        "busy", (json_int_t)s->busy_gpus, "utilization",
-        s->gpus ? (double)s->busy_gpus / s->gpus : 0.0, "nodes", nodes_json(m), "slowest_running",
-        slowest_json(m, s->elapsed), "failures_total", (json_int_t)nf, "failures",
-        failures_json(m, nf > STATUS_FAILURES ? nf - STATUS_FAILURES : 0, nf));
+    return with_membership(
+        m, json_pack("{s:s, s:i, s:f, s:s, s:o, s:f, s:o, s:f, s:o, s:I, s:f, s:{s:I, s:I, s:f}, "
+                     "s:{s:I, s:I, s:f}, s:o, s:o, s:I, s:o}",
+                     "schema", "pmc-hybrid-status", "version", STATUS_SCHEMA_VERSION, "time",
+                     pmc_epoch_s(), "state", run_state(m, end, ok), "dag",
+                     json_text(m->cfg.dag_path), "elapsed_s", s->elapsed, "tasks", tasks_json(s),
+                     "rate_tasks_per_s", s->rate, "eta_s", eta, "critical_path_left",
+                     (json_int_t)s->critical_left, "mean_task_s", s->mean_duration, "cpus", "total",
+                     (json_int_t)s->cpus, "busy", (json_int_t)s->busy_cpus, "utilization",
+                     s->cpus ? (double)s->busy_cpus / s->cpus : 0.0, "gpus", "total",
+                     (json_int_t)s->gpus, "busy", (json_int_t)s->busy_gpus, "utilization",
+                     s->gpus ? (double)s->busy_gpus / s->gpus : 0.0, "nodes", nodes_json(m),
+                     "slowest_running", slowest_json(m, s->elapsed), "failures_total",
+                     (json_int_t)nf, "failures",
+                     failures_json(m, nf > STATUS_FAILURES ? nf - STATUS_FAILURES : 0, nf)));
 }
 
 /* Write doc (reference taken) to path atomically.  The first failure in a
@@ -332,7 +371,7 @@ static json_t *summary_json(struct master *m, const struct snapshot *s, bool ok,
     } else {
         json_decref(util);
     }
-    return doc;
+    return with_membership(m, doc);
 }
 
 /* ---- the hooks ----------------------------------------------------------- */

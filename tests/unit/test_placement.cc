@@ -2,7 +2,10 @@
 // dispatch policy.
 //
 // Nodes: the prefetch window is max(PLACEMENT_PREFETCH_MIN, cpus), a node
-// with 0 CPUs never opens, registration past max_nodes is ENOSPC.  The open
+// with 0 CPUs never opens, registration past max_nodes is ENOSPC until
+// placement_grow() makes room (nodes joining a running master), a closed
+// node (lost or leaving) is never picked, opened, counted idle, asked back
+// or counted capable, and releasing its tasks keeps it so.  The open
 // list: its invariants (open iff listed, open nodes have room, room is the
 // sum of the open nodes' room, a closed node with room is above the
 // low-water mark) after every step of a random run checked against a model,
@@ -181,7 +184,7 @@ void check_invariants(const struct placement *p)
     std::vector<int> idle_pos;
     for (int i = 0; i < placement_nnodes(p); i++) {
         const struct placement_node *n = placement_node_at(p, i);
-        ASSERT_EQ(n->idle, n->committed_cpus < n->cpus) << "node " << i;
+        ASSERT_EQ(n->idle, !n->closed && n->committed_cpus < n->cpus) << "node " << i;
         if (n->idle) {
             idle_cpus += n->cpus - n->committed_cpus;
             idle_pos.push_back(n->idle_pos);
@@ -248,6 +251,74 @@ TEST(Placement, AddNodePastCapacityIsEnospc)
     EXPECT_EQ(errno, ENOSPC);
     EXPECT_EQ(placement_nnodes(p.get()), 1);
     placement_destroy(nullptr); // a no-op
+}
+
+TEST(Placement, GrowMakesRoomForNodesThatJoin)
+{
+    PlacementPtr p(placement_create(1));
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(placement_add_node(p.get(), 4, 100, 0), 0);
+    EXPECT_EQ(placement_grow(p.get(), 1), 0) << "no growth asked: nothing done";
+    ASSERT_EQ(placement_grow(p.get(), 3), 0);
+    EXPECT_EQ(placement_add_node(p.get(), 8, 100, 0), 1);
+    EXPECT_EQ(placement_add_node(p.get(), 2, 100, 0), 2);
+    errno = 0;
+    EXPECT_EQ(placement_add_node(p.get(), 2, 100, 0), -1);
+    EXPECT_EQ(errno, ENOSPC);
+    EXPECT_EQ(placement_nopen(p.get()), 3);
+    EXPECT_EQ(placement_idle_cpus(p.get()), 14u);
+    check_invariants(p.get());
+    // the first node keeps its accounting through the growth
+    placement_commit(p.get(), 0, 3, 10, 0);
+    ASSERT_EQ(placement_grow(p.get(), 64), 0);
+    EXPECT_EQ(placement_node_at(p.get(), 0)->committed_cpus, 3u);
+    check_invariants(p.get());
+}
+
+TEST(Placement, ClosedNodeIsNeverSentTasksAgain)
+{
+    PlacementPtr p = make_placement({{2, 1000, 0}, {16, 1000, 0}});
+    Tasks tasks;
+    for (int k = 0; k < 4; k++)
+        tasks.add(1);
+    RqPtr q = queue_all(tasks);
+    Recorder r = dispatch(p.get(), q.get(), tasks);
+    ASSERT_EQ(r.assigned.size(), 4u);
+    // node 0 queues beyond its 2 CPUs (the idle node 1 took its share first)
+    placement_commit(p.get(), 0, 2, 0, 0);
+    placement_commit(p.get(), 0, 1, 0, 0);
+    uint32_t committed = placement_node_at(p.get(), 0)->committed_cpus;
+    ASSERT_GT(committed, 2u);
+    placement_close_node(p.get(), 0);
+    placement_close_node(p.get(), 0); // a no-op
+    const struct placement_node *gone = placement_node_at(p.get(), 0);
+    EXPECT_TRUE(gone->closed);
+    EXPECT_FALSE(gone->open);
+    EXPECT_FALSE(gone->idle);
+    EXPECT_FALSE(gone->queueing);
+    EXPECT_EQ(gone->committed_cpus, committed) << "its tasks stay until released";
+    check_invariants(p.get());
+    EXPECT_TRUE(recall(p.get()).asked.empty()) << "a closed node is never asked back";
+    for (int k = 0; k < 40; k++)
+        EXPECT_EQ(placement_pick(p.get(), 1, 0, 0), 1);
+    // released to nothing, it stays off every list
+    for (uint32_t c = 0; c < committed; c++) {
+        placement_release(p.get(), 0, 1, 0, 0);
+        check_invariants(p.get());
+    }
+    EXPECT_FALSE(gone->open);
+    EXPECT_FALSE(gone->idle);
+    EXPECT_EQ(placement_node_room(gone), 0u);
+    EXPECT_EQ(placement_idle_cpus(p.get()), 16u - placement_node_at(p.get(), 1)->committed_cpus);
+    // a task only the closed node could hold is no longer capable
+    struct pmc_error err;
+    EXPECT_EQ(placement_check_capable(p.get(), 16, 0, 0, "t", &err), 0);
+    placement_close_node(p.get(), 1);
+    check_invariants(p.get());
+    EXPECT_EQ(placement_room(p.get()), 0u);
+    EXPECT_EQ(placement_check_capable(p.get(), 1, 0, 0, "t", &err), -1);
+    EXPECT_STREQ(err.text, "No host is capable of running task t (it requests 1 CPUs, 0 MB of "
+                           "memory, 0 GPUs; the hosts offer none (no host))");
 }
 
 TEST(Placement, EmptyPlacementPlacesNothing)
