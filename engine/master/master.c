@@ -871,6 +871,7 @@ void master_destroy(struct master *m)
     master__rescue_free(&m->rescue); /* the writer first */
     for (int i = 0; i < m->nodes.n; i++) {
         free(m->nodes.at[i].hostname);
+        free(m->nodes.at[i].requeued_ids);
         msg_free(&m->nodes.at[i].tasks);
     }
     free(m->nodes.at);

@@ -97,12 +97,14 @@ struct node {
     uint32_t host_rank;
     uint32_t host; /* its host in the monitor */
     char *hostname;
-    struct msgbuf tasks; /* the TASKS message being built this round */
-    bool listed;         /* in sched.listed this round */
-    bool files_seen[2];  /* its DAG.out.R, DAG.err.R were there at its HELLO */
-    bool output_lost;    /* its tasks' output was found lost (LOST, a deleted file) */
-    uint8_t state;       /* enum node_state */
-    uint32_t requeued;   /* its tasks put back in the ready queue when its link went */
+    struct msgbuf tasks;    /* the TASKS message being built this round */
+    bool listed;            /* in sched.listed this round */
+    bool files_seen[2];     /* its DAG.out.R, DAG.err.R were there at its HELLO */
+    bool output_lost;       /* its tasks' output was found lost (LOST, a deleted file) */
+    uint8_t state;          /* enum node_state */
+    uint32_t requeued;      /* its tasks put back in the ready queue when its link went */
+    uint32_t *requeued_ids; /* those tasks, ascending (their blocks are left out of the
+                               merge); NULL: none, or not known for want of memory */
 };
 
 /* master.c: the registered nodes; NULL until master_begin().  With

@@ -99,7 +99,33 @@ static bool master_output_kept(const struct master *m, int k, const char *then)
  * (logged; the file is kept).  Not into an -o / -e that is no longer at its
  * path (m->out.gone[k], master__finish()): the file is kept, for the
  * next run to merge. */
-static int master_merge_one(struct master *m, int k, const char *path)
+struct merge_keep {
+    const struct dag *dag;
+    const struct node *node;
+};
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A block of a node whose link went stays unless its task was requeued
+ * from that node (it ran, or runs, again elsewhere); a name the DAG lacks
+ * (cut or cleaned in the record) stays. */
+static bool master_merge_keeps(const char *name, size_t len, void *ctx)
+{
+    const struct merge_keep *k = ctx;
+    dag_task_t t;
+    if (dag_lookup(k->dag, name, len, &t) < 0)
+        return true;
+    return !bsearch(&t, k->node->requeued_ids, k->node->requeued, sizeof t, cmp_u32);
+}
+
+/* Append the rank file at path to -o (k 0) or -e (k 1), whole, or block by
+ * block as keep says (NULL: whole).  0, or -1 (logged). */
+static int master_merge_one(struct master *m, int k, const char *path,
+                            const struct merge_keep *keep)
 {
     const char *to = k ? (m->cfg.err_path ? m->cfg.err_path : "stderr")
                        : (m->cfg.out_path ? m->cfg.out_path : "stdout");
@@ -110,7 +136,10 @@ static int master_merge_one(struct master *m, int k, const char *path)
         return -1; /* said once by master_output_kept() */
     if (fd >= 0 && fstat(fd, &dst) == 0 && stat(path, &src) == 0 && fdio_same_file(&dst, &src))
         return 0; /* -o names this very file (-o DAG.out.7): it holds its blocks already */
-    if (fd < 0 || taskio_merge(fd, path, &e) == 0)
+    if (fd < 0)
+        return 0;
+    if (keep ? taskio_merge_blocks(fd, path, master_merge_keeps, (void *)keep, &e) == 0
+             : taskio_merge(fd, path, &e) == 0)
         return 0;
     log_error("Task output not merged into %s (%s is kept): %s", to, path, e.text);
     return -1;
@@ -165,11 +194,29 @@ static int master_merge_leftovers(struct master *m)
                       ? snprintf(path, sizeof path, "%s%s", dir, e->d_name)
                       : -1;
         if (len > 0 && (size_t)len < sizeof path)
-            rc |= master_merge_one(m, k, path);
+            rc |= master_merge_one(m, k, path, NULL);
     }
     if (d)
         closedir(d);
     return rc;
+}
+
+/* Merge one rank file (k: 0 stdout, 1 stderr) of node i (-1: none): the
+ * stdout of a node whose link went with tasks requeued block by block,
+ * without those tasks' blocks (their stderr cannot be told apart, and
+ * is merged whole); else whole.  0, or -1 (logged). */
+static int master_merge_node_file(struct master *m, int i, int k, const char *path)
+{
+    const struct node *n = i >= 0 ? &m->nodes.at[i] : NULL;
+    if (k != 0 || !n || !n->requeued)
+        return master_merge_one(m, k, path, NULL);
+    if (!n->requeued_ids) {
+        log_warn("%s: merged whole (no memory to leave out its %u requeued tasks)", path,
+                 n->requeued);
+        return master_merge_one(m, k, path, NULL);
+    }
+    struct merge_keep keep = {m->dag, n};
+    return master_merge_one(m, k, path, &keep);
 }
 
 /* Append rank r's DAG.out.R / DAG.err.R to -o / -e: 0, or -1 (logged). */
@@ -190,7 +237,7 @@ static int master_merge_rank(struct master *m, int r)
             rc = -1;
             continue;
         }
-        rc |= master_merge_one(m, k, path);
+        rc |= master_merge_node_file(m, i, k, path);
     }
     return rc;
 }

@@ -585,11 +585,25 @@ void master__sched_close_node(struct master *m, int i)
     placement_close_node(m->sched.place, i);
 }
 
+/* Note task t, taken back from node i, in its requeued_ids (ascending once
+ * the take-back, which goes from the highest id down, is done). */
+static void master_note_requeued(struct master *m, int i, uint32_t t, uint32_t k, uint32_t cap)
+{
+    struct node *n = &m->nodes.at[i];
+    if (k == 0) {
+        free(n->requeued_ids);
+        n->requeued_ids = malloc(sizeof *n->requeued_ids * cap);
+    }
+    if (n->requeued_ids)
+        n->requeued_ids[cap - 1 - k] = t;
+}
+
 uint32_t master__sched_take_back(struct master *m, int i)
 {
     uint32_t n = 0;
     if (!m->sched.node_of)
         return 0; /* not kept: an MPI run's null executor, whose nodes never go */
+    uint32_t outstanding = placement_node_at(m->sched.place, i)->tasks;
     /* from the end, each pushed to the front: the lowest id ends first */
     for (uint32_t t = m->dag->ntasks; t-- > 0 && placement_node_at(m->sched.place, i)->tasks > 0;) {
         if (!master_running_on(m, t, m->sched.run[t].attempts, i))
@@ -599,8 +613,13 @@ uint32_t master__sched_take_back(struct master *m, int i)
         master__events_requeued(&m->events, t);
         log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t),
                   m->nodes.at[i].rank, m->sched.run[t].attempts + 1);
+        master_note_requeued(m, i, t, n, outstanding);
         n++;
     }
+    struct node *nd = &m->nodes.at[i];
+    if (nd->requeued_ids && n < outstanding) /* ids at the end: move them to the front */
+        memmove(nd->requeued_ids, nd->requeued_ids + (outstanding - n),
+                sizeof *nd->requeued_ids * n);
     return n;
 }
 

@@ -30,6 +30,11 @@ has, so that the timed cases take as long everywhere.
     run the same way, before --drain-margin would have;
   * failing: a workflow with a failing task: the script's exit status, the
     job's ExitCode and JobState and the summary's exit_status agree.
+  * join_scancel: docs/batch.md's "Nodes that come and go" recipes: the
+    master and an `srun --no-kill` step of agents in one job on one node,
+    the second allocation's agents in another job on the other node;
+    `scancel` of the second job midway: the first completes the workflow
+    (COMPLETED 0:0, every task DONE once) and no process is left.
 
 Every case checks that no process of the job (a task, a rank, slurmstepd)
 is left when the job has ended, and stop checks that none of the cluster's
@@ -64,6 +69,16 @@ def slurm_scripts(source_dir):
     end = text.find("\n## ", start + 1)
     section = text[start:end if end > 0 else len(text)]
     return re.findall(r"```bash\n(.*?)```", section, re.S)
+
+
+def join_scripts(source_dir):
+    """The ```bash blocks of docs/batch.md's "## Nodes that come and go"
+    section: [the one-allocation script, the second allocation's sbatch]."""
+    with open(os.path.join(source_dir, "docs", "batch.md")) as f:
+        text = f.read()
+    start = text.index("\n## Nodes that come and go")
+    end = text.find("\n## ", start + 1)
+    return re.findall(r"```bash\n(.*?)```", text[start:end], re.S)
 
 
 def chain_dag(chains, length, seconds):
@@ -448,6 +463,36 @@ class Slurm(pmcrun.TestCase):
             problems.append("rescue log %s, expected only a DONE"
                             % pmcrun.parse_rescue(dag.path + ".rescue").done)
         self.check(problems, res, "job %s" % job_id)
+
+    def test_join_scancel(self):
+        """Agents of a second job join the workflow and go with their job."""
+        one_job, second = join_scripts(pmcrun.CONFIG.source_dir)[:2]
+        self.write_job("run.sh", one_job)
+        dag = self.use_workflow(chain_dag(8, 10, "0.5"))  # 40 s of work: 20 s on 2 CPUs
+        first = self.submit("run.sh", "--nodes=1", "--time=4")
+        self.wait_rescue(dag, 2)
+        sbatch = re.sub(r"\\\n\s*", " ", second).strip().split(" ", 1)[1]
+        sbatch = sbatch.replace("/shared/run/access", os.path.join(self.job_dir, "access"))
+        out = self.slurm("sh", "-c", "sbatch --parsable --nodes=1 --cpus-per-task=4 "
+                         "--time=4 " + sbatch.replace("--nodes=32 --time=02:00:00 ", ""))
+        helper = out.strip().split(";")[0]
+        self.wait_started(helper)
+        self.wait_rescue(dag, len(dag.tasks) // 2)
+        self.slurm("scancel", helper)
+        info = self.wait_job(first, 120)
+        res = self.result(first, info)
+        problems = pmcrun.success_problems(res, dag)
+        if info["JobState"] != "COMPLETED" or info["ExitCode"] != "0:0":
+            problems.append("job %s %s, expected COMPLETED 0:0"
+                            % (info["JobState"], info["ExitCode"]))
+        helped = self.wait_job(helper, 30)
+        if helped["JobState"] not in ("CANCELLED", "COMPLETED"):
+            problems.append("second job %s, expected CANCELLED" % helped["JobState"])
+        if len(pmcrun.slot_counts(res.tasks)) < 2:
+            problems.append("only agent(s) %s ran tasks: the second job's never did"
+                            % sorted(pmcrun.slot_counts(res.tasks)))
+        problems += self.leftover_problems()
+        self.check(problems, res, "job %s" % first)
 
 
 if __name__ == "__main__":
