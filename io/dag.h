@@ -19,7 +19,7 @@
  * when sized by dag_reserve()), 4 bytes per edge once built (8 more while
  * parsing), plus the strings; measured peaks: docs/performance.md "Parse".
  *
- * Task arrays (docs/dag-format.md "Task arrays"): an array is one record
+ * Task arrays (docs/task-arrays.md): an array is one record
  * (struct dag_array: name, inclusive index range, the options and argv
  * template of its TASK line) standing for count = last - first + 1
  * instances named "name[i]"; an edge that involves an array is one record

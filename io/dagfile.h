@@ -7,7 +7,7 @@
  * duplicate task A").  A line is at most DAGFILE_MAX_LINE bytes.  The DAG
  * must be a regular file: a run locks it, keeps its rescue log beside it
  * and reads it again to restart.  Task arrays ("TASK sim[0-99] ...
- * %{INDEX}", "EDGE a[i] b[i/K]", docs/dag-format.md) are read only when
+ * %{INDEX}", "EDGE a[i] b[i/K]", docs/task-arrays.md) are read only when
  * asked for (struct dagfile_options).
  */
 #ifndef PMC_DAGFILE_H
@@ -31,7 +31,7 @@ int dagfile_check_regular(const char *path, struct pmc_error *err);
 
 /* How to read a DAG file; NULL means all fields 0. */
 struct dagfile_options {
-    /* Accept task arrays (docs/dag-format.md "Task arrays").  0 refuses
+    /* Accept task arrays (docs/task-arrays.md).  0 refuses
      * their TASK line with "PATH:LINE: task NAME[..]: task arrays are not
      * supported by the engine yet": what pmc-hybrid, which loads with
      * dagfile_load(), gets until the engine runs arrays. */
