@@ -1197,7 +1197,8 @@ static int cmp_u64(const void *pa, const void *pb)
 static int array_edges_index(struct dag *dag)
 {
     uint32_t n = dag->narray_edges, w = 0;
-    qsort(dag->array_edges, n, sizeof *dag->array_edges, cmp_array_edge);
+    if (n) /* array_edges is NULL without array edges */
+        qsort(dag->array_edges, n, sizeof *dag->array_edges, cmp_array_edge);
     for (uint32_t i = 0; i < n; i++) {
         const struct dag_array_edge *e = &dag->array_edges[i];
         const struct dag_array_edge *last = w ? &dag->array_edges[w - 1] : NULL;
