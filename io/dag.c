@@ -416,8 +416,11 @@ static bool has_nul(const char *s, size_t len)
     return len && memchr(s, '\0', len) != NULL;
 }
 
-/* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL). */
-static int spec_check(const struct dag_task_spec *spec, size_t *bytes)
+/* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL).
+ * Inlined into both callers: called from two, the compiler would no
+ * longer inline it into dag_add_task(), which runs once per task. */
+__attribute__((always_inline)) static inline int spec_check(const struct dag_task_spec *spec,
+                                                            size_t *bytes)
 {
     if (!spec->name || spec->name_len == 0 || spec->argc == 0 || spec->cpus == 0 ||
         has_nul(spec->name, spec->name_len))
@@ -595,12 +598,15 @@ static size_t bracket_prefix(const char *name, size_t len)
     return b ? (size_t)(b - name) : 0;
 }
 
-/* May plain task spec (name hash h) be added next to the arrays?  Returns
+/* May plain task spec (name hash h) be added next to the arrays?  (Not
+ * inlined: a rare path that would keep dag_add_task() from inlining its
+ * common ones.)  Returns
  * -1 with errno EEXIST and *id = DAG_NODE_ARRAY | A when its name is A or
  * "A[...]" for an array A, -1 with ENOMEM when a bracketed name's entry
  * cannot be reserved; 0 otherwise. */
-static int array_name_clash(struct dag *dag, const struct dag_task_spec *spec, bool bracketed,
-                            uint32_t h, dag_task_t *id)
+__attribute__((noinline)) static int array_name_clash(struct dag *dag,
+                                                      const struct dag_task_spec *spec,
+                                                      bool bracketed, uint32_t h, dag_task_t *id)
 {
     size_t n = bracketed ? bracket_prefix(spec->name, spec->name_len) : spec->name_len;
     if (bracketed && n == 0)
@@ -619,7 +625,8 @@ static int array_name_clash(struct dag *dag, const struct dag_task_spec *spec, b
 
 /* Remember task t, named "A[...]", as the first of its prefix A (room was
  * reserved by array_name_clash()). */
-static void note_bracketed(struct dag *dag, const char *name, size_t len, dag_task_t t)
+__attribute__((noinline)) static void note_bracketed(struct dag *dag, const char *name, size_t len,
+                                                     dag_task_t t)
 {
     size_t n = bracket_prefix(name, len);
     uint32_t h = hash_name(name, n);

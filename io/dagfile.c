@@ -106,6 +106,7 @@ struct parser {
     const char **word;
     size_t *word_len;
     size_t nwords, word_cap;
+    bool percent; /* a word of the line holds a '%' */
     struct dag_forward_spec *fwd;
     size_t fwd_cap;
 
@@ -191,22 +192,26 @@ static void parser_free(struct parser *p)
 
 /* ---- splitting ----------------------------------------------------------- */
 
-/* The tokeniser's classes; CH_SPACE is exactly scan_is_space() (scan.h). */
-enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE };
+/* The tokeniser's classes; CH_SPACE is exactly scan_is_space() (scan.h).
+ * CH_PERCENT is a plain character that also marks the line as holding a
+ * '%', the first byte of a %{INDEX} (check_index_tokens()). */
+enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE, CH_PERCENT };
 
 static const unsigned char ch_class[256] = {
-    [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE, ['\v'] = CH_SPACE,
-    ['\f'] = CH_SPACE, ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE,
+    [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE,  ['\v'] = CH_SPACE,  ['\f'] = CH_SPACE,
+    ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE, ['%'] = CH_PERCENT,
 };
 
 /* Copy a quoted run (s just after the opening quote q) to *out; returns the
- * position after the closing quote, or NULL if the line ends first. */
-static const char *unquote_run(const char *s, const char *e, char q, char **out)
+ * position after the closing quote, or NULL if the line ends first.  *pct
+ * is set when the run holds a '%'. */
+static const char *unquote_run(const char *s, const char *e, char q, char **out, bool *pct)
 {
     char *o = *out;
     for (; s < e && *s != q; s++) {
         if (*s == '\\' && s + 1 < e)
             s++;
+        *pct |= *s == '%';
         *o++ = *s;
     }
     *out = o;
@@ -214,8 +219,9 @@ static const char *unquote_run(const char *s, const char *e, char q, char **out)
 }
 
 /* Unquote one word starting at *ps into out; returns the end of the output,
- * or NULL on an unterminated quote (its character in *bad). */
-static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
+ * or NULL on an unterminated quote (its character in *bad).  *pct is set
+ * when the word holds a '%'. */
+static char *unquote_word(const char **ps, const char *e, char *out, char *bad, bool *pct)
 {
     const char *s = *ps;
     while (s < e) {
@@ -228,12 +234,18 @@ static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
             *out++ = c;
             s++;
             break;
+        case CH_PERCENT:
+            *pct = true;
+            *out++ = c;
+            s++;
+            break;
         case CH_ESCAPE:
             s++;
+            *pct |= s < e && *s == '%';
             *out++ = s < e ? *s++ : '\\';
             break;
         default:
-            s = unquote_run(s + 1, e, c, &out);
+            s = unquote_run(s + 1, e, c, &out, pct);
             if (!s) {
                 *bad = c;
                 return NULL;
@@ -244,18 +256,20 @@ static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
     return out;
 }
 
-/* Split [s, e) into p->word[], unquoted into p->buf (output <= input + 1). */
+/* Split [s, e) into p->word[], unquoted into p->buf (output <= input + 1);
+ * p->percent tells whether a word holds a '%'. */
 static int tokenise(struct parser *p, const char *s, const char *e)
 {
     if (reserve_buf(p, (size_t)(e - s) + 1))
         return out_of_memory(p);
     char *out = p->buf;
     p->nwords = 0;
+    p->percent = false;
     for (s = scan_skip_space(s, e); s < e; s = scan_skip_space(s, e)) {
         if (reserve_words(p, p->nwords + 1))
             return out_of_memory(p);
         char *w = out, bad = 0;
-        out = unquote_word(&s, e, out, &bad);
+        out = unquote_word(&s, e, out, &bad, &p->percent);
         if (!out)
             return syntax(p, "unterminated %c quote", bad);
         *out++ = '\0';
@@ -595,8 +609,7 @@ static int array_range(struct parser *p, struct range *r)
  * plain task's words and in an array task's options (words before exe). */
 static int check_index_tokens(struct parser *p, size_t exe, bool array)
 {
-    const char *last = p->word[p->nwords - 1];
-    if (!memchr(p->buf, '%', (size_t)(last + p->word_len[p->nwords - 1] - p->buf)))
+    if (!p->percent)
         return 0;
     for (size_t i = 0; i < (array ? exe : p->nwords); i++)
         if (dag_index_token(p->word[i]))
@@ -722,13 +735,21 @@ static int array_ref(struct parser *p, struct ref *r)
     return 0;
 }
 
-/* The k-th name of the current EDGE line (split exactly as the scan ahead
- * split it, so its hash is known): a plain task first, as without arrays. */
-static int resolve(struct parser *p, int k, const char *name, size_t len, struct ref *r)
+/* The task named by the k-th name of the current EDGE line (split exactly
+ * as the scan ahead split it, so its hash is known): 0, or -1 (no message)
+ * when no task has that name. */
+static int lookup(struct parser *p, int k, const char *name, size_t len, dag_task_t *id)
 {
     uint32_t h = k < p->cur->nnames ? p->cur->hash[k] : dag_name_hash(name, len);
+    return dag_lookup_hash(p->dag, name, len, h, id);
+}
+
+/* The k-th name of the current EDGE line: a plain task first, as without
+ * arrays, else an array with its selector; -1 with the message. */
+static int resolve(struct parser *p, int k, const char *name, size_t len, struct ref *r)
+{
     *r = (struct ref){.kind = REF_TASK, .w = name, .n = len, .k = 1};
-    if (dag_lookup_hash(p->dag, name, len, h, &r->node) == 0)
+    if (lookup(p, k, name, len, &r->node) == 0)
         return 0;
     if (p->dag->narrays && name[len - 1] == ']')
         return array_ref(p, r);
@@ -788,6 +809,18 @@ static int add_array_edge(struct parser *p, const struct ref *a, const struct re
     return errno == E2BIG ? syntax(p, "too many edges") : out_of_memory(p);
 }
 
+/* An EDGE line that is not two plain task names (the slow path of
+ * parse_edge(), which found one of the names unknown as a task). */
+static int parse_array_edge(struct parser *p, const char *const w[2], const size_t n[2])
+{
+    struct ref parent, child;
+    if (resolve(p, 0, w[0], n[0], &parent) || resolve(p, 1, w[1], n[1], &child))
+        return -1;
+    if (parent.kind == REF_TASK && child.kind == REF_TASK) /* cannot happen */
+        return syntax(p, "EDGE names unknown task %.*s", show(n[0]), w[0]);
+    return add_array_edge(p, &parent, &child);
+}
+
 static int parse_edge(struct parser *p, const char *s, const char *e)
 {
     const char *w[3];
@@ -800,14 +833,12 @@ static int parse_edge(struct parser *p, const char *s, const char *e)
     }
     if (k != 2)
         return syntax(p, "EDGE needs a parent and a child");
-    struct ref parent, child;
-    if (resolve(p, 0, w[0], n[0], &parent) || resolve(p, 1, w[1], n[1], &child))
-        return -1;
-    if (parent.kind != REF_TASK || child.kind != REF_TASK)
-        return add_array_edge(p, &parent, &child);
-    if (parent.node == child.node)
+    dag_task_t parent, child;
+    if (lookup(p, 0, w[0], n[0], &parent) || lookup(p, 1, w[1], n[1], &child))
+        return parse_array_edge(p, w, n);
+    if (parent == child)
         return syntax(p, "EDGE from task %.*s to itself", show(n[0]), w[0]);
-    if (dag_add_edge(p->dag, parent.node, child.node) == 0)
+    if (dag_add_edge(p->dag, parent, child) == 0)
         return 0;
     return errno == E2BIG ? syntax(p, "too many edges") : out_of_memory(p);
 }
