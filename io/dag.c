@@ -320,7 +320,7 @@ static int tasks_reserve(struct dag *dag)
                         cap ? (cap > DAG_MAX_TASKS / 2 ? DAG_MAX_TASKS : cap * 2) : DAG__MIN_TASKS);
 }
 
-static int arena_reserve(struct dag *dag, size_t more)
+static inline int arena_reserve(struct dag *dag, size_t more)
 {
     size_t cap = dag->priv->bytes.arena;
     if (more > UINT32_MAX - dag->arena_len) {
@@ -336,7 +336,7 @@ static int arena_reserve(struct dag *dag, size_t more)
     return 0;
 }
 
-static int fwd_reserve(struct dag *dag, uint32_t more)
+static inline int fwd_reserve(struct dag *dag, uint32_t more)
 {
     size_t cap = dag->priv->bytes.fwd / sizeof *dag->fwd;
     if (more > UINT32_MAX - dag->fwd_count) {
@@ -418,7 +418,9 @@ static bool has_nul(const char *s, size_t len)
 
 /* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL).
  * Inlined into both callers: called from two, the compiler would no
- * longer inline it into dag_add_task(), which runs once per task. */
+ * longer inline it into dag_add_task(), which runs once per task (the
+ * other small helpers it shares with dag_add_array() are `inline` for the
+ * same reason). */
 __attribute__((always_inline)) static inline int spec_check(const struct dag_task_spec *spec,
                                                             size_t *bytes)
 {
@@ -458,10 +460,11 @@ static uint32_t arena_put(struct dag *dag, const char *s, size_t len)
     return off;
 }
 
-static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_spec *spec)
+/* Append spec's forwards to fwd[] (room reserved); returns the index of
+ * the first. */
+static inline uint32_t put_forwards(struct dag *dag, const struct dag_task_spec *spec)
 {
-    dag->fwd_first[t] = dag->fwd_count;
-    dag->nfwd[t] = spec->nforwards;
+    uint32_t first = dag->fwd_count;
     for (uint32_t i = 0; i < spec->nforwards; i++) {
         const struct dag_forward_spec *f = &spec->forwards[i];
         struct dag_forward *out = &dag->fwd[dag->fwd_count++];
@@ -469,6 +472,17 @@ static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_
         out->src = arena_put(dag, f->src, f->src_len);
         out->dest = arena_put(dag, f->dest, f->dest_len);
     }
+    return first;
+}
+
+/* Append spec's argv strings to the arena (room reserved); returns the
+ * offset of the first. */
+static inline uint32_t put_argv(struct dag *dag, const struct dag_task_spec *spec)
+{
+    uint32_t first = (uint32_t)dag->arena_len;
+    for (uint32_t i = 0; i < spec->argc; i++)
+        arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    return first;
 }
 
 /* Whether task t's argv is exactly spec's: then the new task shares t's
@@ -495,13 +509,7 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
     dag->pegasus_id[t] = DAG_NO_STRING;
     if (spec->pegasus_id && spec->pegasus_id_len)
         dag->pegasus_id[t] = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
-    if (t > 0 && same_argv_as(dag, t - 1, spec)) {
-        dag->argv[t] = dag->argv[t - 1];
-    } else {
-        dag->argv[t] = (uint32_t)dag->arena_len;
-        for (uint32_t i = 0; i < spec->argc; i++)
-            arena_put(dag, spec->argv[i], spec->argv_len[i]);
-    }
+    dag->argv[t] = t > 0 && same_argv_as(dag, t - 1, spec) ? dag->argv[t - 1] : put_argv(dag, spec);
     dag->argc[t] = spec->argc;
     dag->cpus[t] = spec->cpus;
     dag->memory_mb[t] = spec->memory_mb;
@@ -512,7 +520,8 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
         dag->gpus[t] = spec->gpus;
     if (spec->time_limit_ms)
         dag->time_limit_ms[t] = spec->time_limit_ms;
-    store_forwards(dag, t, spec);
+    dag->fwd_first[t] = put_forwards(dag, spec);
+    dag->nfwd[t] = spec->nforwards;
     dag->ntasks++;
 }
 
@@ -1074,21 +1083,12 @@ static void store_array(struct dag *dag, const struct dag_task_spec *spec, uint3
                             .time_limit_ms = spec->time_limit_ms,
                             .priority = spec->priority,
                             .line = spec->line,
-                            .fwd_first = dag->fwd_count,
                             .nfwd = spec->nforwards};
     a->name = arena_put(dag, spec->name, spec->name_len);
     if (spec->pegasus_id && spec->pegasus_id_len)
         a->pegasus_id = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
-    a->argv = (uint32_t)dag->arena_len;
-    for (uint32_t i = 0; i < spec->argc; i++)
-        arena_put(dag, spec->argv[i], spec->argv_len[i]);
-    for (uint32_t i = 0; i < spec->nforwards; i++) {
-        const struct dag_forward_spec *f = &spec->forwards[i];
-        struct dag_forward *out = &dag->fwd[dag->fwd_count++];
-        out->kind = f->kind;
-        out->src = arena_put(dag, f->src, f->src_len);
-        out->dest = arena_put(dag, f->dest, f->dest_len);
-    }
+    a->argv = put_argv(dag, spec);
+    a->fwd_first = put_forwards(dag, spec);
     dag->ninstances += (uint64_t)last - first + 1;
     dag->narrays++;
 }
@@ -1467,8 +1467,9 @@ size_t dag_instance_argv(const struct dag *dag, uint32_t a, uint32_t index, char
     if (need > cap)
         return need;
     s = dag->arena + r->argv;
-    for (uint32_t i = 0, at = 0; i < r->argc; i++, s += strlen(s) + 1)
-        at += (uint32_t)expand(s, digits, nd, buf + at);
+    char *at = buf;
+    for (uint32_t i = 0; i < r->argc; i++, s += strlen(s) + 1)
+        at += expand(s, digits, nd, at);
     return need;
 }
 

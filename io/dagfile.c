@@ -816,8 +816,6 @@ static int parse_array_edge(struct parser *p, const char *const w[2], const size
     struct ref parent, child;
     if (resolve(p, 0, w[0], n[0], &parent) || resolve(p, 1, w[1], n[1], &child))
         return -1;
-    if (parent.kind == REF_TASK && child.kind == REF_TASK) /* cannot happen */
-        return syntax(p, "EDGE names unknown task %.*s", show(n[0]), w[0]);
     return add_array_edge(p, &parent, &child);
 }
 
