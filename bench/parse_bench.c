@@ -1,6 +1,6 @@
 /* parse_bench.c - time and memory of dagfile_load() alone.
  *
- *   parse_bench DAGFILE
+ *   parse_bench [--arrays] DAGFILE
  *
  * Loads DAGFILE once with the engine's parser (io/dagfile.h, linked from
  * pmccore exactly as pmc-hybrid links it, jemalloc included when the engine
@@ -16,8 +16,12 @@
  * parse's own peak is about maxrss_kb - baseline_kb.  One load per process:
  * ru_maxrss never goes down, so bench/run starts a fresh process for every
  * repeat.  Exit status 1 (with the parser's message) when the load fails.
+ * --arrays loads with task arrays accepted (dagfile_load_opts(); the
+ * engine refuses them for now) and adds arrays=A instances=I to the line.
  */
+#include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <time.h>
 
@@ -32,15 +36,17 @@ static double tv_s(struct timeval tv)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: parse_bench DAGFILE\n");
+    struct dagfile_options opts = {.arrays = argc == 3 && strcmp(argv[1], "--arrays") == 0};
+    if (argc != 2 + opts.arrays) {
+        fprintf(stderr, "usage: parse_bench [--arrays] DAGFILE\n");
         return 2;
     }
+    const char *path = argv[argc - 1];
     struct rusage r0, r1;
     struct pmc_error err;
     getrusage(RUSAGE_SELF, &r0);
     double t0 = pmc_mono_s();
-    struct dag *d = dagfile_load(argv[1], &err);
+    struct dag *d = dagfile_load_opts(path, &opts, &err);
     double t1 = pmc_mono_s();
     getrusage(RUSAGE_SELF, &r1);
     if (!d) {
@@ -50,8 +56,11 @@ int main(int argc, char **argv)
     double user = tv_s(r1.ru_utime) - tv_s(r0.ru_utime);
     double sys = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
     printf("tasks=%u edges=%u wall_s=%.6f cpu_s=%.6f user_s=%.6f sys_s=%.6f "
-           "ns_per_task=%.1f maxrss_kb=%ld baseline_kb=%ld\n",
+           "ns_per_task=%.1f maxrss_kb=%ld baseline_kb=%ld",
            d->ntasks, d->nedges, t1 - t0, user + sys, user, sys,
            (t1 - t0) * 1e9 / (d->ntasks ? d->ntasks : 1), r1.ru_maxrss, r0.ru_maxrss);
+    if (opts.arrays)
+        printf(" arrays=%u instances=%" PRIu64, d->narrays, d->ninstances);
+    putchar('\n');
     return 0; /* the DAG is left to the exit: freeing it is not the parse */
 }

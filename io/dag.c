@@ -48,11 +48,14 @@
 #include "io/dag.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+
+#include "io/grow.h"
 
 #define DAG__MAP_MIN ((size_t)1 << 16)  /* arrays this big get their own mapping */
 #define DAG__HUGE_MIN ((size_t)2 << 20) /* and from this size huge pages (THP) */
@@ -97,6 +100,14 @@ struct dag_private {
 
     uint64_t *slots; /* name index, see the banner */
     size_t slot_cap; /* slots in the index, not necessarily a power of two */
+
+    /* The array names (entry: hash32 << 32 | (id + 1)) and the prefixes A
+     * of plain tasks named "A[..." (entry: hash32 << 32 | DAG_NODE_ARRAY |
+     * the first such task), linear probing in a power-of-two table at load
+     * <= 1/2; empty (NULL) until the first of either is added. */
+    uint64_t *aslots;
+    size_t aslot_cap, aslot_used;
+    size_t array_cap, array_edge_cap;
 
     bool finished;
 };
@@ -309,7 +320,7 @@ static int tasks_reserve(struct dag *dag)
                         cap ? (cap > DAG_MAX_TASKS / 2 ? DAG_MAX_TASKS : cap * 2) : DAG__MIN_TASKS);
 }
 
-static int arena_reserve(struct dag *dag, size_t more)
+static inline int arena_reserve(struct dag *dag, size_t more)
 {
     size_t cap = dag->priv->bytes.arena;
     if (more > UINT32_MAX - dag->arena_len) {
@@ -325,7 +336,7 @@ static int arena_reserve(struct dag *dag, size_t more)
     return 0;
 }
 
-static int fwd_reserve(struct dag *dag, uint32_t more)
+static inline int fwd_reserve(struct dag *dag, uint32_t more)
 {
     size_t cap = dag->priv->bytes.fwd / sizeof *dag->fwd;
     if (more > UINT32_MAX - dag->fwd_count) {
@@ -390,6 +401,10 @@ void dag_destroy(struct dag *dag)
 #undef DAG__X
     mem_free(p->edges, p->bytes.edges);
     mem_free(p->slots, p->bytes.slots);
+    free(p->aslots);
+    free(dag->arrays);
+    free(dag->array_edges);
+    free(dag->array_in);
     free(p);
     free(dag);
 }
@@ -401,8 +416,13 @@ static bool has_nul(const char *s, size_t len)
     return len && memchr(s, '\0', len) != NULL;
 }
 
-/* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL). */
-static int spec_check(const struct dag_task_spec *spec, size_t *bytes)
+/* Checks the spec and returns the arena bytes it needs, or -1 (EINVAL).
+ * Inlined into both callers: called from two, the compiler would no
+ * longer inline it into dag_add_task(), which runs once per task (the
+ * other small helpers it shares with dag_add_array() are `inline` for the
+ * same reason). */
+__attribute__((always_inline)) static inline int spec_check(const struct dag_task_spec *spec,
+                                                            size_t *bytes)
 {
     if (!spec->name || spec->name_len == 0 || spec->argc == 0 || spec->cpus == 0 ||
         has_nul(spec->name, spec->name_len))
@@ -440,10 +460,11 @@ static uint32_t arena_put(struct dag *dag, const char *s, size_t len)
     return off;
 }
 
-static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_spec *spec)
+/* Append spec's forwards to fwd[] (room reserved); returns the index of
+ * the first. */
+static inline uint32_t put_forwards(struct dag *dag, const struct dag_task_spec *spec)
 {
-    dag->fwd_first[t] = dag->fwd_count;
-    dag->nfwd[t] = spec->nforwards;
+    uint32_t first = dag->fwd_count;
     for (uint32_t i = 0; i < spec->nforwards; i++) {
         const struct dag_forward_spec *f = &spec->forwards[i];
         struct dag_forward *out = &dag->fwd[dag->fwd_count++];
@@ -451,6 +472,17 @@ static void store_forwards(struct dag *dag, dag_task_t t, const struct dag_task_
         out->src = arena_put(dag, f->src, f->src_len);
         out->dest = arena_put(dag, f->dest, f->dest_len);
     }
+    return first;
+}
+
+/* Append spec's argv strings to the arena (room reserved); returns the
+ * offset of the first. */
+static inline uint32_t put_argv(struct dag *dag, const struct dag_task_spec *spec)
+{
+    uint32_t first = (uint32_t)dag->arena_len;
+    for (uint32_t i = 0; i < spec->argc; i++)
+        arena_put(dag, spec->argv[i], spec->argv_len[i]);
+    return first;
 }
 
 /* Whether task t's argv is exactly spec's: then the new task shares t's
@@ -477,13 +509,7 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
     dag->pegasus_id[t] = DAG_NO_STRING;
     if (spec->pegasus_id && spec->pegasus_id_len)
         dag->pegasus_id[t] = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
-    if (t > 0 && same_argv_as(dag, t - 1, spec)) {
-        dag->argv[t] = dag->argv[t - 1];
-    } else {
-        dag->argv[t] = (uint32_t)dag->arena_len;
-        for (uint32_t i = 0; i < spec->argc; i++)
-            arena_put(dag, spec->argv[i], spec->argv_len[i]);
-    }
+    dag->argv[t] = t > 0 && same_argv_as(dag, t - 1, spec) ? dag->argv[t - 1] : put_argv(dag, spec);
     dag->argc[t] = spec->argc;
     dag->cpus[t] = spec->cpus;
     dag->memory_mb[t] = spec->memory_mb;
@@ -494,7 +520,8 @@ static void store_task(struct dag *dag, const struct dag_task_spec *spec)
         dag->gpus[t] = spec->gpus;
     if (spec->time_limit_ms)
         dag->time_limit_ms[t] = spec->time_limit_ms;
-    store_forwards(dag, t, spec);
+    dag->fwd_first[t] = put_forwards(dag, spec);
+    dag->nfwd[t] = spec->nforwards;
     dag->ntasks++;
 }
 
@@ -509,6 +536,111 @@ static int reserve_task(struct dag *dag, const struct dag_task_spec *spec, size_
     if (tasks_reserve(dag) || fwd_reserve(dag, spec->nforwards) || arena_reserve(dag, bytes))
         return -1;
     return 0;
+}
+
+/* ---- the array name table ----------------------------------------------- */
+
+/* Whether entry e of the array table is for name (len bytes). */
+static bool aslot_matches(const struct dag *dag, uint64_t e, const char *name, size_t len)
+{
+    uint32_t v = (uint32_t)e;
+    if (!DAG_NODE_IS_ARRAY(v)) {
+        const char *s = dag->arena + dag->arrays[v - 1].name;
+        return memcmp(s, name, len) == 0 && s[len] == '\0';
+    }
+    const char *s = dag->arena + dag->name[DAG_NODE_ID(v)];
+    return memcmp(s, name, len) == 0 && s[len] == '[';
+}
+
+/* The entry for name, or 0. */
+static uint64_t aslot_get(const struct dag *dag, const char *name, size_t len, uint32_t h)
+{
+    const struct dag_private *p = dag->priv;
+    if (!p->aslots)
+        return 0;
+    for (size_t i = h & (p->aslot_cap - 1);; i = (i + 1) & (p->aslot_cap - 1)) {
+        uint64_t e = p->aslots[i];
+        if (e == 0 || ((uint32_t)(e >> 32) == h && aslot_matches(dag, e, name, len)))
+            return e;
+    }
+}
+
+/* Room for one more entry (load <= 1/2); -1 with ENOMEM. */
+static int aslot_reserve(struct dag_private *p)
+{
+    if ((p->aslot_used + 1) * 2 <= p->aslot_cap)
+        return 0;
+    size_t cap = p->aslot_cap ? p->aslot_cap * 2 : 64;
+    uint64_t *t = calloc(cap, sizeof *t);
+    if (!t) {
+        errno = ENOMEM;
+        return -1;
+    }
+    for (size_t i = 0; i < p->aslot_cap; i++) {
+        uint64_t e = p->aslots[i];
+        size_t j = (uint32_t)(e >> 32) & (cap - 1);
+        while (e && t[j])
+            j = (j + 1) & (cap - 1);
+        if (e)
+            t[j] = e;
+    }
+    free(p->aslots);
+    p->aslots = t;
+    p->aslot_cap = cap;
+    return 0;
+}
+
+/* Insert entry e (its key absent, room reserved). */
+static void aslot_put(struct dag_private *p, uint64_t e)
+{
+    size_t j = (uint32_t)(e >> 32) & (p->aslot_cap - 1);
+    while (p->aslots[j])
+        j = (j + 1) & (p->aslot_cap - 1);
+    p->aslots[j] = e;
+    p->aslot_used++;
+}
+
+/* The length of the A of a name "A[...]", or 0 when there is none. */
+static size_t bracket_prefix(const char *name, size_t len)
+{
+    const char *b = memchr(name, '[', len);
+    return b ? (size_t)(b - name) : 0;
+}
+
+/* May plain task spec (name hash h) be added next to the arrays?  (Not
+ * inlined: a rare path that would keep dag_add_task() from inlining its
+ * common ones.)  Returns
+ * -1 with errno EEXIST and *id = DAG_NODE_ARRAY | A when its name is A or
+ * "A[...]" for an array A, -1 with ENOMEM when a bracketed name's entry
+ * cannot be reserved; 0 otherwise. */
+__attribute__((noinline)) static int array_name_clash(struct dag *dag,
+                                                      const struct dag_task_spec *spec,
+                                                      bool bracketed, uint32_t h, dag_task_t *id)
+{
+    size_t n = bracketed ? bracket_prefix(spec->name, spec->name_len) : spec->name_len;
+    if (bracketed && n == 0)
+        return 0;
+    uint32_t hp = bracketed ? hash_name(spec->name, n) : h;
+    uint64_t e = aslot_get(dag, spec->name, n, hp);
+    if (e && !DAG_NODE_IS_ARRAY((uint32_t)e)) {
+        *id = DAG_NODE_ARRAY | ((uint32_t)e - 1);
+        errno = EEXIST;
+        return -1;
+    }
+    if (bracketed && !e && aslot_reserve(dag->priv))
+        return -1;
+    return 0;
+}
+
+/* Remember task t, named "A[...]", as the first of its prefix A (room was
+ * reserved by array_name_clash()). */
+__attribute__((noinline)) static void note_bracketed(struct dag *dag, const char *name, size_t len,
+                                                     dag_task_t t)
+{
+    size_t n = bracket_prefix(name, len);
+    uint32_t h = hash_name(name, n);
+    if (n && !aslot_get(dag, name, n, h))
+        aslot_put(dag->priv, (uint64_t)h << 32 | DAG_NODE_ARRAY | t);
 }
 
 int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *id)
@@ -529,10 +661,16 @@ int dag_add_task(struct dag *dag, const struct dag_task_spec *spec, dag_task_t *
         errno = EEXIST;
         return -1;
     }
+    /* Only a name ending in ']' (rare) or a DAG with arrays looks further. */
+    bool bracketed = spec->name[spec->name_len - 1] == ']';
+    if ((bracketed || dag->narrays) && array_name_clash(dag, spec, bracketed, h, id))
+        return -1;
     if (reserve_task(dag, spec, bytes))
         return -1;
     *id = dag->ntasks;
     dag->priv->slots[slot] = (uint64_t)h << 32 | ((uint64_t)dag->ntasks + 1);
+    if (bracketed)
+        note_bracketed(dag, spec->name, spec->name_len, *id);
     store_task(dag, spec);
     return 0;
 }
@@ -725,10 +863,21 @@ static uint32_t walk_cycle(uint32_t *indeg, const uint32_t *pick, uint32_t *ring
     return k;
 }
 
-/* "cycle: A -> B -> A", starting at the cycle's earliest task; when the
- * names do not fit in DAG__CYCLE_TEXT bytes the rest of the cycle up to the
- * closing name is shown as "...": "cycle: A -> B -> ... -> A". */
-static void cycle_text(const struct dag *dag, const uint32_t *ring, uint32_t k,
+/* The name of node i of a cycle (see cycle_text()), in buf if needed. */
+typedef const char *cycle_name_fn(const void *ctx, uint32_t i, char *buf, size_t cap);
+
+static const char *plain_cycle_name(const void *ctx, uint32_t i, char *buf, size_t cap)
+{
+    (void)buf;
+    (void)cap;
+    return dag_task_name(ctx, i);
+}
+
+/* "cycle: A -> B -> A", starting at the cycle's earliest node (the lowest
+ * number); when the names do not fit in DAG__CYCLE_TEXT bytes the rest of
+ * the cycle up to the closing name is shown as "...": "cycle: A -> B -> ...
+ * -> A". */
+static void cycle_text(cycle_name_fn *name_of, const void *ctx, const uint32_t *ring, uint32_t k,
                        struct pmc_error *err)
 {
     uint32_t j = 0;
@@ -736,12 +885,13 @@ static void cycle_text(const struct dag *dag, const uint32_t *ring, uint32_t k,
         if (ring[i] < ring[j])
             j = i;
     }
-    const char *first = dag_task_name(dag, ring[j]);
+    char first_buf[DAG__CYCLE_TEXT], name_buf[DAG__CYCLE_TEXT];
+    const char *first = name_of(ctx, ring[j], first_buf, sizeof first_buf);
     char text[DAG__CYCLE_TEXT];
     const size_t reserve = sizeof " -> ...";
     int len = snprintf(text, sizeof text, "cycle: %s", first);
     for (uint32_t s = 1; s < k && len >= 0 && (size_t)len < sizeof text; s++) {
-        const char *name = dag_task_name(dag, ring[(j + k - s) % k]);
+        const char *name = name_of(ctx, ring[(j + k - s) % k], name_buf, sizeof name_buf);
         if ((size_t)len + strlen(name) + 4 + reserve >= sizeof text) {
             len += snprintf(text + len, sizeof text - (size_t)len, " -> ...");
             break;
@@ -757,7 +907,7 @@ static void report_cycle(const struct dag *dag, uint32_t *indeg, uint32_t *queue
     pick_parents(dag, indeg, queue);
     uint32_t k = walk_cycle(indeg, queue, indeg);
     /* walk_cycle() wrote ring over indeg after it was done with it. */
-    cycle_text(dag, indeg, k, err);
+    cycle_text(plain_cycle_name, dag, indeg, k, err);
 }
 
 /* Give back the unused tail of the growable arrays (shrinking resizes; a
@@ -818,6 +968,8 @@ static int check_acyclic(struct dag *dag, struct pmc_error *err)
     return -1;
 }
 
+static int finish_arrays(struct dag *dag, struct pmc_error *err);
+
 int dag_finish(struct dag *dag, struct pmc_error *err)
 {
     struct dag_private *p = dag->priv;
@@ -843,7 +995,9 @@ int dag_finish(struct dag *dag, struct pmc_error *err)
     csr_dedupe(dag, dag->nparents); /* nparents is all zeros: a free stamp */
     count_parents(dag);
     (void)shrink(dag);
-    return check_acyclic(dag, err);
+    if (check_acyclic(dag, err))
+        return -1;
+    return finish_arrays(dag, err);
 }
 
 /* ---- argv access --------------------------------------------------------- */
@@ -883,4 +1037,508 @@ int dag_topo_order(const struct dag *dag, dag_task_t *order)
     }
     free(indeg);
     return 0; /* dag_finish() rejected cycles: tail == n */
+}
+
+/* ---- task arrays: building ------------------------------------------------ */
+
+int dag_array_lookup(const struct dag *dag, const char *name, size_t len, uint32_t *id)
+{
+    uint64_t e = aslot_get(dag, name, len, hash_name(name, len));
+    if (e == 0 || DAG_NODE_IS_ARRAY((uint32_t)e)) {
+        errno = ENOENT;
+        return -1;
+    }
+    *id = (uint32_t)e - 1;
+    return 0;
+}
+
+/* EEXIST with *id when spec's name is taken (see dag_add_array()). */
+static int array_name_taken(const struct dag *dag, const struct dag_task_spec *spec, uint32_t h,
+                            uint32_t *id)
+{
+    dag_task_t t;
+    uint64_t e = aslot_get(dag, spec->name, spec->name_len, h);
+    if (e)
+        *id = DAG_NODE_IS_ARRAY((uint32_t)e) ? DAG_NODE_ID((uint32_t)e)
+                                             : DAG_NODE_ARRAY | ((uint32_t)e - 1);
+    else if (dag_lookup_hash(dag, spec->name, spec->name_len, h, &t) == 0)
+        *id = t;
+    else
+        return 0;
+    errno = EEXIST;
+    return -1;
+}
+
+static void store_array(struct dag *dag, const struct dag_task_spec *spec, uint32_t first,
+                        uint32_t last)
+{
+    struct dag_array *a = &dag->arrays[dag->narrays];
+    *a = (struct dag_array){.first = first,
+                            .last = last,
+                            .argc = spec->argc,
+                            .cpus = spec->cpus,
+                            .memory_mb = spec->memory_mb,
+                            .tries = spec->tries,
+                            .gpus = spec->gpus,
+                            .time_limit_ms = spec->time_limit_ms,
+                            .priority = spec->priority,
+                            .line = spec->line,
+                            .nfwd = spec->nforwards};
+    a->name = arena_put(dag, spec->name, spec->name_len);
+    if (spec->pegasus_id && spec->pegasus_id_len)
+        a->pegasus_id = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
+    a->argv = put_argv(dag, spec);
+    a->fwd_first = put_forwards(dag, spec);
+    dag->ninstances += (uint64_t)last - first + 1;
+    dag->narrays++;
+}
+
+static int array_spec_check(const struct dag *dag, const struct dag_task_spec *spec, uint32_t first,
+                            uint32_t last, size_t *bytes)
+{
+    if (dag->priv->finished || spec_check(spec, bytes) || first > last ||
+        last > DAG_ARRAY_MAX_INDEX || memchr(spec->name, '[', spec->name_len) ||
+        memchr(spec->name, ']', spec->name_len)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (dag->narrays >= DAG_MAX_ARRAYS ||
+        dag->ninstances + ((uint64_t)last - first + 1) > DAG_MAX_INSTANCES) {
+        errno = E2BIG;
+        return -1;
+    }
+    return 0;
+}
+
+int dag_add_array(struct dag *dag, const struct dag_task_spec *spec, uint32_t first, uint32_t last,
+                  uint32_t *id)
+{
+    struct dag_private *p = dag->priv;
+    size_t bytes;
+    if (array_spec_check(dag, spec, first, last, &bytes))
+        return -1;
+    uint32_t h = hash_name(spec->name, spec->name_len);
+    if (array_name_taken(dag, spec, h, id))
+        return -1;
+    errno = ENOMEM;
+    if (aslot_reserve(p) || fwd_reserve(dag, spec->nforwards) || arena_reserve(dag, bytes) ||
+        pmc_grow((void **)&dag->arrays, &p->array_cap, (size_t)dag->narrays + 1,
+                 sizeof *dag->arrays))
+        return -1;
+    *id = dag->narrays;
+    aslot_put(p, (uint64_t)h << 32 | (dag->narrays + 1));
+    store_array(dag, spec, first, last);
+    return 0;
+}
+
+static bool node_valid(const struct dag *dag, dag_node_t v, bool array)
+{
+    if (DAG_NODE_IS_ARRAY(v) != array)
+        return false;
+    return array ? DAG_NODE_ID(v) < dag->narrays : v < dag->ntasks;
+}
+
+static uint32_t node_count(const struct dag *dag, dag_node_t v)
+{
+    return dag_array_count(dag, DAG_NODE_ID(v));
+}
+
+/* Do the endpoints and K fit the kind (see dag_add_array_edge())? */
+static bool array_edge_fits(const struct dag *dag, enum dag_array_edge_kind kind, dag_node_t parent,
+                            dag_node_t child, uint32_t k)
+{
+    bool pa = kind != DAG_EDGE_FAN_OUT, ca = kind != DAG_EDGE_FAN_IN;
+    if (kind < DAG_EDGE_ONE_TO_ONE || kind > DAG_EDGE_BARRIER || parent == child ||
+        !node_valid(dag, parent, pa) || !node_valid(dag, child, ca))
+        return false;
+    if (kind == DAG_EDGE_ONE_TO_ONE)
+        return k == 1 && node_count(dag, parent) == node_count(dag, child);
+    if (kind == DAG_EDGE_K_TO_ONE)
+        return k >= 2 && (uint64_t)k * node_count(dag, child) == node_count(dag, parent);
+    return k == 1;
+}
+
+int dag_add_array_edge(struct dag *dag, enum dag_array_edge_kind kind, dag_node_t parent,
+                       dag_node_t child, uint32_t k, uint32_t line)
+{
+    struct dag_private *p = dag->priv;
+    if (p->finished || !array_edge_fits(dag, kind, parent, child, k)) {
+        errno = EINVAL;
+        return -1;
+    }
+    if (dag->narray_edges == UINT32_MAX) {
+        errno = E2BIG;
+        return -1;
+    }
+    if (pmc_grow((void **)&dag->array_edges, &p->array_edge_cap, (size_t)dag->narray_edges + 1,
+                 sizeof *dag->array_edges))
+        return -1;
+    dag->array_edges[dag->narray_edges++] = (struct dag_array_edge){kind, parent, child, k, line};
+    return 0;
+}
+
+/* ---- task arrays: dag_finish() ------------------------------------------- */
+
+static int cmp_array_edge(const void *pa, const void *pb)
+{
+    const struct dag_array_edge *a = pa, *b = pb;
+    if (a->parent != b->parent)
+        return a->parent < b->parent ? -1 : 1;
+    if (a->child != b->child)
+        return a->child < b->child ? -1 : 1;
+    if (a->kind != b->kind)
+        return a->kind < b->kind ? -1 : 1;
+    if (a->k != b->k)
+        return a->k < b->k ? -1 : 1;
+    return a->line < b->line ? -1 : a->line > b->line;
+}
+
+static int cmp_u64(const void *pa, const void *pb)
+{
+    uint64_t a = *(const uint64_t *)pa, b = *(const uint64_t *)pb;
+    return a < b ? -1 : a > b;
+}
+
+/* Sort the array edges by parent, merge duplicates (keeping the first
+ * line), and index them by child.  -1 with ENOMEM. */
+static int array_edges_index(struct dag *dag)
+{
+    uint32_t n = dag->narray_edges, w = 0;
+    if (n) /* array_edges is NULL without array edges */
+        qsort(dag->array_edges, n, sizeof *dag->array_edges, cmp_array_edge);
+    for (uint32_t i = 0; i < n; i++) {
+        const struct dag_array_edge *e = &dag->array_edges[i];
+        const struct dag_array_edge *last = w ? &dag->array_edges[w - 1] : NULL;
+        if (!last || e->parent != last->parent || e->child != last->child ||
+            e->kind != last->kind || e->k != last->k)
+            dag->array_edges[w++] = *e;
+    }
+    dag->narray_edges = w;
+    dag->array_in = malloc((w ? w : 1) * sizeof *dag->array_in);
+    uint64_t *key = malloc((w ? w : 1) * sizeof *key); /* child << 32 | edge */
+    if (!dag->array_in || !key) {
+        free(key);
+        errno = ENOMEM;
+        return -1;
+    }
+    for (uint32_t i = 0; i < w; i++)
+        key[i] = (uint64_t)dag->array_edges[i].child << 32 | i;
+    qsort(key, w, sizeof *key, cmp_u64);
+    for (uint32_t i = 0; i < w; i++)
+        dag->array_in[i] = (uint32_t)key[i];
+    free(key);
+    return 0;
+}
+
+/* The graph of records checked for cycles: nodes 0 .. base-1 are the plain
+ * tasks (only when some FAN_IN or FAN_OUT edge joins them to the arrays:
+ * else plain tasks are on no cycle through an array and base is 0), nodes
+ * base .. n-1 the arrays. */
+struct rgraph {
+    const struct dag *dag;
+    uint32_t base, n;
+};
+
+static uint32_t rg_index(const struct rgraph *g, dag_node_t v)
+{
+    return DAG_NODE_IS_ARRAY(v) ? g->base + DAG_NODE_ID(v) : v;
+}
+
+static dag_node_t rg_node(const struct rgraph *g, uint32_t i)
+{
+    return i >= g->base ? DAG_NODE_ARRAY | (i - g->base) : i;
+}
+
+/* The children of node i: *plain gets its CSR children (none for an
+ * array) and the return value its array out-edges (from *first). */
+static uint32_t rg_children(const struct rgraph *g, uint32_t i, const dag_task_t **plain,
+                            uint32_t *nplain, uint32_t *first)
+{
+    const struct dag *dag = g->dag;
+    *nplain = 0;
+    if (i < g->base) {
+        *plain = dag->children + dag->child_first[i];
+        *nplain = dag->child_first[i + 1] - dag->child_first[i];
+    }
+    return dag_node_out_edges(dag, rg_node(g, i), first);
+}
+
+/* Kahn over the records: indeg (n, in-degrees on entry) is counted down
+ * and queue (n) filled; returns the nodes processed. */
+static uint32_t rg_kahn(const struct rgraph *g, uint32_t *indeg, uint32_t *queue)
+{
+    uint32_t head = 0, tail = 0;
+    for (uint32_t i = 0; i < g->n; i++)
+        if (indeg[i] == 0)
+            queue[tail++] = i;
+    while (head < tail) {
+        const dag_task_t *pc;
+        uint32_t np, first, i = queue[head++];
+        uint32_t na = rg_children(g, i, &pc, &np, &first);
+        for (uint32_t k = 0; k < np; k++)
+            if (--indeg[pc[k]] == 0)
+                queue[tail++] = pc[k];
+        for (uint32_t k = 0; k < na; k++) {
+            uint32_t c = rg_index(g, g->dag->array_edges[first + k].child);
+            if (--indeg[c] == 0)
+                queue[tail++] = c;
+        }
+    }
+    return tail;
+}
+
+/* pick[c] = one unprocessed parent of each unprocessed node c. */
+static void rg_pick_parents(const struct rgraph *g, const uint32_t *indeg, uint32_t *pick)
+{
+    for (uint32_t i = 0; i < g->n; i++) {
+        if (indeg[i] == 0)
+            continue;
+        const dag_task_t *pc;
+        uint32_t np, first;
+        uint32_t na = rg_children(g, i, &pc, &np, &first);
+        for (uint32_t k = 0; k < np; k++)
+            if (indeg[pc[k]] > 0)
+                pick[pc[k]] = i;
+        for (uint32_t k = 0; k < na; k++) {
+            uint32_t c = rg_index(g, g->dag->array_edges[first + k].child);
+            if (indeg[c] > 0)
+                pick[c] = i;
+        }
+    }
+}
+
+static const char *rg_cycle_name(const void *ctx, uint32_t i, char *buf, size_t cap)
+{
+    const struct rgraph *g = ctx;
+    if (i < g->base)
+        return dag_task_name(g->dag, i);
+    snprintf(buf, cap, "%s[*]", dag_array_name(g->dag, i - g->base));
+    return buf;
+}
+
+/* The cycle check of dag_finish() over the graph of records, after the
+ * plain graph passed it. */
+static int check_records_acyclic(struct dag *dag, struct pmc_error *err)
+{
+    struct rgraph g = {.dag = dag};
+    for (uint32_t e = 0; e < dag->narray_edges; e++) {
+        uint32_t kind = dag->array_edges[e].kind;
+        if (kind == DAG_EDGE_FAN_IN || kind == DAG_EDGE_FAN_OUT)
+            g.base = dag->ntasks;
+    }
+    g.n = g.base + dag->narrays;
+    uint32_t *indeg = calloc((size_t)g.n + 1, sizeof *indeg);
+    uint32_t *queue = malloc(((size_t)g.n + 1) * sizeof *queue);
+    if (!indeg || !queue) {
+        free(indeg);
+        free(queue);
+        errno = ENOMEM;
+        return pmc_errorf(err, "out of memory checking the DAG for cycles");
+    }
+    if (g.base)
+        memcpy(indeg, dag->nparents, (size_t)g.base * sizeof *indeg);
+    for (uint32_t e = 0; e < dag->narray_edges; e++)
+        indeg[rg_index(&g, dag->array_edges[e].child)]++;
+    bool acyclic = rg_kahn(&g, indeg, queue) == g.n;
+    if (!acyclic) {
+        rg_pick_parents(&g, indeg, queue);
+        uint32_t k = walk_cycle(indeg, queue, indeg);
+        cycle_text(rg_cycle_name, &g, indeg, k, err);
+        errno = ELOOP;
+    }
+    free(indeg);
+    free(queue);
+    return acyclic ? 0 : -1;
+}
+
+/* dag_finish()'s part for the arrays, after the plain graph's. */
+static int finish_arrays(struct dag *dag, struct pmc_error *err)
+{
+    if (array_edges_index(dag)) {
+        errno = ENOMEM;
+        return pmc_errorf(err, "out of memory building the DAG");
+    }
+    return dag->narray_edges ? check_records_acyclic(dag, err) : 0;
+}
+
+/* ---- task arrays: instances ---------------------------------------------- */
+
+uint32_t dag_node_out_edges(const struct dag *dag, dag_node_t v, uint32_t *first)
+{
+    uint32_t lo = 0, hi = dag->narray_edges;
+    while (lo < hi) { /* the first edge whose parent >= v */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (dag->array_edges[mid].parent < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t end = lo;
+    while (end < dag->narray_edges && dag->array_edges[end].parent == v)
+        end++;
+    *first = lo;
+    return end - lo;
+}
+
+uint32_t dag_node_in_edges(const struct dag *dag, dag_node_t v, const uint32_t **ids)
+{
+    uint32_t lo = 0, hi = dag->narray_edges;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (dag->array_edges[dag->array_in[mid]].child < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    uint32_t end = lo;
+    while (end < dag->narray_edges && dag->array_edges[dag->array_in[end]].child == v)
+        end++;
+    *ids = dag->array_in + lo;
+    return end - lo;
+}
+
+static bool in_range(const struct dag *dag, uint32_t a, uint32_t index)
+{
+    return a < dag->narrays && index >= dag->arrays[a].first && index <= dag->arrays[a].last;
+}
+
+int dag_instance_name(const struct dag *dag, uint32_t a, uint32_t index, char *buf, size_t cap)
+{
+    if (!in_range(dag, a, index)) {
+        errno = EINVAL;
+        return -1;
+    }
+    return snprintf(buf, cap, "%s[%" PRIu32 "]", dag_array_name(dag, a), index);
+}
+
+#define DAG__TOKEN "%{INDEX}"
+#define DAG__TOKEN_LEN (sizeof DAG__TOKEN - 1)
+
+/* Expand one template string s into out (when out is not NULL); returns
+ * the bytes of the result, NUL included. */
+static size_t expand(const char *s, const char *digits, size_t ndigits, char *out)
+{
+    size_t n = 0;
+    while (*s) {
+        const char *piece = s;
+        size_t len = 1, adv = 1;
+        if (s[0] == '%' && s[1] == '%' && strncmp(s + 1, DAG__TOKEN, DAG__TOKEN_LEN) == 0) {
+            piece = s + 1; /* "%%{INDEX}" is a literal "%{INDEX}" */
+            len = DAG__TOKEN_LEN;
+            adv = DAG__TOKEN_LEN + 1;
+        } else if (s[0] == '%' && strncmp(s, DAG__TOKEN, DAG__TOKEN_LEN) == 0) {
+            piece = digits;
+            len = ndigits;
+            adv = DAG__TOKEN_LEN;
+        }
+        if (out)
+            memcpy(out + n, piece, len);
+        n += len;
+        s += adv;
+    }
+    if (out)
+        out[n] = '\0';
+    return n + 1;
+}
+
+const char *dag_index_token(const char *s)
+{
+    for (s = strchr(s, '%'); s; s = strchr(s + 1, '%')) {
+        if (s[1] == '%' && strncmp(s + 1, DAG__TOKEN, DAG__TOKEN_LEN) == 0)
+            s += DAG__TOKEN_LEN;
+        else if (strncmp(s, DAG__TOKEN, DAG__TOKEN_LEN) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+size_t dag_instance_argv(const struct dag *dag, uint32_t a, uint32_t index, char *buf, size_t cap)
+{
+    if (!in_range(dag, a, index)) {
+        errno = EINVAL;
+        return 0;
+    }
+    const struct dag_array *r = &dag->arrays[a];
+    char digits[16];
+    size_t nd = (size_t)snprintf(digits, sizeof digits, "%" PRIu32, index), need = 0;
+    const char *s = dag->arena + r->argv;
+    for (uint32_t i = 0; i < r->argc; i++, s += strlen(s) + 1)
+        need += expand(s, digits, nd, NULL);
+    if (need > cap)
+        return need;
+    s = dag->arena + r->argv;
+    char *at = buf;
+    for (uint32_t i = 0; i < r->argc; i++, s += strlen(s) + 1)
+        at += expand(s, digits, nd, at);
+    return need;
+}
+
+uint64_t dag_instance_nparents(const struct dag *dag, uint32_t a, uint32_t index)
+{
+    if (!in_range(dag, a, index))
+        return 0;
+    const uint32_t *ids;
+    uint32_t n = dag_node_in_edges(dag, DAG_NODE_ARRAY | a, &ids);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        const struct dag_array_edge *e = &dag->array_edges[ids[i]];
+        sum += e->kind == DAG_EDGE_BARRIER ? node_count(dag, e->parent) : e->k;
+    }
+    return sum;
+}
+
+uint64_t dag_task_array_nparents(const struct dag *dag, dag_task_t t)
+{
+    const uint32_t *ids;
+    uint32_t n = dag_node_in_edges(dag, t, &ids);
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < n; i++)
+        sum += node_count(dag, dag->array_edges[ids[i]].parent); /* all FAN_IN */
+    return sum;
+}
+
+/* The instances of node `other` joined by edge e to instance offset j
+ * (index - first) of the array at e's other end; toward the child when
+ * down, else toward the parent. */
+static struct dag_instance_range edge_range(const struct dag *dag, const struct dag_array_edge *e,
+                                            uint32_t j, bool down)
+{
+    dag_node_t other = down ? e->child : e->parent;
+    struct dag_instance_range r = {other, 0, 0};
+    if (!DAG_NODE_IS_ARRAY(other))
+        return r;
+    const struct dag_array *o = &dag->arrays[DAG_NODE_ID(other)];
+    if (e->kind == DAG_EDGE_BARRIER || e->kind == DAG_EDGE_FAN_OUT) {
+        r.first = o->first;
+        r.last = o->last;
+    } else if (down) { /* ONE_TO_ONE (k = 1) or K_TO_ONE */
+        r.first = r.last = o->first + j / e->k;
+    } else {
+        r.first = o->first + j * e->k;
+        r.last = r.first + e->k - 1;
+    }
+    return r;
+}
+
+uint32_t dag_instance_children(const struct dag *dag, uint32_t a, uint32_t index,
+                               struct dag_instance_range *out, uint32_t cap)
+{
+    if (!in_range(dag, a, index))
+        return 0;
+    uint32_t first, n = dag_node_out_edges(dag, DAG_NODE_ARRAY | a, &first);
+    for (uint32_t i = 0; i < n && i < cap; i++)
+        out[i] = edge_range(dag, &dag->array_edges[first + i], index - dag->arrays[a].first, true);
+    return n;
+}
+
+uint32_t dag_instance_parents(const struct dag *dag, uint32_t a, uint32_t index,
+                              struct dag_instance_range *out, uint32_t cap)
+{
+    if (!in_range(dag, a, index))
+        return 0;
+    const uint32_t *ids;
+    uint32_t n = dag_node_in_edges(dag, DAG_NODE_ARRAY | a, &ids);
+    for (uint32_t i = 0; i < n && i < cap; i++)
+        out[i] = edge_range(dag, &dag->array_edges[ids[i]], index - dag->arrays[a].first, false);
+    return n;
 }

@@ -18,6 +18,16 @@
  * Memory: 52 bytes per task in the arrays plus 12-24 in the name index (14
  * when sized by dag_reserve()), 4 bytes per edge once built (8 more while
  * parsing), plus the strings; measured peaks: docs/performance.md "Parse".
+ *
+ * Task arrays (docs/task-arrays.md): an array is one record
+ * (struct dag_array: name, inclusive index range, the options and argv
+ * template of its TASK line) standing for count = last - first + 1
+ * instances named "name[i]"; an edge that involves an array is one record
+ * (struct dag_array_edge: kind, endpoints, K).  Nothing is stored per
+ * instance: the instance functions below compute names, argv, parents and
+ * children from these records.  Plain tasks, plain edges and their arrays
+ * above are exactly as without arrays.  A plain task may not be named
+ * "A[...]" for an array A, nor A itself (dag_add_task(), dag_add_array()).
  */
 #ifndef PMC_DAG_H
 #define PMC_DAG_H
@@ -37,6 +47,26 @@ typedef uint32_t dag_task_t; /* dense task id, 0 .. ntasks-1 */
 #define DAG_MAX_TASKS 0x7fffffffu
 #define DAG_MAX_TRIES 65535u /* -t: the master counts a task's attempts in 16 bits */
 #define DAG_MAX_PIPES 64     /* -f of one task: descriptors 3 .. 66 in the task */
+
+#define DAG_ARRAY_MAX_INDEX 999999999u /* largest instance index: at most 9 digits */
+#define DAG_MAX_INSTANCES 1000000000u  /* instances of all arrays together */
+#define DAG_MAX_ARRAYS 0x3fffffffu     /* array records */
+
+/* A node of the graph of records: a plain task id (< DAG_MAX_TASKS), or
+ * DAG_NODE_ARRAY | array id. */
+typedef uint32_t dag_node_t;
+#define DAG_NODE_ARRAY 0x80000000u
+#define DAG_NODE_IS_ARRAY(v) (((v)&DAG_NODE_ARRAY) != 0)
+#define DAG_NODE_ID(v) ((v) & ~DAG_NODE_ARRAY)
+
+/* The edge forms that involve an array (DAG file syntax in brackets). */
+enum dag_array_edge_kind {
+    DAG_EDGE_ONE_TO_ONE = 1, /* EDGE a[i] b[i]: a's j-th instance -> b's j-th; equal counts */
+    DAG_EDGE_K_TO_ONE = 2, /* EDGE a[i] b[i/K]: a's j-th -> b's (j / K)-th; count(a) = K count(b) */
+    DAG_EDGE_FAN_IN = 3,   /* EDGE a[*] t: every instance of a -> plain task t */
+    DAG_EDGE_FAN_OUT = 4,  /* EDGE t b[*]: plain task t -> every instance of b */
+    DAG_EDGE_BARRIER = 5,  /* EDGE a[*] b[*]: every instance of a -> every one of b */
+};
 
 enum dag_forward_kind {
     DAG_FORWARD_PIPE = 0, /* -f VAR=FILE: a pipe whose fd number goes in $VAR */
@@ -114,13 +144,54 @@ struct dag {
     uint32_t *nparents;
 
     struct dag_private *priv; /* builder state and the name index */
+
+    /* Task arrays (see the banner); both empty in a DAG without arrays. */
+    uint32_t narrays;
+    struct dag_array *arrays; /* narrays records, by array id (file order) */
+    uint64_t ninstances;      /* instances of all arrays, <= DAG_MAX_INSTANCES */
+    uint32_t narray_edges;
+    /* After dag_finish(): sorted by (parent, child, kind, k), duplicates
+     * merged, so a node's out-edges are contiguous (dag_node_out_edges()). */
+    struct dag_array_edge *array_edges;
+    uint32_t *array_in; /* after dag_finish(): edge indices sorted by child */
+};
+
+/* One task array: the instances name[first] .. name[last]. */
+struct dag_array {
+    uint32_t name;        /* arena offset of the array's name (no brackets) */
+    uint32_t first, last; /* inclusive range, first <= last <= DAG_ARRAY_MAX_INDEX */
+    uint32_t argv, argc;  /* the argv template, as dag->argv/argc of a task */
+    uint32_t pegasus_id;  /* arena offset, DAG_NO_STRING when no #@ line */
+    uint32_t cpus, memory_mb, tries, gpus, time_limit_ms; /* as the per-task arrays */
+    int32_t priority;
+    uint32_t line;      /* DAG file line of the TASK record */
+    uint32_t fwd_first; /* the array's forwards are fwd[fwd_first .. + nfwd - 1] */
+    uint32_t nfwd;
+};
+
+/* One edge that involves an array (enum dag_array_edge_kind). */
+struct dag_array_edge {
+    uint32_t kind;     /* enum dag_array_edge_kind */
+    dag_node_t parent; /* an array, or a plain task for DAG_EDGE_FAN_OUT */
+    dag_node_t child;  /* an array, or a plain task for DAG_EDGE_FAN_IN */
+    uint32_t k;        /* K of DAG_EDGE_K_TO_ONE (>= 2), else 1 */
+    uint32_t line;     /* DAG file line of the (first) EDGE record */
+};
+
+/* A range of instances of one node, as the instance functions give them:
+ * instances first .. last (absolute indices) of array node, or the plain
+ * task node (first = last = 0). */
+struct dag_instance_range {
+    dag_node_t node;
+    uint32_t first, last;
 };
 
 /* Create an empty DAG.  Returns NULL with errno ENOMEM.  The caller owns it
  * and frees it with dag_destroy(). */
 struct dag *dag_create(void);
 
-/* A topological order of a finished DAG (Kahn's algorithm, A. B. Kahn,
+/* A topological order of the plain tasks of a finished DAG, by the plain
+ * edges only (Kahn's algorithm, A. B. Kahn,
  * "Topological sorting of large networks", CACM 1962): order[] (ntasks
  * entries, the caller's) gets every task after all its parents.  0, or -1
  * with ENOMEM (one temporary array of ntasks counts).  Thread-safe on a
@@ -132,7 +203,8 @@ void dag_destroy(struct dag *dag);
 
 /* Add a task.  On success stores its id in *id (ids are given in order
  * 0, 1, 2, ...) and returns 0.  Returns -1 with errno EEXIST if a task of
- * that name exists (and *id gets the existing task's id), EINVAL for an empty
+ * that name exists (and *id gets the existing task's id) or the name is an
+ * array's or "A[...]" for an array A (*id gets DAG_NODE_ARRAY | A), EINVAL for an empty
  * name, argc 0, cpus 0, a forward kind that is not a dag_forward_kind, a NUL
  * byte inside any string, or after dag_finish(), E2BIG if the DAG would
  * exceed DAG_MAX_TASKS tasks or 4 GiB of strings, ENOMEM.  A failed call
@@ -151,6 +223,12 @@ int dag_add_edge(struct dag *dag, dag_task_t parent, dag_task_t child);
  * starting at the one added first ("cycle: A -> B -> C -> A"; a long cycle is
  * shortened to "cycle: A -> B -> ... -> A"); the CSR arrays and nparents are
  * still valid then, for tools that inspect the graph.  -1 with ENOMEM.
+ * With task arrays the graph of records (plain tasks and arrays as nodes,
+ * array edges as node edges) is checked the same way after the plain
+ * graph: every array edge maps each parent instance to at least one child
+ * instance, so a cycle of records is a cycle of instances and the other way
+ * round; it is reported as "cycle: a[*] -> t -> a[*]".  O(tasks + arrays +
+ * edges + E log E) for E array edges.
  * Call once (EINVAL after that); dag_add_task()/dag_add_edge() then fail
  * with EINVAL. */
 int dag_finish(struct dag *dag, struct pmc_error *err);
@@ -185,6 +263,100 @@ void dag_prefetch(const struct dag *dag, uint32_t hash, int stage);
  * Returns 0, or -1 with errno EINVAL after dag_finish(), ENOMEM (the DAG
  * stays usable at its old capacity).  Not thread-safe. */
 int dag_reserve(struct dag *dag, uint32_t ntasks, size_t nedges);
+
+/* ---- task arrays --------------------------------------------------------- */
+
+/* Add the array spec->name[first..last] (spec as for dag_add_task(): its
+ * name has no brackets; its options and argv apply to every instance; the
+ * argv is a template, see dag_instance_argv()).  Stores the array id (0, 1,
+ * ... in order) in *id and returns 0.  Returns -1 with errno EEXIST when
+ * the name is taken: *id gets DAG_NODE_ARRAY | the array of that name, or
+ * the plain task of that name, or the first plain task named "name[...]";
+ * EINVAL for what dag_add_task() refuses, a '[' or ']' in the name, first >
+ * last, last > DAG_ARRAY_MAX_INDEX, or after dag_finish(); E2BIG past
+ * DAG_MAX_INSTANCES instances, DAG_MAX_ARRAYS arrays or 4 GiB of strings;
+ * ENOMEM.  A failed call changes nothing.  O(1) amortised.  Not
+ * thread-safe. */
+int dag_add_array(struct dag *dag, const struct dag_task_spec *spec, uint32_t first, uint32_t last,
+                  uint32_t *id);
+
+/* Add an edge that involves an array.  parent and child are nodes whose
+ * kinds fit `kind` (arrays, except the plain task of FAN_IN's child and of
+ * FAN_OUT's parent); k is K for DAG_EDGE_K_TO_ONE (>= 2) and 1 otherwise.
+ * Returns -1 with errno EINVAL when a node is out of range or of the wrong
+ * kind, parent == child, ONE_TO_ONE counts differ, count(parent) !=
+ * k * count(child) for K_TO_ONE, or after dag_finish(); E2BIG past
+ * UINT32_MAX such edges; ENOMEM.  Duplicates are merged by dag_finish().
+ * O(1) amortised.  Not thread-safe. */
+int dag_add_array_edge(struct dag *dag, enum dag_array_edge_kind kind, dag_node_t parent,
+                       dag_node_t child, uint32_t k, uint32_t line);
+
+/* Look up an array by name (len bytes).  0 and the id in *id, or -1 with
+ * errno ENOENT.  O(1) expected.  Thread-safe after dag_finish(). */
+int dag_array_lookup(const struct dag *dag, const char *name, size_t len, uint32_t *id);
+
+/* Number of instances of array a. */
+static inline uint32_t dag_array_count(const struct dag *dag, uint32_t a)
+{
+    return dag->arrays[a].last - dag->arrays[a].first + 1;
+}
+
+/* The name of array a (no brackets), owned by the DAG. */
+static inline const char *dag_array_name(const struct dag *dag, uint32_t a)
+{
+    return dag->arena + dag->arrays[a].name;
+}
+
+/* Write "name[index]" and a NUL into buf (cap bytes) when it fits, like
+ * snprintf(): returns the name's length (without the NUL; at most the
+ * array name's length + 11), or -1 with errno EINVAL when index is not in
+ * the array's range.  O(name length).  Thread-safe after dag_finish(). */
+int dag_instance_name(const struct dag *dag, uint32_t a, uint32_t index, char *buf, size_t cap);
+
+/* The argv of instance index of array a, packed as dag->argv packs a
+ * task's (argc NUL-terminated strings, one after the other), into buf (cap
+ * bytes) when it fits: each "%{INDEX}" in the template is replaced by the
+ * index in decimal and each "%%{INDEX}" by a literal "%{INDEX}", scanning
+ * each string left to right.  Returns the bytes needed (> 0; nothing is
+ * written when it is > cap), or 0 with errno EINVAL when index is not in
+ * the range.  O(template length).  Thread-safe after dag_finish(). */
+size_t dag_instance_argv(const struct dag *dag, uint32_t a, uint32_t index, char *buf, size_t cap);
+
+/* The first "%{INDEX}" of s (NUL-terminated) that dag_instance_argv()
+ * would replace, scanning as it does ("%%{INDEX}" is skipped), or NULL.
+ * Pure. */
+const char *dag_index_token(const char *s);
+
+/* Parents of instance index of array a through array edges, counted as
+ * the engine will count down its completions: 1 for ONE_TO_ONE and
+ * FAN_OUT, K for K_TO_ONE, count(parent) for BARRIER.  (Arrays have no
+ * plain edges.)  0 for an index out of range.  O(log E + d), E array
+ * edges, d of them into a.  Thread-safe after dag_finish(). */
+uint64_t dag_instance_nparents(const struct dag *dag, uint32_t a, uint32_t index);
+
+/* Parents of plain task t through array edges: the sum of count(a) over
+ * its FAN_IN edges (its plain parents are nparents[t]).  O(log E + d).
+ * Thread-safe after dag_finish(). */
+uint64_t dag_task_array_nparents(const struct dag *dag, dag_task_t t);
+
+/* The children (parents) of instance index of array a, one range per
+ * array edge out of (into) a, in edge order: writes min(n, cap) ranges to
+ * out and returns n (0 for an index out of range).  ONE_TO_ONE and
+ * K_TO_ONE give one instance of the other array (K_TO_ONE parents: the K
+ * instances that map to index), BARRIER all of it, FAN_IN / FAN_OUT the
+ * plain task.  O(log E + n).  Thread-safe after dag_finish(). */
+uint32_t dag_instance_children(const struct dag *dag, uint32_t a, uint32_t index,
+                               struct dag_instance_range *out, uint32_t cap);
+uint32_t dag_instance_parents(const struct dag *dag, uint32_t a, uint32_t index,
+                              struct dag_instance_range *out, uint32_t cap);
+
+/* The array edges out of node v are array_edges[*first .. *first + n - 1];
+ * returns n.  O(log E).  Thread-safe after dag_finish(). */
+uint32_t dag_node_out_edges(const struct dag *dag, dag_node_t v, uint32_t *first);
+
+/* The array edges into node v are array_edges[(*ids)[0 .. n - 1]]; returns
+ * n.  O(log E).  Thread-safe after dag_finish(). */
+uint32_t dag_node_in_edges(const struct dag *dag, dag_node_t v, const uint32_t **ids);
 
 /* The task's name, a NUL-terminated string owned by the DAG. */
 static inline const char *dag_task_name(const struct dag *dag, dag_task_t t)

@@ -106,6 +106,7 @@ struct parser {
     const char **word;
     size_t *word_len;
     size_t nwords, word_cap;
+    bool percent; /* a word of the line holds a '%' */
     struct dag_forward_spec *fwd;
     size_t fwd_cap;
 
@@ -117,6 +118,7 @@ struct parser {
     size_t dropped;  /* bytes of map already given back */
 
     const struct ahead *cur; /* the line being parsed, as scanned ahead */
+    bool arrays;             /* task arrays accepted (struct dagfile_options) */
 };
 
 /* ---- errors ---------------------------------------------------------------- */
@@ -190,22 +192,26 @@ static void parser_free(struct parser *p)
 
 /* ---- splitting ----------------------------------------------------------- */
 
-/* The tokeniser's classes; CH_SPACE is exactly scan_is_space() (scan.h). */
-enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE };
+/* The tokeniser's classes; CH_SPACE is exactly scan_is_space() (scan.h).
+ * CH_PERCENT is a plain character that also marks the line as holding a
+ * '%', the first byte of a %{INDEX} (check_index_tokens()). */
+enum { CH_PLAIN = 0, CH_SPACE, CH_QUOTE, CH_ESCAPE, CH_PERCENT };
 
 static const unsigned char ch_class[256] = {
-    [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE, ['\v'] = CH_SPACE,
-    ['\f'] = CH_SPACE, ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE,
+    [' '] = CH_SPACE,  ['\t'] = CH_SPACE, ['\r'] = CH_SPACE,  ['\v'] = CH_SPACE,  ['\f'] = CH_SPACE,
+    ['\''] = CH_QUOTE, ['"'] = CH_QUOTE,  ['\\'] = CH_ESCAPE, ['%'] = CH_PERCENT,
 };
 
 /* Copy a quoted run (s just after the opening quote q) to *out; returns the
- * position after the closing quote, or NULL if the line ends first. */
-static const char *unquote_run(const char *s, const char *e, char q, char **out)
+ * position after the closing quote, or NULL if the line ends first.  *pct
+ * is set when the run holds a '%'. */
+static const char *unquote_run(const char *s, const char *e, char q, char **out, bool *pct)
 {
     char *o = *out;
     for (; s < e && *s != q; s++) {
         if (*s == '\\' && s + 1 < e)
             s++;
+        *pct |= *s == '%';
         *o++ = *s;
     }
     *out = o;
@@ -213,8 +219,9 @@ static const char *unquote_run(const char *s, const char *e, char q, char **out)
 }
 
 /* Unquote one word starting at *ps into out; returns the end of the output,
- * or NULL on an unterminated quote (its character in *bad). */
-static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
+ * or NULL on an unterminated quote (its character in *bad).  *pct is set
+ * when the word holds a '%'. */
+static char *unquote_word(const char **ps, const char *e, char *out, char *bad, bool *pct)
 {
     const char *s = *ps;
     while (s < e) {
@@ -227,12 +234,18 @@ static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
             *out++ = c;
             s++;
             break;
+        case CH_PERCENT:
+            *pct = true;
+            *out++ = c;
+            s++;
+            break;
         case CH_ESCAPE:
             s++;
+            *pct |= s < e && *s == '%';
             *out++ = s < e ? *s++ : '\\';
             break;
         default:
-            s = unquote_run(s + 1, e, c, &out);
+            s = unquote_run(s + 1, e, c, &out, pct);
             if (!s) {
                 *bad = c;
                 return NULL;
@@ -243,18 +256,20 @@ static char *unquote_word(const char **ps, const char *e, char *out, char *bad)
     return out;
 }
 
-/* Split [s, e) into p->word[], unquoted into p->buf (output <= input + 1). */
+/* Split [s, e) into p->word[], unquoted into p->buf (output <= input + 1);
+ * p->percent tells whether a word holds a '%'. */
 static int tokenise(struct parser *p, const char *s, const char *e)
 {
     if (reserve_buf(p, (size_t)(e - s) + 1))
         return out_of_memory(p);
     char *out = p->buf;
     p->nwords = 0;
+    p->percent = false;
     for (s = scan_skip_space(s, e); s < e; s = scan_skip_space(s, e)) {
         if (reserve_words(p, p->nwords + 1))
             return out_of_memory(p);
         char *w = out, bad = 0;
-        out = unquote_word(&s, e, out, &bad);
+        out = unquote_word(&s, e, out, &bad, &p->percent);
         if (!out)
             return syntax(p, "unterminated %c quote", bad);
         *out++ = '\0';
@@ -493,6 +508,30 @@ static int parse_options(struct parser *p, struct dag_task_spec *spec, size_t *n
 
 /* ---- records --------------------------------------------------------------- */
 
+/* The message for a name taken by an array, or by a plain task named like
+ * an array's instances (EEXIST from dag_add_task() or dag_add_array() with
+ * *id = other): what the record at this line clashes with, and where. */
+static int name_clash(struct parser *p, const char *name, size_t len, dag_node_t other)
+{
+    const struct dag *d = p->dag;
+    if (DAG_NODE_IS_ARRAY(other)) {
+        const struct dag_array *a = &d->arrays[DAG_NODE_ID(other)];
+        const char *an = d->arena + a->name;
+        if (strlen(an) == len && memcmp(an, name, len) == 0)
+            return syntax(p, "duplicate name %.*s: the array %s of line %" PRIu32, show(len), name,
+                          an, a->line);
+        return syntax(p, "task %.*s is named like an instance of the array %s of line %" PRIu32,
+                      show(len), name, an, a->line);
+    }
+    const char *tn = dag_task_name(d, other);
+    if (strlen(tn) == len && memcmp(tn, name, len) == 0)
+        return syntax(p, "duplicate name %.*s: the task of line %" PRIu32, show(len), name,
+                      d->line[other]);
+    return syntax(p,
+                  "array %.*s: the task %s of line %" PRIu32 " is named like one of its instances",
+                  show(len), name, tn, d->line[other]);
+}
+
 static int add_task(struct parser *p, const struct dag_task_spec *spec)
 {
     dag_task_t id;
@@ -500,8 +539,102 @@ static int add_task(struct parser *p, const struct dag_task_spec *spec)
         p->have_pegid = false;
         return 0;
     }
+    if (errno == EEXIST && DAG_NODE_IS_ARRAY(id))
+        return name_clash(p, p->task, p->task_len, id);
     if (errno == EEXIST)
         return syntax(p, "duplicate task %.*s", show(p->task_len), p->task);
+    if (errno == E2BIG)
+        return syntax(p, "DAG too large at task %.*s", show(p->task_len), p->task);
+    if (errno == EINVAL)
+        return syntax(p, "invalid task %.*s", show(p->task_len), p->task);
+    return out_of_memory(p);
+}
+
+/* An array declaration: the name part of "NAME[FIRST-LAST]". */
+struct range {
+    size_t name_len;
+    uint32_t first, last;
+};
+
+/* A range bound [s, e): decimal digits without a leading 0, at most
+ * DAG_ARRAY_MAX_INDEX; -1 (with the message) otherwise. */
+static int range_bound(struct parser *p, const char *s, const char *e, uint32_t *out)
+{
+    size_t n = (size_t)(e - s);
+    if (n == 0 || strspn(s, "0123456789") < n || (n > 1 && *s == '0'))
+        return syntax(p, "task %.*s: bad array range bound '%.*s' (expected a decimal index)",
+                      show(p->task_len), p->task, show(n), s);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n && v <= DAG_ARRAY_MAX_INDEX; i++)
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > DAG_ARRAY_MAX_INDEX)
+        return syntax(p, "task %.*s: index %.*s past the maximum %u", show(p->task_len), p->task,
+                      show(n), s, DAG_ARRAY_MAX_INDEX);
+    *out = (uint32_t)v;
+    return 0;
+}
+
+/* Is the current TASK's name an array declaration NAME[FIRST-LAST]?  1
+ * (and *r), 0 for a plain name, -1 for a malformed one.  A name ending in
+ * "[]", or in "[D...-...]" (a digit, then a '-'), is meant as an array. */
+static int array_range(struct parser *p, struct range *r)
+{
+    const char *n = p->task, *end = n + p->task_len - 1; /* end: the last byte */
+    if (*end != ']')
+        return 0;
+    const char *open = memchr(n, '[', p->task_len);
+    if (!open)
+        return 0;
+    if (open + 1 == end)
+        return syntax(p, "task %.*s: empty array range", show(p->task_len), n);
+    const char *dash = memchr(open + 1, '-', (size_t)(end - open - 1));
+    if (!dash || !(open[1] >= '0' && open[1] <= '9'))
+        return 0;
+    if (open == n)
+        return syntax(p, "task %.*s: array with no name", show(p->task_len), n);
+    if (memchr(n, ']', (size_t)(open - n)))
+        return syntax(p, "task %.*s: ']' in an array name", show(p->task_len), n);
+    if (range_bound(p, open + 1, dash, &r->first) || range_bound(p, dash + 1, end, &r->last))
+        return -1;
+    if (r->first > r->last)
+        return syntax(p, "task %.*s: reversed array range (first > last)", show(p->task_len), n);
+    if (!p->arrays)
+        return syntax(p, "task %.*s: task arrays are not supported by the engine yet",
+                      show(p->task_len), n);
+    r->name_len = (size_t)(open - n);
+    return 1;
+}
+
+/* %{INDEX} is rewritten in an array task's arguments only: refuse it in a
+ * plain task's words and in an array task's options (words before exe). */
+static int check_index_tokens(struct parser *p, size_t exe, bool array)
+{
+    if (!p->percent)
+        return 0;
+    for (size_t i = 0; i < (array ? exe : p->nwords); i++)
+        if (dag_index_token(p->word[i]))
+            return syntax(p,
+                          "task %.*s: %%{INDEX} in %s (only an array task's arguments are "
+                          "rewritten; %%%%{INDEX} is a literal %%{INDEX} there)",
+                          show(p->task_len), p->task, array ? "an option" : "a plain task");
+    return 0;
+}
+
+static int add_array(struct parser *p, struct dag_task_spec *spec, const struct range *r)
+{
+    spec->name_len = r->name_len;
+    spec->name_hash = NULL; /* the hash scanned ahead is the whole word's */
+    uint32_t id;
+    uint64_t count = (uint64_t)r->last - r->first + 1;
+    if (dag_add_array(p->dag, spec, r->first, r->last, &id) == 0) {
+        p->have_pegid = false;
+        return 0;
+    }
+    if (errno == EEXIST)
+        return name_clash(p, spec->name, spec->name_len, id);
+    if (errno == E2BIG && p->dag->ninstances + count > DAG_MAX_INSTANCES)
+        return syntax(p, "task %.*s: more than %u instances in the DAG", show(p->task_len), p->task,
+                      DAG_MAX_INSTANCES);
     if (errno == E2BIG)
         return syntax(p, "DAG too large at task %.*s", show(p->task_len), p->task);
     if (errno == EINVAL)
@@ -524,6 +657,10 @@ static int parse_task(struct parser *p, const char *s, const char *e)
         if ((unsigned char)p->task[i] < 0x20 || p->task[i] == 0x7f)
             return syntax(p, "task %.*s: control character 0x%02x in the name", show(p->task_len),
                           p->task, (unsigned char)p->task[i]);
+    struct range range;
+    int array = array_range(p, &range);
+    if (array < 0)
+        return -1;
     if (tokenise(p, s, e))
         return -1;
     if (reserve_fwd(p, p->nwords / 2 + 1))
@@ -539,6 +676,8 @@ static int parse_task(struct parser *p, const char *s, const char *e)
         return syntax(p, "TASK %.*s has no executable", show(p->task_len), p->task);
     if (p->word_len[exe] == 0)
         return syntax(p, "TASK %.*s has an empty executable", show(p->task_len), p->task);
+    if (check_index_tokens(p, exe, array))
+        return -1;
     spec.argv = p->word + exe;
     spec.argv_len = p->word_len + exe;
     spec.argc = (uint32_t)(p->nwords - exe);
@@ -546,17 +685,138 @@ static int parse_task(struct parser *p, const char *s, const char *e)
         spec.pegasus_id = p->pegid;
         spec.pegasus_id_len = p->pegid_len;
     }
-    return add_task(p, &spec);
+    return array ? add_array(p, &spec, &range) : add_task(p, &spec);
 }
 
-/* The k-th name of the current EDGE line (split exactly as the scan ahead
- * split it, so its hash is known). */
+/* One side of an EDGE line: a plain task, or an array with its selector
+ * ([i], [i/K], [*]). */
+enum ref_kind { REF_TASK, REF_ONE, REF_DIV, REF_ALL };
+struct ref {
+    enum ref_kind kind;
+    dag_node_t node;
+    uint32_t k; /* K of [i/K], else 1 */
+    const char *w;
+    size_t n;
+};
+
+/* K of "i/K": decimal, no leading 0, 1 .. DAG_MAX_INSTANCES; 0 if not. */
+static uint32_t selector_k(const char *s, size_t n)
+{
+    if (n < 3 || s[0] != 'i' || s[1] != '/' || s[2] == '0' || n > 12 ||
+        strspn(s + 2, "0123456789") < n - 2)
+        return 0;
+    uint64_t v = 0;
+    for (size_t i = 2; i < n; i++)
+        v = v * 10 + (uint64_t)(s[i] - '0');
+    return v <= DAG_MAX_INSTANCES ? (uint32_t)v : 0;
+}
+
+/* r->w names no task: is it ARRAY[SELECTOR]? */
+static int array_ref(struct parser *p, struct ref *r)
+{
+    const char *open = memchr(r->w, '[', r->n);
+    uint32_t a;
+    if (!open || dag_array_lookup(p->dag, r->w, (size_t)(open - r->w), &a))
+        return syntax(p, "EDGE names unknown task %.*s", show(r->n), r->w);
+    const char *sel = open + 1;
+    size_t sn = (size_t)(r->w + r->n - 1 - sel);
+    r->node = DAG_NODE_ARRAY | a;
+    r->k = 1;
+    if (sn == 1 && *sel == 'i')
+        r->kind = REF_ONE;
+    else if (sn == 1 && *sel == '*')
+        r->kind = REF_ALL;
+    else if ((r->k = selector_k(sel, sn)) != 0)
+        r->kind = r->k == 1 ? REF_ONE : REF_DIV;
+    else
+        return syntax(p,
+                      "EDGE %.*s: bad instance selector (expected [i], [i/K] with K >= 1, or [*])",
+                      show(r->n), r->w);
+    return 0;
+}
+
+/* The task named by the k-th name of the current EDGE line (split exactly
+ * as the scan ahead split it, so its hash is known): 0, or -1 (no message)
+ * when no task has that name. */
 static int lookup(struct parser *p, int k, const char *name, size_t len, dag_task_t *id)
 {
     uint32_t h = k < p->cur->nnames ? p->cur->hash[k] : dag_name_hash(name, len);
-    if (dag_lookup_hash(p->dag, name, len, h, id) == 0)
+    return dag_lookup_hash(p->dag, name, len, h, id);
+}
+
+/* The k-th name of the current EDGE line: a plain task first, as without
+ * arrays, else an array with its selector; -1 with the message. */
+static int resolve(struct parser *p, int k, const char *name, size_t len, struct ref *r)
+{
+    *r = (struct ref){.kind = REF_TASK, .w = name, .n = len, .k = 1};
+    if (lookup(p, k, name, len, &r->node) == 0)
         return 0;
+    if (p->dag->narrays && name[len - 1] == ']')
+        return array_ref(p, r);
     return syntax(p, "EDGE names unknown task %.*s", show(len), name);
+}
+
+/* Which array edge "EDGE a b" is, or 0 when the pair is no edge form. */
+static enum dag_array_edge_kind edge_kind(const struct ref *a, const struct ref *b)
+{
+    if (a->kind == REF_ONE && b->kind == REF_ONE)
+        return DAG_EDGE_ONE_TO_ONE;
+    if (a->kind == REF_ONE && b->kind == REF_DIV)
+        return DAG_EDGE_K_TO_ONE;
+    if (a->kind == REF_ALL && b->kind == REF_TASK)
+        return DAG_EDGE_FAN_IN;
+    if (a->kind == REF_TASK && b->kind == REF_ALL)
+        return DAG_EDGE_FAN_OUT;
+    if (a->kind == REF_ALL && b->kind == REF_ALL)
+        return DAG_EDGE_BARRIER;
+    return 0;
+}
+
+/* Do the instance counts of a one-to-one or K-to-one edge fit? */
+static int check_counts(struct parser *p, const struct ref *a, const struct ref *b)
+{
+    const struct dag_array *pa = &p->dag->arrays[DAG_NODE_ID(a->node)];
+    const struct dag_array *pb = &p->dag->arrays[DAG_NODE_ID(b->node)];
+    uint64_t na = (uint64_t)pa->last - pa->first + 1, nb = (uint64_t)pb->last - pb->first + 1;
+    if (b->kind == REF_ONE && na != nb)
+        return syntax(p,
+                      "EDGE %.*s %.*s: one-to-one needs equal ranges, but the array of line "
+                      "%" PRIu32 " has %" PRIu64 " instances and that of line %" PRIu32 " %" PRIu64,
+                      show(a->n), a->w, show(b->n), b->w, pa->line, na, pb->line, nb);
+    if (b->kind == REF_DIV && na != nb * b->k)
+        return syntax(p,
+                      "EDGE %.*s %.*s: K-to-one needs %" PRIu32 " x %" PRIu64
+                      " instances in the parent (line %" PRIu32 "), which has %" PRIu64,
+                      show(a->n), a->w, show(b->n), b->w, b->k, nb, pa->line, na);
+    return 0;
+}
+
+static int add_array_edge(struct parser *p, const struct ref *a, const struct ref *b)
+{
+    enum dag_array_edge_kind kind = edge_kind(a, b);
+    if (!kind)
+        return syntax(p,
+                      "EDGE %.*s %.*s: not an edge form (a[i] b[i], a[i] b[i/K], a[*] t, t b[*], "
+                      "a[*] b[*] for arrays a, b and a plain task t)",
+                      show(a->n), a->w, show(b->n), b->w);
+    if (a->node == b->node)
+        return syntax(p, "EDGE from array %s to itself",
+                      dag_array_name(p->dag, DAG_NODE_ID(a->node)));
+    if ((kind == DAG_EDGE_ONE_TO_ONE || kind == DAG_EDGE_K_TO_ONE) && check_counts(p, a, b))
+        return -1;
+    if (dag_add_array_edge(p->dag, kind, a->node, b->node, b->k, p->line) == 0)
+        return 0;
+    return errno == E2BIG ? syntax(p, "too many edges") : out_of_memory(p);
+}
+
+/* An EDGE line that is not two plain task names (the slow path of
+ * parse_edge(), which found one of the names unknown as a task). */
+static int parse_array_edge(struct parser *p, const char *const w[2], const size_t n[2])
+{
+    struct ref parent, child;
+    if (resolve(p, 0, w[0], n[0], &parent) || resolve(p, 1, w[1], n[1], &child))
+        return -1;
+    return add_array_edge(p, &parent, &child);
 }
 
 static int parse_edge(struct parser *p, const char *s, const char *e)
@@ -573,7 +833,7 @@ static int parse_edge(struct parser *p, const char *s, const char *e)
         return syntax(p, "EDGE needs a parent and a child");
     dag_task_t parent, child;
     if (lookup(p, 0, w[0], n[0], &parent) || lookup(p, 1, w[1], n[1], &child))
-        return -1;
+        return parse_array_edge(p, w, n);
     if (parent == child)
         return syntax(p, "EDGE from task %.*s to itself", show(n[0]), w[0]);
     if (dag_add_edge(p->dag, parent, child) == 0)
@@ -842,7 +1102,7 @@ static int parse_lines(struct parser *p, const char *buf, size_t len, struct sca
 static int finish(struct parser *p)
 {
     struct pmc_error e;
-    if (p->dag->ntasks == 0) {
+    if (p->dag->ntasks == 0 && p->dag->narrays == 0) {
         errno = EINVAL;
         return pmc_errorf(p->err, "%s: no tasks in DAG", p->path);
     }
@@ -884,9 +1144,11 @@ static void reserve_estimate(struct dag *dag, const char *buf, size_t len)
 }
 
 static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
-                                struct pmc_error *err, bool mapped)
+                                const struct dagfile_options *opts, struct pmc_error *err,
+                                bool mapped)
 {
-    struct parser p = {.path = path, .err = err, .map = mapped ? buf : NULL};
+    struct parser p = {
+        .path = path, .err = err, .map = mapped ? buf : NULL, .arrays = opts && opts->arrays};
     p.dag = dag_create();
     if (!p.dag) {
         pmc_errorf(err, "%s: out of memory", path);
@@ -911,7 +1173,13 @@ static struct dag *parse_buffer(const char *buf, size_t len, const char *path,
 
 struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, struct pmc_error *err)
 {
-    return parse_buffer(buf, len, filename, err, false);
+    return parse_buffer(buf, len, filename, NULL, err, false);
+}
+
+struct dag *dagfile_parse_opts(const char *buf, size_t len, const char *filename,
+                               const struct dagfile_options *opts, struct pmc_error *err)
+{
+    return parse_buffer(buf, len, filename, opts, err, false);
 }
 
 /* What a file of mode m is, when it is not a regular file. */
@@ -947,6 +1215,12 @@ int dagfile_check_regular(const char *path, struct pmc_error *err)
 
 struct dag *dagfile_load(const char *path, struct pmc_error *err)
 {
+    return dagfile_load_opts(path, NULL, err);
+}
+
+struct dag *dagfile_load_opts(const char *path, const struct dagfile_options *opts,
+                              struct pmc_error *err)
+{
     /* O_NONBLOCK: a FIFO with no writer is refused below, not waited for */
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
@@ -967,7 +1241,7 @@ struct dag *dagfile_load(const char *path, struct pmc_error *err)
     errno = e;
     if (rc < 0)
         return NULL;
-    struct dag *dag = parse_buffer(mf.data, mf.size, path, err, mf.mapped);
+    struct dag *dag = parse_buffer(mf.data, mf.size, path, opts, err, mf.mapped);
     mapfile_release(&mf); /* keeps errno */
     return dag;
 }

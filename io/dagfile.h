@@ -6,7 +6,9 @@
  * One mmap, no malloc per line.  Errors name file and line ("wf.dag:12:
  * duplicate task A").  A line is at most DAGFILE_MAX_LINE bytes.  The DAG
  * must be a regular file: a run locks it, keeps its rescue log beside it
- * and reads it again to restart.
+ * and reads it again to restart.  Task arrays ("TASK sim[0-99] ...
+ * %{INDEX}", "EDGE a[i] b[i/K]", docs/task-arrays.md) are read only when
+ * asked for (struct dagfile_options).
  */
 #ifndef PMC_DAGFILE_H
 #define PMC_DAGFILE_H
@@ -27,14 +29,32 @@ extern "C" {
  * Reentrant. */
 int dagfile_check_regular(const char *path, struct pmc_error *err);
 
+/* How to read a DAG file; NULL means all fields 0. */
+struct dagfile_options {
+    /* Accept task arrays (docs/task-arrays.md).  0 refuses
+     * their TASK line with "PATH:LINE: task NAME[..]: task arrays are not
+     * supported by the engine yet": what pmc-hybrid, which loads with
+     * dagfile_load(), gets until the engine runs arrays. */
+    int arrays;
+};
+
 /* Parse the file into a finished DAG (dag_finish(), cycles rejected),
  * owned by the caller.  NULL with err "PATH:LINE: ..." or "PATH: ..." (I/O,
  * cycles, no TASK, not a regular file).  Reentrant; may start and join a
- * scanning thread within the call for a large file. */
+ * scanning thread within the call for a large file.  Task arrays are
+ * refused (struct dagfile_options). */
 struct dag *dagfile_load(const char *path, struct pmc_error *err);
+
+/* dagfile_load() with options (opts may be NULL). */
+struct dag *dagfile_load_opts(const char *path, const struct dagfile_options *opts,
+                              struct pmc_error *err);
 
 /* The same over a buffer in memory; filename is used only in messages. */
 struct dag *dagfile_parse(const char *buf, size_t len, const char *filename, struct pmc_error *err);
+
+/* dagfile_parse() with options (opts may be NULL). */
+struct dag *dagfile_parse_opts(const char *buf, size_t len, const char *filename,
+                               const struct dagfile_options *opts, struct pmc_error *err);
 
 #ifdef __cplusplus
 }

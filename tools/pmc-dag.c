@@ -267,11 +267,14 @@ static void refuse_output_is_input(const char *in, const char *what, const char 
         die(1, "%s", err.text);
 }
 
+/* The tools read task arrays, which the engine refuses for now. */
+static const struct dagfile_options pd_dag_options = {.arrays = 1};
+
 /* Load a DAG with the engine's parser or exit 1 with its message. */
 static struct dag *load_or_die(const char *path)
 {
     struct pmc_error err;
-    struct dag *dag = dagfile_load(path, &err);
+    struct dag *dag = dagfile_load_opts(path, &pd_dag_options, &err);
     if (!dag)
         die(1, "%s", err.text);
     return dag;
@@ -635,11 +638,21 @@ static int neutralise(struct checker *ck, uint32_t line, const char *msg)
     return 0;
 }
 
+/* Does EDGE word w (n bytes) name node `name` (len bytes) of a cycle
+ * message?  An array is shown as "a[*]" and matches any "a[SELECTOR]";
+ * with prefix, w need only begin with name. */
+static bool cycle_word(const char *w, size_t n, const char *name, size_t len, bool prefix)
+{
+    if (len >= 3 && memcmp(name + len - 3, "[*]", 3) == 0)
+        return n >= len - 1 && memcmp(w, name, len - 2) == 0 && w[n - 1] == ']';
+    return (prefix ? n >= len : n == len) && memcmp(w, name, len) == 0;
+}
+
 /* Break the cycle named by a parser message "cycle: A -> B -> ...": comment
- * out every "EDGE A B" line.  Long names do not fit in the message: when B
- * is elided ("...") or cut by the message's end (full is true), every
- * "EDGE A X" with X beginning with what is shown goes, which breaks the
- * cycle too (A is in it).  Returns 0, or -1 when none was found. */
+ * out every "EDGE A B" line (for an array "a[*]", every EDGE naming a[...]).  Long names do not fit
+ * in the message: when B is elided ("...") or cut by the message's end (full is true), every "EDGE
+ * A X" with X beginning with what is shown goes, which breaks the cycle too (A is in it).  Returns
+ * 0, or -1 when none was found. */
 static int break_cycle(struct checker *ck, const char *msg, bool full)
 {
     const char *a = strstr(msg, "cycle: ");
@@ -667,9 +680,8 @@ static int break_cycle(struct checker *ck, const char *msg, bool full)
         const char *w[4];
         size_t wl[4];
         int nw = split_words(ck->buf + s, ck->buf + e, w, wl, 4);
-        if (nw == 3 && wl[0] == 4 && memcmp(w[0], "EDGE", 4) == 0 && wl[1] == alen &&
-            memcmp(w[1], a, alen) == 0 && (prefix ? wl[2] >= blen : wl[2] == blen) &&
-            memcmp(w[2], b, blen) == 0) {
+        if (nw == 3 && wl[0] == 4 && memcmp(w[0], "EDGE", 4) == 0 &&
+            cycle_word(w[1], wl[1], a, alen, false) && cycle_word(w[2], wl[2], b, blen, prefix)) {
             replace_bytes(ck, s, e, "#", 1);
             found = 1;
             e = s + 1;
@@ -700,7 +712,7 @@ static struct dag *check_syntax(struct checker *ck)
     unsigned cycles = 0;
     for (;;) {
         struct pmc_error err;
-        struct dag *dag = dagfile_parse(ck->buf, ck->len, ck->path, &err);
+        struct dag *dag = dagfile_parse_opts(ck->buf, ck->len, ck->path, &pd_dag_options, &err);
         if (dag)
             return dag;
         const char *msg;
@@ -766,6 +778,32 @@ static void check_resources(struct checker *ck, const struct dag *dag, const str
     }
 }
 
+/* check_resources() for the arrays: one problem per array, not per
+ * instance. */
+static void check_array_resources(struct checker *ck, const struct dag *dag,
+                                  const struct host_shape *h)
+{
+    for (uint32_t a = 0; a < dag->narrays && ck->problems < ck->max_errors; a++) {
+        const struct dag_array *r = &dag->arrays[a];
+        if (line_state(ck, r->line))
+            continue;
+        const char *what = NULL;
+        uint32_t asked = 0;
+        int64_t has = 0;
+        if (h->cpus && r->cpus > h->cpus)
+            what = "CPUs", asked = r->cpus, has = h->cpus;
+        else if (h->memory_mb && r->memory_mb > h->memory_mb)
+            what = "MB", asked = r->memory_mb, has = h->memory_mb;
+        else if (h->gpus >= 0 && r->gpus > h->gpus)
+            what = "GPUs", asked = r->gpus, has = h->gpus;
+        if (what)
+            report(ck,
+                   "%s:%" PRIu32 ": array %s requests %" PRIu32 " %s per instance, more than a "
+                   "host has (%" PRId64 "): no host is capable of running its instances",
+                   ck->path, r->line, dag_array_name(dag, a), asked, what, has);
+    }
+}
+
 static const char check_help[] =
     "usage: pmc-dag check DAGFILE [--host-cpus N] [--host-memory MB] [--host-gpus N]\n"
     "                     [--max-errors N]\n"
@@ -823,13 +861,20 @@ static int cmd_check(int argc, char **argv)
     if (read_file(ck.path, &ck.buf, &ck.len, &err))
         die(1, "%s", err.text);
     struct dag *dag = check_syntax(&ck);
-    if (dag)
+    if (dag) {
         check_resources(&ck, dag, &shape);
+        check_array_resources(&ck, dag, &shape);
+    }
     if (ck.problems == 0) {
         struct levels lv;
         levels_compute(dag, &lv);
-        printf("%s: ok: %" PRIu32 " tasks, %" PRIu32 " edges, %" PRIu32 " levels\n", ck.path,
+        printf("%s: ok: %" PRIu32 " tasks, %" PRIu32 " edges, %" PRIu32 " levels", ck.path,
                dag->ntasks, dag->nedges, lv.nlevels);
+        if (dag->narrays)
+            printf(" (plain tasks); %" PRIu32 " arrays of %" PRIu64 " instances, %" PRIu32
+                   " array edges",
+                   dag->narrays, dag->ninstances, dag->narray_edges);
+        putchar('\n');
         levels_free(&lv);
     } else {
         fprintf(stderr, "%s: %u problem%s\n", ck.path, ck.problems, ck.problems == 1 ? "" : "s");
@@ -884,6 +929,9 @@ static void stats_json(const char *path, const struct dag *dag, const struct lev
     free(file);
     json_object_set_new(o, "tasks", json_integer(dag->ntasks));
     json_object_set_new(o, "edges", json_integer(dag->nedges));
+    json_object_set_new(o, "arrays", json_integer(dag->narrays));
+    json_object_set_new(o, "instances", json_integer((json_int_t)dag->ninstances));
+    json_object_set_new(o, "array_edges", json_integer(dag->narray_edges));
     json_object_set_new(o, "levels", json_integer(lv->nlevels));
     json_object_set_new(o, "roots", json_integer(lv->roots));
     json_object_set_new(o, "leaves", json_integer(lv->leaves));
@@ -957,6 +1005,13 @@ static void stats_text(const char *path, const struct dag *dag, const struct lev
     printf("%-16s%s\n", "file", path);
     printf("%-16s%" PRIu32 "\n", "tasks", dag->ntasks);
     printf("%-16s%" PRIu32 "\n", "edges", dag->nedges);
+    if (dag->narrays) {
+        printf("%-16s%" PRIu32 "\n", "arrays", dag->narrays);
+        printf("%-16s%" PRIu64 " (%" PRIu64 " tasks with the plain ones)\n", "instances",
+               dag->ninstances, dag->ninstances + dag->ntasks);
+        printf("%-16s%" PRIu32 "\n", "array edges", dag->narray_edges);
+        printf("%-16s%s\n", "note", "levels, widths and paths below cover the plain tasks only");
+    }
     printf("%-16s%" PRIu32 "\n", "levels", lv->nlevels);
     printf("%-16s%" PRIu32 "\n", "roots", lv->roots);
     printf("%-16s%" PRIu32 "\n", "leaves", lv->leaves);
@@ -1096,6 +1151,71 @@ static const char *dot_colour(const char *s, size_t n)
     return dot_palette[h % DOT_NCOLOURS];
 }
 
+/* The DOT node of plain task t: its name, or its group g<N> when group is
+ * not NULL. */
+static void dot_plain_node(FILE *f, const struct dag *dag, dag_task_t t, const uint32_t *group)
+{
+    if (group) {
+        fprintf(f, "g%" PRIu32, group[t]);
+        return;
+    }
+    const char *name = dag_task_name(dag, t);
+    dot_quote(f, name, strlen(name));
+}
+
+static void dot_node(FILE *f, const struct dag *dag, dag_node_t v, const uint32_t *group)
+{
+    if (!DAG_NODE_IS_ARRAY(v)) {
+        dot_plain_node(f, dag, v, group);
+        return;
+    }
+    /* "a[*]": no plain task has that name (the parser refuses it) */
+    const char *name = dag_array_name(dag, DAG_NODE_ID(v));
+    size_t n = strlen(name);
+    char *id = xcalloc(n + 4, 1);
+    memcpy(id, name, n);
+    memcpy(id + n, "[*]", 3);
+    dot_quote(f, id, n + 3);
+    free(id);
+}
+
+/* One node per task array, labelled with its name, range and count, and
+ * one edge per array edge, labelled with its form. */
+static void dot_arrays(FILE *f, const struct dag *dag, const uint32_t *group)
+{
+    for (uint32_t a = 0; a < dag->narrays; a++) {
+        const struct dag_array *r = &dag->arrays[a];
+        const char *name = dag_array_name(dag, a);
+        char label[64];
+        int n = snprintf(label, sizeof label, "[%" PRIu32 "-%" PRIu32 "]\\n%" PRIu32 " instances",
+                         r->first, r->last, dag_array_count(dag, a));
+        fputs("  ", f);
+        dot_node(f, dag, DAG_NODE_ARRAY | a, NULL);
+        fputs(" [shape=box3d, label=", f);
+        putc('"', f);
+        for (const char *c = name; *c; c++) {
+            if (*c == '"' || *c == '\\')
+                putc('\\', f);
+            putc(*c, f);
+        }
+        fprintf(f, "%.*s\", fillcolor=\"%s\"];\n", n, label, dot_colour(name, strlen(name)));
+    }
+    for (uint32_t e = 0; e < dag->narray_edges; e++) {
+        const struct dag_array_edge *r = &dag->array_edges[e];
+        fputs("  ", f);
+        dot_node(f, dag, r->parent, group);
+        fputs(" -> ", f);
+        dot_node(f, dag, r->child, group);
+        if (r->kind == DAG_EDGE_K_TO_ONE)
+            fprintf(f, " [label=\"%" PRIu32 ":1\"];\n", r->k);
+        else
+            fprintf(f, " [label=\"%s\"];\n",
+                    r->kind == DAG_EDGE_ONE_TO_ONE ? "1:1"
+                    : r->kind == DAG_EDGE_BARRIER  ? "all:all"
+                                                   : "all");
+    }
+}
+
 /* One node per task; with clusters, one dashed cluster per level. */
 static void dot_tasks(FILE *f, const struct dag *dag, const struct levels *lv, bool clusters)
 {
@@ -1139,6 +1259,7 @@ static void dot_tasks(FILE *f, const struct dag *dag, const struct levels *lv, b
             fputs(";\n", f);
         }
     free(by_level);
+    dot_arrays(f, dag, NULL);
 }
 
 /* Grouping of tasks for the aggregated DOT graph. */
@@ -1267,6 +1388,7 @@ static void dot_groups(FILE *f, const struct dag *dag, const struct levels *lv, 
         i = j;
     }
     free(pairs);
+    dot_arrays(f, dag, g.group);
     free(g.group);
     free(g.rep);
     free(g.size);
@@ -1334,13 +1456,16 @@ static int cmd_dot(int argc, char **argv)
     base = base ? base + 1 : path;
     fputs("digraph ", o.f);
     dot_quote(o.f, base, strlen(base));
-    fprintf(o.f,
-            " {\n  // pmc-dag dot: %" PRIu32 " tasks, %" PRIu32 " edges, %" PRIu32
-            " levels\n  graph [rankdir=TB, fontsize=10, fontname=\"Helvetica\"];\n"
-            "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#e0e0e0\", fontsize=9, "
-            "fontname=\"Helvetica\"];\n  edge [color=\"#555555\", fontsize=8, "
-            "arrowsize=0.6];\n",
+    fprintf(o.f, " {\n  // pmc-dag dot: %" PRIu32 " tasks, %" PRIu32 " edges, %" PRIu32 " levels",
             dag->ntasks, dag->nedges, lv.nlevels);
+    if (dag->narrays)
+        fprintf(o.f, ", %" PRIu32 " arrays of %" PRIu64 " instances", dag->narrays,
+                dag->ninstances);
+    fputs("\n  graph [rankdir=TB, fontsize=10, fontname=\"Helvetica\"];\n"
+          "  node [shape=box, style=\"rounded,filled\", fillcolor=\"#e0e0e0\", fontsize=9, "
+          "fontname=\"Helvetica\"];\n  edge [color=\"#555555\", fontsize=8, "
+          "arrowsize=0.6];\n",
+          o.f);
     if (max && dag->ntasks > max)
         dot_groups(o.f, dag, &lv, max);
     else

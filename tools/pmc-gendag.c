@@ -3,7 +3,7 @@
  *   pmc-gendag --shape SHAPE --tasks N [--width W] [--edges-per-task K]
  *              [--seed S] [--runtime-scale F] [--runtime SECONDS]
  *              [--command sleep|true|false|echo|none]
- *              [--priorities down|up|none] [--plain] [-o FILE]
+ *              [--priorities down|up|none] [--plain] [--arrays] [-o FILE]
  *
  * Shapes (the structured ones follow the task graphs of the Pegasus workflow
  * gallery and of the WorkflowHub traces the shared workloads come from):
@@ -24,6 +24,13 @@
  *   chain        W interleaved chains (default 1): task i follows task i-W.
  *   diamond      one task -> N-2 tasks -> one task, named A, B, ..., Z, AA, ...
  *                (--tasks 4 --command echo --plain is the manual's diamond).
+ *   sweep        (N-1)/2 sim[i] -> post[i] (one-to-one) -> one gather.
+ *   mapreduce    K (--width, default 4) map[j] per reduce[j/K], then one
+ *                merge after every reduce; (N-1)/(K+1) reduces.
+ * --arrays writes sweep and mapreduce as task arrays (TASK sim[0-99] ...,
+ * EDGE sim[i] post[i], EDGE map[i] reduce[i/K], EDGE post[*] gather), else
+ * as plain tasks named like the instances, so both forms name the same
+ * tasks; their stages use fixed runtimes so both run the same commands.
  * The structured shapes are sized to at most N tasks, as close as the shape
  * allows; the header comment gives the exact task and edge counts.
  *
@@ -80,9 +87,12 @@ enum gd_shape {
     SHAPE_INDEPENDENT,
     SHAPE_CHAIN,
     SHAPE_DIAMOND,
+    SHAPE_SWEEP,
+    SHAPE_MAPREDUCE,
 };
 static const char *const shape_names[] = {"montage",     "epigenomics", "seismology", "layered",
-                                          "independent", "chain",       "diamond",    NULL};
+                                          "independent", "chain",       "diamond",    "sweep",
+                                          "mapreduce",   NULL};
 
 enum gd_command { CMD_SLEEP, CMD_TRUE, CMD_FALSE, CMD_ECHO, CMD_NONE };
 static const char *const command_names[] = {"sleep", "true", "false", "echo", "none", NULL};
@@ -102,6 +112,7 @@ struct gd_options {
     int prio;     /* enum gd_prio, -1 = default */
     int scale_given;
     int plain;
+    int arrays; /* sweep, mapreduce: write task arrays */
     const char *output;
 };
 
@@ -242,6 +253,12 @@ static const struct gd_stage st_sift = {"wrapper_siftSTFByMisfit", 0.2, 0.3, 0.0
 static const struct gd_stage st_task = {"task", 10.0, 0.6, 1.0, 60.0, 1};
 static const struct gd_stage st_step = {"step", 10.0, 0.6, 1.0, 60.0, 1};
 static const struct gd_stage st_diamond = {"diamond", 10.0, 0.3, 1.0, 30.0, 1};
+static const struct gd_stage st_sim = {"sim", 10.0, 0.0, 10.0, 10.0, 1};
+static const struct gd_stage st_post = {"post", 1.0, 0.0, 1.0, 1.0, 1};
+static const struct gd_stage st_gather = {"gather", 5.0, 0.0, 5.0, 5.0, 1};
+static const struct gd_stage st_mapper = {"map", 10.0, 0.0, 10.0, 10.0, 1};
+static const struct gd_stage st_reduce = {"reduce", 5.0, 0.0, 5.0, 5.0, 1};
+static const struct gd_stage st_merge = {"merge", 2.0, 0.0, 2.0, 2.0, 1};
 
 /* ------------------------------------------------------------------ output */
 
@@ -779,6 +796,156 @@ static void emit_diamond(struct gd *g, const struct gd_plan *p, int pass)
         emit_edge(g, st, i, st, last);
 }
 
+/* Sweep and mapreduce write the same workflow as plain tasks named like
+ * instances ("sim[3]") or, with --arrays, as task arrays: every task of a
+ * stage has the stage's median runtime (sigma 0), no "#@" line, and an
+ * echo prints its own name, so both forms run the same commands. */
+enum gd_ix { IX_NONE, IX_ONE, IX_RANGE, IX_TOKEN };
+
+/* TR, TR[i], TR[0-(n-1)] or TR[%{INDEX}]. */
+static void out_ix(struct gd_out *o, const struct gd_stage *st, enum gd_ix ix, uint64_t i)
+{
+    out_str(o, st->tr);
+    if (ix == IX_NONE)
+        return;
+    out_ch(o, '[');
+    if (ix == IX_TOKEN)
+        out_str(o, "%{INDEX}");
+    else if (ix == IX_RANGE) {
+        out_str(o, "0-");
+        out_uint(o, i - 1, 1);
+    } else
+        out_uint(o, i, 1);
+    out_ch(o, ']');
+}
+
+/* "TASK NAME [-c C] [-p P] COMMAND": one task (ix IX_NONE or IX_ONE) or
+ * the array of n instances (IX_RANGE, i = n). */
+static void emit_ix_task(struct gd *g, const struct gd_stage *st, enum gd_ix ix, uint64_t i,
+                         uint64_t depth)
+{
+    struct gd_out *o = &g->out;
+    out_reserve(o);
+    out_str(o, "TASK ");
+    out_ix(o, st, ix, i);
+    if (!g->opt->plain) {
+        out_str(o, " -c ");
+        out_uint(o, st->cpus, 1);
+    }
+    if (g->opt->prio != PRIO_NONE) {
+        out_str(o, " -p ");
+        out_uint(o, 20 + 10 * (g->opt->prio == PRIO_UP ? depth : g->depth_max - depth), 1);
+    }
+    if (g->opt->command == CMD_ECHO) {
+        out_str(o, " /bin/echo \"I am ");
+        out_ix(o, st, ix == IX_RANGE ? IX_TOKEN : ix, i);
+        out_str(o, "\"\n");
+    } else {
+        out_ch(o, ' ');
+        out_command(g, st, 0);
+        out_ch(o, '\n');
+    }
+    g->ntasks += ix == IX_RANGE ? i : 1;
+}
+
+/* A stage of n tasks: one array, or n tasks. */
+static void emit_stage(struct gd *g, const struct gd_stage *st, uint64_t n, uint64_t depth)
+{
+    if (g->opt->arrays) {
+        emit_ix_task(g, st, IX_RANGE, n, depth);
+        return;
+    }
+    for (uint64_t i = 0; i < n; i++)
+        emit_ix_task(g, st, IX_ONE, i, depth);
+}
+
+/* "EDGE A B" with both sides given as text ("sim[i]", "post[*]"); count:
+ * the task edges it stands for. */
+static void emit_text_edge(struct gd *g, const char *a, const char *b, uint64_t count)
+{
+    out_reserve(&g->out);
+    out_str(&g->out, "EDGE ");
+    out_str(&g->out, a);
+    out_ch(&g->out, ' ');
+    out_str(&g->out, b);
+    out_ch(&g->out, '\n');
+    g->nedges += count;
+}
+
+static void emit_ix_edge(struct gd *g, const struct gd_stage *ps, enum gd_ix pix, uint64_t p,
+                         const struct gd_stage *cs, enum gd_ix cix, uint64_t c)
+{
+    struct gd_out *o = &g->out;
+    out_reserve(o);
+    out_str(o, "EDGE ");
+    out_ix(o, ps, pix, p);
+    out_ch(o, ' ');
+    out_ix(o, cs, cix, c);
+    out_ch(o, '\n');
+    g->nedges++;
+}
+
+/* Sweep: a = sim instances = post instances; sim[i] -> post[i] -> gather. */
+static void plan_sweep(const struct gd_options *opt, struct gd_plan *p)
+{
+    if (opt->tasks < 3)
+        die("--tasks: sweep needs at least 3 tasks");
+    p->a = (opt->tasks - 1) / 2;
+    p->tasks = 2 * p->a + 1;
+    p->edges = 2 * p->a;
+    p->depth_max = 2;
+}
+
+static void emit_sweep(struct gd *g, const struct gd_plan *p, int pass)
+{
+    if (pass == 0) {
+        emit_stage(g, &st_sim, p->a, 0);
+        emit_stage(g, &st_post, p->a, 1);
+        emit_ix_task(g, &st_gather, IX_NONE, 0, 2);
+    } else if (g->opt->arrays) {
+        emit_text_edge(g, "sim[i]", "post[i]", p->a);
+        emit_text_edge(g, "post[*]", "gather", p->a);
+    } else {
+        for (uint64_t i = 0; i < p->a; i++)
+            emit_ix_edge(g, &st_sim, IX_ONE, i, &st_post, IX_ONE, i);
+        for (uint64_t i = 0; i < p->a; i++)
+            emit_ix_edge(g, &st_post, IX_ONE, i, &st_gather, IX_NONE, 0);
+    }
+}
+
+/* Mapreduce: a = K (--width, maps per reduce), b = reduces; map[j] ->
+ * reduce[j/K] -> merge. */
+static void plan_mapreduce(const struct gd_options *opt, struct gd_plan *p)
+{
+    p->a = opt->width ? opt->width : 4;
+    if (opt->tasks < p->a + 2)
+        die("--tasks: mapreduce needs at least --width + 2 tasks");
+    p->b = (opt->tasks - 1) / (p->a + 1);
+    p->tasks = p->a * p->b + p->b + 1;
+    p->edges = p->a * p->b + p->b;
+    p->depth_max = 2;
+}
+
+static void emit_mapreduce(struct gd *g, const struct gd_plan *p, int pass)
+{
+    uint64_t maps = p->a * p->b;
+    if (pass == 0) {
+        emit_stage(g, &st_mapper, maps, 0);
+        emit_stage(g, &st_reduce, p->b, 1);
+        emit_ix_task(g, &st_merge, IX_NONE, 0, 2);
+    } else if (g->opt->arrays) {
+        char k[32];
+        snprintf(k, sizeof k, "reduce[i/%llu]", (unsigned long long)p->a);
+        emit_text_edge(g, "map[i]", p->a == 1 ? "reduce[i]" : k, maps);
+        emit_text_edge(g, "reduce[*]", "merge", p->b);
+    } else {
+        for (uint64_t j = 0; j < maps; j++)
+            emit_ix_edge(g, &st_mapper, IX_ONE, j, &st_reduce, IX_ONE, j / p->a);
+        for (uint64_t r = 0; r < p->b; r++)
+            emit_ix_edge(g, &st_reduce, IX_ONE, r, &st_merge, IX_NONE, 0);
+    }
+}
+
 struct gd_shape_ops {
     void (*plan)(const struct gd_options *opt, struct gd_plan *p);
     void (*emit)(struct gd *g, const struct gd_plan *p, int pass); /* 0 tasks, 1 edges */
@@ -793,6 +960,8 @@ static const struct gd_shape_ops shape_ops[] = {
     [SHAPE_INDEPENDENT] = {plan_independent, emit_independent, 0},
     [SHAPE_CHAIN] = {plan_chain, emit_chain, 1},
     [SHAPE_DIAMOND] = {plan_diamond, emit_diamond, 0},
+    [SHAPE_SWEEP] = {plan_sweep, emit_sweep, 0},
+    [SHAPE_MAPREDUCE] = {plan_mapreduce, emit_mapreduce, 1},
 };
 
 /* -------------------------------------------------------- option parsing */
@@ -803,10 +972,11 @@ static void usage(FILE *f)
           "Write a synthetic pegasus-mpi-cluster DAG file.\n"
           "\n"
           "  -s, --shape SHAPE        montage, epigenomics, seismology, layered,\n"
-          "                           independent, chain or diamond\n"
+          "                           independent, chain, diamond, sweep or mapreduce\n"
           "  -n, --tasks N            number of tasks (structured shapes: at most N)\n"
           "  -w, --width W            montage: bands (1); epigenomics: lanes (4);\n"
-          "                           layered: tasks per layer (sqrt N); chain: chains (1)\n"
+          "                           layered: tasks per layer (sqrt N); chain: chains (1);\n"
+          "                           mapreduce: maps per reduce (4)\n"
           "  -k, --edges-per-task K   layered: random parents per task (1, at most W)\n"
           "  -S, --seed S             random seed (1)\n"
           "  -r, --runtime-scale F    multiply the realistic runtimes by F (0.001)\n"
@@ -816,6 +986,8 @@ static void usage(FILE *f)
           "                           a placeholder for parse-only benchmarks)\n"
           "  -p, --priorities P       down (deeper tasks get lower -p), up, or none\n"
           "      --plain              no \"#@\" lines and no task options\n"
+          "      --arrays             sweep, mapreduce: write task arrays (pmc-dag reads\n"
+          "                           them; the engine does not run them yet)\n"
           "  -o, --output FILE        write to FILE instead of stdout\n"
           "  -h, --help               show this help\n",
           f);
@@ -869,6 +1041,7 @@ static void parse_options(int argc, char **argv, struct gd_options *opt)
         {"command", required_argument, NULL, 'c'},
         {"priorities", required_argument, NULL, 'p'},
         {"plain", no_argument, NULL, 'P'},
+        {"arrays", no_argument, NULL, 'A'},
         {"output", required_argument, NULL, 'o'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -910,6 +1083,9 @@ static void parse_options(int argc, char **argv, struct gd_options *opt)
         case 'P':
             opt->plain = 1;
             break;
+        case 'A':
+            opt->arrays = 1;
+            break;
         case 'o':
             if (!*optarg)
                 die("--output: empty file name");
@@ -934,6 +1110,8 @@ static void parse_options(int argc, char **argv, struct gd_options *opt)
         die("--tasks: missing (see --help)");
     if (opt->width && !shape_ops[opt->shape].uses_width)
         die("--width: does not apply to --shape %s", shape_names[opt->shape]);
+    if (opt->arrays && opt->shape != SHAPE_SWEEP && opt->shape != SHAPE_MAPREDUCE)
+        die("--arrays: only applies to --shape sweep and mapreduce");
     if (opt->k && opt->shape != SHAPE_LAYERED)
         die("--edges-per-task: only applies to --shape layered");
     if ((opt->fixed >= 0 || opt->scale_given) && opt->command != CMD_SLEEP)
@@ -972,8 +1150,9 @@ static void emit_header(struct gd *g, const struct gd_plan *p)
         n += snprintf(line + n, sizeof line - n, " --%s %s",
                       opt->fixed >= 0 ? "runtime" : "runtime-scale", real);
     }
-    n += snprintf(line + n, sizeof line - n, " --command %s --priorities %s%s\n",
-                  command_names[opt->command], prio_names[opt->prio], opt->plain ? " --plain" : "");
+    n += snprintf(line + n, sizeof line - n, " --command %s --priorities %s%s%s\n",
+                  command_names[opt->command], prio_names[opt->prio], opt->plain ? " --plain" : "",
+                  opt->arrays ? " --arrays" : "");
     n += snprintf(line + n, sizeof line - n, "# %llu tasks, %llu edges\n",
                   (unsigned long long)p->tasks, (unsigned long long)p->edges);
     out_reserve(&g->out);

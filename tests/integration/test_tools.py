@@ -348,6 +348,81 @@ class Dot(DagTool):
         self.check(problems, case=proc.stdout[:2000])
 
 
+# ------------------------------------------------------------ task arrays
+
+
+class Arrays(DagTool):
+    """pmc-dag on task arrays (docs/task-arrays.md): check and stats count
+    the instances, dot draws an array as one node, check reports bad array
+    input with its line; pmc-gendag writes sweep and mapreduce both ways."""
+
+    def test_check_stats_dot_of_gendag_arrays(self):
+        problems = []
+        for shape, width in (("sweep", None), ("mapreduce", "5")):
+            extra = ["--width", width] if width else []
+            plain, arrays = self.path(shape + ".dag"), self.path(shape + "-arrays.dag")
+            for out, more in ((plain, []), (arrays, ["--arrays"])):
+                pmcrun.gendag(["--shape", shape, "--tasks", "601", "--command", "echo"] + extra +
+                              more, out)
+            count = Count(plain)
+            stats = json.loads(self.pmc_dag("stats", "--json", arrays).stdout)
+            want_instances = len(count.tasks) - 1  # all but the one plain task
+            if (stats["tasks"], stats["arrays"], stats["instances"]) != (1, 2, want_instances):
+                problems.append("%s: stats %r" % (shape, {k: stats[k] for k in (
+                    "tasks", "arrays", "instances", "array_edges")}))
+            proc = self.pmc_dag("check", arrays)
+            if proc.returncode != 0 or "2 arrays of %d instances" % want_instances \
+                    not in proc.stdout:
+                problems.append("%s: check: %s" % (shape, describe(proc)))
+            dot = self.pmc_dag("dot", arrays).stdout
+            problems += Dot.dot_problems(self, dot)
+            first = want_instances // 2 if shape == "sweep" else want_instances // 6 * 5
+            if dot.count("shape=box3d") != 2 or "\\n%d instances" % first not in dot:
+                problems.append("%s: dot has not one node per array:\n%s" % (shape, dot))
+        self.check(problems)
+
+    def test_check_reports_bad_arrays_with_lines(self):
+        dag = self.write_dag("bad-arrays.dag", """
+            TASK a[0-3] /bin/true
+            TASK b[0-4] -c 16 /bin/true
+            TASK c[5-1] /bin/true
+            EDGE a[i] b[i]
+            TASK a[2] /bin/true
+            TASK m[0-9] /bin/true
+            TASK r[0-2] /bin/true
+            EDGE m[i] r[i/3]
+            TASK p /bin/echo %{INDEX}
+        """)
+        proc = self.pmc_dag("check", "--host-cpus", "8", dag)
+        problems = [] if proc.returncode == 1 else ["exit %d, expected 1" % proc.returncode]
+        for text in ("%s:3: task c[5-1]: reversed array range" % dag,
+                     "%s:4: EDGE a[i] b[i]: one-to-one needs equal ranges" % dag,
+                     "%s:5: task a[2] is named like an instance of the array a" % dag,
+                     "%s:8: EDGE m[i] r[i/3]: K-to-one needs 3 x 3 instances" % dag,
+                     "%s:9: task p: %%{INDEX} in a plain task" % dag,
+                     "%s:2: array b requests 16 CPUs per instance" % dag,
+                     "%s: 6 problems" % dag):
+            if text not in proc.stderr:
+                problems.append("missing %r" % text)
+        self.check(problems, case=describe(proc))
+
+    def test_cycle_through_arrays_is_reported_and_broken(self):
+        dag = self.write_dag("cyc-arrays.dag", """
+            TASK a[0-3] /bin/true
+            TASK b[0-3] /bin/true
+            TASK t /bin/true
+            EDGE a[i] b[i]
+            EDGE b[*] t
+            EDGE t a[*]
+        """)
+        proc = self.pmc_dag("check", dag)
+        problems = [] if proc.returncode == 1 else ["exit %d, expected 1" % proc.returncode]
+        for text in ("%s: cycle: t -> a[*] -> b[*] -> t" % dag, "%s: 1 problem" % dag):
+            if text not in proc.stderr:
+                problems.append("missing %r" % text)
+        self.check(problems, case=describe(proc))
+
+
 # --------------------------------------------------------- from-wfcommons
 
 
