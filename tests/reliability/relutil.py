@@ -23,7 +23,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 # one /proc reader
-from pmcrun import process_tree, processes, session_pids, stat_fields  # noqa: E402,F401
+from pmcrun import process_tree, processes, session_pids, stat_fields, wait_session_gone  # noqa: E402,F401
 
 
 def threads_exiting(pid):
