@@ -482,14 +482,13 @@ static int master_handle_peer_lost(struct master *m, int rank)
     m->nodes.leaving -= leaving;
     n->state = bye || leaving ? NODE_LEFT : NODE_LOST;
     master_nodes_counted(m);
-    n->requeued = master__sched_take_back(m, i);
-    m->nodes.requeued += n->requeued;
+    uint32_t took = master__sched_take_back(m, i);
     if (n->state == NODE_LOST) {
         m->nodes.lost++;
-        log_warn("Rank %d on host %s was lost: %u tasks requeued", rank, n->hostname, n->requeued);
-    } else if (n->requeued > 0 || leaving) {
-        log_msg(n->requeued ? PMC_LOG_WARN : PMC_LOG_INFO,
-                "Rank %d on host %s left: %u tasks requeued", rank, n->hostname, n->requeued);
+        log_warn("Rank %d on host %s was lost: %u tasks requeued", rank, n->hostname, took);
+    } else if (took > 0 || leaving) {
+        log_msg(took ? PMC_LOG_WARN : PMC_LOG_INFO, "Rank %d on host %s left: %u tasks requeued",
+                rank, n->hostname, took);
     }
     return 0;
 }

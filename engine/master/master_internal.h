@@ -90,7 +90,7 @@ enum node_state {
 };
 
 /* A node agent that said HELLO; its resources are in sched.place at the
- * same index.  tasks/listed: master_sched.c; files_seen, state, requeued:
+ * same index.  tasks/listed/requeued*: master_sched.c; files_seen, state:
  * master.c; output_lost: master.c and master_report.c. */
 struct node {
     int rank;
@@ -102,9 +102,12 @@ struct node {
     bool files_seen[2];     /* its DAG.out.R, DAG.err.R were there at its HELLO */
     bool output_lost;       /* its tasks' output was found lost (LOST, a deleted file) */
     uint8_t state;          /* enum node_state */
-    uint32_t requeued;      /* its tasks put back in the ready queue when its link went */
-    uint32_t *requeued_ids; /* those tasks, ascending (their blocks are left out of the
-                               merge); NULL: none, or not known for want of memory */
+    uint32_t requeued;      /* its tasks put back in the ready queue: when its link went, or
+                               failed while it left (its allocation's end killed them) */
+    uint32_t *requeued_ids; /* those tasks, in no order (their blocks are left out of the
+                               merge), requeued_cap slots */
+    uint32_t requeued_cap;
+    bool requeued_unknown; /* requeued_ids lacks some, for want of memory */
 };
 
 /* master.c: the registered nodes; NULL until master_begin().  With

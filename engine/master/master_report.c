@@ -207,14 +207,15 @@ static int master_merge_leftovers(struct master *m)
  * is merged whole); else whole.  0, or -1 (logged). */
 static int master_merge_node_file(struct master *m, int i, int k, const char *path)
 {
-    const struct node *n = i >= 0 ? &m->nodes.at[i] : NULL;
+    struct node *n = i >= 0 ? &m->nodes.at[i] : NULL;
     if (k != 0 || !n || !n->requeued)
         return master_merge_one(m, k, path, NULL);
-    if (!n->requeued_ids) {
+    if (n->requeued_unknown) {
         log_warn("%s: merged whole (no memory to leave out its %u requeued tasks)", path,
                  n->requeued);
         return master_merge_one(m, k, path, NULL);
     }
+    qsort(n->requeued_ids, n->requeued, sizeof *n->requeued_ids, cmp_u32);
     struct merge_keep keep = {m->dag, n};
     return master_merge_one(m, k, path, &keep);
 }

@@ -380,6 +380,32 @@ static void master_task_off_node(struct master *m, int i, uint32_t t)
     m->sched.inflight--;
 }
 
+/* Task t's attempt on node i (off the node already) goes back to the
+ * ready queue uncharged, counted and remembered as node i's requeued
+ * task (its block in the node's stdout is then left out of the merge). */
+static void master_requeue_from(struct master *m, int i, uint32_t t)
+{
+    struct node *n = &m->nodes.at[i];
+    master_task_returned(m, t);
+    master__events_requeued(&m->events, t);
+    log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t), n->rank,
+              m->sched.run[t].attempts + 1);
+    if (n->requeued == n->requeued_cap) {
+        uint32_t cap = n->requeued_cap ? 2 * n->requeued_cap : 16;
+        uint32_t *ids = realloc(n->requeued_ids, sizeof *ids * cap);
+        if (ids) {
+            n->requeued_ids = ids;
+            n->requeued_cap = cap;
+        }
+    }
+    if (n->requeued < n->requeued_cap)
+        n->requeued_ids[n->requeued] = t;
+    else
+        n->requeued_unknown = true;
+    n->requeued++;
+    m->nodes.requeued++;
+}
+
 /* Apply one result from node n; -1 if it does not match a task running
  * there. */
 static int master_apply_result(struct master *m, struct node *n, const struct msg_result *r)
@@ -396,6 +422,13 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         master_task_returned(m, t);
         return 0;
     }
+    bool failed = r->status != 0 || r->exec_errno != 0;
+    if (failed && n->state == NODE_LEAVING) { /* killed by its allocation's end, likely */
+        log_warn("Task %s failed on rank %d, which is leaving: it runs again elsewhere",
+                 task_name(m, t), n->rank);
+        master_requeue_from(m, i, t);
+        return 0;
+    }
     master__events_executed(&m->events, m->dag, t, r->start);
     m->st.finished_attempts++;
     m->st.runtime += r->duration;
@@ -403,7 +436,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         m->st.first_start = r->start;
     if (r->start + r->duration > m->st.last_end)
         m->st.last_end = r->start + r->duration;
-    if (r->status != 0 || r->exec_errno != 0) {
+    if (failed) {
         master_task_failed(m, t, r, false);
         if (master_holds_on_failure(m, t, r->attempt) && master__dispatching(m))
             master_resume_node(m, n); /* below -m: it may start tasks again */
@@ -585,41 +618,19 @@ void master__sched_close_node(struct master *m, int i)
     placement_close_node(m->sched.place, i);
 }
 
-/* Note task t, taken back from node i, in its requeued_ids (ascending once
- * the take-back, which goes from the highest id down, is done). */
-static void master_note_requeued(struct master *m, int i, uint32_t t, uint32_t k, uint32_t cap)
-{
-    struct node *n = &m->nodes.at[i];
-    if (k == 0) {
-        free(n->requeued_ids);
-        n->requeued_ids = malloc(sizeof *n->requeued_ids * cap);
-    }
-    if (n->requeued_ids)
-        n->requeued_ids[cap - 1 - k] = t;
-}
-
 uint32_t master__sched_take_back(struct master *m, int i)
 {
     uint32_t n = 0;
     if (!m->sched.node_of)
         return 0; /* not kept: an MPI run's null executor, whose nodes never go */
-    uint32_t outstanding = placement_node_at(m->sched.place, i)->tasks;
     /* from the end, each pushed to the front: the lowest id ends first */
     for (uint32_t t = m->dag->ntasks; t-- > 0 && placement_node_at(m->sched.place, i)->tasks > 0;) {
         if (!master_running_on(m, t, m->sched.run[t].attempts, i))
             continue;
         master_task_off_node(m, i, t);
-        master_task_returned(m, t);
-        master__events_requeued(&m->events, t);
-        log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t),
-                  m->nodes.at[i].rank, m->sched.run[t].attempts + 1);
-        master_note_requeued(m, i, t, n, outstanding);
+        master_requeue_from(m, i, t);
         n++;
     }
-    struct node *nd = &m->nodes.at[i];
-    if (nd->requeued_ids && n < outstanding) /* ids at the end: move them to the front */
-        memmove(nd->requeued_ids, nd->requeued_ids + (outstanding - n),
-                sizeof *nd->requeued_ids * n);
     return n;
 }
 
