@@ -202,7 +202,7 @@ static long agent_result_wait_ms(const struct agent *a)
                                     .waiting = agent_waiting(a),
                                     .load = a->running + nq_len(&a->queue),
                                     .cpus = a->cfg.cpus,
-                                    .ending = a->phase.shutting || a->phase.draining,
+                                    .ending = a->phase.run != AGENT_RUN,
                                     .send_now = a->outbox.send_now,
                                     .low_water_sent = a->outbox.low_water_sent};
     if (st.results + st.notices > 0)
@@ -392,7 +392,7 @@ static void agent_queue_task(struct agent *a, const struct msg_task *t, struct t
 {
     if (a->cfg.null_executor)
         agent_null_task(a, t);
-    else if (a->phase.aborting || a->phase.draining)
+    else if (agent__closed(&a->phase))
         agent__cancel_task(a, t);
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
                      &(struct node_task){.t = *t, .mail = b}) < 0)
@@ -463,6 +463,18 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
     return true;
 }
 
+/* The one place the phase moves (enum agent_run's table): never back, and
+ * DRAIN with SHUTDOWN, in either order, is DRAIN_SHUTDOWN. */
+static void agent_phase_to(struct agent_phase *p, enum agent_run to)
+{
+    bool both = (p->run == AGENT_DRAIN && to == AGENT_SHUTDOWN) ||
+                (p->run == AGENT_SHUTDOWN && to == AGENT_DRAIN);
+    if (both)
+        p->run = AGENT_DRAIN_SHUTDOWN;
+    else if (to > p->run)
+        p->run = to;
+}
+
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
@@ -471,10 +483,9 @@ static void agent_kill_all(struct agent *a, int sig)
 
 static void agent_begin_abort(struct agent *a)
 {
-    if (a->phase.aborting)
+    if (agent__aborting(&a->phase))
         return;
-    a->phase.aborting = true;
-    a->phase.shutting = true;
+    agent_phase_to(&a->phase, AGENT_ABORT);
     if (a->launcher) /* a launch under way is signalled as soon as it completes */
         launcher_wake_always(a->launcher);
     agent_cancel_queued(a);
@@ -518,7 +529,7 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
     }
     struct node_task nt;
     uint32_t given = 0, cpus = 0, i;
-    bool open = !a->phase.draining && !a->phase.aborting;
+    bool open = !agent__closed(&a->phase);
     while (open && cpus < rc.want_cpus &&
            nq_pop_back_fit(&a->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
                            rc.memory_mb, rc.gpus, &nt) == 1) {
@@ -568,10 +579,11 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     case MSG_TASKS:
         return agent_handle_tasks(a, m, &r);
     case MSG_SHUTDOWN:
-        a->phase.shutting = a->phase.heard_end = true;
+        agent_phase_to(&a->phase, AGENT_SHUTDOWN);
+        a->phase.heard_end = true;
         break;
     case MSG_DRAIN:
-        a->phase.draining = true;
+        agent_phase_to(&a->phase, AGENT_DRAIN);
         agent_cancel_queued(a);
         break;
     case MSG_ABORT:
@@ -600,13 +612,15 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
  * SHUTDOWN: outputs closed, BYE). */
 static void agent_begin_leave(struct agent *a)
 {
-    if (a->phase.leaving || !atomic_load_explicit(&a->phase.leave_asked, memory_order_acquire))
+    int asked = AGENT_LEAVE_ASKED;
+    if (!atomic_compare_exchange_strong_explicit(&a->phase.leave, &asked, AGENT_LEAVE_SENT,
+                                                 memory_order_acquire, memory_order_relaxed))
         return;
     log_info("Rank %d: leaving the run: queued tasks go back to the master, running ones finish",
              a->cfg.rank);
-    a->phase.leaving = true;
     agent_send_control(a, &a->outbox.leaving_mail);
-    a->phase.draining = a->phase.shutting = a->phase.heard_end = true;
+    agent_phase_to(&a->phase, AGENT_DRAIN_SHUTDOWN);
+    a->phase.heard_end = true;
     agent_cancel_queued(a);
 }
 
@@ -625,7 +639,7 @@ static void agent_drain_mailbox(struct agent *a)
 /* ms until the kill deadline during an abort, else -1 (no timeout). */
 static int agent_kill_timeout(struct agent *a)
 {
-    if (!a->phase.aborting || a->phase.killed_hard)
+    if (a->phase.run != AGENT_ABORT)
         return -1;
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -633,7 +647,7 @@ static int agent_kill_timeout(struct agent *a)
               (a->phase.kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
     if (ms <= 0) {
         agent_kill_all(a, SIGKILL);
-        a->phase.killed_hard = true;
+        agent_phase_to(&a->phase, AGENT_ABORT_KILLED);
         return -1;
     }
     return (int)ms;
@@ -720,7 +734,7 @@ static void agent_wait_events(struct agent *a)
     }
     agent__linger_check(a);
     agent__orphans_check(a);
-    if (!a->phase.aborting && !a->phase.draining)
+    if (!agent__closed(&a->phase))
         agent_pump(a);
 }
 
@@ -789,7 +803,8 @@ static void agent_close_outputs(struct agent *a)
 /* Nothing runs or waits, and the master said its last word (heard_end). */
 static bool agent_done(const struct agent *a)
 {
-    return a->phase.shutting && a->phase.heard_end && a->running == 0 && nq_len(&a->queue) == 0;
+    return agent__shutting(&a->phase) && a->phase.heard_end && a->running == 0 &&
+           nq_len(&a->queue) == 0;
 }
 
 static void *agent_main(void *arg)
@@ -813,8 +828,7 @@ static void *agent_main(void *arg)
         agent_wait_events(a);
         agent_flush_results(a);
     }
-    a->phase.shutting = true; /* makes the last flush unconditional */
-    agent_flush_results(a);
+    agent_flush_results(a); /* unconditional: the phase is past SHUTDOWN */
     agent_close_outputs(a);
     agent_send_control(a, &a->outbox.bye_mail);
     a->cpu.launchers_ns = launcher_cpu_ns(a->launcher);
@@ -1012,7 +1026,9 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
 
 void agent_leave(struct agent *a)
 {
-    atomic_store_explicit(&a->phase.leave_asked, 1, memory_order_release);
+    int no = AGENT_LEAVE_NO;
+    atomic_compare_exchange_strong_explicit(&a->phase.leave, &no, AGENT_LEAVE_ASKED,
+                                            memory_order_release, memory_order_relaxed);
     mailbox_wake(&a->box);
 }
 

@@ -174,22 +174,64 @@ struct agent_outbox {
     struct mail *leaving_mail;          /* LEAVING: agent_leave() */
 };
 
-/* How far the agent is from its end (agent.c). */
+/* How far the agent is from its end; agent_phase_to() (agent.c) makes
+ * every move, and never back:
+ *   RUN                 starts what it is sent
+ *   DRAIN               DRAIN heard: the queue went back, nothing starts
+ *                       (what comes goes back too); waits for SHUTDOWN
+ *   SHUTDOWN            SHUTDOWN heard: the master sends nothing more; the
+ *                       queue runs out, then the agent ends
+ *   DRAIN_SHUTDOWN      both heard (either order), or agent_leave(): nothing
+ *                       starts; ends once the running tasks have
+ *   ABORT               ABORT or PEER_LOST heard, or this rank failed: the
+ *                       tasks got SIGTERM, SIGKILL follows at kill_deadline
+ *   ABORT_KILLED        ... the SIGKILL was sent
+ * A move to a phase below the current one keeps the current one, except
+ * that DRAIN and SHUTDOWN together make DRAIN_SHUTDOWN. */
+enum agent_run {
+    AGENT_RUN,
+    AGENT_DRAIN,
+    AGENT_SHUTDOWN,
+    AGENT_DRAIN_SHUTDOWN,
+    AGENT_ABORT,
+    AGENT_ABORT_KILLED,
+};
+
+/* agent_leave()'s request, in agent_phase.leave: asked by any thread (a
+ * signal handler), sent (LEAVING) by the agent thread, each once. */
+enum { AGENT_LEAVE_NO, AGENT_LEAVE_ASKED, AGENT_LEAVE_SENT };
+
+/* How far the agent is from its end (agent.c), and the facts beside it. */
 struct agent_phase {
-    bool shutting, aborting, draining, failed, sent_abort;
+    enum agent_run run;
+    bool failed;     /* this rank cannot go on: it asks the master to abort */
+    bool sent_abort; /* the ABORT (or LOST) that asks it went, or is not wanted */
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS
      * message the master sent meanwhile could never be received */
     bool heard_end;
-    atomic_int leave_asked; /* agent_leave(): any thread, a signal handler */
-    bool leaving;           /* LEAVING sent: draining, and ending once the running tasks end */
+    atomic_int leave;              /* AGENT_LEAVE_*: agent_leave() */
     struct timespec kill_deadline; /* an abort's SIGKILL */
-    bool killed_hard;
     /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not
      * answered (RESUME): while > 0 nothing new starts */
     uint32_t holds;
 };
+
+/* Nothing new starts: the queue went back (a drain, a leave, an abort). */
+static inline bool agent__closed(const struct agent_phase *p)
+{
+    return p->run == AGENT_DRAIN || p->run >= AGENT_DRAIN_SHUTDOWN;
+}
+/* The master said, or will say, its last word: SHUTDOWN or an abort. */
+static inline bool agent__shutting(const struct agent_phase *p)
+{
+    return p->run >= AGENT_SHUTDOWN;
+}
+static inline bool agent__aborting(const struct agent_phase *p)
+{
+    return p->run >= AGENT_ABORT;
+}
 
 /* Staged launches (agent_stage.c). */
 struct agent_staging {

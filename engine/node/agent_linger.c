@@ -39,7 +39,7 @@ void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool)
     /* its grace ended while the pool reaped it (the pool refused the
      * SIGKILL: a SIGKILL it sent ends a task without lingering), or the
      * abort's did: its group's members still hold the id */
-    if (s->end.signalled == SIGKILL || (a->phase.aborting && a->phase.killed_hard))
+    if (s->end.signalled == SIGKILL || a->phase.run == AGENT_ABORT_KILLED)
         agent__signal(a, i, SIGKILL);
     log_debug("Task %s: its first process ended in its grace; waiting for the rest of its "
               "process group",

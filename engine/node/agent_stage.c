@@ -107,7 +107,7 @@ static bool agent_stage_one(struct agent *a)
 void agent__stage(struct agent *a)
 {
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
-        a->phase.aborting || a->phase.draining || a->phase.failed || a->phase.holds > 0)
+        agent__closed(&a->phase) || a->phase.failed || a->phase.holds > 0)
         return;
     uint32_t most = a->stage.staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
     while (a->res.cpus_free == 0 && a->stage.nstaged < most && nq_len(&a->queue) > 0 &&

@@ -490,8 +490,8 @@ static void agent_spawned(struct agent *a, uint32_t i, int e, bool pool)
         agent_abandon_task(a, i, errno);
         return;
     }
-    if (a->phase.aborting) /* began while it was being launched */
-        agent__signal(a, i, a->phase.killed_hard ? SIGKILL : SIGTERM);
+    if (agent__aborting(&a->phase)) /* began while it was being launched */
+        agent__signal(a, i, a->phase.run == AGENT_ABORT_KILLED ? SIGKILL : SIGTERM);
     agent__started(a, s);
     a->running++;
 }
@@ -521,7 +521,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
      * wants a STARTED notice; its time limit, armed at the launch (early:
      * the task starts later) and looked at again when it passes
      * (agent_limits.c), is enforced through launcher_time_out() */
-    j->pool_reaps = !a->phase.aborting;
+    j->pool_reaps = !agent__aborting(&a->phase);
     j->forwards = s->fwd;
     j->wake_on_start = (s->flags & MSG_TASK_NOTIFY_START) != 0;
     j->hold_on_failure = (s->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
