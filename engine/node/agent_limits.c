@@ -28,6 +28,7 @@
 #include <time.h>
 
 #include "engine/node/agent_internal.h"
+#include "engine/exec/spawn.h"
 #include "io/log.h"
 
 /* How soon a deadline of a launch not seen started is looked at again. */
@@ -107,4 +108,31 @@ int agent__limit_timeout_ms(struct agent *a)
             agent_limit_expired(a, i, now);
     }
     return deadlines_timeout_ms(&a->deadlines, now);
+}
+
+void agent__signal(struct agent *a, uint32_t i, int sig)
+{
+    struct slot *s = &a->slots[i];
+    switch (s->state) {
+    case SLOT_POOL:
+        /* refused once its reaper has it: the task ended, but may come
+         * back lingering, its group in a grace that a SIGKILL ends */
+        s->end.signalled = sig;
+        launcher_signal(a->launcher, i, sig);
+        break;
+    case SLOT_RUNNING:
+        if (!spawn_exited(s->pidfd)) /* else it ended before: not stopped */
+            s->end.signalled = sig;
+        kill(-s->pid, sig);
+        break;
+    case SLOT_LINGERING:
+    case SLOT_LINGERING_POOL: /* a lingering group holds its id */
+        s->end.signalled = sig;
+        kill(-s->pid, sig);
+        if (sig == SIGKILL)
+            a->linger.linger_due_ns = 0; /* its grace is over: finish it at the next look */
+        break;
+    default: /* not started yet: signalled when it starts (agent_spawned()) */
+        break;
+    }
 }

@@ -148,12 +148,6 @@ void agent__start_staged(struct agent *a)
     }
 }
 
-void agent__took_handed(struct agent *a, struct slot *s)
-{
-    s->cpuid.lent = 1; /* the CPU its reaper gave a staged task settles the loan */
-    a->stage.nstaged--;
-}
-
 /* Staged slot i, as launcher_take_staged() handed it, not started: free
  * it and end its loan.  Its TASKS message, whose reference passes to the
  * caller. */
