@@ -496,6 +496,29 @@ TEST_F(AgentEndTest, DrainThenShutdownEndsOnceTheRunningTaskHas)
     EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
+// DRAIN alone: the running task reports, the queue goes back, and the
+// agent stays (it answers a later TASKS, giving it back) until SHUTDOWN.
+TEST_F(AgentEndTest, DrainAloneWaitsForShutdown)
+{
+    run_one_queue_one();
+    send(MSG_DRAIN);
+    std::vector<std::pair<uint32_t, int>> results;
+    while (results.size() < 2 && !HasFailure()) {
+        Sent m = next();
+        ASSERT_EQ(m.kind(), MSG_RESULTS);
+        msg_result r{};
+        pmc_error err{};
+        while (msg_next_result(&m.r, &r, &err) == 1)
+            results.emplace_back(r.id, r.exec_errno);
+    }
+    EXPECT_EQ(by_id(results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}}));
+    send({task(3, "late", short_, 1)});
+    send(MSG_SHUTDOWN);
+    Ending e = until_bye();
+    EXPECT_EQ(e.results, (std::vector<std::pair<uint32_t, int>>{{3, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
 TEST_F(AgentEndTest, ShutdownThenDrainEndsOnceTheRunningTaskHas)
 {
     run_one_queue_one();
