@@ -14,6 +14,7 @@
 
 #include "engine/node/agent_internal.h"
 #include "engine/node/agent_testing.h"
+#include "engine/exec/time_limit.h"
 #include "io/clock.h"
 #include "io/log.h"
 #include "sched/result_batch.h"
@@ -286,10 +287,7 @@ static void agent_begin_abort(struct agent *a)
         launcher_wake_always(a->launcher);
     agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
-    clock_gettime(CLOCK_MONOTONIC, &a->phase.kill_deadline);
-    long ns = a->phase.kill_deadline.tv_nsec + (long)(a->cfg.kill_grace_ms % 1000) * 1000000L;
-    a->phase.kill_deadline.tv_sec += a->cfg.kill_grace_ms / 1000 + ns / 1000000000L;
-    a->phase.kill_deadline.tv_nsec = ns % 1000000000L;
+    a->phase.kill_at_ns = time_limit_kill_at(pmc_mono_ns(), a->cfg.kill_grace_ms);
 }
 
 /* Send the answer to a RECALL: how many tasks were given back (their
@@ -437,10 +435,7 @@ static int agent_kill_timeout(struct agent *a)
 {
     if (a->phase.run != AGENT_ABORT)
         return -1;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms = (a->phase.kill_deadline.tv_sec - now.tv_sec) * 1000 +
-              (a->phase.kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
+    long ms = (long)((int64_t)(a->phase.kill_at_ns - pmc_mono_ns()) / 1000000);
     if (ms <= 0) {
         agent_kill_all(a, SIGKILL);
         agent_phase_to(&a->phase, AGENT_ABORT_KILLED);

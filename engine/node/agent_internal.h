@@ -190,7 +190,7 @@ struct agent_outbox {
  *   DRAIN_SHUTDOWN      both heard (either order), or agent_leave(): nothing
  *                       starts; ends once the running tasks have
  *   ABORT               ABORT or PEER_LOST heard, or this rank failed: the
- *                       tasks got SIGTERM, SIGKILL follows at kill_deadline
+ *                       tasks got SIGTERM, SIGKILL follows at kill_at_ns
  *   ABORT_KILLED        ... the SIGKILL was sent
  * A move to a phase below the current one keeps the current one, except
  * that DRAIN and SHUTDOWN together make DRAIN_SHUTDOWN. */
@@ -217,8 +217,8 @@ struct agent_phase {
      * receiving; an agent that aborts on its own waits for it, or a TASKS
      * message the master sent meanwhile could never be received */
     bool heard_end;
-    atomic_int leave;              /* AGENT_LEAVE_*: agent_leave() */
-    struct timespec kill_deadline; /* an abort's SIGKILL */
+    atomic_int leave;    /* AGENT_LEAVE_*: agent_leave() */
+    uint64_t kill_at_ns; /* CLOCK_MONOTONIC ns of an abort's SIGKILL (time_limit_kill_at()) */
     /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not
      * answered (RESUME): while > 0 nothing new starts */
     uint32_t holds;
