@@ -32,10 +32,11 @@ function the other defines with external linkage (a call, or the function
 passed as a pointer), read from the sources with comments and strings
 blanked: a definition is a line that begins at column 0 with a return type
 and a name, and whose parameter list is followed by "{" (clang-format's
-layout); a name a file defines static is its own.  Every reference inside
-a strongly connected set of files is reported, at its first line.  Calls
-between folders need an include of the callee's header, which the include
-order above already checks.
+layout); a name a file defines itself is its own, and a name two files
+define (two backends of one header) is a reference to both.  Every
+reference inside a strongly connected set of files is reported, at its
+first line.  Calls between folders need an include of the callee's
+header, which the include order above already checks.
 
 Usage: tools/check-layers.py [ROOT]
 ROOT is the source tree (default: the parent of this script's folder).
@@ -142,20 +143,21 @@ def call_edges(root, folder):
     .c file of folder (not its sub-folders) to a function another defines."""
     files = [r for r in sources(root, folder, recurse=False) if r.endswith(".c")]
     texts = {r: c_text(root, r) for r in files}
-    owner, own = {}, {}
+    owners, own = {}, {}  # owners: every file that defines the name (backends)
     for r, text in texts.items():
         own[r] = set()
         for m in DEFINITION.finditer(text):
-            if m.group(1):
-                own[r].add(m.group(2))
-            else:
-                owner[m.group(2)] = r
+            own[r].add(m.group(2))  # a file calls its own definition
+            if not m.group(1):
+                owners.setdefault(m.group(2), []).append(r)
     edges = {r: {} for r in files}
     for r, text in texts.items():
         for m in NAME.finditer(text):
-            o = owner.get(m.group(0))
-            if o and o != r and m.group(0) not in own[r] and o not in edges[r]:
-                edges[r][o] = (text.count("\n", 0, m.start()) + 1, m.group(0))
+            if m.group(0) in own[r]:
+                continue
+            for o in owners.get(m.group(0), ()):
+                if o != r and o not in edges[r]:
+                    edges[r][o] = (text.count("\n", 0, m.start()) + 1, m.group(0))
     return edges
 
 
