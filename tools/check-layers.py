@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """check-layers.py - fail when an include crosses the stack the wrong way,
-reaches into another module's internals, or MPI appears outside the
-transport (docs/design.md section 7).
+reaches into another module's internals, MPI appears outside the
+transport (docs/design.md section 7), or the .c files of one folder call
+each other in a cycle.
 
 The stack, bottom up; each folder may include only itself and the folders
 named after it:
@@ -23,6 +24,19 @@ that folder may include it (tests/ may include the hooks).
 Only the transport calls MPI: outside TRANSPORT (below), no file of io/,
 sched/ or engine/ may include <mpi.h> or contain the text MPI_ (comments
 included, so that `grep -rl MPI_ engine/` names the transport alone).
+
+Calls: within each folder of io/, sched/ and engine/ (engine/ itself and
+each of its sub-folders apart), the files must be in an order in which
+each calls only those after it.  A file refers to another when it names a
+function the other defines with external linkage (a call, or the function
+passed as a pointer), read from the sources with comments and strings
+blanked: a definition is a line that begins at column 0 with a return type
+and a name, and whose parameter list is followed by "{" (clang-format's
+layout); a name a file defines itself is its own, and a name two files
+define (two backends of one header) is a reference to both.  Every
+reference inside a strongly connected set of files is reported, at its
+first line.  Calls between folders need an include of the callee's
+header, which the include order above already checks.
 
 Usage: tools/check-layers.py [ROOT]
 ROOT is the source tree (default: the parent of this script's folder).
@@ -112,8 +126,98 @@ def check_file(root, rel, layer, problems):
             )
 
 
+# Calls (see the banner): comments and literals, definitions, names.
+BLANKED = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+DEFINITION = re.compile(r"^(static\s+)?[A-Za-z_][\w \t*]*?\b(\w+)\s*\([^;{}]*\)\s*\{", re.M)
+NAME = re.compile(r"\b[A-Za-z_]\w*\b")
+
+
+def c_text(root, rel):
+    """The file's text with comments, strings and characters blanked (lines kept)."""
+    with open(os.path.join(root, rel), encoding="utf-8", errors="replace") as f:
+        return BLANKED.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), f.read())
+
+
+def call_edges(root, folder):
+    """{file: {callee file: (line, name)}}: the first reference of each
+    .c file of folder (not its sub-folders) to a function another defines."""
+    files = [r for r in sources(root, folder, recurse=False) if r.endswith(".c")]
+    texts = {r: c_text(root, r) for r in files}
+    owners, own = {}, {}  # owners: every file that defines the name (backends)
+    for r, text in texts.items():
+        own[r] = set()
+        for m in DEFINITION.finditer(text):
+            own[r].add(m.group(2))  # a file calls its own definition
+            if not m.group(1):
+                owners.setdefault(m.group(2), []).append(r)
+    edges = {r: {} for r in files}
+    for r, text in texts.items():
+        for m in NAME.finditer(text):
+            if m.group(0) in own[r]:
+                continue
+            for o in owners.get(m.group(0), ()):
+                if o != r and o not in edges[r]:
+                    edges[r][o] = (text.count("\n", 0, m.start()) + 1, m.group(0))
+    return edges
+
+
+def cycles(edges):
+    """The strongly connected sets of more than one file (Tarjan's
+    algorithm, iterative), each sorted."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on.add(start)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                scc = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    scc.append(w)
+                    if w == v:
+                        break
+                if len(scc) > 1:
+                    out.append(sorted(scc))
+    return out
+
+
+def check_calls(root, problems):
+    folders = ["io", "sched", "engine"]
+    folders += sorted("engine/" + d for d in os.listdir(os.path.join(root, "engine"))
+                      if os.path.isdir(os.path.join(root, "engine", d)))
+    for folder in folders:
+        edges = call_edges(root, folder)
+        for scc in cycles(edges):
+            names = ", ".join(os.path.basename(r) for r in scc)
+            for r in scc:
+                for callee, (line, name) in sorted(edges[r].items()):
+                    if callee in scc:
+                        problems.append("%s:%d: calls %s of %s, in a call cycle among %s"
+                                        % (r, line, name, os.path.basename(callee), names))
+
+
 def check(root):
     problems = []
+    check_calls(root, problems)
     for folder in ("io", "sched", "engine"):
         for rel in sources(root, folder):
             check_file(root, rel, layer_of(rel.replace(os.sep, "/")), problems)
@@ -131,7 +235,8 @@ def main(argv):
     for p in problems:
         print(p)
     if problems:
-        print("check-layers: %d wrong-way include(s) or MPI use(s); see docs/design.md section 7" % len(problems))
+        print("check-layers: %d wrong-way include(s), MPI use(s) or call(s) in a cycle; "
+              "see docs/design.md section 7" % len(problems))
         return 1
     return 0
 

@@ -698,11 +698,7 @@ static bool launcher_signal_job(struct launcher *l, uint32_t i, int sig, bool ti
     uint32_t w = i < l->nslots ? launcher_claim(l, i, JOB_SIGNALLING, JOB_ANY_GEN) : 0;
     if (w == 0)
         return false;
-    if (time_out)
-        l->jobs[i].end.timed_out = true;
-    if (time_out || !spawn_exited(l->jobs[i].pidfd)) /* else it ended before: not stopped */
-        l->jobs[i].end.signalled = sig;
-    kill(-l->jobs[i].pid, sig);
+    task_end_signal(&l->jobs[i].end, l->jobs[i].pid, l->jobs[i].pidfd, sig, time_out);
     atomic_store_explicit(&l->state[i], w, memory_order_release);
     return true;
 }

@@ -9,6 +9,15 @@
 
 #include "engine/exec/spawn.h"
 
+void task_end_signal(struct task_end *e, pid_t pid, int pidfd, int sig, bool time_out)
+{
+    if (time_out)
+        e->timed_out = true;
+    if (time_out || pidfd < 0 || !spawn_exited(pidfd))
+        e->signalled = sig;
+    kill(-pid, sig);
+}
+
 struct task_outcome task_end_decide(const struct task_end *e)
 {
     struct task_outcome o = {.status = e->wait_status, .exec_errno = 0, .cause = TASK_EXITED};

@@ -56,6 +56,15 @@ struct task_outcome {
  * Pure; any thread. */
 struct task_outcome task_end_decide(const struct task_end *e);
 
+/* Send sig to the process group of the task whose first process is pid,
+ * on whichever thread watches it, and note it in e: e->timed_out when
+ * time_out (its limit passed: task_end_decide() reads it), and
+ * e->signalled = sig unless its first process had already exited by
+ * itself (pidfd >= 0 and spawn_exited(): the signal stopped nothing).
+ * pidfd -1: its first process was reaped in a grace (a lingering group,
+ * which keeps its id while it has members): noted always. */
+void task_end_signal(struct task_end *e, pid_t pid, int pidfd, int sig, bool time_out);
+
 /* Reap the task whose first process (pid, pidfd) exited, on whichever
  * thread watches it: outside a SIGTERM's grace (e->signalled) its group's
  * leftovers are killed (spawn_end_task()); in it only the first process

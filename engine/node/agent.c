@@ -14,169 +14,10 @@
 
 #include "engine/node/agent_internal.h"
 #include "engine/node/agent_testing.h"
+#include "engine/exec/time_limit.h"
 #include "io/clock.h"
 #include "io/log.h"
 #include "sched/result_batch.h"
-
-/* Results waiting to be sent (or, on the local link, notified). */
-static uint32_t agent_results_waiting(const struct agent *a)
-{
-    return a->outbox.results.count + a->outbox.link_results;
-}
-
-/* Results and notices waiting to be sent. */
-static uint32_t agent_pending(const struct agent *a)
-{
-    return agent_results_waiting(a) + a->outbox.starts.count + a->outbox.link_starts;
-}
-
-/* Queue ev on the local link (ownership of ev->fwd passes); the first
- * pending event starts the batching clock as a message's first item. */
-static void agent_link_event(struct agent *a, struct local_event *ev)
-{
-    if (agent_pending(a) == 0)
-        clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
-    if (!local_link_send_event(a->outbox.link, ev)) {
-        local_event_free(ev);
-        log_fatal("Rank %d: the link to the master is full (%s)", a->cfg.rank, strerror(errno));
-        a->phase.failed = true;
-        return;
-    }
-    if (ev->kind == LOCAL_RESULT)
-        a->outbox.link_results++;
-    else
-        a->outbox.link_starts++;
-}
-
-void agent__started(struct agent *a, const struct slot *s)
-{
-    if (!(s->flags & MSG_TASK_NOTIFY_START))
-        return;
-    struct msg_started st = {.id = s->id, .attempt = s->attempt, .start = s->start};
-    if (a->outbox.link) {
-        agent_link_event(a, &(struct local_event){.kind = LOCAL_STARTED, .started = st});
-        return;
-    }
-    if (a->outbox.starts.count == 0) {
-        if (msg_begin(&a->outbox.starts, MSG_STARTED) < 0)
-            goto oom;
-        if (a->outbox.results.count == 0)
-            clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
-    }
-    if (msg_add_started(&a->outbox.starts, &st) == 0)
-        return;
-oom:
-    log_fatal("Out of memory for the start notices of rank %d", a->cfg.rank);
-    a->phase.failed = true;
-}
-
-/* The result on the local link: the forwarded data, if any, in a copy of
- * its own (the one allocation of this path, only for tasks with -f/-F). */
-static void agent_link_result(struct agent *a, const struct msg_result *r)
-{
-    struct local_event ev = {.kind = LOCAL_RESULT, .result = *r};
-    ev.result.fwd = NULL;
-    if (r->fwd_len) {
-        uint8_t *copy = malloc(r->fwd_len);
-        if (!copy) {
-            log_fatal("Out of memory for the forwarded data of rank %d", a->cfg.rank);
-            a->phase.failed = true;
-            return;
-        }
-        ev.result.fwd = memcpy(copy, r->fwd, r->fwd_len);
-    }
-    agent_link_event(a, &ev);
-}
-
-static void agent_send_batch(struct agent *a);
-
-/* Queue r in the RESULTS message being built, after sending that message
- * (its tasks' start notices first: agent_send_batch()) when r's forwarded
- * data would take it past MSG_SPLIT_BYTES: only forwarded data (-f/-F, up
- * to FWD_TASK_MAX a task) makes results this big, and several such batched
- * together would pass MSG_MAX_BYTES, which one MPI message cannot carry.
- * 0, or -1 (out of memory). */
-static int agent_batch_result(struct agent *a, const struct msg_result *r)
-{
-    if (a->outbox.results.count > 0 && a->outbox.results.len + r->fwd_len > MSG_SPLIT_BYTES)
-        agent_send_batch(a);
-    if (a->outbox.results.count == 0) {
-        if (msg_begin(&a->outbox.results, MSG_RESULTS) < 0)
-            return -1;
-        if (a->outbox.starts.count == 0)
-            clock_gettime(CLOCK_MONOTONIC, &a->outbox.first_result);
-    }
-    return msg_add_result(&a->outbox.results, r);
-}
-
-/* The task of slot s, whose failure counts toward -m, failed: start
- * nothing (no staged job either: the pool's reapers are held from the
- * failure on, launcher_hold()) until the master answers, and send the
- * result now. */
-static void agent_hold(struct agent *a, const struct slot *s)
-{
-    if (a->launcher && !s->hold_counted) /* its reaper counted it, or it failed here */
-        launcher_hold(a->launcher);
-    if (a->phase.holds++ == 0)
-        agent__unstage_all(a);
-    a->outbox.send_now = true;
-}
-
-/* The batching clock (first_result: when the oldest unsent result or
- * notice was added) of a result whose task ran for `duration` seconds from
- * t0 (CLOCK_MONOTONIC) starts at the task's end if that is earlier, not
- * when the agent took it: an exit the pool handed back quietly was seen up
- * to RESULT_DELAY_LEAF_MS late (agent_quiet_exits_wait_ms()), and that
- * counts toward the result's delay, so no result is held longer than
- * RESULT_DELAY_LEAF_MS after its task ended.  Call after queueing it. */
-static void agent_result_clock(struct agent *a, const struct timespec *t0, double duration)
-{
-    long ns = t0->tv_nsec + (long)((duration - (double)(long)duration) * 1e9);
-    struct timespec end = {.tv_sec = t0->tv_sec + (time_t)duration + ns / 1000000000,
-                           .tv_nsec = ns % 1000000000};
-    if (pmc_seconds_between(&a->outbox.first_result, &end) < 0)
-        a->outbox.first_result = end;
-}
-
-void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
-                       double duration)
-{
-    struct msg_result r = {.id = s->id,
-                           .attempt = s->attempt,
-                           .status = status,
-                           .exec_errno = exec_errno,
-                           .start = s->start,
-                           .duration = duration,
-                           .nfwd = a->outbox.fwd_pack.count,
-                           .fwd = a->outbox.fwd_pack.data,
-                           .fwd_len = a->outbox.fwd_pack.len};
-    int rc = 0;
-    a->outbox.results_made++;
-    if (a->outbox.link)
-        agent_link_result(a, &r);
-    else
-        rc = agent_batch_result(a, &r);
-    if (duration > 0) /* it ran (null, cancelled, failed starts: 0) */
-        agent_result_clock(a, &s->t0, duration);
-    a->outbox.fwd_pack.len = a->outbox.fwd_pack.count = 0;
-    a->outbox.results_release |= (s->flags & MSG_TASK_RELEASES) != 0;
-    if ((s->flags & MSG_TASK_HOLD_ON_FAILURE) && (status != 0 || exec_errno != 0) &&
-        exec_errno != ECANCELED)
-        agent_hold(a, s);
-    if (rc < 0) {
-        log_fatal("Out of memory for the results of rank %d", a->cfg.rank);
-        a->phase.failed = true;
-    }
-}
-
-/* True when, counting 1 CPU per task, this node's running and queued tasks
- * are at the master's refill mark (result_batch_low_water()): its unsent
- * results are what the master waits for to refill it, so they go now,
- * while W/2 tasks' worth of work is still queued. */
-static bool agent_at_low_water(const struct agent *a)
-{
-    return result_batch_low_water(a->running + nq_len(&a->queue), a->cfg.cpus);
-}
 
 /* Tasks waiting to start here: queued, or staged in the launcher pool
  * (agent_stage.c), which holds them as the queue did. */
@@ -196,13 +37,13 @@ static long agent_result_wait_ms(const struct agent *a)
 {
     static const double ms_slack = 1e-6; /* float rounding of the seconds, ms */
     struct result_batch_params p = result_batch_defaults();
-    struct result_batch_state st = {.results = agent_results_waiting(a),
+    struct result_batch_state st = {.results = agent__results_waiting(a),
                                     .notices = a->outbox.starts.count + a->outbox.link_starts,
                                     .releases = a->outbox.results_release,
                                     .waiting = agent_waiting(a),
                                     .load = a->running + nq_len(&a->queue),
                                     .cpus = a->cfg.cpus,
-                                    .ending = a->phase.shutting || a->phase.draining,
+                                    .ending = a->phase.run != AGENT_RUN,
                                     .send_now = a->outbox.send_now,
                                     .low_water_sent = a->outbox.low_water_sent};
     if (st.results + st.notices > 0)
@@ -214,45 +55,20 @@ static long agent_result_wait_ms(const struct agent *a)
     return ms > 0 ? ms : 1;
 }
 
-static void agent_send(struct agent *a, struct msgbuf *b, const char *what)
-{
-    if (b->count == 0)
-        return;
-    msg_end(b);
-    if (comm_send(a->comm, 0, COMM_TO_MASTER, b) < 0) {
-        log_error("Cannot send %s: %s", what, strerror(errno));
-        a->phase.failed = true;
-    }
-}
-
 static void agent_answer_recall(struct agent *a);
 
-/* Send the pending notices, then the results (one destination, one
- * thread: the master gets a task's STARTED before its result), and clear
- * what agent_result_wait_ms() kept for them: the results that release
- * children, a failure to send now, and, at the refill mark, the low-water
- * flush (it goes once per refill). */
-static void agent_send_batch(struct agent *a)
-{
-    agent_send(a, &a->outbox.starts, "start notices");
-    agent_send(a, &a->outbox.results, "results");
-    a->outbox.results_release = false;
-    a->outbox.send_now = false;
-    a->outbox.low_water_sent |= agent_at_low_water(a);
-}
-
 /* Send what waits once agent_result_wait_ms() says it is time: the
- * notices and results (agent_send_batch()), the answer to a recall, and
+ * notices and results (agent__send_batch()), the answer to a recall, and
  * the local link's doorbell. */
 static void agent_flush_results(struct agent *a)
 {
     /* the low-water flush goes once per refill: again only after the node
      * was refilled above the mark */
-    if (!agent_at_low_water(a))
+    if (!agent__at_low_water(a))
         a->outbox.low_water_sent = false;
     if (agent_result_wait_ms(a) != 0)
         return;
-    agent_send_batch(a);
+    agent__send_batch(a);
     if (a->outbox.recall_answer)
         agent_answer_recall(a);
     if (a->outbox.link_results + a->outbox.link_starts > 0)
@@ -268,14 +84,6 @@ static void agent_send_control(struct agent *a, struct mail **m)
     *m = NULL;
 }
 
-void agent__tasks_mail_unref(struct tasks_mail *b)
-{
-    if (b && --b->refs == 0) {
-        mail_free(b->msg);
-        free(b);
-    }
-}
-
 /* --null-executor: the task "succeeds" at once; nothing runs or is written. */
 static void agent_null_task(struct agent *a, const struct msg_task *t)
 {
@@ -284,26 +92,6 @@ static void agent_null_task(struct agent *a, const struct msg_task *t)
                      .start = pmc_epoch_s(),
                      .flags = t->flags & MSG_TASK_RELEASES};
     agent__add_result(a, &s, 0, 0, 0.0);
-}
-
-void agent__add_cancelled(struct agent *a, struct slot *s)
-{
-    s->start = pmc_epoch_s();
-    agent__add_result(a, s, 0, ECANCELED, 0.0);
-}
-
-void agent__cancel_task(struct agent *a, const struct msg_task *t)
-{
-    agent__add_cancelled(a, &(struct slot){.id = t->id, .attempt = t->attempt});
-}
-
-int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
-{
-    if (msg_pack_forwards(local_link_dag(a->outbox.link), t->id, &a->env.fwd_scratch,
-                          &a->env.fwd_scratch_cap, &t->fwd_len) < 0)
-        return -1;
-    t->fwd = a->env.fwd_scratch;
-    return 0;
 }
 
 /* Does a task started or staged here name src as an -F file? */
@@ -353,10 +141,8 @@ static bool agent_queued_may_start(const void *item, void *ctx)
  * (the staged ones first: they left the queue first), then stage what
  * still waits (agent_stage.c).  A task whose -F file another task here
  * writes waits in the queue (agent_queued_may_start()). */
-static void agent_pump(struct agent *a)
+static void agent_start_waiting(struct agent *a)
 {
-    if (a->phase.holds > 0)
-        return; /* a failure the master has not answered (-m) */
     if (a->stage.requeue_due)
         agent__requeue_staged(a);
     agent__start_staged(a);
@@ -376,6 +162,17 @@ static void agent_pump(struct agent *a)
     agent__stage(a);
 }
 
+/* agent_start_waiting() unless a failure is held; see there. */
+static void agent_pump(struct agent *a)
+{
+    if (a->phase.holds == 0)
+        agent_start_waiting(a);
+    /* a failure the master has not answered (-m), held here or in a
+     * launch just now: the staged tasks go back (agent_hold()) */
+    if (a->phase.holds > 0 && a->stage.nstaged > 0)
+        agent__unstage_all(a);
+}
+
 static void agent_cancel_queued(struct agent *a)
 {
     agent__unstage_all(a);
@@ -392,7 +189,7 @@ static void agent_queue_task(struct agent *a, const struct msg_task *t, struct t
 {
     if (a->cfg.null_executor)
         agent_null_task(a, t);
-    else if (a->phase.aborting || a->phase.draining)
+    else if (agent__closed(&a->phase))
         agent__cancel_task(a, t);
     else if (nq_push(&a->queue, t->cpus, t->memory_mb, t->gpus, t->priority,
                      &(struct node_task){.t = *t, .mail = b}) < 0)
@@ -463,6 +260,18 @@ static bool agent_handle_tasks(struct agent *a, struct mail *m, struct msg_reade
     return true;
 }
 
+/* The one place the phase moves (enum agent_run's table): never back, and
+ * DRAIN with SHUTDOWN, in either order, is DRAIN_SHUTDOWN. */
+static void agent_phase_to(struct agent_phase *p, enum agent_run to)
+{
+    bool both = (p->run == AGENT_DRAIN && to == AGENT_SHUTDOWN) ||
+                (p->run == AGENT_SHUTDOWN && to == AGENT_DRAIN);
+    if (both)
+        p->run = AGENT_DRAIN_SHUTDOWN;
+    else if (to > p->run)
+        p->run = to;
+}
+
 static void agent_kill_all(struct agent *a, int sig)
 {
     for (uint32_t i = 0; i < a->nslots; i++)
@@ -471,18 +280,14 @@ static void agent_kill_all(struct agent *a, int sig)
 
 static void agent_begin_abort(struct agent *a)
 {
-    if (a->phase.aborting)
+    if (agent__aborting(&a->phase))
         return;
-    a->phase.aborting = true;
-    a->phase.shutting = true;
+    agent_phase_to(&a->phase, AGENT_ABORT);
     if (a->launcher) /* a launch under way is signalled as soon as it completes */
         launcher_wake_always(a->launcher);
     agent_cancel_queued(a);
     agent_kill_all(a, SIGTERM);
-    clock_gettime(CLOCK_MONOTONIC, &a->phase.kill_deadline);
-    long ns = a->phase.kill_deadline.tv_nsec + (long)(a->cfg.kill_grace_ms % 1000) * 1000000L;
-    a->phase.kill_deadline.tv_sec += a->cfg.kill_grace_ms / 1000 + ns / 1000000000L;
-    a->phase.kill_deadline.tv_nsec = ns % 1000000000L;
+    a->phase.kill_at_ns = time_limit_kill_at(pmc_mono_ns(), a->cfg.kill_grace_ms);
 }
 
 /* Send the answer to a RECALL: how many tasks were given back (their
@@ -495,7 +300,7 @@ static void agent_answer_recall(struct agent *a)
         log_error("Cannot answer a RECALL: out of memory");
         a->phase.failed = true;
     } else {
-        agent_send(a, &b, "the answer to a RECALL");
+        agent__send(a, &b, "the answer to a RECALL");
     }
     msg_free(&b);
     a->outbox.recall_answer = false;
@@ -518,7 +323,7 @@ static void agent_recall(struct agent *a, struct msg_reader *r)
     }
     struct node_task nt;
     uint32_t given = 0, cpus = 0, i;
-    bool open = !a->phase.draining && !a->phase.aborting;
+    bool open = !agent__closed(&a->phase);
     while (open && cpus < rc.want_cpus &&
            nq_pop_back_fit(&a->queue, rc.cpus < rc.want_cpus - cpus ? rc.cpus : rc.want_cpus - cpus,
                            rc.memory_mb, rc.gpus, &nt) == 1) {
@@ -568,10 +373,11 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
     case MSG_TASKS:
         return agent_handle_tasks(a, m, &r);
     case MSG_SHUTDOWN:
-        a->phase.shutting = a->phase.heard_end = true;
+        agent_phase_to(&a->phase, AGENT_SHUTDOWN);
+        a->phase.heard_end = true;
         break;
     case MSG_DRAIN:
-        a->phase.draining = true;
+        agent_phase_to(&a->phase, AGENT_DRAIN);
         agent_cancel_queued(a);
         break;
     case MSG_ABORT:
@@ -600,13 +406,15 @@ static bool agent_handle_mail(struct agent *a, struct mail *m)
  * SHUTDOWN: outputs closed, BYE). */
 static void agent_begin_leave(struct agent *a)
 {
-    if (a->phase.leaving || !atomic_load_explicit(&a->phase.leave_asked, memory_order_acquire))
+    int asked = AGENT_LEAVE_ASKED;
+    if (!atomic_compare_exchange_strong_explicit(&a->phase.leave, &asked, AGENT_LEAVE_SENT,
+                                                 memory_order_acquire, memory_order_relaxed))
         return;
     log_info("Rank %d: leaving the run: queued tasks go back to the master, running ones finish",
              a->cfg.rank);
-    a->phase.leaving = true;
     agent_send_control(a, &a->outbox.leaving_mail);
-    a->phase.draining = a->phase.shutting = a->phase.heard_end = true;
+    agent_phase_to(&a->phase, AGENT_DRAIN_SHUTDOWN);
+    a->phase.heard_end = true;
     agent_cancel_queued(a);
 }
 
@@ -625,15 +433,12 @@ static void agent_drain_mailbox(struct agent *a)
 /* ms until the kill deadline during an abort, else -1 (no timeout). */
 static int agent_kill_timeout(struct agent *a)
 {
-    if (!a->phase.aborting || a->phase.killed_hard)
+    if (a->phase.run != AGENT_ABORT)
         return -1;
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    long ms = (a->phase.kill_deadline.tv_sec - now.tv_sec) * 1000 +
-              (a->phase.kill_deadline.tv_nsec - now.tv_nsec) / 1000000;
+    long ms = (long)((int64_t)(a->phase.kill_at_ns - pmc_mono_ns()) / 1000000);
     if (ms <= 0) {
         agent_kill_all(a, SIGKILL);
-        a->phase.killed_hard = true;
+        agent_phase_to(&a->phase, AGENT_ABORT_KILLED);
         return -1;
     }
     return (int)ms;
@@ -720,7 +525,7 @@ static void agent_wait_events(struct agent *a)
     }
     agent__linger_check(a);
     agent__orphans_check(a);
-    if (!a->phase.aborting && !a->phase.draining)
+    if (!agent__closed(&a->phase))
         agent_pump(a);
 }
 
@@ -789,7 +594,8 @@ static void agent_close_outputs(struct agent *a)
 /* Nothing runs or waits, and the master said its last word (heard_end). */
 static bool agent_done(const struct agent *a)
 {
-    return a->phase.shutting && a->phase.heard_end && a->running == 0 && nq_len(&a->queue) == 0;
+    return agent__shutting(&a->phase) && a->phase.heard_end && a->running == 0 &&
+           nq_len(&a->queue) == 0;
 }
 
 static void *agent_main(void *arg)
@@ -813,8 +619,7 @@ static void *agent_main(void *arg)
         agent_wait_events(a);
         agent_flush_results(a);
     }
-    a->phase.shutting = true; /* makes the last flush unconditional */
-    agent_flush_results(a);
+    agent_flush_results(a); /* unconditional: the phase is past SHUTDOWN */
     agent_close_outputs(a);
     agent_send_control(a, &a->outbox.bye_mail);
     a->cpu.launchers_ns = launcher_cpu_ns(a->launcher);
@@ -1012,7 +817,9 @@ void agent_get_cpu(const struct agent *a, struct agent_cpu *out)
 
 void agent_leave(struct agent *a)
 {
-    atomic_store_explicit(&a->phase.leave_asked, 1, memory_order_release);
+    int no = AGENT_LEAVE_NO;
+    atomic_compare_exchange_strong_explicit(&a->phase.leave, &no, AGENT_LEAVE_ASKED,
+                                            memory_order_release, memory_order_relaxed);
     mailbox_wake(&a->box);
 }
 

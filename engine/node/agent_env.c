@@ -279,3 +279,12 @@ void agent__adopt_id(struct slot *s, int id)
     s->cpuid.held = true;
     s->cpuid.pending = false;
 }
+
+int agent__pack_local_forwards(struct agent *a, struct msg_task *t)
+{
+    if (msg_pack_forwards(local_link_dag(a->outbox.link), t->id, &a->env.fwd_scratch,
+                          &a->env.fwd_scratch_cap, &t->fwd_len) < 0)
+        return -1;
+    t->fwd = a->env.fwd_scratch;
+    return 0;
+}

@@ -1,6 +1,12 @@
-/* agent_internal.h - the node agent's state, shared by its two files:
- *   agent.c       the thread: messages, the local queue, results, life cycle
- *   agent_task.c  one task: slot, environment, launch, reap, output
+/* agent_internal.h - the node agent's state, shared by its files, each of
+ * which calls only those below it (tools/check-layers.py checks it):
+ *   agent.c         the thread: messages, the local queue, phase, life cycle
+ *   agent_linger.c  tasks whose first process ended in their grace; orphans
+ *   agent_stage.c   launches staged in the pool
+ *   agent_task.c    one task: slot, launch, reap, output
+ *   agent_limits.c  time limits, and the signals a task's group gets
+ *   agent_outbox.c  results and notices to the master, and the held failure
+ *   agent_env.c     a task's environment and CPU ids, a local task's forwards
  * Not a public header.  Everything here is owned by the agent thread.
  * Slots keep their capture files and buffers between tasks (epoll events
  * carry the slot index), so a warmed-up agent does not allocate per task.
@@ -151,7 +157,7 @@ struct agent_env {
     size_t fwd_scratch_cap;
 };
 
-/* What goes to the master: results and notices not sent yet (agent.c). */
+/* What goes to the master: results and notices not sent yet (agent_outbox.c). */
 struct agent_outbox {
     struct msgbuf results;
     struct msgbuf starts;         /* STARTED notices, sent just before the results */
@@ -174,22 +180,64 @@ struct agent_outbox {
     struct mail *leaving_mail;          /* LEAVING: agent_leave() */
 };
 
-/* How far the agent is from its end (agent.c). */
+/* How far the agent is from its end; agent_phase_to() (agent.c) makes
+ * every move, and never back:
+ *   RUN                 starts what it is sent
+ *   DRAIN               DRAIN heard: the queue went back, nothing starts
+ *                       (what comes goes back too); waits for SHUTDOWN
+ *   SHUTDOWN            SHUTDOWN heard: the master sends nothing more; the
+ *                       queue runs out, then the agent ends
+ *   DRAIN_SHUTDOWN      both heard (either order), or agent_leave(): nothing
+ *                       starts; ends once the running tasks have
+ *   ABORT               ABORT or PEER_LOST heard, or this rank failed: the
+ *                       tasks got SIGTERM, SIGKILL follows at kill_at_ns
+ *   ABORT_KILLED        ... the SIGKILL was sent
+ * A move to a phase below the current one keeps the current one, except
+ * that DRAIN and SHUTDOWN together make DRAIN_SHUTDOWN. */
+enum agent_run {
+    AGENT_RUN,
+    AGENT_DRAIN,
+    AGENT_SHUTDOWN,
+    AGENT_DRAIN_SHUTDOWN,
+    AGENT_ABORT,
+    AGENT_ABORT_KILLED,
+};
+
+/* agent_leave()'s request, in agent_phase.leave: asked by any thread (a
+ * signal handler), sent (LEAVING) by the agent thread, each once. */
+enum { AGENT_LEAVE_NO, AGENT_LEAVE_ASKED, AGENT_LEAVE_SENT };
+
+/* How far the agent is from its end (agent.c), and the facts beside it. */
 struct agent_phase {
-    bool shutting, aborting, draining, failed, sent_abort;
+    enum agent_run run;
+    bool failed;     /* this rank cannot go on: it asks the master to abort */
+    bool sent_abort; /* the ABORT (or LOST) that asks it went, or is not wanted */
     /* the master's SHUTDOWN or ABORT came: nothing follows it from the
      * master (MPI keeps one sender's order), so the rank may stop
      * receiving; an agent that aborts on its own waits for it, or a TASKS
      * message the master sent meanwhile could never be received */
     bool heard_end;
-    atomic_int leave_asked; /* agent_leave(): any thread, a signal handler */
-    bool leaving;           /* LEAVING sent: draining, and ending once the running tasks end */
-    struct timespec kill_deadline; /* an abort's SIGKILL */
-    bool killed_hard;
+    atomic_int leave;    /* AGENT_LEAVE_*: agent_leave() */
+    uint64_t kill_at_ns; /* CLOCK_MONOTONIC ns of an abort's SIGKILL (time_limit_kill_at()) */
     /* failures of MSG_TASK_HOLD_ON_FAILURE tasks the master has not
      * answered (RESUME): while > 0 nothing new starts */
     uint32_t holds;
 };
+
+/* Nothing new starts: the queue went back (a drain, a leave, an abort). */
+static inline bool agent__closed(const struct agent_phase *p)
+{
+    return p->run == AGENT_DRAIN || p->run >= AGENT_DRAIN_SHUTDOWN;
+}
+/* The master said, or will say, its last word: SHUTDOWN or an abort. */
+static inline bool agent__shutting(const struct agent_phase *p)
+{
+    return p->run >= AGENT_SHUTDOWN;
+}
+static inline bool agent__aborting(const struct agent_phase *p)
+{
+    return p->run >= AGENT_ABORT;
+}
 
 /* Staged launches (agent_stage.c). */
 struct agent_staging {
@@ -262,7 +310,6 @@ int agent__snapshot_env(struct agent *a);
  * taken).  0, or -1 with ENOMEM. */
 int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t);
 
-/* agent.c */
 /* A task from the local link with -f/-F: its forwards in wire form, in the
  * agent's scratch buffer (agent__launch() copies what it keeps).  0, or -1
  * with ENOMEM. */
@@ -274,7 +321,7 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
  * the launcher that reaps any task starts the oldest on the CPU that task
  * gave up.  Each is claimed when staged, against a CPU lent ahead (cpus_free
  * is not lowered for it); the agent settles the loan when it takes the exit
- * whose reaper started it (agent__took_handed()), or when it starts one
+ * whose reaper started it (agent_took_handed(), agent_task.c), or when it starts one
  * itself on a CPU that freed another way (agent__start_staged(), first in
  * agent_pump()).  agent__unstage_all() cancels those not started (a drain,
  * an abort); agent__cancel_staged() gives one back unstarted (ECANCELED),
@@ -286,7 +333,6 @@ int agent__pack_local_forwards(struct agent *a, struct msg_task *t);
  * the next free slot.  Agent thread. */
 void agent__stage(struct agent *a);
 void agent__start_staged(struct agent *a);
-void agent__took_handed(struct agent *a, struct slot *s);
 
 /* PMC_AFFINITY of staged tasks (agent_env.c).  The lowest CPU id in set,
  * -1 when empty. */
@@ -325,9 +371,6 @@ void agent__slot_release(struct agent *a, struct slot *s);
 /* Take every completed launch and finish it (watch, or report failed). */
 void agent__take_launches(struct agent *a);
 void agent__reap(struct agent *a, uint32_t i);
-/* Send sig to the process group of slot i's running task (through the
- * pool when it reaps the task: launcher_signal()). */
-void agent__signal(struct agent *a, uint32_t i, int sig);
 void agent__pipe_readable(struct agent *a, uint32_t i, uint32_t k);
 void agent__slot_free(struct slot *s);
 
@@ -350,9 +393,8 @@ void agent__take_exited(struct agent *a, uint32_t i);
  * deadline: agent.c), without waiting for the killed processes to go.
  * Agent thread. */
 #define AGENT_LINGER_POLL_MS 10
-/* Slot i's task lingers from now, status its first process's wait status;
- * pool: the pool's job holds its output (launcher_finish()). */
-void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool);
+#define AGENT_LINGER_POLL_NS ((uint64_t)AGENT_LINGER_POLL_MS * 1000000u)
+/* A task begins to linger in agent_task.c (agent_linger_begin()). */
 /* Finish the lingering tasks whose group ended or was killed, when a look
  * is due (at once after a SIGKILL to one: agent__signal()). */
 void agent__linger_check(struct agent *a);
@@ -379,9 +421,25 @@ void agent__limit_end(struct agent *a, uint32_t i);
 /* Act on passed deadlines (TERM, then KILL after the grace); returns the ms
  * until the next one, -1 if none. */
 int agent__limit_timeout_ms(struct agent *a);
+/* Send sig to the process group of slot i's running task (through the
+ * pool when it reaps the task: launcher_signal()). */
+void agent__signal(struct agent *a, uint32_t i, int sig);
 
-/* agent.c */
+/* agent_outbox.c */
+/* Results waiting to be sent (or, on the local link, notified). */
+uint32_t agent__results_waiting(const struct agent *a);
+/* Send b (its count items) to the master, if it holds any; a failure
+ * (logged, what names b) fails the agent. */
+void agent__send(struct agent *a, struct msgbuf *b, const char *what);
+/* Send the start notices, then the results (agent_outbox.c has the rule). */
+void agent__send_batch(struct agent *a);
+/* Are the running and queued tasks at the master's refill mark? */
+bool agent__at_low_water(const struct agent *a);
 void agent__tasks_mail_unref(struct tasks_mail *b);
+/* Queue the result of the task in s: its wait status, exec_errno (0: it
+ * ran) and duration (seconds; 0: it did not run).  A failure of a
+ * MSG_TASK_HOLD_ON_FAILURE task holds the node (phase.holds): nothing
+ * starts, and agent_pump() gives the staged tasks back. */
 void agent__add_result(struct agent *a, const struct slot *s, int status, int exec_errno,
                        double duration);
 /* The task in s goes back to the master unstarted (ECANCELED, at a drain

@@ -27,25 +27,6 @@
 #include "io/clock.h"
 #include "io/log.h"
 
-#define AGENT_LINGER_POLL_NS ((uint64_t)AGENT_LINGER_POLL_MS * 1000000u)
-
-void agent__linger_begin(struct agent *a, uint32_t i, int status, bool pool)
-{
-    struct slot *s = &a->slots[i];
-    agent__slot_to(a, i, pool ? SLOT_LINGERING_POOL : SLOT_LINGERING);
-    s->end.wait_status = status;
-    if (a->linger.lingering++ == 0)
-        a->linger.linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
-    /* its grace ended while the pool reaped it (the pool refused the
-     * SIGKILL: a SIGKILL it sent ends a task without lingering), or the
-     * abort's did: its group's members still hold the id */
-    if (s->end.signalled == SIGKILL || (a->phase.aborting && a->phase.killed_hard))
-        agent__signal(a, i, SIGKILL);
-    log_debug("Task %s: its first process ended in its grace; waiting for the rest of its "
-              "process group",
-              s->strs);
-}
-
 /* Slot i's lingering task: its group ended or was killed.  Its watchdog
  * entry goes first: the group's id may be handed out again. */
 static void agent_linger_end(struct agent *a, uint32_t i)

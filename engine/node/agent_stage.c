@@ -107,7 +107,7 @@ static bool agent_stage_one(struct agent *a)
 void agent__stage(struct agent *a)
 {
     if (!a->launcher || !a->cfg.stage_launches || a->cfg.set_affinity || a->cfg.per_task_stdio ||
-        a->phase.aborting || a->phase.draining || a->phase.failed || a->phase.holds > 0)
+        agent__closed(&a->phase) || a->phase.failed || a->phase.holds > 0)
         return;
     uint32_t most = a->stage.staged_cap; /* one per CPU of the node, or 8 (agent_create()) */
     while (a->res.cpus_free == 0 && a->stage.nstaged < most && nq_len(&a->queue) > 0 &&
@@ -146,12 +146,6 @@ void agent__start_staged(struct agent *a)
         j->output.record.start = s->start;
         launcher_submit(a->launcher, i);
     }
-}
-
-void agent__took_handed(struct agent *a, struct slot *s)
-{
-    s->cpuid.lent = 1; /* the CPU its reaper gave a staged task settles the loan */
-    a->stage.nstaged--;
 }
 
 /* Staged slot i, as launcher_take_staged() handed it, not started: free

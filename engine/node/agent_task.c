@@ -441,33 +441,6 @@ static int agent_slot_gpus(struct agent *a, struct slot *s, const struct msg_tas
     return 0;
 }
 
-void agent__signal(struct agent *a, uint32_t i, int sig)
-{
-    struct slot *s = &a->slots[i];
-    switch (s->state) {
-    case SLOT_POOL:
-        /* refused once its reaper has it: the task ended, but may come
-         * back lingering, its group in a grace that a SIGKILL ends */
-        s->end.signalled = sig;
-        launcher_signal(a->launcher, i, sig);
-        break;
-    case SLOT_RUNNING:
-        if (!spawn_exited(s->pidfd)) /* else it ended before: not stopped */
-            s->end.signalled = sig;
-        kill(-s->pid, sig);
-        break;
-    case SLOT_LINGERING:
-    case SLOT_LINGERING_POOL: /* a lingering group holds its id */
-        s->end.signalled = sig;
-        kill(-s->pid, sig);
-        if (sig == SIGKILL)
-            a->linger.linger_due_ns = 0; /* its grace is over: finish it at the next look */
-        break;
-    default: /* not started yet: signalled when it starts (agent_spawned()) */
-        break;
-    }
-}
-
 /* The spawn of slot i's task ended with error e (0: started).  From the
  * agent thread, after spawn_task() returned here or on a launcher.  A
  * reaped launch (pool, launcher.h) is watched by the pool, which adds its
@@ -490,8 +463,8 @@ static void agent_spawned(struct agent *a, uint32_t i, int e, bool pool)
         agent_abandon_task(a, i, errno);
         return;
     }
-    if (a->phase.aborting) /* began while it was being launched */
-        agent__signal(a, i, a->phase.killed_hard ? SIGKILL : SIGTERM);
+    if (agent__aborting(&a->phase)) /* began while it was being launched */
+        agent__signal(a, i, a->phase.run == AGENT_ABORT_KILLED ? SIGKILL : SIGTERM);
     agent__started(a, s);
     a->running++;
 }
@@ -521,7 +494,7 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
      * wants a STARTED notice; its time limit, armed at the launch (early:
      * the task starts later) and looked at again when it passes
      * (agent_limits.c), is enforced through launcher_time_out() */
-    j->pool_reaps = !a->phase.aborting;
+    j->pool_reaps = !agent__aborting(&a->phase);
     j->forwards = s->fwd;
     j->wake_on_start = (s->flags & MSG_TASK_NOTIFY_START) != 0;
     j->hold_on_failure = (s->flags & MSG_TASK_HOLD_ON_FAILURE) != 0;
@@ -545,6 +518,34 @@ static bool agent_submit_launch(struct agent *a, uint32_t i, const struct spawn_
     else
         launcher_submit(a->launcher, i);
     return true;
+}
+
+/* A staged task its reaper started in the place of another: the loan of
+ * that CPU is settled (agent_stage.c). */
+static void agent_took_handed(struct agent *a, struct slot *s)
+{
+    s->cpuid.lent = 1; /* the CPU its reaper gave a staged task settles the loan */
+    a->stage.nstaged--;
+}
+
+/* Slot i's task lingers from now (agent_linger.c), status its first
+ * process's wait status; pool: the pool's job holds its output
+ * (launcher_finish()). */
+static void agent_linger_begin(struct agent *a, uint32_t i, int status, bool pool)
+{
+    struct slot *s = &a->slots[i];
+    agent__slot_to(a, i, pool ? SLOT_LINGERING_POOL : SLOT_LINGERING);
+    s->end.wait_status = status;
+    if (a->linger.lingering++ == 0)
+        a->linger.linger_due_ns = pmc_mono_ns() + AGENT_LINGER_POLL_NS;
+    /* its grace ended while the pool reaped it (the pool refused the
+     * SIGKILL: a SIGKILL it sent ends a task without lingering), or the
+     * abort's did: its group's members still hold the id */
+    if (s->end.signalled == SIGKILL || a->phase.run == AGENT_ABORT_KILLED)
+        agent__signal(a, i, SIGKILL);
+    log_debug("Task %s: its first process ended in its grace; waiting for the rest of its "
+              "process group",
+              s->strs);
 }
 
 void agent__task_ended(struct agent *a, uint32_t i, int status, double duration)
@@ -621,7 +622,7 @@ void agent__take_launches(struct agent *a)
         agent_await_completion(a, i);
         struct launch_job *j = launcher_job(a->launcher, i);
         if (j->lingers)
-            agent__linger_begin(a, i, j->status, true);
+            agent_linger_begin(a, i, j->status, true);
         else
             agent__take_exited(a, i);
     }
@@ -632,7 +633,7 @@ void agent__take_exited(struct agent *a, uint32_t i)
     struct launch_job *j = launcher_job(a->launcher, i);
     struct slot *s = &a->slots[i];
     if (j->handed) {
-        agent__took_handed(a, s);
+        agent_took_handed(a, s);
         if (s->cpuid.held && j->first_id >= 0) /* the staged task it started holds it */
             CPU_CLR(j->first_id, &s->cpuid.set);
     }
@@ -699,7 +700,7 @@ void agent__reap(struct agent *a, uint32_t i)
     int status = task_end_reap(&s->end, s->pid, s->pidfd, watchdog_entry(a->watchdog, i), &lingers);
     agent_unwatch(a, s); /* the pipes too, before fwd_finish() closes them */
     if (lingers)
-        agent__linger_begin(a, i, status, false);
+        agent_linger_begin(a, i, status, false);
     else
         agent__task_ended(a, i, status, agent_elapsed(&s->t0));
 }

@@ -14,7 +14,12 @@ and names the planted file:
     engine/node/, engine/master/ includes engine/node/ (wrong way or across)
   - engine/main.c includes engine/node/agent_internal.h (another module's
     internals), engine/hostscript.c includes engine/exec/launcher_testing.h
-    (another module's test hooks).
+    (another module's test hooks)
+  - a call cycle between the files of one folder: io/error.c, which
+    io/dag.c calls, calls dag_lookup() of io/dag.c; engine/node/agent_env.c,
+    which agent_task.c calls, calls agent__launch() of agent_task.c (each
+    a function appended at the end of the file, where the checker must
+    name it).
 Each case is reported on its own line; the exit status is 1 when any case
 fails (so every failure is seen), 0 otherwise.
 
@@ -46,14 +51,17 @@ def run(checker, root):
     return p.returncode, p.stdout
 
 
-def plant(path, line):
+def plant(path, line, at_end):
     """Put line after the file's first line (inside its banner or after its
-    first include: the checker must not care where)."""
+    first include: the checker must not care where), or at_end after its
+    last line; returns the line's number."""
     with open(path) as f:
-        lines = f.read().split("\n")
-    lines.insert(1, line)
+        lines = f.read().rstrip("\n").split("\n")
+    n = len(lines) if at_end else 1
+    lines.insert(n, line)
     with open(path, "w") as f:
-        f.write("\n".join(lines))
+        f.write("\n".join(lines) + "\n")
+    return n + 1
 
 
 def main(argv):
@@ -74,6 +82,11 @@ def main(argv):
         ("engine/main.c", '#include "engine/node/agent_internal.h"'),
         ("engine/hostscript.c", '#include "engine/exec/launcher_testing.h"'),
     ]
+    # (file, a function appended to it that closes a call cycle)
+    calls = [
+        ("io/error.c", "void planted_cycle(void) { dag_lookup(0, 0); }"),
+        ("engine/node/agent_env.c", "void agent__planted(struct agent *a) { agent__launch(a, 0, 0, 0); }"),
+    ]
     failed = 0
     with tempfile.TemporaryDirectory(prefix="pmc-layers-") as tmp:
         clean = os.path.join(tmp, "clean")
@@ -82,15 +95,17 @@ def main(argv):
         ok = rc == 0
         failed += not ok
         print("%s untouched copy: exit %d, expected 0%s" % ("ok  " if ok else "FAIL", rc, "" if ok else "\n" + out))
-        for i, (rel, line) in enumerate(cases):
+        planted = [(rel, line, False) for rel, line in cases] + [(rel, line, True) for rel, line in calls]
+        for i, (rel, line, at_end) in enumerate(planted):
             tree = os.path.join(tmp, "case%d" % i)
             copy_tree(root, tree)
-            plant(os.path.join(tree, rel), line)
+            n = plant(os.path.join(tree, rel), line, at_end)
             rc, out = run(checker, tree)
-            ok = rc == 1 and (rel + ":2:") in out
+            where = "%s:%d" % (rel, n)
+            ok = rc == 1 and (where + ":") in out
             failed += not ok
-            print("%s %s planted in %s: exit %d, expected 1 naming %s:2%s"
-                  % ("ok  " if ok else "FAIL", line, rel, rc, rel, "" if ok else "\n" + out))
+            print("%s %s planted in %s: exit %d, expected 1 naming %s%s"
+                  % ("ok  " if ok else "FAIL", line, rel, rc, where, "" if ok else "\n" + out))
     return 1 if failed else 0
 
 

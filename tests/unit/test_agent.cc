@@ -438,6 +438,137 @@ TEST_F(AgentTest, RecallGivesBackTheQueuedTasksItWouldStartLast)
     EXPECT_EQ(agent_join(agent_), 0) << log();
 }
 
+// The messages the agent sends up to its BYE (which ends the list): their
+// kinds in order, and each result's task id and exec_errno.
+struct Ending {
+    std::vector<msg_kind> kinds;
+    std::vector<std::pair<uint32_t, int>> results;
+};
+
+// A drain and a shutdown, in either order, and a leave: nothing new starts,
+// what is queued (or comes) goes back unstarted (ECANCELED), the running
+// task finishes and reports, and the agent ends once it has (BYE), cleanly.
+// The master's end (PEER_LOST) ends the running task at once, and the agent
+// asks no ABORT of a master that is gone.
+class AgentEndTest : public AgentTest
+{
+  protected:
+    // Task 1 runs (both CPUs, about 0.3 s), task 2 waits in the queue.
+    void run_one_queue_one()
+    {
+        start();
+        send({task(1, "runs", short_, 2), task(2, "waits", short_, 2)});
+    }
+
+    Ending until_bye()
+    {
+        Ending e;
+        for (Sent m = next(); !HasFailure(); m = next()) {
+            e.kinds.push_back(m.kind());
+            if (m.kind() == MSG_BYE)
+                break;
+            msg_result r{};
+            pmc_error err{};
+            while (m.kind() == MSG_RESULTS && msg_next_result(&m.r, &r, &err) == 1)
+                e.results.emplace_back(r.id, r.exec_errno);
+        }
+        return e;
+    }
+
+    // Sorted by task id: one ran (exec_errno 0), one came back unstarted.
+    static std::vector<std::pair<uint32_t, int>> by_id(std::vector<std::pair<uint32_t, int>> v)
+    {
+        std::sort(v.begin(), v.end());
+        return v;
+    }
+
+    std::string short_ = sh("sleep 0.3");
+    std::string long_ = sh("sleep 30");
+};
+
+TEST_F(AgentEndTest, DrainThenShutdownEndsOnceTheRunningTaskHas)
+{
+    run_one_queue_one();
+    send(MSG_DRAIN);
+    send(MSG_SHUTDOWN);
+    Ending e = until_bye();
+    EXPECT_EQ(by_id(e.results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+// DRAIN alone: the running task reports, the queue goes back, and the
+// agent stays (it answers a later TASKS, giving it back) until SHUTDOWN.
+TEST_F(AgentEndTest, DrainAloneWaitsForShutdown)
+{
+    run_one_queue_one();
+    send(MSG_DRAIN);
+    std::vector<std::pair<uint32_t, int>> results;
+    while (results.size() < 2 && !HasFailure()) {
+        Sent m = next();
+        ASSERT_EQ(m.kind(), MSG_RESULTS);
+        msg_result r{};
+        pmc_error err{};
+        while (msg_next_result(&m.r, &r, &err) == 1)
+            results.emplace_back(r.id, r.exec_errno);
+    }
+    EXPECT_EQ(by_id(results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}}));
+    send({task(3, "late", short_, 1)});
+    send(MSG_SHUTDOWN);
+    Ending e = until_bye();
+    EXPECT_EQ(e.results, (std::vector<std::pair<uint32_t, int>>{{3, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+TEST_F(AgentEndTest, ShutdownThenDrainEndsOnceTheRunningTaskHas)
+{
+    run_one_queue_one();
+    send(MSG_SHUTDOWN);
+    send(MSG_DRAIN);
+    Ending e = until_bye();
+    EXPECT_EQ(by_id(e.results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+TEST_F(AgentEndTest, ShutdownRunsWhatIsQueued)
+{
+    run_one_queue_one();
+    send(MSG_SHUTDOWN);
+    Ending e = until_bye();
+    EXPECT_EQ(by_id(e.results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, 0}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+TEST_F(AgentEndTest, LeaveSaysLeavingGivesBackTheQueueAndWhatComes)
+{
+    start();
+    std::string second = sh("sleep 1"); // ends after task 3 comes
+    int level = log_get_level();
+    log_set_level(PMC_LOG_DEBUG);
+    send({task(1, "runs", second, 2), task(2, "waits", short_, 2)});
+    log_once("Running task runs"); // not left queued
+    log_set_level(level);
+    agent_leave(agent_);
+    agent_leave(agent_); // said once
+    ASSERT_EQ(next().kind(), MSG_LEAVING);
+    send({task(3, "late", short_, 1)});
+    Ending e = until_bye();
+    EXPECT_EQ(std::count(e.kinds.begin(), e.kinds.end(), MSG_LEAVING), 0);
+    EXPECT_EQ(by_id(e.results),
+              (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}, {3, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), 0) << log();
+}
+
+TEST_F(AgentEndTest, PeerLostEndsTheRunningTaskAndAsksNoAbort)
+{
+    start();
+    send({task(1, "runs", long_, 2), task(2, "waits", long_, 2)});
+    send(MSG_PEER_LOST);
+    Ending e = until_bye();
+    EXPECT_EQ(std::count(e.kinds.begin(), e.kinds.end(), MSG_ABORT), 0);
+    EXPECT_EQ(by_id(e.results), (std::vector<std::pair<uint32_t, int>>{{1, 0}, {2, ECANCELED}}));
+    EXPECT_EQ(agent_join(agent_), -1) << log();
+}
+
 // With a launcher pool, queued tasks are staged in it (one per CPU) once
 // the CPUs are busy: a RECALL gives back the queue's tasks, then the staged
 // ones.

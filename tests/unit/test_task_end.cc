@@ -1,12 +1,15 @@
 // test_task_end.cc - how a task ended (engine/exec/task_end.h), the one
 // rule both ways of running a task report by.
 //
-// Checked: task_end_decide() over every cause; and a node agent that
-// starts its tasks on its own thread (--threads 0) and one whose launcher
-// pool starts, watches and reaps them give the same results and the same
-// records for a task that exits 0, exits 1, is killed by a signal, passes
-// its time limit, cannot be executed, and loses its forwarded data.  The
-// test plays the master through a fake transport (as test_agent.cc does).
+// Checked: task_end_decide() over every cause; task_end_signal() stops a
+// running task and notes it, notes no stop of a task that had ended by
+// itself (but always a lingering group's, and a time-out); and a node
+// agent that starts its tasks on its own thread (--threads 0) and one
+// whose launcher pool starts, watches and reaps them give the same results
+// and the same records for a task that exits 0, exits 1, is killed by a
+// signal, passes its time limit, cannot be executed, and loses its
+// forwarded data.  The test plays the master through a fake transport (as
+// test_agent.cc does).
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -97,6 +101,73 @@ TEST(TaskEndDecide, OneRuleForEveryCause)
         EXPECT_EQ(o.exec_errno, c.exec_errno) << c.what;
         EXPECT_EQ(o.cause, c.cause) << c.what;
     }
+}
+
+// ---- the group signal ------------------------------------------------------------
+
+// A child in a process group of its own running `sleep 30`, or exiting at
+// once when quick (left a zombie: nothing reaps it until the test does),
+// with its pidfd.
+struct Child {
+    pid_t pid = -1;
+    int pidfd = -1;
+    explicit Child(bool quick)
+    {
+        pid = fork();
+        if (pid == 0) {
+            setpgid(0, 0);
+            if (!quick)
+                execl("/bin/sleep", "sleep", "30", (char *)nullptr);
+            _exit(0);
+        }
+        setpgid(pid, pid); // either side may win: the group exists before we signal it
+        pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    }
+    // Its wait status once it has ended.
+    int reap()
+    {
+        int status = -1;
+        EXPECT_EQ(waitpid(pid, &status, 0), pid);
+        close(pidfd);
+        return status;
+    }
+};
+
+TEST(TaskEndSignal, ARunningTaskIsStoppedAndNoted)
+{
+    Child c(false);
+    task_end e{};
+    task_end_signal(&e, c.pid, c.pidfd, SIGTERM, false);
+    EXPECT_EQ(e.signalled, SIGTERM);
+    EXPECT_FALSE(e.timed_out);
+    int status = c.reap();
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM) << status;
+}
+
+TEST(TaskEndSignal, ATaskThatEndedByItselfWasNotStopped)
+{
+    Child c(true);
+    siginfo_t si{};
+    ASSERT_EQ(waitid(P_PID, (id_t)c.pid, &si, WEXITED | WNOWAIT), 0); // a zombie now
+    task_end e{};
+    task_end_signal(&e, c.pid, c.pidfd, SIGTERM, false);
+    EXPECT_EQ(e.signalled, 0);
+    task_end_signal(&e, c.pid, -1, SIGKILL, false); // reaped in a grace: noted always
+    EXPECT_EQ(e.signalled, SIGKILL);
+    EXPECT_EQ(c.reap(), 0);
+}
+
+TEST(TaskEndSignal, ATimeOutIsNotedEvenAfterTheEnd)
+{
+    Child c(true);
+    siginfo_t si{};
+    ASSERT_EQ(waitid(P_PID, (id_t)c.pid, &si, WEXITED | WNOWAIT), 0);
+    task_end e{};
+    task_end_signal(&e, c.pid, c.pidfd, SIGTERM, true);
+    EXPECT_TRUE(e.timed_out);
+    EXPECT_EQ(e.signalled, SIGTERM);
+    EXPECT_EQ(task_end_decide(&e).cause, TASK_TIMED_OUT);
+    c.reap();
 }
 
 // ---- both backends through the agent -------------------------------------------
