@@ -11,39 +11,17 @@
 #include <vector>
 
 #include "io/dag.h"
+#include "dag_holder.h"
 #include "io/dagfile.h"
 
 namespace
 {
 
-struct Dag {
-    dag *d = nullptr;
-    std::string error;
-    explicit Dag(dag *p) : d(p) {}
-    Dag(Dag &&o) noexcept : d(o.d), error(std::move(o.error))
-    {
-        o.d = nullptr;
-    }
-    Dag(const Dag &) = delete;
-    ~Dag()
-    {
-        dag_destroy(d);
-    }
-    dag *operator->() const
-    {
-        return d;
-    }
-};
-
 Dag parse(const std::string &text, bool arrays = true)
 {
-    pmc_error err{};
     dagfile_options o{};
     o.arrays = arrays;
-    Dag r(dagfile_parse_opts(text.data(), text.size(), "a.dag", &o, &err));
-    if (!r.d)
-        r.error = err.text;
-    return r;
+    return parse_dag_text(text, "a.dag", &o);
 }
 
 std::string parse_error(const std::string &text)

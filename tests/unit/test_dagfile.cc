@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dag_holder.h"
 #include "io/dagfile.h"
 #include "testutil.h"
 
@@ -32,31 +33,9 @@ using namespace testutil;
 
 using Args = std::vector<std::string>;
 
-struct Dag {
-    dag *d = nullptr;
-    std::string error;
-    explicit Dag(dag *p) : d(p) {}
-    Dag(Dag &&o) noexcept : d(o.d), error(std::move(o.error))
-    {
-        o.d = nullptr;
-    }
-    ~Dag()
-    {
-        dag_destroy(d);
-    }
-    dag *operator->() const
-    {
-        return d;
-    }
-};
-
 Dag parse(const std::string &text, const char *name = "t.dag")
 {
-    pmc_error err{};
-    Dag r(dagfile_parse(text.data(), text.size(), name, &err));
-    if (!r.d)
-        r.error = err.text;
-    return r;
+    return parse_dag_text(text, name);
 }
 
 // The error text of a DAG that must not parse.
