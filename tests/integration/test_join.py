@@ -35,9 +35,13 @@ import time
 import pmcrun
 
 # Short timeouts keep the losses quick (the heartbeat is a fifth of them),
-# long enough that a loaded 2-core machine never stalls a live agent past it.
-NODE_TIMEOUT = "2"
+# long enough that a loaded 2-core machine never stalls a live agent past
+# it; a sanitizer build (PMC_TEST_SANITIZED, several times slower) gets
+# wider ones, and the late joiner's bound only there is widened.
+SANITIZED = os.environ.get("PMC_TEST_SANITIZED") == "1"
+NODE_TIMEOUT = "6" if SANITIZED else "2"
 KILL_GRACE = "1"
+JOIN_WORK_WITHIN = 5.0 if SANITIZED else 1.0  # s from an agent's launch to its first task
 
 
 class JoinTest(pmcrun.TestCase):
@@ -125,7 +129,7 @@ class JoinTest(pmcrun.TestCase):
         other = self.start_agent(acc)
         self.wait_done(dag, 6, master)
         os.killpg(hung.pid, signal.SIGSTOP)
-        time.sleep(float(NODE_TIMEOUT) * 2.5)
+        time.sleep(float(NODE_TIMEOUT) * 1.5)
         os.killpg(hung.pid, signal.SIGCONT)
         res, ends = self.finish_all(master, [hung, other])
         problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag))
@@ -164,9 +168,10 @@ class JoinTest(pmcrun.TestCase):
         starts = sorted(r.start for r in res.tasks if r.fields.get("slot") == "2")
         if not starts:
             problems.append("the late agent ran no task")
-        elif starts[0] - joined > 1.0:
+        elif starts[0] - joined > JOIN_WORK_WITHIN:
             problems.append("the late agent's first task started %.2f s after it was "
-                            "launched, expected within 1 s" % (starts[0] - joined))
+                            "launched, expected within %g s" % (starts[0] - joined,
+                                                                 JOIN_WORK_WITHIN))
         self.check(problems, res)
 
     def test_master_killed_ends_agents_and_tasks(self):
