@@ -695,6 +695,7 @@ static int join_run_agent(struct options *o, struct rank_info *ri, struct join *
     ri->role = RANK_AGENT;
     int failed = 0;
     struct agent *a = setup_agent(o, ri, &failed);
+    signal_agent = a; /* a signal from here on makes it leave, even before it starts */
     struct comm *c = a ? comm_create_joined(j, ri->rank, NULL, agent_mailbox(a), &err) : NULL;
     if (!a)
         join_close(j);
@@ -702,13 +703,12 @@ static int join_run_agent(struct options *o, struct rank_info *ri, struct join *
         log_fatal("%s", err.text);
     int rc = 1;
     if (a && c) {
-        signal_agent = a;
         join_arm_stop(o);
         rc = agent_join(a) < 0 ? 1 : 0;
         alarm(0);
-        signal_agent = NULL;
         report_engine_cpu(NULL, a, ri->rank);
     }
+    signal_agent = NULL;
     comm_close(c);
     agent_destroy(a);
     return rc;
