@@ -35,8 +35,8 @@ import time
 import pmcrun
 
 # Short timeouts keep the losses quick (the heartbeat is a fifth of them),
-# long enough that a loaded 2-core machine never stalls a live agent past
-# it; a sanitizer build (PMC_TEST_SANITIZED, several times slower) gets
+# long enough that a machine busy with other tests never stalls a live
+# agent past it; a sanitizer build (PMC_TEST_SANITIZED, several times slower) gets
 # wider ones, and the late joiner's bound only there is widened.
 SANITIZED = os.environ.get("PMC_TEST_SANITIZED") == "1"
 NODE_TIMEOUT = "6" if SANITIZED else "2"
