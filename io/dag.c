@@ -1089,6 +1089,7 @@ static void store_array(struct dag *dag, const struct dag_task_spec *spec, uint3
         a->pegasus_id = arena_put(dag, spec->pegasus_id, spec->pegasus_id_len);
     a->argv = put_argv(dag, spec);
     a->fwd_first = put_forwards(dag, spec);
+    a->base = (uint32_t)dag->ninstances;
     dag->ninstances += (uint64_t)last - first + 1;
     dag->narrays++;
 }
@@ -1541,4 +1542,23 @@ uint32_t dag_instance_parents(const struct dag *dag, uint32_t a, uint32_t index,
     for (uint32_t i = 0; i < n && i < cap; i++)
         out[i] = edge_range(dag, &dag->array_edges[ids[i]], index - dag->arrays[a].first, false);
     return n;
+}
+
+int dag_instance_of(const struct dag *dag, dag_task_t t, uint32_t *a, uint32_t *index)
+{
+    if (t < dag->ntasks || t - dag->ntasks >= dag->ninstances) {
+        errno = EINVAL;
+        return -1;
+    }
+    uint32_t off = t - dag->ntasks, lo = 0, hi = dag->narrays - 1;
+    while (lo < hi) { /* the last array whose base <= off */
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        if (dag->arrays[mid].base <= off)
+            lo = mid;
+        else
+            hi = mid - 1;
+    }
+    *a = lo;
+    *index = dag->arrays[lo].first + (off - dag->arrays[lo].base);
+    return 0;
 }

@@ -32,6 +32,7 @@
 #ifndef PMC_DAG_H
 #define PMC_DAG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -167,6 +168,8 @@ struct dag_array {
     uint32_t line;      /* DAG file line of the TASK record */
     uint32_t fwd_first; /* the array's forwards are fwd[fwd_first .. + nfwd - 1] */
     uint32_t nfwd;
+    uint32_t base; /* instances of the arrays before this one: its first instance's
+                      offset in the instance id space (dag_instance_id()) */
 };
 
 /* One edge that involves an array (enum dag_array_edge_kind). */
@@ -300,6 +303,27 @@ static inline uint32_t dag_array_count(const struct dag *dag, uint32_t a)
 {
     return dag->arrays[a].last - dag->arrays[a].first + 1;
 }
+
+/* Task ids beyond the plain tasks: instance `index` of array a is task
+ * id ntasks + arrays[a].base + (index - first), so every plain task and
+ * every instance has one 32-bit id (ntasks + ninstances < 2^32 - 1; an
+ * instance id is never UINT32_MAX).  Messages, the rescue log and the
+ * engine's tables name instances by it.  The caller checks the range. */
+static inline dag_task_t dag_instance_id(const struct dag *dag, uint32_t a, uint32_t index)
+{
+    return dag->ntasks + dag->arrays[a].base + (index - dag->arrays[a].first);
+}
+
+/* Is task id t an instance of an array (not a plain task)? */
+static inline bool dag_is_instance(const struct dag *dag, dag_task_t t)
+{
+    return t >= dag->ntasks;
+}
+
+/* The array (*a) and index (*index) of instance id t; -1 with errno
+ * EINVAL when t is not an instance id of the DAG.  O(log narrays) (binary
+ * search over the bases).  Thread-safe after dag_finish(). */
+int dag_instance_of(const struct dag *dag, dag_task_t t, uint32_t *a, uint32_t *index);
 
 /* The name of array a (no brackets), owned by the DAG. */
 static inline const char *dag_array_name(const struct dag *dag, uint32_t a)

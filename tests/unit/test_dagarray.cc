@@ -101,6 +101,30 @@ TEST(DagArray, DeclarationKeepsOneRecordAndTheTemplate)
     EXPECT_EQ(want, instance_argv(r, a, 42));
 }
 
+TEST(DagArray, InstanceIdsFollowThePlainTasks)
+{
+    Dag r = parse("TASK p /bin/true\nTASK a[5-7] /bin/true\nTASK q /bin/true\n"
+                  "TASK b[100-101] /bin/true\n");
+    ASSERT_NE(nullptr, r.d) << r.error;
+    ASSERT_EQ(2u, r->ntasks);
+    uint32_t a = array_id(r, "a"), b = array_id(r, "b"), arr, idx;
+    EXPECT_FALSE(dag_is_instance(r.d, 1));
+    EXPECT_EQ(2u, dag_instance_id(r.d, a, 5));
+    EXPECT_EQ(4u, dag_instance_id(r.d, a, 7));
+    EXPECT_EQ(6u, dag_instance_id(r.d, b, 101));
+    for (dag_task_t t = 2; t < 7; t++) {
+        ASSERT_EQ(0, dag_instance_of(r.d, t, &arr, &idx)) << t;
+        EXPECT_TRUE(dag_is_instance(r.d, t));
+        EXPECT_EQ(t, dag_instance_id(r.d, arr, idx));
+    }
+    ASSERT_EQ(0, dag_instance_of(r.d, 5, &arr, &idx));
+    EXPECT_EQ(b, arr);
+    EXPECT_EQ(100u, idx);
+    EXPECT_EQ(-1, dag_instance_of(r.d, 1, &arr, &idx));
+    EXPECT_EQ(-1, dag_instance_of(r.d, 7, &arr, &idx));
+    EXPECT_EQ(EINVAL, errno);
+}
+
 TEST(DagArray, InstanceNameIsSnprintfLike)
 {
     Dag r = parse("TASK ab[7-12] /bin/true\n");
