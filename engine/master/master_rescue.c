@@ -54,7 +54,7 @@ int master__rescue_load(struct master_rescue *r, const struct master_config *cfg
     if (r->lock_fd == -2 && stat(r->path, &st) == 0 && S_ISREG(st.st_mode))
         log_warn("Cannot open %s for writing: running without the rescue log's lock", r->path);
     if (!cfg->skip_rescue &&
-        rescue_read(r->path, d, r->done_before, &r->ndone_before, NULL, err) < 0)
+        rescue_read(r->path, d, r->done_before, NULL, &r->ndone_before, NULL, err) < 0)
         return -1;
     return 0;
 }
@@ -65,7 +65,7 @@ int master__rescue_start(struct master_rescue *r, const struct master_config *cf
     struct pmc_error err;
     if (cfg->null_executor)
         return 0; /* nothing runs, so nothing may be recorded as done */
-    r->writer = rescue_writer_open(r->path, d, r->done_before, &err);
+    r->writer = rescue_writer_open(r->path, d, r->done_before, NULL, &err);
     if (!r->writer) {
         log_fatal("%s", err.text);
         return -1;
@@ -120,7 +120,7 @@ int master__rescue_replace(struct master_rescue *r, const struct dag *d, const u
                            struct pmc_error *err)
 {
     int lock_fd = -1;
-    int rc = rescue_replace(r->path, d, keep, &lock_fd, err);
+    int rc = rescue_replace(r->path, d, keep, NULL, &lock_fd, err);
     rescue_keep_lock(r, lock_fd);
     return rc;
 }
