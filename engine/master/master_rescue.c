@@ -55,8 +55,8 @@ int master__rescue_load(struct master_rescue *r, const struct master_config *cfg
     struct stat st;
     if (r->lock_fd == -2 && stat(r->path, &st) == 0 && S_ISREG(st.st_mode))
         log_warn("Cannot open %s for writing: running without the rescue log's lock", r->path);
-    if (!cfg->skip_rescue &&
-        rescue_read(r->path, d, r->done_before, &r->ndone_before, NULL, err) < 0)
+    if (!cfg->skip_rescue && rescue_read(r->path, d, r->done_before, r->inst_done_before,
+                                         &r->ndone_before, NULL, err) < 0)
         return -1;
     return 0;
 }
@@ -67,7 +67,7 @@ int master__rescue_start(struct master_rescue *r, const struct master_config *cf
     struct pmc_error err;
     if (cfg->null_executor)
         return 0; /* nothing runs, so nothing may be recorded as done */
-    r->writer = rescue_writer_open(r->path, d, r->done_before, &err);
+    r->writer = rescue_writer_open(r->path, d, r->done_before, r->inst_done_before, &err);
     if (!r->writer) {
         log_fatal("%s", err.text);
         return -1;
@@ -122,8 +122,7 @@ int master__rescue_replace(struct master_rescue *r, const struct dag *d, const u
                            const uint64_t *inst_keep, struct pmc_error *err)
 {
     int lock_fd = -1;
-    (void)inst_keep;
-    int rc = rescue_replace(r->path, d, keep, &lock_fd, err);
+    int rc = rescue_replace(r->path, d, keep, inst_keep, &lock_fd, err);
     rescue_keep_lock(r, lock_fd);
     return rc;
 }
