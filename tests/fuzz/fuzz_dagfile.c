@@ -20,10 +20,13 @@
  *      edges.  This checks quoting, option values and edge merging against
  *      the grammar in io/dagfile.h, not against the parser's own code.
  *   5. Every task can be recorded as done: a rescue log holding
- *      "DONE name\n" for every task (the writer's format) reads back with
- *      rescue_read() as all tasks done, nothing torn.  (A name with a
- *      control byte once broke this: the parser took it, the reader called
- *      its record garbage, and a restart failed with "bad record".)
+ *      "DONE name\n" for every task (the writer's format) and, for each
+ *      array, "DONE a[first-last]", "DONE a[first]" and "DONE a[last]"
+ *      (a DAG of at most RESCUE_FUZZ_MAX_INSTANCES instances, to bound the
+ *      bitset) reads back with rescue_read() as all tasks and instances
+ *      done, nothing torn.  (A name with a control byte once broke this:
+ *      the parser took it, the reader called its record garbage, and a
+ *      restart failed with "bad record".)
  *   6. Task arrays (docs/task-arrays.md) are parsed with them accepted
  *      (struct dagfile_options); the same input with arrays refused, as the
  *      engine reads it, gives the same DAG when there is no array, else the
@@ -490,24 +493,36 @@ static void write_file(int fd, const void *data, size_t size)
     }
 }
 
-/* Oracle 5: a rescue log of every task reads back as every task done. */
+#define RESCUE_FUZZ_MAX_INSTANCES (1u << 24)
+
+/* Oracle 5: a rescue log of every task and instance reads back as every
+ * one done. */
 static void check_rescue_round_trip(const struct dag *d)
 {
-    if (d->ntasks == 0) /* only arrays: the rescue log does not know instances yet */
+    if (d->ninstances > RESCUE_FUZZ_MAX_INSTANCES)
         return;
     struct text o = {0};
     for (dag_task_t t = 0; t < d->ntasks; t++)
         putf(&o, "DONE %s\n", dag_task_name(d, t));
+    for (uint32_t a = 0; a < d->narrays; a++) {
+        const struct dag_array *ar = &d->arrays[a];
+        const char *name = dag_array_name(d, a);
+        putf(&o, "DONE %s[%u-%u]\nDONE %s[%u]\nDONE %s[%u]\n", name, ar->first, ar->last, name,
+             ar->first, name, ar->last);
+    }
     write_file(rescue_fd, o.p, o.len);
     free(o.p);
-    uint8_t *done = calloc(d->ntasks, 1);
-    FUZZ_CHECK(done != NULL, "out of memory");
+    uint8_t *done = calloc(d->ntasks + 1, 1);
+    uint64_t *inst_done = d->ninstances ? calloc((d->ninstances + 63) / 64, 8) : NULL;
+    FUZZ_CHECK(done != NULL && (inst_done || !d->ninstances), "out of memory");
     uint32_t ndone = 0, ntorn = 0;
     struct pmc_error err = {{0}};
-    int rc = rescue_read(rescue_path, d, done, &ndone, &ntorn, &err);
-    FUZZ_CHECK(rc == 0 && ndone == d->ntasks && ntorn == 0,
-               "a rescue log of all %u tasks reads as rc %d, %u done, %u torn: %s", d->ntasks, rc,
-               ndone, ntorn, err.text);
+    int rc = rescue_read(rescue_path, d, done, inst_done, &ndone, &ntorn, &err);
+    FUZZ_CHECK(rc == 0 && ndone == d->ntasks + d->ninstances && ntorn == 0,
+               "a rescue log of all %u tasks and %" PRIu64 " instances reads as rc %d, %u done, "
+               "%u torn: %s",
+               d->ntasks, d->ninstances, rc, ndone, ntorn, err.text);
+    free(inst_done);
     free(done);
 }
 

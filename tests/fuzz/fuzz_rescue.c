@@ -6,7 +6,9 @@
  * a memfd is a regular file, so the reader takes its mmap path) against one
  * fixed DAG whose names cover the cases that matter: short names the fuzzer
  * finds quickly, real workflow names, names holding '#', bytes >= 0x80
- * (UTF-8) and a control byte.
+ * (UTF-8), a control byte, a plain task named like an instance ("job[3]",
+ * no array job), and two task arrays (sim[0-99], r[10-12]: their ids are
+ * consecutive).
  *
  * Oracle: besides "no crash, no leak, no out-of-bounds read", the result is
  * compared with a small model written from the contract in io/rescue.h, not
@@ -18,19 +20,24 @@
  *     (space: ' ', \t, \r, \v, \f); it is a record when it is exactly two
  *     words, "DONE" and a name without bytes < 0x20 or 0x7f; anything else
  *     is bad;
+ *   - a record's name is a plain task's when one has it; else, when the
+ *     text before its first '[' is an array's name, it names instances: the
+ *     rest must be "I]" or "A-B]", decimal without a leading zero (but "0"),
+ *     A <= B, within the array's range, or it is a bad instance; anything
+ *     else is an unknown task;
  *   - a complete record: error when a bad line came before it, error when it
- *     names an unknown task, else the task is done;
+ *     names an unknown task or a bad instance, else its tasks are done;
  *   - the unterminated last line: skipped when blank/comment; counts as a
- *     record only in PMC's style and when it names a known task (error then
+ *     record only in PMC's style and when it names known tasks (error then
  *     if a bad line came before); otherwise it is torn (+1);
  *   - bad lines not followed by any record are the garbage tail (+1 once);
  *   - a file in which no task is done and some bad line (complete or not)
  *     holds no NUL and does not begin, after its spaces, like "DONE" (its
  *     first min(4, length) bytes) is not a rescue log: error;
- *   - on error: -1, done[] all zero, ndone 0.
+ *   - on error: -1, done[] and the instance bits all zero, ndone 0.
  *
- * rescue_read() must agree on the return value, every done[] byte, ndone
- * and ntorn.
+ * rescue_read() must agree on the return value, every done[] byte, every
+ * instance bit, ndone and ntorn.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -61,8 +68,16 @@ static const char *const names[] = {
      "ame"),        /* "ñame" */
     "\xe2\x82\xac", /* "€" */
     "ctl\x01name",  /* a control byte: never a valid record */
+    "job[3]",       /* a plain task: there is no array job */
 };
 #define NNAMES (sizeof names / sizeof names[0])
+
+static const struct {
+    const char *name;
+    uint32_t first, last, base; /* base: instances of the arrays before */
+} arrays[] = {{"sim", 0, 99, 0}, {"r", 10, 12, 100}};
+#define NARRAYS (sizeof arrays / sizeof arrays[0])
+#define NINST 103
 
 static struct dag *dag;
 static int memfd = -1;
@@ -85,8 +100,21 @@ static void build_dag(void)
         dag_task_t id;
         FUZZ_CHECK(dag_add_task(dag, &s, &id) == 0 && id == i, "dag_add_task %s", names[i]);
     }
+    for (size_t a = 0; a < NARRAYS; a++) {
+        struct dag_task_spec s = {.name = arrays[a].name,
+                                  .name_len = strlen(arrays[a].name),
+                                  .argv = argv,
+                                  .argv_len = argv_len,
+                                  .argc = 1,
+                                  .cpus = 1,
+                                  .line = (uint32_t)(NNAMES + a + 1)};
+        uint32_t id;
+        FUZZ_CHECK(dag_add_array(dag, &s, arrays[a].first, arrays[a].last, &id) == 0 && id == a,
+                   "dag_add_array %s", arrays[a].name);
+    }
     struct pmc_error err;
     FUZZ_CHECK(dag_finish(dag, &err) == 0, "dag_finish: %s", err.text);
+    FUZZ_CHECK(dag->ninstances == NINST, "%llu instances", (unsigned long long)dag->ninstances);
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
@@ -152,8 +180,67 @@ static int model_known(const uint8_t *name, size_t len)
 struct model {
     int rc;
     uint8_t done[NNAMES];
+    uint8_t inst[NINST]; /* by instance offset (arrays[].base + index - first) */
     uint32_t ntorn;
 };
+
+/* A decimal number at p[*i ..] without a leading zero ("0" is one), its
+ * value capped at 10^10 (past any index); false when there is none. */
+static bool model_number(const uint8_t *p, size_t n, size_t *i, uint64_t *v)
+{
+    size_t s = *i;
+    *v = 0;
+    while (*i < n && p[*i] >= '0' && p[*i] <= '9') {
+        if (*v < 10000000000ull)
+            *v = *v * 10 + (uint64_t)(p[*i] - '0');
+        (*i)++;
+    }
+    return *i > s && (*i - s == 1 || p[s] != '0');
+}
+
+/* The instances that name (len bytes, no plain task's) stands for: 1 with
+ * offsets [*lo, *hi], 0 for an unknown task, -1 for a bad instance. */
+static int model_instances(const uint8_t *name, size_t len, size_t *lo, size_t *hi)
+{
+    const uint8_t *b = memchr(name, '[', len);
+    size_t a = 0, n = b ? (size_t)(b - name) : 0;
+    while (b && a < NARRAYS &&
+           !(strlen(arrays[a].name) == n && memcmp(arrays[a].name, name, n) == 0))
+        a++;
+    if (!b || a == NARRAYS)
+        return 0;
+    size_t i = n + 1;
+    uint64_t x, y;
+    if (!model_number(name, len, &i, &x))
+        return -1;
+    y = x;
+    if (i < len && name[i] == '-') {
+        i++;
+        if (!model_number(name, len, &i, &y))
+            return -1;
+    }
+    if (i + 1 != len || name[i] != ']' || x > y || x < arrays[a].first || y > arrays[a].last)
+        return -1;
+    *lo = arrays[a].base + (size_t)(x - arrays[a].first);
+    *hi = arrays[a].base + (size_t)(y - arrays[a].first);
+    return 1;
+}
+
+/* Mark what a record names in m: 1, or 0 for an unknown task, -1 for a
+ * bad instance (nothing marked). */
+static int model_mark(struct model *m, const uint8_t *name, size_t len)
+{
+    int t = model_known(name, len);
+    if (t >= 0) {
+        m->done[t] = 1;
+        return 1;
+    }
+    size_t lo, hi;
+    int r = model_instances(name, len, &lo, &hi);
+    for (size_t k = lo; r == 1 && k <= hi; k++)
+        m->inst[k] = 1;
+    return r;
+}
 
 /* A bad line that no crash of the writer leaves (see the contract above). */
 static bool model_foreign(const uint8_t *p, size_t n)
@@ -178,21 +265,22 @@ static void model_run(const uint8_t *data, size_t size, struct model *m)
         const uint8_t *name = NULL;
         size_t len = 0;
         enum kind k = model_classify(data + pos, n, &name, &len);
-        int t = k == DONE ? model_known(name, len) : -1;
+        struct model probe = {0}; /* does the record name known tasks? */
+        bool known = k == DONE && model_mark(&probe, name, len) == 1;
         foreign |= k == BAD && model_foreign(data + pos, n);
         if (nl && k == BAD)
             pending_bad = true;
         if (nl && k == DONE) {
-            if (pending_bad || t < 0)
+            if (pending_bad || !known)
                 goto error;
-            m->done[t] = 1;
+            model_mark(m, name, len);
             any = true;
         }
         if (!nl && k != SKIP) {
-            if (pmc && k == DONE && t >= 0) {
+            if (pmc && k == DONE && known) {
                 if (pending_bad)
                     goto error;
-                m->done[t] = 1;
+                model_mark(m, name, len);
                 any = true;
             } else {
                 m->ntorn += 1 + pending_bad; /* the garbage before it, then the torn line */
@@ -227,10 +315,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     write_file(data, size);
     uint8_t done[NNAMES];
+    uint64_t inst[(NINST + 63) / 64];
     memset(done, 0, sizeof done);
+    memset(inst, 0, sizeof inst);
     uint32_t ndone = 12345, ntorn = 12345;
     struct pmc_error err = {{0}};
-    int rc = rescue_read(path, dag, done, NULL, &ndone, &ntorn, &err);
+    int rc = rescue_read(path, dag, done, inst, &ndone, &ntorn, &err);
 
     struct model m;
     model_run(data, size, &m);
@@ -241,6 +331,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                    m.done[i]);
         want += m.done[i];
     }
+    for (size_t k = 0; k < NINST; k++) {
+        unsigned bit = (unsigned)(inst[k / 64] >> (k % 64) & 1);
+        FUZZ_CHECK(bit == m.inst[k], "instance offset %zu: done %u, the model %u", k, bit,
+                   m.inst[k]);
+        want += m.inst[k];
+    }
+    FUZZ_CHECK(inst[NINST / 64] >> (NINST % 64) == 0, "bits past the last instance set");
     FUZZ_CHECK(ndone == want, "ndone %u, the model %u", ndone, want);
     if (rc == 0)
         FUZZ_CHECK(ntorn == m.ntorn, "ntorn %u, the model %u", ntorn, m.ntorn);
