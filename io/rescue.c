@@ -1324,7 +1324,7 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
         return NULL;
     if (dag->ntasks > 0) /* what the log holds: writer_recreate() */
         memcpy(w->done, done, dag->ntasks);
-    if (inst_done)
+    if (inst_done && dag->ninstances > 0)
         memcpy(w->inst_done, inst_done, bits_words(dag->ninstances) * sizeof *inst_done);
     if (writer_start(w) < 0) {
         pmc_errorf(err, "%s: cannot start the writer thread: %s", path,

@@ -89,11 +89,11 @@ struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag
                                          struct pmc_error *err);
 
 /* Queue "DONE name\n" for task t, a plain task or an instance id
- * (dag_instance_id()): no lock, no allocation, a wake-up only when the
- * writer sleeps.  Waits while RESCUE_BATCH_MAX records are queued; drops
- * nothing unless the log failed.  The writer writes the instances of each
- * batch sorted, a run of consecutive ones of one array as one record.
- * Single producer thread. */
+ * (dag_instance_id(); t < dag->ntasks + dag->ninstances): no lock, no
+ * allocation, a wake-up only when the writer sleeps.  Waits while
+ * RESCUE_BATCH_MAX records are queued; drops nothing unless the log failed.
+ * The writer writes the instances of each batch sorted, a run of
+ * consecutive ones of one array as one record.  Single producer thread. */
 void rescue_writer_append(struct rescue_writer *w, dag_task_t t);
 
 /* True once a write() or fdatasync() failed: stop dispatching, fail the
