@@ -3,7 +3,8 @@
 //
 // Reading: instances as "DONE sim[42]" and runs as "DONE sim[0-9]", mixed
 // with plain tasks (one named "job[3]", no array job), every bad instance
-// record named with its line, a torn range record.  Writing: the carried-over
+// record named with its line, a torn range record, every truncation of a
+// log the writer wrote.  Writing: the carried-over
 // instances as one record per run of one array (split where an array ends),
 // the writer coalescing a shuffled batch into runs, rescue_replace() and a
 // deleted log written again with instances, a DAG without arrays written
@@ -352,6 +353,49 @@ TEST_F(RescueArraysTest, ReadsAHundredMillionInstancesAsRanges)
     EXPECT_EQ(ndone, 100000000u);
     static_assert(100000000 % 64 == 0, "every word full");
     EXPECT_TRUE(std::all_of(bits.begin(), bits.end(), [](uint64_t w) { return w == ~0ull; }));
+}
+
+// What the complete record `line` ("DONE NAME", our writer's format) names.
+Names record_names(const std::string &line)
+{
+    std::string name = line.substr(5);
+    size_t open = name.find('['), dash = name.find('-', open);
+    if (name.back() != ']' || (name.compare(0, 3, "sim") && name.compare(0, 4, "post")))
+        return {name}; // a plain task: a, job[3], x[a-b], b
+    uint32_t first = (uint32_t)std::stoul(name.substr(open + 1));
+    uint32_t last = dash == std::string::npos ? first : (uint32_t)std::stoul(name.substr(dash + 1));
+    return range(name.substr(0, open).c_str(), first, last);
+}
+
+// A crash may cut the log anywhere: every prefix of one the writer wrote
+// (ranges, single instances, plain tasks) reads as exactly its complete
+// records, with one torn record when the cut falls inside one.
+TEST_F(RescueArraysTest, EveryTruncationOfARangeLogKeepsItsCompleteRecords)
+{
+    rescue_writer *w =
+        open(Names{"job[3]", "sim[42]"} + range("sim", 0, 19) + range("post", 10, 19));
+    ASSERT_NE(w, nullptr);
+    rescue_writer_append(w, inst("sim", 77));
+    ASSERT_EQ(rescue_writer_flush(w), 0); // a batch of its own: the order is known
+    rescue_writer_append(w, 3);           // b
+    ASSERT_EQ(rescue_writer_close(w), 0);
+    const std::string full = read_file(path_);
+    ASSERT_EQ(full, "DONE job[3]\nDONE sim[0-19]\nDONE sim[42]\nDONE post[10-19]\nDONE sim[77]\n"
+                    "DONE b\n");
+    for (size_t cut = 0; cut <= full.size(); cut++) {
+        SCOPED_TRACE("cut at " + std::to_string(cut));
+        std::string prefix = full.substr(0, cut);
+        size_t complete = prefix.rfind('\n') == std::string::npos ? 0 : prefix.rfind('\n') + 1;
+        Names want;
+        std::istringstream in(prefix.substr(0, complete));
+        for (std::string l; std::getline(in, l);)
+            want = want + record_names(l);
+        bool torn = complete < cut;
+        expect_read(prefix, want, torn ? 1 : 0,
+                    torn ? warning((int)std::count(prefix.begin(), prefix.end(), '\n') + 1,
+                                   "ignoring incomplete last record")
+                         : "");
+    }
 }
 
 // ---------------------------------------------------------------- writing
