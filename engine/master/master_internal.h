@@ -593,7 +593,10 @@ int master__finish(struct master *m);
 /* ---- master_status.c --------------------------------------------------------- */
 
 int master__status_init(struct master *m); /* 0, or -1 (logged) */
-void master__status_sent(struct master *m, uint32_t t);
+/* Task t's attempt was sent: with --status, its time (s since the start)
+ * is kept for a plain task and returned for the caller to keep with a live
+ * instance (0 without --status). */
+float master__status_sent(struct master *m, uint32_t t);
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code);
 void master__status_tick(struct master *m); /* each scheduling round */
 /* The last line, status file and summary: -1 (logged) when a file could

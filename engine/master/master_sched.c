@@ -331,9 +331,11 @@ static int master_assign(struct master *m, uint32_t t, int i)
     if (run->attempts > 1)
         m->st.extra++;
     run->state = TASK_RUNNING;
+    float sent_at = master__status_sent(m, t);
     if (t >= m->dag->ntasks) {
         struct live_task *l = master__live(m, t);
         l->node_of = (uint32_t)i;
+        l->sent_at = sent_at;
         if (l->in_window)
             ar_instance_started(m->sched.arrays, t);
         l->in_window = false;
@@ -343,7 +345,6 @@ static int master_assign(struct master *m, uint32_t t, int i)
                          task_gpus(m, t));
     m->sched.inflight++;
     m->st.submitted++;
-    master__status_sent(m, t);
     log_trace("Scheduling task %s", task_name(m, t));
     return 0;
 }

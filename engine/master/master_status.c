@@ -430,15 +430,14 @@ int master__status_init(struct master *m)
     return 0;
 }
 
-void master__status_sent(struct master *m, uint32_t t)
+float master__status_sent(struct master *m, uint32_t t)
 {
     if (!m->status.sent_at)
-        return;
+        return 0;
     float at = (float)(pmc_mono_s() - m->clock.start_mono);
     if (t < m->dag->ntasks)
         m->status.sent_at[t] = at;
-    else
-        master__live(m, t)->sent_at = at;
+    return at;
 }
 
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code)

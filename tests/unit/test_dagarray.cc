@@ -294,8 +294,7 @@ TEST(DagArray, TheEngineRefusesArraysNamingTheLine)
     pmc_error err{};
     const char text[] = "TASK sim[0-9] /y\n";
     EXPECT_EQ(nullptr, dagfile_parse(text, sizeof text - 1, "e.dag", &err));
-    EXPECT_STREQ("e.dag:1: task sim[0-9]: task arrays are not supported by this program",
-                 err.text);
+    EXPECT_STREQ("e.dag:1: task sim[0-9]: task arrays are not supported by this program", err.text);
 }
 
 // ---- bad input ----------------------------------------------------------
