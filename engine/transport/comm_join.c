@@ -101,8 +101,13 @@ static void poll_once(struct comm *c)
     struct join_event ev;
     int rc = join_poll(x->link, sleeping ? POLL_WAIT_S : 0, &ev);
     int e = errno;
-    if (sleeping)
+    /* the eventfd is read only after a wait that returned no event: the
+     * wake-up or the timeout.  One written while the link had an event
+     * stays readable, so the next wait returns at once and reads it. */
+    if (sleeping && rc == 0)
         mailbox_awake(&c->outbox);
+    else if (sleeping)
+        mailbox_awake_unsignaled(&c->outbox);
     if (rc == 1)
         on_event(c, &ev);
     else if (rc < 0 && e == EPIPE)

@@ -20,6 +20,7 @@
 #include "engine/transport/join.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +41,7 @@ enum { PEER_JOINED, PEER_LOST };
 #define RID_MAX 255 /* a ZeroMQ routing id's longest */
 #define AGENT_RID_BYTES 16
 #define ZAP_ENDPOINT "inproc://zeromq.zap.01"
+#define SIDE_LOOK_S 0.05 /* s: the ZAP and monitor sockets are read at least this often */
 
 struct hdr {
     uint8_t kind;
@@ -78,7 +80,9 @@ struct join {
     zmq_msg_t held;   /* the body of the last event returned */
     uint8_t *welcome; /* master: the body of every WELCOME; agent: the one received */
     size_t welcome_len;
-    int wake_fd; /* join_poll() returns when readable; -1: none */
+    int wake_fd;      /* join_poll() returns when readable; -1: none */
+    bool side_due;    /* master: the ZAP or monitor socket's descriptor was readable */
+    double side_next; /* master: pmc_mono_s() by which serve_side() reads them anyway */
     struct join_stats st;
 };
 
@@ -535,6 +539,58 @@ static bool pop_lost(struct join *j, struct join_event *ev)
     return true;
 }
 
+/* Serve the master's ZAP and monitor sockets when due: their descriptors
+ * said so at the last wait (side_due), or SIDE_LOOK_S passed since they
+ * were last read.  Each is read until empty, so that its next message
+ * makes its descriptor readable (see wait_link()). */
+static void serve_side(struct join *j, double now)
+{
+    if (!j->side_due && now < j->side_next)
+        return;
+    j->side_due = false;
+    j->side_next = now + SIDE_LOOK_S;
+    while (j->zap && zap_answer(j))
+        ;
+    while (j->mon && monitor_event(j))
+        ;
+}
+
+/* The descriptor libzmq signals s's pending commands on (ZMQ_FD); -1 on
+ * error. */
+static int zmq_fd_of(void *s)
+{
+    int fd = -1;
+    size_t len = sizeof fd;
+    return zmq_getsockopt(s, ZMQ_FD, &fd, &len) == 0 ? fd : -1;
+}
+
+/* Block in poll(2) up to ms milliseconds on the link socket's, the side
+ * sockets' and the wake-up descriptors.  Each socket's last call was a
+ * read that found it empty (drain(), serve_side()), which took in its
+ * pending commands, so any message since makes its descriptor readable
+ * (libzmq's edge-triggered ZMQ_FD).  Not zmq_poll(): that asks every
+ * socket's ZMQ_EVENTS before and after a first zero-timeout poll, two
+ * system calls each on a quiet socket, and a ZAP and a monitor socket
+ * that stay quiet for the whole run made most of the link thread's
+ * system calls.  1: the wake-up descriptor is readable; 0: anything else
+ * (a timeout or a socket to read); -1: poll(2) failed (errno). */
+static int wait_link(struct join *j, long ms)
+{
+    struct pollfd p[4] = {{.fd = zmq_fd_of(j->sock), .events = POLLIN}};
+    int n = 1, zap = -1, mon = -1, wake = -1;
+    if (j->zap)
+        p[zap = n++] = (struct pollfd){.fd = zmq_fd_of(j->zap), .events = POLLIN};
+    if (j->mon)
+        p[mon = n++] = (struct pollfd){.fd = zmq_fd_of(j->mon), .events = POLLIN};
+    if (j->wake_fd >= 0)
+        p[wake = n++] = (struct pollfd){.fd = j->wake_fd, .events = POLLIN};
+    if (poll(p, (nfds_t)n, (int)ms) < 0)
+        return errno == EINTR ? 0 : -1;
+    if ((zap >= 0 && p[zap].revents) || (mon >= 0 && p[mon].revents))
+        j->side_due = true;
+    return wake >= 0 && (p[wake].revents & POLLIN) ? 1 : 0;
+}
+
 int join_poll(struct join *j, double wait_s, struct join_event *ev)
 {
     if (j->dead) {
@@ -544,10 +600,7 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev)
     double deadline = pmc_mono_s() + (wait_s > 0 ? wait_s : 0);
     for (;;) {
         double now = pmc_mono_s();
-        while (j->zap && zap_answer(j)) /* first, so a flood of messages delays no handshake */
-            ;
-        while (j->mon && monitor_event(j))
-            ;
+        serve_side(j, now);
         send_heartbeats(j, now);
         if (pop_lost(j, ev) || drain(j, ev))
             return 1;
@@ -558,19 +611,9 @@ int join_poll(struct join *j, double wait_s, struct join_event *ev)
             return 0;
         double until = j->next_beat < j->next_check ? j->next_beat : j->next_check;
         until = until < deadline ? until : deadline;
-        zmq_pollitem_t items[4] = {{j->sock, 0, ZMQ_POLLIN, 0}};
-        int n = 1;
-        if (j->zap)
-            items[n++] = (zmq_pollitem_t){j->zap, 0, ZMQ_POLLIN, 0};
-        if (j->mon)
-            items[n++] = (zmq_pollitem_t){j->mon, 0, ZMQ_POLLIN, 0};
-        if (j->wake_fd >= 0)
-            items[n++] = (zmq_pollitem_t){NULL, j->wake_fd, ZMQ_POLLIN, 0};
-        long ms = (long)((until - now) * 1000) + 1;
-        if (zmq_poll(items, n, ms) < 0 && errno != EINTR)
-            return -1;
-        if (j->wake_fd >= 0 && (items[n - 1].revents & ZMQ_POLLIN))
-            return 0;
+        int w = wait_link(j, (long)((until - now) * 1000) + 1);
+        if (w != 0)
+            return w > 0 ? 0 : -1;
     }
 }
 
