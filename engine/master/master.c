@@ -836,8 +836,9 @@ int master_begin(struct master *m, struct comm *c)
         master__rescue_start(&m->rescue, &m->cfg, m->dag) < 0 || master__init_ready(m) < 0)
         return master_abort_start(m);
     monitor_flush(m->events.monitor); /* the resource log's first lines: everything free */
-    log_info("Starting workflow with %u tasks (%u done before) on %d hosts, %u CPUs",
-             m->dag->ntasks, m->rescue.ndone_before, m->nodes.working, m->nodes.cpus);
+    log_info("Starting workflow with %llu tasks (%u done before) on %d hosts, %u CPUs",
+             (unsigned long long)m->dag->ntasks + m->dag->ninstances, m->rescue.ndone_before,
+             m->nodes.working, m->nodes.cpus);
     return 0;
 }
 
