@@ -242,7 +242,9 @@ int msg_add_task(struct msgbuf *b, const struct msg_task *t)
     size_t pid_len = strlen(pegasus_id) + 1;
     size_t argv_len = strs_len(t->argv, t->argc);
     size_t fwd_len = fwds_len(t->fwd, t->nfwd);
-    size_t need = sat_add(sat_add(TASK_FIXED + name_len, pid_len), sat_add(argv_len, fwd_len));
+    size_t index_len = t->flags & MSG_TASK_INDEXED ? 4 : 0;
+    size_t need =
+        sat_add(sat_add(TASK_FIXED + index_len + name_len, pid_len), sat_add(argv_len, fwd_len));
     uint8_t *p = reserve(b, need);
     if (!p)
         return -1;
@@ -257,6 +259,9 @@ int msg_add_task(struct msgbuf *b, const struct msg_task *t)
     put_u32(p + 32, t->time_limit_ms);
     put_i32(p + 36, t->priority);
     p += TASK_FIXED;
+    if (index_len)
+        put_u32(p, t->index);
+    p += index_len;
     memcpy(p, t->name, name_len);
     p += name_len;
     memcpy(p, pegasus_id, pid_len);
@@ -604,6 +609,13 @@ static int decode_task(const struct msg_reader *r, const uint8_t **pp, struct ms
     t->time_limit_ms = get_u32(p + 32);
     t->priority = get_i32(p + 36);
     p += TASK_FIXED;
+    t->index = 0;
+    if (t->flags & MSG_TASK_INDEXED) {
+        if (left(p, r->end) < 4)
+            return item_bad(r, err, "index runs past the end of the message");
+        t->index = get_u32(p);
+        p += 4;
+    }
     if (decode_task_strs(r, &p, t, err) < 0)
         return -1;
     t->fwd = (const char *)p;
@@ -796,5 +808,33 @@ int msg_pack_forwards(const struct dag *d, uint32_t t, char **buf, size_t *cap, 
         p = stpcpy(p, d->arena + f[j].dest) + 1;
     }
     *len = need;
+    return 0;
+}
+
+int msg_task_from_instance(const struct dag *d, uint32_t t, char **buf, size_t *cap,
+                           struct msg_task *out)
+{
+    uint32_t a, index;
+    if (dag_instance_of(d, t, &a, &index) < 0)
+        return -1;
+    const struct dag_array *ar = &d->arrays[a];
+    size_t name_cap = strlen(dag_array_name(d, a)) + 12; /* "[" 9 digits "]" NUL */
+    size_t argv_len = dag_instance_argv(d, a, index, NULL, 0);
+    if (pmc_grow((void **)buf, cap, name_cap + argv_len, 1) < 0)
+        return -1;
+    (void)dag_instance_name(d, a, index, *buf, name_cap);
+    (void)dag_instance_argv(d, a, index, *buf + name_cap, argv_len);
+    *out = (struct msg_task){.id = t,
+                             .cpus = ar->cpus,
+                             .memory_mb = ar->memory_mb,
+                             .gpus = ar->gpus,
+                             .priority = ar->priority,
+                             .flags = MSG_TASK_INDEXED,
+                             .index = index,
+                             .name = *buf,
+                             .pegasus_id = d->arena + ar->pegasus_id,
+                             .argc = ar->argc,
+                             .argv = *buf + name_cap,
+                             .nfwd = ar->nfwd};
     return 0;
 }

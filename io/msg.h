@@ -124,7 +124,9 @@ enum msg_kind {
 #define MSG_TASK_NOTIFY_START 1u
 #define MSG_TASK_RELEASES 2u
 #define MSG_TASK_HOLD_ON_FAILURE 4u
-#define MSG_TASK_FLAGS_KNOWN (MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE)
+#define MSG_TASK_INDEXED 8u /* an array's instance: msg_task.index is its index */
+#define MSG_TASK_FLAGS_KNOWN                                                                       \
+    (MSG_TASK_NOTIFY_START | MSG_TASK_RELEASES | MSG_TASK_HOLD_ON_FAILURE | MSG_TASK_INDEXED)
 
 struct msg_hello {
     uint32_t host_rank;  /* this rank's index among the ranks on its host */
@@ -146,6 +148,8 @@ struct msg_task {
     uint32_t gpus;          /* GPUs requested */
     uint32_t time_limit_ms; /* hard run-time limit, ms; 0 = none */
     int32_t priority;       /* -p: larger first (sched/node_queue.h) */
+    uint32_t index;         /* with MSG_TASK_INDEXED: the instance's index (PMC_TASK_INDEX),
+                               on the wire after the fixed fields; else 0, not sent */
     const char *name;
     const char *pegasus_id; /* "" when the task has none */
     uint32_t argc;          /* >= 1 in a decoded task */
@@ -278,6 +282,15 @@ struct dag;
  * (msg_pack_forwards() fills them when nfwd > 0).  Any thread; d is only
  * read. */
 void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out);
+
+/* The same for instance id t (dag_is_instance()): the array's options,
+ * MSG_TASK_INDEXED with the index, the name "a[i]" and the argv with
+ * %{INDEX} replaced (dag_instance_name(), dag_instance_argv()) formatted
+ * into *buf (*cap bytes, grown with realloc; the caller's, reused from
+ * call to call: out's strings point into it until the next call).  0, or
+ * -1 with ENOMEM or EINVAL (t is no instance).  O(template length). */
+int msg_task_from_instance(const struct dag *d, uint32_t t, char **buf, size_t *cap,
+                           struct msg_task *out);
 
 /* Task t's -f/-F list (d->nfwd[t] forwards) in the wire form of
  * msg_task.fwd, written to *buf (cap bytes; grown with realloc as needed,

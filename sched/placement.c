@@ -485,23 +485,32 @@ void placement_recall_answered(struct placement *p, int i, uint32_t given)
 
 /* ---- the dispatch round ------------------------------------------------- */
 
-/* Would task t's time limit (its own, else the run's) pass the batch
- * job's end, time_left_s from now?  Then it is not started. */
-static bool task_outlasts(const struct placement_demand *d, uint32_t t, double time_left_s)
+/* Task t's demand: its columns, or the instance callback's. */
+static struct placement_need need_of(const struct placement_demand *d, uint32_t t)
 {
-    uint32_t limit_ms =
-        d->time_limit_ms && d->time_limit_ms[t] ? d->time_limit_ms[t] : d->default_limit_ms;
+    if (d->instance && t >= d->ncolumns)
+        return d->instance(d->instance_ctx, t);
+    return (struct placement_need){d->cpus[t], d->memory_mb[t], d->gpus[t],
+                                   d->time_limit_ms ? d->time_limit_ms[t] : 0};
+}
+
+/* Would a task needing `need`'s time limit (its own, else the run's) pass
+ * the batch job's end, time_left_s from now?  Then it is not started. */
+static bool task_outlasts(const struct placement_demand *d, const struct placement_need *need,
+                          double time_left_s)
+{
+    uint32_t limit_ms = need->time_limit_ms ? need->time_limit_ms : d->default_limit_ms;
     return limit_ms && limit_ms / 1000.0 > time_left_s;
 }
 
-/* The node for task t now, or -1 (no room anywhere, or it outlasts the
- * batch job). */
-static int pick_task(struct placement *p, const struct placement_demand *d, uint32_t t,
-                     double time_left_s)
+/* The node for a task needing `need` now, or -1 (no room anywhere, or it
+ * outlasts the batch job). */
+static int pick_task(struct placement *p, const struct placement_demand *d,
+                     const struct placement_need *need, double time_left_s)
 {
-    if (task_outlasts(d, t, time_left_s))
+    if (task_outlasts(d, need, time_left_s))
         return -1;
-    return placement_pick(p, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+    return placement_pick(p, need->cpus, need->memory_mb, need->gpus);
 }
 
 static int defer(struct placement *p, size_t k, uint32_t t)
@@ -522,10 +531,9 @@ static int defer(struct placement *p, size_t k, uint32_t t)
 
 /* Commit task t, of priority prio, on node i: a task that queues there
  * lowers the node's (and the run's) queue floor. */
-static void commit_task(struct placement *p, const struct placement_demand *d, uint32_t t, int i,
-                        int32_t prio)
+static void commit_task(struct placement *p, const struct placement_need *need, int i, int32_t prio)
 {
-    placement_commit(p, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+    placement_commit(p, i, need->cpus, need->memory_mb, need->gpus);
     struct placement_node *n = &p->nodes[i];
     if (!n->queueing)
         return; /* t starts there at once */
@@ -566,17 +574,18 @@ static int overflow_bucket(struct placement *p, struct ready_queue *q, size_t b,
     int32_t prio = rq_bucket_priority(q, b);
     while (rq_bucket_size(q, b) > 0 && prio > p->queue_floor && prio > p->overflow_failed) {
         uint32_t t = rq_bucket_pop(q, b);
-        bool outlasts = task_outlasts(d, t, time_left_s);
-        int i = outlasts ? -1 : pick_overflow(p, prio, d->cpus[t], d->memory_mb[t], d->gpus[t]);
+        struct placement_need need = need_of(d, t);
+        bool outlasts = task_outlasts(d, &need, time_left_s);
+        int i = outlasts ? -1 : pick_overflow(p, prio, need.cpus, need.memory_mb, need.gpus);
         if (i < 0 || assign(ctx, t, i) < 0) {
             (void)rq_push_front(q, t, prio); /* t stays ready */
             if (i < 0 && !outlasts) {
                 p->overflow_failed = prio; /* no lane for it, nor for anything below */
-                p->overflow_need = (struct placement_fit){d->cpus[t], d->memory_mb[t], d->gpus[t]};
+                p->overflow_need = (struct placement_fit){need.cpus, need.memory_mb, need.gpus};
             }
             return i < 0 ? 0 : -1;
         }
-        commit_task(p, d, t, i, prio);
+        commit_task(p, &need, i, prio);
     }
     return 0;
 }
@@ -587,7 +596,7 @@ static void look_ahead(const struct ready_queue *q, size_t b, const struct place
                        void *ctx)
 {
     uint32_t t = rq_bucket_peek(q, b, PLACEMENT_LOOK_AHEAD);
-    if (t == UINT32_MAX)
+    if (t == UINT32_MAX || (d->instance && t >= d->ncolumns))
         return;
     __builtin_prefetch(&d->cpus[t]);
     __builtin_prefetch(&d->memory_mb[t]);
@@ -610,14 +619,15 @@ static int dispatch_bucket(struct placement *p, struct ready_queue *q, size_t b,
     for (size_t k = 0; k < n && p->room > 0 && rc == 0; k++) {
         look_ahead(q, b, d, ctx);
         uint32_t t = rq_bucket_pop(q, b);
-        int i = pick_task(p, d, t, time_left_s);
+        struct placement_need need = need_of(d, t);
+        int i = pick_task(p, d, &need, time_left_s);
         if (i < 0 ? defer(p, ndef, t) < 0 : assign(ctx, t, i) < 0) {
             (void)rq_push_front(q, t, prio); /* t stays ready */
             rc = -1;
         } else if (i < 0) {
             ndef++;
         } else {
-            commit_task(p, d, t, i, prio);
+            commit_task(p, &need, i, prio);
         }
     }
     /* a sized ready queue takes these back without allocating, so a failure

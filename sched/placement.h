@@ -90,6 +90,11 @@ struct placement_node {
 /* What each task asks, columns indexed by task id; the caller's, only
  * read during placement_dispatch().  time_limit_ms[t] == 0 means
  * default_limit_ms; a limit of 0 is none. */
+/* One task's demand, as the columns of struct placement_demand give it. */
+struct placement_need {
+    uint32_t cpus, memory_mb, gpus, time_limit_ms;
+};
+
 struct placement_demand {
     const uint32_t *cpus;          /* CPUs per task, >= 1 */
     const uint32_t *memory_mb;     /* MB per task, 0 = memory not considered */
@@ -100,6 +105,13 @@ struct placement_demand {
      * behind the one being popped, to prefetch what assign will read.
      * Must change nothing. */
     void (*look_ahead)(void *ctx, uint32_t t);
+    /* Tasks t >= ncolumns (task arrays' instances) are not in the columns:
+     * instance(instance_ctx, t) gives their demand (time_limit_ms 0: the
+     * run's default).  ncolumns UINT32_MAX (or instance NULL): every task
+     * is in the columns. */
+    uint32_t ncolumns;
+    struct placement_need (*instance)(const void *instance_ctx, uint32_t t);
+    const void *instance_ctx;
 };
 
 struct placement;

@@ -30,6 +30,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "io/dagfile.h"
 #include "io/msg.h"
 
 namespace
@@ -391,6 +392,40 @@ TEST(MsgWire, TaskBytes)
     // clang-format on
     EXPECT_EQ(want, take(&b));
     msg_free(&b);
+}
+
+/* An instance's index sits after the fixed fields, only with
+ * MSG_TASK_INDEXED; msg_task_from_instance() formats name and argv. */
+TEST(MsgWire, IndexedTaskRoundTrip)
+{
+    pmc_error err{};
+    dagfile_options opts{};
+    opts.arrays = 1;
+    const char text[] = "TASK plain /bin/true\nTASK sim[7-9] -c 2 ./sim --seed %{INDEX}\n";
+    dag *d = dagfile_parse_opts(text, sizeof text - 1, "a.dag", &opts, &err);
+    ASSERT_NE(nullptr, d) << err.text;
+    char *buf = nullptr;
+    size_t cap = 0;
+    msg_task t{};
+    ASSERT_EQ(0, msg_task_from_instance(d, dag_instance_id(d, 0, 8), &buf, &cap, &t));
+    EXPECT_EQ(-1, msg_task_from_instance(d, 0, &buf, &cap, &t)); /* a plain task */
+    t.attempt = 1;
+    msgbuf b{};
+    ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
+    ASSERT_EQ(0, msg_add_task(&b, &t));
+    Bytes m = take(&b);
+    msg_reader r;
+    open_ok(&r, m, MSG_TASKS, 1);
+    msg_task out;
+    ASSERT_EQ(1, msg_next_task(&r, &out, &err)) << err.text;
+    EXPECT_EQ(MSG_TASK_INDEXED, out.flags);
+    EXPECT_EQ(8u, out.index);
+    EXPECT_EQ(2u, out.cpus);
+    EXPECT_STREQ("sim[8]", out.name);
+    ASSERT_EQ(3u, out.argc);
+    EXPECT_EQ(0, memcmp("./sim\0--seed\08", out.argv, 15)); /* with the last NUL */
+    free(buf);
+    dag_destroy(d);
 }
 
 /* gpus, time_limit_ms and priority sit after nfwd, each in its own four
@@ -1439,7 +1474,7 @@ TEST(MsgMalformed, TaskFields)
     fix_length(short_fixed);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
     put32(short_fixed, 16 + 16, 0xffffffffu); /* flags are checked first */
-    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffff8");
+    expect_bad(short_fixed, "TASKS item 1: flags 0xffffffff have unknown bits 0xfffffff0");
     put32(short_fixed, 16 + 16, MSG_TASK_NOTIFY_START);
     expect_bad(short_fixed, "TASKS item 1: name runs past the end");
 }
@@ -1501,8 +1536,8 @@ TEST(MsgMalformed, TaskUnknownFlags)
     EXPECT_EQ(0, o.rc) << o.err;
 
     Bytes x = ok;
-    put32(x, 16 + 16, 8);
-    expect_bad(x, "TASKS item 1: flags 0x8 have unknown bits 0x8");
+    put32(x, 16 + 16, 0x10);
+    expect_bad(x, "TASKS item 1: flags 0x10 have unknown bits 0x10");
     put32(x, 16 + 16, 0x80000001u);
     expect_bad(x, "TASKS item 1: flags 0x80000001 have unknown bits 0x80000000");
     for (int bit = 3; bit < 32; bit++) {
@@ -1521,7 +1556,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     ASSERT_EQ(0, msg_add_task(&b, &t));
     Bytes m = take(&b);
     size_t second = 16 + (m.size() - 16) / 2; /* both items have the same size */
-    put32(m, second + 16, 8);
+    put32(m, second + 16, 0x10);
     msg_reader r;
     open_ok(&r, m, MSG_TASKS, 2);
     pmc_error err{};
@@ -1531,7 +1566,7 @@ TEST(MsgMalformed, TaskUnknownFlags)
     errno = 0;
     EXPECT_EQ(-1, msg_next_task(&r, &out, &err));
     EXPECT_EQ(EBADMSG, errno);
-    EXPECT_STREQ("TASKS item 2: flags 0x8 have unknown bits 0x8", err.text);
+    EXPECT_STREQ("TASKS item 2: flags 0x10 have unknown bits 0x10", err.text);
     EXPECT_EQ(0, memcmp(&saved, &r, sizeof r));
     EXPECT_EQ(1u, out.id);
     msg_free(&b);

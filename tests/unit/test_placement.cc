@@ -86,8 +86,8 @@ struct Tasks {
     }
     struct placement_demand demand() const
     {
-        return {cpus.data(),     memory_mb.data(), gpus.data(),
-                limit_ms.data(), default_limit_ms, nullptr};
+        return {cpus.data(), memory_mb.data(), gpus.data(), limit_ms.data(), default_limit_ms,
+                nullptr,     UINT32_MAX,       nullptr,     nullptr};
     }
 };
 
@@ -1095,6 +1095,30 @@ TEST(Placement, FailedAssignLosesNoTask)
     EXPECT_EQ(n->committed_cpus, 2u) << "the assigned task stays committed, the failed one not";
     EXPECT_EQ(n->tasks, 2u);
     EXPECT_EQ(drain(q.get()), (std::vector<uint32_t>{d1, d2, f, rest}));
+}
+
+// Tasks past the columns (task arrays' instances) take their demand from
+// the instance callback: here 3 CPUs each on a 4-CPU node, so one fits.
+struct placement_need three_cpus(const void *, uint32_t)
+{
+    return {3, 0, 0, 0};
+}
+
+TEST(Placement, InstancesPastTheColumnsUseTheirCallback)
+{
+    PlacementPtr p = make_placement({{4, 1000, 0}});
+    Tasks tasks;
+    tasks.add(1, 0, 0, 0); // column task 0
+    struct placement_demand d = tasks.demand();
+    d.ncolumns = 1;
+    d.instance = three_cpus;
+    RqPtr q(rq_create());
+    ASSERT_EQ(0, rq_push(q.get(), 7, 0));
+    ASSERT_EQ(0, rq_push(q.get(), 8, 0));
+    Recorder r;
+    ASSERT_EQ(0, placement_dispatch(p.get(), q.get(), &d, INFINITY, record_assign, &r));
+    ASSERT_EQ(r.assigned.size(), 2u) << "the second is over the window, queued there";
+    EXPECT_EQ(placement_node_at(p.get(), 0)->committed_cpus, 6u);
 }
 
 } // namespace
