@@ -1562,3 +1562,18 @@ int dag_instance_of(const struct dag *dag, dag_task_t t, uint32_t *a, uint32_t *
     *index = dag->arrays[lo].first + (off - dag->arrays[lo].base);
     return 0;
 }
+
+uint32_t dag_task_forwards(const struct dag *dag, dag_task_t t, uint32_t *first)
+{
+    uint32_t a, index;
+    if (t < dag->ntasks) {
+        *first = dag->fwd_first[t];
+        return dag->nfwd[t];
+    }
+    if (dag_instance_of(dag, t, &a, &index) < 0) {
+        *first = 0;
+        return 0;
+    }
+    *first = dag->arrays[a].fwd_first;
+    return dag->arrays[a].nfwd;
+}

@@ -325,6 +325,12 @@ static inline bool dag_is_instance(const struct dag *dag, dag_task_t t)
  * search over the bases).  Thread-safe after dag_finish(). */
 int dag_instance_of(const struct dag *dag, dag_task_t t, uint32_t *a, uint32_t *index);
 
+/* The forwards (-f, -F) of task t, a plain task or an instance id (its
+ * array's): dag->fwd[*first .. *first + n - 1]; returns n.  O(1) for a
+ * plain task, O(log narrays) for an instance.  Thread-safe after
+ * dag_finish(). */
+uint32_t dag_task_forwards(const struct dag *dag, dag_task_t t, uint32_t *first);
+
 /* The name of array a (no brackets), owned by the DAG. */
 static inline const char *dag_array_name(const struct dag *dag, uint32_t a)
 {

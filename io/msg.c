@@ -790,9 +790,10 @@ void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out)
 
 int msg_pack_forwards(const struct dag *d, uint32_t t, char **buf, size_t *cap, size_t *len)
 {
-    const struct dag_forward *f = d->fwd + d->fwd_first[t];
+    uint32_t first, n = dag_task_forwards(d, t, &first);
+    const struct dag_forward *f = d->fwd + first;
     size_t need = 0;
-    for (uint32_t j = 0; j < d->nfwd[t]; j++)
+    for (uint32_t j = 0; j < n; j++)
         need += 3 + strlen(d->arena + f[j].src) + strlen(d->arena + f[j].dest);
     if (need > *cap) {
         char *p = realloc(*buf, need);
@@ -802,7 +803,7 @@ int msg_pack_forwards(const struct dag *d, uint32_t t, char **buf, size_t *cap, 
         *cap = need;
     }
     char *p = *buf;
-    for (uint32_t j = 0; j < d->nfwd[t]; j++) {
+    for (uint32_t j = 0; j < n; j++) {
         *p++ = (char)f[j].kind;
         p = stpcpy(p, d->arena + f[j].src) + 1;
         p = stpcpy(p, d->arena + f[j].dest) + 1;

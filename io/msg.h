@@ -292,7 +292,7 @@ void msg_task_from_dag(const struct dag *d, uint32_t t, struct msg_task *out);
 int msg_task_from_instance(const struct dag *d, uint32_t t, char **buf, size_t *cap,
                            struct msg_task *out);
 
-/* Task t's -f/-F list (d->nfwd[t] forwards) in the wire form of
+/* Task t's -f/-F list (dag_task_forwards(); t may be an instance) in the wire form of
  * msg_task.fwd, written to *buf (cap bytes; grown with realloc as needed,
  * owned by the caller, reused across calls); *len gets the bytes used.
  * 0, or -1 with ENOMEM (*buf and *cap unchanged). */

@@ -9,7 +9,11 @@
  * it are the garbage tail, reported once and ignored.  An unterminated last
  * line is a torn record (ignored with a warning), except in PMC's style
  * ("\nDONE name", first byte '\n'), where every record ends at end of file
- * or at the next record's newline, so a valid last record counts.
+ * or at the next record's newline, so a valid last record counts.  A name
+ * that is no plain task's and reads "A[I]" or "A[F-L]" for an array A
+ * (resolve(); the last array found is cached) sets its bits in the
+ * caller's bitset a word at a time, so a range costs one word per 64
+ * instances.
  *
  * Writer.  Two threads share the struct: the producer (the one thread that
  * calls append/flush/close, the master's scheduler) and the writer thread,
@@ -23,9 +27,10 @@
  * crosses it.
  *
  * Group commit (DeWitt et al., SIGMOD 1984): the writer takes every id queued
- * so far (at most RESCUE_BATCH_MAX), formats them into one buffer, issues one
- * write() loop and, when it is due, one fdatasync(), and publishes how far
- * the file is durable.  It does not wait to fill a batch: while one batch
+ * so far (at most RESCUE_BATCH_MAX), formats them into one buffer (the
+ * plain tasks in order, then the batch's instances sorted, one record per
+ * run of one array: writer_format()), issues one write() loop and, when it is due, one fdatasync(),
+ * and publishes how far the file is durable.  It does not wait to fill a batch: while one batch
  * syncs, the next accumulates, so batches are large under load and latency
  * is one sync when quiet.  Under load a write waits until the previous one
  * began RESCUE_COMMIT_USEC ago (writer_pace()), and a sync until the
@@ -41,8 +46,11 @@
  * Invariants (counters modulo 2^32): synced <= deq <= enq <= deq + RING_SIZE;
  * ring slots [deq, enq) belong to the writer, the others to the producer;
  * on a healthy log the file holds the carried-over set followed by the
- * records below synced, in append order, durable, and between batches by
- * exactly those below deq (unsynced: written since the last sync).
+ * records below synced, batch by batch in append order (instances sorted
+ * within their batch), durable, and between batches by exactly those below
+ * deq (unsynced: written since the last sync).  The writer also keeps what
+ * the file holds, a byte per plain task and a bit per instance (done,
+ * inst_done), to write it again (writer_recreate()).
  * Opening writes the carried-over
  * set to PATH.tmp, fsyncs it, renames it over PATH and fsyncs the directory,
  * so PATH is always either the old log or the complete new one.
@@ -69,6 +77,7 @@
 
 #include "io/clock.h"
 #include "io/daglock.h"
+#include "io/digits.h"
 #include "io/fdio.h"
 #include "io/grow.h"
 #include "io/log.h"
@@ -88,6 +97,58 @@ static const char *errstr(int e, char *buf, size_t len)
 }
 
 /* ------------------------------------------------------------------------ */
+/* Instance bitsets: bit k of word k / 64 is instance id dag->ntasks + k      */
+/* ------------------------------------------------------------------------ */
+
+static size_t bits_words(uint64_t nbits)
+{
+    return (size_t)((nbits + 63) / 64);
+}
+
+/* Set bits [lo, hi] (inclusive); returns how many were clear before. */
+static uint32_t bits_set_range(uint64_t *b, uint64_t lo, uint64_t hi)
+{
+    uint32_t added = 0;
+    for (uint64_t i = lo / 64; i <= hi / 64; i++) {
+        uint64_t m = ~UINT64_C(0);
+        if (i == lo / 64)
+            m &= ~UINT64_C(0) << (lo % 64);
+        if (i == hi / 64)
+            m &= ~UINT64_C(0) >> (63 - hi % 64);
+        added += (uint32_t)__builtin_popcountll(m & ~b[i]);
+        b[i] |= m;
+    }
+    return added;
+}
+
+/* The first bit at or after p and before end that is set (set) or clear
+ * (!set), or end.  One word at a time. */
+static uint64_t bits_next(const uint64_t *b, uint64_t p, uint64_t end, bool set)
+{
+    while (p < end) {
+        uint64_t word = (set ? b[p / 64] : ~b[p / 64]) & (~UINT64_C(0) << (p % 64));
+        if (word) {
+            p = p / 64 * 64 + (uint64_t)__builtin_ctzll(word);
+            return p < end ? p : end;
+        }
+        p = (p / 64 + 1) * 64;
+    }
+    return end;
+}
+
+/* The bits set among bits [0, nbits) (those past nbits in the last word
+ * are not counted). */
+static uint64_t bits_count(const uint64_t *b, uint64_t nbits)
+{
+    uint64_t n = 0;
+    for (size_t i = 0; i < nbits / 64; i++)
+        n += (uint64_t)__builtin_popcountll(b[i]);
+    if (nbits % 64)
+        n += (uint64_t)__builtin_popcountll(b[nbits / 64] & ~(~UINT64_C(0) << (nbits % 64)));
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Reader                                                                    */
 /* ------------------------------------------------------------------------ */
 
@@ -101,11 +162,16 @@ struct scan {
     const char *path;
     const struct dag *dag;
     uint8_t *done;
+    uint64_t *inst_done; /* dag->ninstances bits, NULL without arrays */
     uint32_t ndone;
     uint32_t ntorn;
-    size_t bad_line; /* first bad line not yet followed by a record, 0 = none */
-    size_t foreign;  /* first bad line that no crash of ours writes (foreign()), 0 = none */
-    bool pmc_style;  /* first byte '\n': records end at the next newline or EOF */
+    size_t bad_line;        /* first bad line not yet followed by a record, 0 = none */
+    size_t foreign;         /* first bad line that no crash of ours writes (foreign()), 0 = none */
+    bool pmc_style;         /* first byte '\n': records end at the next newline or EOF */
+    const char *array_name; /* the array of the last instance record (a cache) */
+    size_t array_len;
+    uint32_t array;
+    char why[96]; /* what is wrong with a bad instance record (RESOLVE_BAD) */
     struct pmc_error *err;
 };
 
@@ -157,6 +223,110 @@ static void mark_done(struct scan *s, dag_task_t t)
     }
 }
 
+/* The tasks a DONE record names: the plain task lo (== hi), or the
+ * instances of ids lo .. hi, all of one array. */
+struct record_ids {
+    dag_task_t lo, hi;
+};
+
+static void mark_ids(struct scan *s, const struct record_ids *r)
+{
+    if (r->lo < s->dag->ntasks)
+        mark_done(s, r->lo);
+    else
+        s->ndone += bits_set_range(s->inst_done, r->lo - s->dag->ntasks, r->hi - s->dag->ntasks);
+}
+
+enum resolve {
+    RESOLVE_OK,      /* *r set */
+    RESOLVE_UNKNOWN, /* no task and no array's instance */
+    RESOLVE_BAD,     /* "A[...]" for an array A, but no index or range of it: s->why */
+};
+
+/* Is name "A[..." for an array A (array names hold no '[')?  *a and
+ * *open (the '[') then.  The last array found is cached: a log names the
+ * instances of few arrays, in long runs. */
+static bool instance_array(struct scan *s, const char *name, size_t len, uint32_t *a,
+                           const char **open)
+{
+    if (s->dag->narrays == 0)
+        return false;
+    const char *b = memchr(name, '[', len);
+    if (!b)
+        return false;
+    size_t n = (size_t)(b - name);
+    if (!s->array_name || n != s->array_len || memcmp(name, s->array_name, n) != 0) {
+        if (dag_array_lookup(s->dag, name, n, &s->array) < 0)
+            return false;
+        s->array_name = name; /* in the file's buffer, alive for the whole scan */
+        s->array_len = n;
+    }
+    *a = s->array;
+    *open = b;
+    return true;
+}
+
+/* A decimal index without a leading zero at *p (moved past its digits);
+ * its value saturates above UINT32_MAX.  False when there is none. */
+static bool read_index(const char **p, const char *end, uint64_t *v)
+{
+    const char *s = *p;
+    uint64_t x = 0;
+    for (; *p < end && **p >= '0' && **p <= '9'; (*p)++)
+        x = x > UINT32_MAX ? x : x * 10 + (uint64_t)(**p - '0');
+    *v = x;
+    return *p > s && !(*p - s > 1 && *s == '0');
+}
+
+/* [p, end) after the '[' of an instance record of array a: "I]" or
+ * "A-B]". */
+static enum resolve read_instances(struct scan *s, uint32_t a, const char *p, const char *end,
+                                   struct record_ids *r)
+{
+    const struct dag_array *ar = &s->dag->arrays[a];
+    uint64_t lo, hi;
+    bool ok = read_index(&p, end, &lo);
+    hi = lo;
+    if (ok && p < end && *p == '-') {
+        p++;
+        ok = read_index(&p, end, &hi);
+    }
+    if (!ok || p + 1 != end || *p != ']') {
+        snprintf(s->why, sizeof s->why, "not an index or a range A-B (decimal, no leading zero)");
+        return RESOLVE_BAD;
+    }
+    if (lo > hi) {
+        snprintf(s->why, sizeof s->why, "reversed range (first > last)");
+        return RESOLVE_BAD;
+    }
+    if (lo < ar->first || hi > ar->last) {
+        snprintf(s->why, sizeof s->why, "%s outside the array's range %u-%u",
+                 lo == hi ? "index" : "range", ar->first, ar->last);
+        return RESOLVE_BAD;
+    }
+    r->lo = dag_instance_id(s->dag, a, (uint32_t)lo);
+    r->hi = dag_instance_id(s->dag, a, (uint32_t)hi);
+    return RESOLVE_OK;
+}
+
+/* What the name of a DONE record stands for.  A plain task first; only
+ * otherwise "A[I]" or "A[F-L]" for an array A.  (A name "A[...]" ending in
+ * ']' for an array A is never a plain task's, dag_add_task() refuses it, so
+ * that lookup is skipped.) */
+static enum resolve resolve(struct scan *s, const char *name, size_t len, struct record_ids *r)
+{
+    uint32_t a;
+    const char *open;
+    bool inst = name[len - 1] == ']' && instance_array(s, name, len, &a, &open);
+    if (!inst && dag_lookup(s->dag, name, len, &r->lo) == 0) {
+        r->hi = r->lo;
+        return RESOLVE_OK;
+    }
+    if (!inst && !instance_array(s, name, len, &a, &open))
+        return RESOLVE_UNKNOWN;
+    return read_instances(s, a, open + 1, name + len, r);
+}
+
 /* A file without records and with a foreign line: no warnings, the
  * caller refuses it (rescue_read()). */
 static bool not_a_log(const struct scan *s)
@@ -175,15 +345,15 @@ static void warn_garbage(struct scan *s)
 }
 
 /* The last line has no newline: count it only when the file is in PMC's
- * style and it is a valid record of a known task. */
+ * style and it is a valid record of a known task or instances. */
 static int scan_unterminated(struct scan *s, size_t line, enum record_kind kind, const char *name,
                              size_t len)
 {
-    dag_task_t t;
-    if (s->pmc_style && kind == RECORD_DONE && dag_lookup(s->dag, name, len, &t) == 0) {
+    struct record_ids r;
+    if (s->pmc_style && kind == RECORD_DONE && resolve(s, name, len, &r) == RESOLVE_OK) {
         if (s->bad_line)
             return pmc_errorf(s->err, "%s:%zu: bad record", s->path, s->bad_line);
-        mark_done(s, t);
+        mark_ids(s, &r);
         return 0;
     }
     warn_garbage(s);
@@ -211,10 +381,17 @@ static int scan_line(struct scan *s, const char *p, const char *end, size_t line
     }
     if (s->bad_line) /* a record follows: the bad line was no tail */
         return pmc_errorf(s->err, "%s:%zu: bad record", s->path, s->bad_line);
-    dag_task_t t;
-    if (dag_lookup(s->dag, name, len, &t) < 0)
+    struct record_ids r;
+    switch (resolve(s, name, len, &r)) {
+    case RESOLVE_UNKNOWN:
         return pmc_errorf(s->err, "%s:%zu: unknown task %.*s", s->path, line, (int)len, name);
-    mark_done(s, t);
+    case RESOLVE_BAD:
+        return pmc_errorf(s->err, "%s:%zu: bad instance %.*s: %s", s->path, line, (int)len, name,
+                          s->why);
+    case RESOLVE_OK:
+        break;
+    }
+    mark_ids(s, &r);
     return 0;
 }
 
@@ -234,8 +411,8 @@ static int scan_buffer(struct scan *s, const char *buf, size_t size)
     return 0;
 }
 
-int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t *ndone,
-                uint32_t *ntorn, struct pmc_error *err)
+int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint64_t *inst_done,
+                uint32_t *ndone, uint32_t *ntorn, struct pmc_error *err)
 {
     *ndone = 0;
     if (ntorn)
@@ -247,7 +424,7 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
             return 0; /* no log yet: nothing is done */
         return pmc_errorf(err, "%s", e.text);
     }
-    struct scan s = {.path = path, .dag = dag, .done = done, .err = err};
+    struct scan s = {.path = path, .dag = dag, .done = done, .inst_done = inst_done, .err = err};
     int rc = scan_buffer(&s, mf.data, mf.size);
     mapfile_release(&mf);
     if (rc == 0 && not_a_log(&s))
@@ -256,6 +433,8 @@ int rescue_read(const char *path, const struct dag *dag, uint8_t *done, uint32_t
     if (rc < 0) {
         if (dag->ntasks > 0)
             memset(done, 0, dag->ntasks); /* no side effect on failure */
+        if (inst_done)
+            memset(inst_done, 0, bits_words(dag->ninstances) * sizeof *inst_done);
         return -1;
     }
     *ndone = s.ndone;
@@ -304,7 +483,10 @@ struct rescue_writer {
      * (and a flush while it idles: writer_check_path()). */
     char *buf;
     size_t bufcap;
-    uint8_t *done; /* dag->ntasks bytes: every task the log holds, to write it again */
+    uint8_t *done;       /* dag->ntasks bytes: every task the log holds, to write it again */
+    uint64_t *inst_done; /* dag->ninstances bits: every instance it holds; NULL without */
+    uint32_t *batch;     /* RESCUE_BATCH_MAX instance offsets of a batch, and room to */
+    uint32_t *batch_tmp; /* sort them (writer_format()); NULL without instances */
     char errtext[512];
     _Atomic int path_state; /* enum rescue_path; set by the owner, read by any thread */
 };
@@ -350,17 +532,115 @@ static void writer_fail(struct rescue_writer *w, const char *what)
     log_error("%s", w->errtext);
 }
 
-/* Format ids [d, d + n) of the ring into buf; returns the length or -1. */
+/* Append "DONE a[i]\n", or "DONE a[i-j]\n" when i < j, for instances i .. j
+ * of array a, at buf[*len], growing the buffer. */
+static int buf_put_instances(struct rescue_writer *w, size_t *len, uint32_t a, uint32_t i,
+                             uint32_t j)
+{
+    const char *name = dag_array_name(w->dag, a);
+    size_t n = strlen(name);
+    char num[2 * DIGITS_MAX + 2], *end = num + sizeof num - 1, *p;
+    *end = ']';
+    p = digits_u64(j, 1, end);
+    if (i < j) {
+        *--p = '-';
+        p = digits_u64(i, 1, p);
+    }
+    size_t m = (size_t)(end + 1 - p);
+    if (pmc_grow((void **)&w->buf, &w->bufcap, *len + n + m + RECORD_OVERHEAD + 1, 1) < 0)
+        return -1;
+    char *o = w->buf + *len;
+    memcpy(o, "DONE ", 5);
+    memcpy(o + 5, name, n);
+    o[5 + n] = '[';
+    memcpy(o + 6 + n, p, m);
+    o[6 + n + m] = '\n';
+    *len += n + m + RECORD_OVERHEAD + 1;
+    return 0;
+}
+
+/* Append the records of instance offsets lo .. hi (ids dag->ntasks + lo
+ * ...), one line per array they span.  0, or -1 with ENOMEM. */
+static int buf_put_run(struct rescue_writer *w, size_t *len, uint64_t lo, uint64_t hi)
+{
+    const struct dag *dag = w->dag;
+    while (lo <= hi) {
+        uint32_t a, i;
+        (void)dag_instance_of(dag, dag->ntasks + (dag_task_t)lo, &a, &i); /* lo is in range */
+        uint64_t last = dag->arrays[a].base + (uint64_t)dag_array_count(dag, a) - 1;
+        uint64_t to = hi < last ? hi : last;
+        if (buf_put_instances(w, len, a, i, i + (uint32_t)(to - lo)) < 0)
+            return -1;
+        lo = to + 1;
+    }
+    return 0;
+}
+
+/* Sort v[0, n) into ascending order with tmp (n entries) as scratch; returns
+ * the buffer that holds the result.  LSD radix sort, 8 bits a pass (Knuth,
+ * TAOCP vol. 3, 5.2.5), a pass skipped where every key has the same digit;
+ * nothing done for a sorted batch (completions in dispatch order). */
+static uint32_t *sort_offsets(uint32_t *v, uint32_t *tmp, uint32_t n)
+{
+    uint32_t i = 1;
+    while (i < n && v[i - 1] <= v[i])
+        i++;
+    for (unsigned shift = 0; i < n && shift < 32; shift += 8) {
+        uint32_t count[257] = {0};
+        for (uint32_t k = 0; k < n; k++)
+            count[((v[k] >> shift) & 255) + 1]++;
+        if (count[((v[0] >> shift) & 255) + 1] == n)
+            continue;
+        for (unsigned b = 1; b < 257; b++)
+            count[b] += count[b - 1];
+        for (uint32_t k = 0; k < n; k++)
+            tmp[count[(v[k] >> shift) & 255]++] = v[k];
+        uint32_t *t = v;
+        v = tmp;
+        tmp = t;
+    }
+    return v;
+}
+
+/* Format the n instance offsets of a batch (w->batch) into buf after *len:
+ * sorted, each maximal run of consecutive offsets of one array one record;
+ * mark them in w->inst_done.  0, or -1 with ENOMEM. */
+static int writer_format_instances(struct rescue_writer *w, uint32_t n, size_t *len)
+{
+    const uint32_t *v = sort_offsets(w->batch, w->batch_tmp, n);
+    uint32_t lo = v[0], hi = v[0];
+    for (uint32_t k = 1; k <= n; k++) {
+        if (k < n && v[k] <= hi + 1) { /* a repeat, or the next one */
+            hi = v[k];
+            continue;
+        }
+        if (buf_put_run(w, len, lo, hi) < 0)
+            return -1;
+        bits_set_range(w->inst_done, lo, hi);
+        if (k < n)
+            lo = hi = v[k];
+    }
+    return 0;
+}
+
+/* Format ids [d, d + n) of the ring into buf: the plain tasks' records in
+ * the order queued, then the instances' (writer_format_instances()).
+ * Returns the length or -1. */
 static int writer_format(struct rescue_writer *w, uint32_t d, uint32_t n, size_t *len)
 {
+    uint32_t ninst = 0;
     *len = 0;
     for (uint32_t i = 0; i < n; i++) {
         dag_task_t t = w->ring[(d + i) & RING_MASK];
+        if (t >= w->dag->ntasks) {
+            w->batch[ninst++] = t - w->dag->ntasks;
+            continue;
+        }
         if (buf_put(w, len, t) < 0)
             return -1;
         w->done[t] = 1;
     }
-    return 0;
+    return ninst ? writer_format_instances(w, ninst, len) : 0;
 }
 
 /* Write a formatted batch: in the file from now on, so a killed process
@@ -685,6 +965,9 @@ static void writer_free(struct rescue_writer *w)
     free(w->buf);
     free(w->ring);
     free(w->done);
+    free(w->inst_done);
+    free(w->batch);
+    free(w->batch_tmp);
     free(w->path);
     free(w);
 }
@@ -793,7 +1076,13 @@ static struct rescue_writer *writer_alloc(const char *path, const struct dag *da
         w->ring = malloc(RING_SIZE * sizeof *w->ring);
         w->done = calloc(dag->ntasks ? dag->ntasks : 1, 1);
     }
-    if ((with_thread && (!w->ring || !w->done || sync_init(w) < 0)) || !w->buf ||
+    if (with_thread && dag->ninstances > 0) {
+        w->inst_done = calloc(bits_words(dag->ninstances), sizeof *w->inst_done);
+        w->batch = malloc(RESCUE_BATCH_MAX * sizeof *w->batch);
+        w->batch_tmp = malloc(RESCUE_BATCH_MAX * sizeof *w->batch_tmp);
+    }
+    bool no_inst = dag->ninstances > 0 && (!w->inst_done || !w->batch || !w->batch_tmp);
+    if ((with_thread && (!w->ring || !w->done || no_inst || sync_init(w) < 0)) || !w->buf ||
         writer_paths(w, path) < 0) {
         writer_free(w);
         errno = ENOMEM;
@@ -802,9 +1091,42 @@ static struct rescue_writer *writer_alloc(const char *path, const struct dag *da
     return w;
 }
 
+/* Write buf[0, *len) to w->fd when it holds at least `least` bytes (0:
+ * whatever it holds), and empty it.  0, or -1 with errno. */
+static int rewrite_spill(struct rescue_writer *w, size_t *len, size_t least)
+{
+    if (*len < least || *len == 0)
+        return 0;
+    if (fdio_write_all(w->fd, w->buf, *len) != 0)
+        return -1;
+    *len = 0;
+    return 0;
+}
+
+/* The records of a carried-over set into w->fd, through buf: the plain
+ * tasks in id order, then each maximal run of instances of one array as
+ * one record, in id order.  0, or -1 with errno (ENOMEM or write's). */
+static int rewrite_records(struct rescue_writer *w, const uint8_t *done, const uint64_t *inst_done)
+{
+    size_t len = 0;
+    for (dag_task_t t = 0; t < w->dag->ntasks; t++)
+        if (done[t] && (buf_put(w, &len, t) < 0 || rewrite_spill(w, &len, REWRITE_CHUNK) < 0))
+            return -1;
+    uint64_t end = inst_done ? w->dag->ninstances : 0;
+    for (uint64_t lo = bits_next(inst_done, 0, end, true); lo < end;
+         lo = bits_next(inst_done, lo, end, true)) {
+        uint64_t hi = bits_next(inst_done, lo, end, false);
+        if (buf_put_run(w, &len, lo, hi - 1) < 0 || rewrite_spill(w, &len, REWRITE_CHUNK) < 0)
+            return -1;
+        lo = hi;
+    }
+    return rewrite_spill(w, &len, 0);
+}
+
 /* Write the carried-over set into a fresh path.tmp and sync it; w->fd stays
  * open on it (O_APPEND) and becomes the log's descriptor after the rename. */
-static int rewrite(struct rescue_writer *w, const uint8_t *done, struct pmc_error *err)
+static int rewrite(struct rescue_writer *w, const uint8_t *done, const uint64_t *inst_done,
+                   struct pmc_error *err)
 {
     char eb[128];
     if (unlink(w->tmp) < 0 && errno != ENOENT) /* a stale one from a crash */
@@ -815,25 +1137,11 @@ static int rewrite(struct rescue_writer *w, const uint8_t *done, struct pmc_erro
     /* the run's lock of the log moves with it: once renamed over the old
      * one, a run that opens path finds it locked (daglock.h) */
     (void)daglock_hold(w->fd);
-    size_t len = 0;
-    for (dag_task_t t = 0; t < w->dag->ntasks; t++) {
-        if (!done[t])
-            continue;
-        if (buf_put(w, &len, t) < 0)
-            return pmc_errorf(err, "%s: %s", w->tmp, errstr(ENOMEM, eb, sizeof eb));
-        if (len >= REWRITE_CHUNK) {
-            if (fdio_write_all(w->fd, w->buf, len) != 0)
-                goto fail_write;
-            len = 0;
-        }
-    }
-    if (fdio_write_all(w->fd, w->buf, len) != 0)
-        goto fail_write;
+    if (rewrite_records(w, done, inst_done) < 0)
+        return pmc_errorf(err, "%s: write failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
     if (fsync(w->fd) < 0)
         return pmc_errorf(err, "%s: fsync failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
     return 0;
-fail_write:
-    return pmc_errorf(err, "%s: write failed: %s", w->tmp, errstr(errno, eb, sizeof eb));
 }
 
 /* Start the writer thread with every signal blocked: signals are for the
@@ -889,7 +1197,8 @@ static int writer_install(struct rescue_writer *w, const char *path, struct pmc_
  * left alone); when names the moment in the message for a path that is not
  * a regular file (" at start", ""). */
 static struct rescue_writer *writer_prepare(const char *path, const struct dag *dag,
-                                            const uint8_t *done, bool with_thread, const char *when,
+                                            const uint8_t *done, const uint64_t *inst_done,
+                                            bool with_thread, const char *when,
                                             struct pmc_error *err)
 {
     char eb[128];
@@ -902,7 +1211,7 @@ static struct rescue_writer *writer_prepare(const char *path, const struct dag *
         pmc_errorf(err, "%s: %s", path, errstr(errno, eb, sizeof eb));
         return NULL;
     }
-    if (rewrite(w, done, err) < 0) {
+    if (rewrite(w, done, inst_done, err) < 0) {
         writer_abort(w, false, false);
         return NULL;
     }
@@ -921,7 +1230,7 @@ static long writer_recreate(struct rescue_writer *w, struct pmc_error *err)
     char eb[128];
     int old = w->fd;
     w->fd = -1; /* rewrite() sets it once it has opened PATH.tmp */
-    if (rewrite(w, w->done, err) < 0) {
+    if (rewrite(w, w->done, w->inst_done, err) < 0) {
         if (w->fd >= 0) {
             unlink(w->tmp); /* created with O_EXCL: it is ours */
             close(w->fd);
@@ -940,7 +1249,7 @@ static long writer_recreate(struct rescue_writer *w, struct pmc_error *err)
     if (fdio_fsync_dir(w->dir) < 0)
         log_warn("%s: cannot sync directory %s: %s", w->path, w->dir, errstr(errno, eb, sizeof eb));
     close(old);
-    long n = 0;
+    long n = w->inst_done ? (long)bits_count(w->inst_done, w->dag->ninstances) : 0;
     for (dag_task_t t = 0; t < w->dag->ntasks; t++)
         n += w->done[t];
     return n;
@@ -983,13 +1292,13 @@ static void writer_check_path(struct rescue_writer *w)
     atomic_store_explicit(&w->path_state, RESCUE_PATH_LOST, memory_order_release);
 }
 
-int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done, int *lock_fd,
-                   struct pmc_error *err)
+int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
+                   const uint64_t *inst_done, int *lock_fd, struct pmc_error *err)
 {
     char eb[128];
     if (lock_fd)
         *lock_fd = -1;
-    struct rescue_writer *w = writer_prepare(path, dag, done, false, "", err);
+    struct rescue_writer *w = writer_prepare(path, dag, done, inst_done, false, "", err);
     if (!w)
         return -1;
     bool renamed;
@@ -1006,14 +1315,17 @@ int rescue_replace(const char *path, const struct dag *dag, const uint8_t *done,
 }
 
 struct rescue_writer *rescue_writer_open(const char *path, const struct dag *dag,
-                                         const uint8_t *done, struct pmc_error *err)
+                                         const uint8_t *done, const uint64_t *inst_done,
+                                         struct pmc_error *err)
 {
     char eb[128];
-    struct rescue_writer *w = writer_prepare(path, dag, done, true, " at start", err);
+    struct rescue_writer *w = writer_prepare(path, dag, done, inst_done, true, " at start", err);
     if (!w)
         return NULL;
-    if (dag->ntasks > 0)
-        memcpy(w->done, done, dag->ntasks); /* what the log holds: writer_recreate() */
+    if (dag->ntasks > 0) /* what the log holds: writer_recreate() */
+        memcpy(w->done, done, dag->ntasks);
+    if (inst_done)
+        memcpy(w->inst_done, inst_done, bits_words(dag->ninstances) * sizeof *inst_done);
     if (writer_start(w) < 0) {
         pmc_errorf(err, "%s: cannot start the writer thread: %s", path,
                    errstr(errno, eb, sizeof eb));

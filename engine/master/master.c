@@ -150,19 +150,36 @@ static int paths_add_own(struct master *m, struct pathset *ps, struct pmc_error 
  * none of the run's files', so a DAG of a million forwards costs a hash
  * lookup each.  Another name of a run's file (a hard link, a symbolic link
  * of another name) is refused when first opened (master_forward_guard()). */
+/* The forwards fwd[first .. first + n - 1] of the task (or array) `name`
+ * of DAG line `line`: 0, or -1 with err as paths_check_forwards(). */
+static int check_forward_range(struct master *m, struct pathset *ps, uint32_t first, uint32_t n,
+                               uint32_t line, const char *name, struct pmc_error *err)
+{
+    const struct dag *d = m->dag;
+    for (uint32_t i = first; i < first + n; i++) {
+        const char *dest = d->arena + d->fwd[i].dest;
+        if (pathset_check_name(ps, dest, "", NULL) == 0)
+            continue;
+        char label[PATH_MAX];
+        snprintf(label, sizeof label, "%s:%u: task %s's %s destination", m->cfg.dag_path, line,
+                 name, d->fwd[i].kind == DAG_FORWARD_PIPE ? "-f" : "-F");
+        return pathset_check_name(ps, dest, label, err);
+    }
+    return 0;
+}
+
 static int paths_check_forwards(struct master *m, struct pathset *ps, struct pmc_error *err)
 {
     const struct dag *d = m->dag;
-    for (uint32_t t = 0; t < d->ntasks; t++) {
-        for (uint32_t i = d->fwd_first[t]; i < d->fwd_first[t] + d->nfwd[t]; i++) {
-            const char *dest = d->arena + d->fwd[i].dest;
-            if (pathset_check_name(ps, dest, "", NULL) == 0)
-                continue;
-            char label[PATH_MAX];
-            snprintf(label, sizeof label, "%s:%u: task %s's %s destination", m->cfg.dag_path,
-                     d->line[t], task_name(m, t), d->fwd[i].kind == DAG_FORWARD_PIPE ? "-f" : "-F");
-            return pathset_check_name(ps, dest, label, err);
-        }
+    for (uint32_t t = 0; t < d->ntasks; t++)
+        if (check_forward_range(m, ps, d->fwd_first[t], d->nfwd[t], d->line[t], task_name(m, t),
+                                err) < 0)
+            return -1;
+    for (uint32_t a = 0; a < d->narrays; a++) {
+        const struct dag_array *ar = &d->arrays[a];
+        if (check_forward_range(m, ps, ar->fwd_first, ar->nfwd, ar->line, dag_array_name(d, a),
+                                err) < 0)
+            return -1;
     }
     return 0;
 }
@@ -251,11 +268,11 @@ struct master *master_create(const struct master_config *cfg, struct pmc_error *
         goto fail;
     if (m->lock_fd == -2)
         log_warn("Cannot open %s for writing: running without the DAG lock", cfg->dag_path);
-    m->dag = dagfile_load(cfg->dag_path, err);
+    m->dag = dagfile_load_opts(cfg->dag_path, &(struct dagfile_options){.arrays = 1}, err);
     if (!m->dag || master_check_paths(m, err) < 0)
         goto fail;
-    if (master__rescue_alloc(&m->rescue, m->dag->ntasks) < 0 || master__sched_create(m) < 0 ||
-        master_ctl_init(m) < 0) {
+    if (master__rescue_alloc(&m->rescue, m->dag->ntasks, m->dag->ninstances) < 0 ||
+        master__sched_create(m) < 0 || master_ctl_init(m) < 0) {
         pmc_errorf(err, "out of memory for %u tasks", m->dag->ntasks);
         goto fail;
     }

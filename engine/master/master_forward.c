@@ -78,14 +78,14 @@ int master__forward_write(struct master *m, uint32_t t, const struct msg_result 
     uint32_t idx, len;
     const uint8_t *data;
     int more;
+    uint32_t first, nfwd = dag_task_forwards(d, t, &first);
     while ((more = msg_result_next_fwd(r, &pos, &idx, &data, &len)) == 1) {
         struct pmc_error err;
-        if (idx >= d->nfwd[t]) {
-            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx,
-                      d->nfwd[t]);
+        if (idx >= nfwd) {
+            log_error("Task %s: forwarded data for forward %u of %u", task_name(m, t), idx, nfwd);
             break;
         }
-        const char *dest = d->arena + d->fwd[d->fwd_first[t] + idx].dest;
+        const char *dest = d->arena + d->fwd[first + idx].dest;
         if (pmc_grow((void **)&f->written, &f->written_cap, n + 1, sizeof *f->written) < 0) {
             log_error("Task %s: out of memory for its forwarded data", task_name(m, t));
             break;

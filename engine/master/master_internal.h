@@ -41,8 +41,10 @@
 #include "io/clock.h"
 #include "io/dag.h"
 #include "io/fdcache.h"
+#include "io/id_map.h"
 #include "io/msg.h"
 #include "io/rescue.h"
+#include "sched/array_ready.h"
 #include "sched/placement.h"
 #include "sched/progress.h"
 #include "sched/ready_queue.h"
@@ -69,6 +71,21 @@ struct task_run {
     uint32_t remaining; /* parents not done yet */
     uint16_t attempts;  /* started so far, <= DAG_MAX_TRIES */
     uint8_t state;      /* enum task_state */
+};
+
+/* An instance of a task array that is ready or running: what a plain
+ * task keeps in the per-task arrays (master_sched.c owns it; the fields
+ * mirror sched.run, sched.node_of, events.seq/executed, status.sent_at).
+ * It exists from the moment the instance is handed out to its last
+ * attempt's end (docs/task-arrays.md). */
+struct live_task {
+    uint32_t id;
+    struct task_run run;
+    uint32_t node_of;
+    uint32_t seq;
+    float sent_at;
+    uint8_t executed;
+    bool in_window; /* handed out by sched.arrays and never sent yet */
 };
 
 /* How far the run is toward its end; only rises (master__raise()). */
@@ -175,6 +192,20 @@ struct master_sched {
     double recall_at;  /* CLOCK_MONOTONIC s a due RECALL goes out; 0 = none due */
     char *fwd_scratch; /* a task's forwards in wire form */
     size_t fwd_scratch_cap;
+    /* Task arrays (all empty without): readiness, and the live instances */
+    struct array_ready *arrays;
+    struct id_map live_of;  /* instance id -> index in live */
+    struct live_task *live; /* live_cap slots; free ones listed in live_free */
+    uint32_t live_cap;
+    uint32_t *live_free;
+    uint32_t nlive_free;
+    uint32_t window;    /* instances handed out per array ahead of dispatch */
+    char *item_scratch; /* an instance's name and argv (msg_task_from_instance()) */
+    size_t item_scratch_cap;
+    char *names[4]; /* task_name() of instances: a ring of buffers of name_cap */
+    size_t name_cap;
+    unsigned next_name;
+    uint64_t inst_attempts[8]; /* instances ended (done, failed) by attempts, 7 = 7+ */
 };
 
 /* master_sched.c writes, the end-of-run files read. */
@@ -204,6 +235,7 @@ struct master_rescue {
     int lock_fd;                  /* its lock; -1 none, -2 could not lock */
     bool created;                 /* created empty for its lock */
     uint8_t *done_before;         /* per task, from the old log */
+    uint64_t *inst_done_before;   /* a bit per instance, from the old log; NULL: no arrays */
     uint32_t ndone_before;
     uint64_t writer_cpu_ns; /* read as the run ends */
 };
@@ -240,6 +272,7 @@ struct master_output {
 struct failed_task {
     uint32_t task;
     int exit_code;
+    uint32_t attempts;
 };
 
 /* master_status.c; all off (tracking false, NULL arrays) unless asked for. */
@@ -280,9 +313,30 @@ struct master {
 
 /* ---- shared readers and the phase (any master file) --------------------- */
 
+/* Instance t's name "a[i]" in one of a ring of buffers: valid until
+ * three more calls.  Master thread. */
+const char *master__instance_name(const struct master *m, uint32_t t);
+
+/* Task t's name (plain or instance); an instance's as master__instance_name(). */
 static inline const char *task_name(const struct master *m, uint32_t t)
 {
-    return dag_task_name(m->dag, t);
+    return t < m->dag->ntasks ? dag_task_name(m->dag, t) : master__instance_name(m, t);
+}
+
+/* Live instance t's state, or NULL when it is not ready or running. */
+struct live_task *master__live(const struct master *m, uint32_t t);
+
+/* The array record of instance t. */
+const struct dag_array *master__array_of(const struct master *m, uint32_t t);
+
+/* Task t's task_run: the per-task entry, or a live instance's; NULL for an
+ * instance neither ready nor running. */
+static inline struct task_run *master__run(const struct master *m, uint32_t t)
+{
+    if (t < m->dag->ntasks)
+        return &m->sched.run[t];
+    struct live_task *l = master__live(m, t);
+    return l ? &l->run : NULL;
 }
 
 static inline bool master__dispatching(const struct master *m)
@@ -312,19 +366,27 @@ static inline bool master__max_failures_hit(const struct master *m)
     return m->cfg.max_failures && m->st.failed >= m->cfg.max_failures;
 }
 
+/* Was plain task t done by an earlier run (the old rescue log)? */
 static inline bool master__done_before(const struct master *m, uint32_t t)
 {
     return m->rescue.done_before[t];
 }
 
+/* Task t's state; an instance neither ready nor running is TASK_DONE or
+ * TASK_WAITING (a failed one too: its failure is in status.failures). */
 static inline enum task_state master__task_state(const struct master *m, uint32_t t)
 {
-    return (enum task_state)m->sched.run[t].state;
+    const struct task_run *r = master__run(m, t);
+    if (r)
+        return (enum task_state)r->state;
+    return ar_instance_done(m->sched.arrays, t) ? TASK_DONE : TASK_WAITING;
 }
 
+/* Attempts of task t so far (0 for an instance neither ready nor running). */
 static inline uint32_t master__task_attempts(const struct master *m, uint32_t t)
 {
-    return m->sched.run[t].attempts;
+    const struct task_run *r = master__run(m, t);
+    return r ? r->attempts : 0;
 }
 
 /* ---- master_sched.c ------------------------------------------------------ */
@@ -414,41 +476,55 @@ static inline bool master__events_per_task(const struct master_events *ev)
     return ev->seq != NULL;
 }
 
+/* Task t's submit sequence number and EXECUTE flag (events on): the
+ * per-task entries, or a live instance's. */
+static inline uint32_t *master__seq_of(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? &m->events.seq[t] : &master__live(m, t)->seq;
+}
+
+static inline uint8_t *master__executed_of(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? &m->events.executed[t] : &master__live(m, t)->executed;
+}
+
 /* t's attempt was taken back from a node that is gone: the same attempt
  * (sequence number, SUBMIT) runs again elsewhere and writes EXECUTE again
  * when it starts, as a job Condor evicted and ran again. */
-static inline void master__events_requeued(struct master_events *ev, uint32_t t)
+static inline void master__events_requeued(struct master *m, uint32_t t)
 {
-    if (ev->seq)
-        ev->executed[t] = 0;
+    if (m->events.seq)
+        *master__executed_of(m, t) = 0;
 }
 
 /* A new attempt of t was queued: new sequence number, SUBMIT. */
-static inline void master__events_queued(struct master_events *ev, const struct dag *d, uint32_t t)
+static inline void master__events_queued(struct master *m, uint32_t t)
 {
+    struct master_events *ev = &m->events;
     if (!ev->seq)
         return;
-    ev->seq[t] = ev->next_seq++;
-    ev->executed[t] = 0;
-    monitor_event(ev->monitor, WF_TASK_QUEUED, dag_task_name(d, t), ev->seq[t], 0);
+    uint32_t *seq = master__seq_of(m, t);
+    *seq = ev->next_seq++;
+    *master__executed_of(m, t) = 0;
+    monitor_event(ev->monitor, WF_TASK_QUEUED, task_name(m, t), *seq, 0);
 }
 
 /* EXECUTE of t's current attempt, stamped start (epoch s), once. */
-static inline void master__events_executed(struct master_events *ev, const struct dag *d,
-                                           uint32_t t, double start)
+static inline void master__events_executed(struct master *m, uint32_t t, double start)
 {
-    if (!ev->seq || ev->executed[t])
+    struct master_events *ev = &m->events;
+    if (!ev->seq || *master__executed_of(m, t))
         return;
-    ev->executed[t] = 1;
-    monitor_event_at(ev->monitor, WF_TASK_EXECUTE, dag_task_name(d, t), ev->seq[t], 0, start);
+    *master__executed_of(m, t) = 1;
+    monitor_event_at(ev->monitor, WF_TASK_EXECUTE, task_name(m, t), *master__seq_of(m, t), 0,
+                     start);
 }
 
 /* SUCCESS or FAILURE (e) of t's current attempt with its exit code. */
-static inline void master__events_ended(struct master_events *ev, const struct dag *d, uint32_t t,
-                                        enum wf_event e, int code)
+static inline void master__events_ended(struct master *m, uint32_t t, enum wf_event e, int code)
 {
-    if (ev->seq)
-        monitor_event(ev->monitor, e, dag_task_name(d, t), ev->seq[t], code);
+    if (m->events.seq)
+        monitor_event(m->events.monitor, e, task_name(m, t), *master__seq_of(m, t), code);
 }
 
 /* ---- master_rescue.c ------------------------------------------------------ */
@@ -456,7 +532,7 @@ static inline void master__events_ended(struct master_events *ev, const struct d
 /* The path (cfg's, or DAG.rescue) and per-task done set for ntasks: 0, or
  * -1 with ENOMEM. */
 int master__rescue_init(struct master_rescue *r, const struct master_config *cfg);
-int master__rescue_alloc(struct master_rescue *r, uint32_t ntasks);
+int master__rescue_alloc(struct master_rescue *r, uint32_t ntasks, uint64_t ninstances);
 /* Check the path, take its lock (not with -n or the null executor), read
  * the old log (not with -s): 0, or -1 with err. */
 int master__rescue_load(struct master_rescue *r, const struct master_config *cfg,
@@ -470,9 +546,10 @@ const char *master__rescue_error(const struct master_rescue *r);
  * 0, or -1 when the log failed.  *kept: the file at the path is the log
  * and always was; *lost: it is another file (leave it alone). */
 int master__rescue_end(struct master_rescue *r, bool *kept, bool *lost);
-/* Rewrite the log with the tasks keep[t] says: 0, or -1 with err. */
+/* Rewrite the log with the plain tasks keep[t] says and the instances
+ * whose bits inst_keep has (NULL: none): 0, or -1 with err. */
 int master__rescue_replace(struct master_rescue *r, const struct dag *d, const uint8_t *keep,
-                           struct pmc_error *err);
+                           const uint64_t *inst_keep, struct pmc_error *err);
 /* Drop the lock; remove the empty log made for it if the run never wrote it. */
 void master__rescue_unlock(struct master_rescue *r);
 void master__rescue_free(struct master_rescue *r);

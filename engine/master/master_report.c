@@ -296,7 +296,7 @@ static void master_print_stats(const struct master *m, double wall)
 static int master_print_summary(const struct master *m, bool failed, double wall)
 {
     struct summary_record s = {.failed = failed,
-                               .tasks = m->dag->ntasks,
+                               .tasks = m->dag->ntasks + (uint32_t)m->dag->ninstances,
                                .submitted = m->st.submitted,
                                .succeeded = m->st.succeeded,
                                .failed_tasks = m->st.failed,
@@ -338,7 +338,7 @@ static bool master_stdout_read(const struct master *m)
 static bool master_workflow_ok(const struct master *m)
 {
     return !master__aborting(m) && !m->fatal &&
-           m->st.succeeded + m->rescue.ndone_before == m->dag->ntasks;
+           m->st.succeeded + m->rescue.ndone_before == m->dag->ntasks + m->dag->ninstances;
 }
 
 /* Close -o and -e (not the inherited stdout and stderr) once the merge is
@@ -375,6 +375,22 @@ static bool master_lost_now(const struct master *m, uint32_t t, bool all, bool f
     return all || (forwards && m->dag->nfwd[t] > 0) || m->nodes.at[m->sched.node_of[t]].output_lost;
 }
 
+/* Whether the instances done in this run may have lost their output: as
+ * master_lost_now(), but a done instance keeps no node, so one node's loss
+ * counts against all of them. */
+static bool master_instances_lost_now(const struct master *m, bool all, bool forwards)
+{
+    const struct dag *d = m->dag;
+    if (d->ninstances == 0)
+        return false;
+    bool lost = all;
+    for (uint32_t a = 0; !lost && forwards && a < d->narrays; a++)
+        lost = d->arrays[a].nfwd > 0;
+    for (int i = 0; !lost && i < m->nodes.n; i++)
+        lost = m->nodes.at[i].output_lost;
+    return lost;
+}
+
 /* Output found lost at the end must not stay vouched for: the DONE records
  * of this run's tasks whose output was lost are taken out of the rescue
  * log (rescue_replace(): the log is always the old one or the new one), so
@@ -394,6 +410,13 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards, boo
             first = t;
             n++;
         }
+    bool instances = master_instances_lost_now(m, all, forwards);
+    if (instances) { /* those done in this run go: the old log's stay */
+        log_error("Task output lost: the instances of task arrays done in this run will run "
+                  "again");
+        first = n ? first : d->ntasks;
+        n += 1;
+    }
     if (n == 0)
         return;
     if (rescue_lost) { /* the file at its path is another one: never replaced */
@@ -409,7 +432,9 @@ static void master_take_back_lost(struct master *m, bool all, bool forwards, boo
     if (!keep)
         log_error("Out of memory: %s still lists %u tasks whose output was lost", m->rescue.path,
                   n);
-    else if (master__rescue_replace(&m->rescue, d, keep, &err) < 0)
+    else if (master__rescue_replace(
+                 &m->rescue, d, keep,
+                 instances ? m->rescue.inst_done_before : ar_done_bits(m->sched.arrays), &err) < 0)
         log_error("%s still lists %u tasks whose output was lost: %s", m->rescue.path, n, err.text);
     else
         log_error("Task output lost: %u tasks (%s%s) will run again, their records taken out "

@@ -25,10 +25,12 @@ int master__rescue_init(struct master_rescue *r, const struct master_config *cfg
     return r->path ? 0 : -1;
 }
 
-int master__rescue_alloc(struct master_rescue *r, uint32_t ntasks)
+int master__rescue_alloc(struct master_rescue *r, uint32_t ntasks, uint64_t ninstances)
 {
-    r->done_before = calloc(ntasks, 1);
-    return r->done_before ? 0 : -1;
+    r->done_before = calloc(ntasks ? ntasks : 1, 1);
+    if (ninstances)
+        r->inst_done_before = calloc((ninstances + 63) / 64, sizeof *r->inst_done_before);
+    return r->done_before && (r->inst_done_before || !ninstances) ? 0 : -1;
 }
 
 /* Hold the lock of the rescue log this run writes, whatever its name
@@ -53,8 +55,8 @@ int master__rescue_load(struct master_rescue *r, const struct master_config *cfg
     struct stat st;
     if (r->lock_fd == -2 && stat(r->path, &st) == 0 && S_ISREG(st.st_mode))
         log_warn("Cannot open %s for writing: running without the rescue log's lock", r->path);
-    if (!cfg->skip_rescue &&
-        rescue_read(r->path, d, r->done_before, &r->ndone_before, NULL, err) < 0)
+    if (!cfg->skip_rescue && rescue_read(r->path, d, r->done_before, r->inst_done_before,
+                                         &r->ndone_before, NULL, err) < 0)
         return -1;
     return 0;
 }
@@ -65,7 +67,7 @@ int master__rescue_start(struct master_rescue *r, const struct master_config *cf
     struct pmc_error err;
     if (cfg->null_executor)
         return 0; /* nothing runs, so nothing may be recorded as done */
-    r->writer = rescue_writer_open(r->path, d, r->done_before, &err);
+    r->writer = rescue_writer_open(r->path, d, r->done_before, r->inst_done_before, &err);
     if (!r->writer) {
         log_fatal("%s", err.text);
         return -1;
@@ -117,10 +119,10 @@ int master__rescue_end(struct master_rescue *r, bool *kept, bool *lost)
 }
 
 int master__rescue_replace(struct master_rescue *r, const struct dag *d, const uint8_t *keep,
-                           struct pmc_error *err)
+                           const uint64_t *inst_keep, struct pmc_error *err)
 {
     int lock_fd = -1;
-    int rc = rescue_replace(r->path, d, keep, &lock_fd, err);
+    int rc = rescue_replace(r->path, d, keep, inst_keep, &lock_fd, err);
     rescue_keep_lock(r, lock_fd);
     return rc;
 }
@@ -145,6 +147,8 @@ void master__rescue_free(struct master_rescue *r)
     master__rescue_unlock(r); /* before the path is freed */
     free(r->path);
     free(r->done_before);
+    free(r->inst_done_before);
+    r->inst_done_before = NULL;
     r->path = NULL;
     r->done_before = NULL;
 }

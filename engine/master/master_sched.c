@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -15,6 +16,134 @@
 #include "io/grow.h"
 #include "io/log.h"
 
+/* ---- task arrays' instances (docs/task-arrays.md) ----------------------- */
+
+struct live_task *master__live(const struct master *m, uint32_t t)
+{
+    uint32_t i = id_map_get(&m->sched.live_of, t);
+    return i == ID_MAP_NONE ? NULL : &m->sched.live[i];
+}
+
+const struct dag_array *master__array_of(const struct master *m, uint32_t t)
+{
+    uint32_t a = 0, index;
+    (void)dag_instance_of(m->dag, t, &a, &index); /* callers pass instance ids */
+    return &m->dag->arrays[a];
+}
+
+const char *master__instance_name(const struct master *m, uint32_t t)
+{
+    struct master_sched *s = (struct master_sched *)&m->sched; /* the ring is scratch */
+    char *buf = s->names[s->next_name++ % 4];
+    uint32_t a, index;
+    if (dag_instance_of(m->dag, t, &a, &index) < 0)
+        return "?";
+    (void)dag_instance_name(m->dag, a, index, buf, s->name_cap);
+    return buf;
+}
+
+static int live_grow(struct master_sched *s)
+{
+    uint32_t old = s->live_cap, cap = old ? 2 * old : 1024;
+    struct live_task *live = realloc(s->live, sizeof *live * cap);
+    if (!live)
+        return -1;
+    s->live = live;
+    uint32_t *free_slots = realloc(s->live_free, sizeof *free_slots * cap);
+    if (!free_slots)
+        return -1;
+    s->live_free = free_slots;
+    for (uint32_t i = cap; i-- > old;)
+        s->live_free[s->nlive_free++] = i;
+    s->live_cap = cap;
+    return 0;
+}
+
+/* Instance t, just handed out, gets its live state.  0, or -1 with ENOMEM. */
+static int live_add(struct master_sched *s, uint32_t t)
+{
+    if (s->nlive_free == 0 && live_grow(s) < 0)
+        return -1;
+    uint32_t i = s->live_free[s->nlive_free - 1];
+    if (id_map_put(&s->live_of, t, i) < 0)
+        return -1;
+    s->nlive_free--;
+    s->live[i] = (struct live_task){.id = t, .in_window = true};
+    return 0;
+}
+
+/* Instance t's last attempt ended (done, or failed for good): it keeps no
+ * state but its done bit; its attempts go to the summary's histogram. */
+static void live_end(struct master_sched *s, uint32_t t)
+{
+    uint32_t i = id_map_get(&s->live_of, t);
+    if (i == ID_MAP_NONE)
+        return;
+    uint32_t a = s->live[i].run.attempts;
+    s->inst_attempts[a < 7 ? a : 7]++;
+    (void)id_map_remove(&s->live_of, t);
+    s->live_free[s->nlive_free++] = i;
+}
+
+/* placement_demand.instance: an instance's demand is its array's. */
+static struct placement_need master_instance_need(const void *ctx, uint32_t t)
+{
+    const struct dag_array *a = master__array_of(ctx, t);
+    return (struct placement_need){a->cpus, a->memory_mb, a->gpus, a->time_limit_ms};
+}
+
+/* Task t's requests and options: its columns, or its array's record. */
+static uint32_t task_cpus(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? m->dag->cpus[t] : master__array_of(m, t)->cpus;
+}
+
+static uint32_t task_memory_mb(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? m->dag->memory_mb[t] : master__array_of(m, t)->memory_mb;
+}
+
+static uint32_t task_gpus(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? m->dag->gpus[t] : master__array_of(m, t)->gpus;
+}
+
+static int32_t task_priority(const struct master *m, uint32_t t)
+{
+    return t < m->dag->ntasks ? m->dag->priority[t] : master__array_of(m, t)->priority;
+}
+
+static uint32_t task_tries(const struct master *m, uint32_t t)
+{
+    uint32_t tries = t < m->dag->ntasks ? m->dag->tries[t] : master__array_of(m, t)->tries;
+    return tries ? tries : m->cfg.tries;
+}
+
+/* Has task t children (plain ones, or through array edges)? */
+static bool task_releases(const struct master *m, uint32_t t)
+{
+    const struct dag *d = m->dag;
+    uint32_t first, a, index;
+    if (t < d->ntasks)
+        return d->child_first[t + 1] > d->child_first[t] || dag_node_out_edges(d, t, &first) > 0;
+    (void)dag_instance_of(d, t, &a, &index);
+    return dag_node_out_edges(d, DAG_NODE_ARRAY | a, &first) > 0;
+}
+
+/* Push t on the ready queue; an instance's bucket grows as needed (plain
+ * tasks' room is reserved at the start).  0, or -1 with ENOMEM. */
+static int master_push_ready(struct master *m, uint32_t t, int32_t prio, bool front)
+{
+    struct ready_queue *q = m->sched.ready;
+    int rc = front ? rq_push_front(q, t, prio) : rq_push(q, t, prio);
+    if (rc == 0 || errno != ENOBUFS || t < m->dag->ntasks)
+        return rc;
+    size_t want = 2 * rq_size(q) + m->sched.window;
+    if (rq_reserve(q, prio, want > UINT32_MAX / 2 ? UINT32_MAX / 2 : (uint32_t)want) < 0)
+        return -1;
+    return front ? rq_push_front(q, t, prio) : rq_push(q, t, prio);
+}
+
 /* Put t in the ready queue.  A new attempt gets a new submit sequence number
  * and its SUBMIT event (PMC: a job instance per attempt); a task given back
  * unstarted (front: at the front of its priority) keeps both, so the event
@@ -22,11 +151,34 @@
  * ENOMEM. */
 static int master_make_ready(struct master *m, uint32_t t, bool front)
 {
-    int32_t prio = m->dag->priority[t];
-    m->sched.run[t].state = TASK_READY;
+    master__run(m, t)->state = TASK_READY;
     if (!front)
-        master__events_queued(&m->events, m->dag, t);
-    return front ? rq_push_front(m->sched.ready, t, prio) : rq_push(m->sched.ready, t, prio);
+        master__events_queued(m, t);
+    return master_push_ready(m, t, task_priority(m, t), front);
+}
+
+/* ar_take_ready(): instance t may run; it becomes live and ready. */
+static int master_take_instance(void *ctx, dag_task_t t, int32_t prio)
+{
+    struct master *m = ctx;
+    (void)prio;
+    if (live_add(&m->sched, t) < 0 || master_make_ready(m, t, false) < 0) {
+        log_fatal("Out of memory for the ready instances of task arrays");
+        master__fail(m);
+        return -1;
+    }
+    return 0;
+}
+
+/* Hand out the instances that may run, a window per array ahead of
+ * dispatch: more than a round can place (every node's CPUs and its
+ * prefetch window), so that the ready queue does not run dry between
+ * rounds. */
+static void master_take_instances(struct master *m)
+{
+    m->sched.window = 4096 + 4 * m->nodes.cpus;
+    if (m->sched.arrays && ar_has_ready(m->sched.arrays))
+        (void)ar_take_ready(m->sched.arrays, m->sched.window, master_take_instance, m);
 }
 
 /* Each task's remaining parents from the DAG and the done set; queue the
@@ -34,8 +186,11 @@ static int master_make_ready(struct master *m, uint32_t t, bool front)
 int master__init_ready(struct master *m)
 {
     const struct dag *d = m->dag;
+    m->sched.arrays = ar_create(d, m->rescue.done_before, m->rescue.inst_done_before);
+    if (!m->sched.arrays)
+        return -1;
     for (uint32_t t = 0; t < d->ntasks; t++)
-        m->sched.run[t].remaining = d->nparents[t];
+        m->sched.run[t].remaining = d->nparents[t] + ar_plain_waits(m->sched.arrays, t);
     for (uint32_t t = 0; t < d->ntasks; t++) {
         if (!master__done_before(m, t))
             continue;
@@ -56,25 +211,25 @@ int master__init_ready(struct master *m)
  * none). */
 static uint32_t task_time_limit_ms(const struct master *m, uint32_t t)
 {
-    if (m->dag->time_limit_ms[t])
-        return m->dag->time_limit_ms[t];
-    return m->sched.demand.default_limit_ms;
+    uint32_t own =
+        t < m->dag->ntasks ? m->dag->time_limit_ms[t] : master__array_of(m, t)->time_limit_ms;
+    return own ? own : m->sched.demand.default_limit_ms;
 }
 
 /* Does a failure of task t's current attempt count toward -m (its last
  * try)?  The node holds its starts on such a failure (MSG_TASK_HOLD_ON_FAILURE). */
 static bool master_holds_on_failure(const struct master *m, uint32_t t, uint32_t attempt)
 {
-    uint32_t tries = m->dag->tries[t] ? m->dag->tries[t] : m->cfg.tries;
-    return m->cfg.max_failures && attempt >= tries;
+    return m->cfg.max_failures && attempt >= task_tries(m, t);
 }
 
 static uint32_t master_task_flags(const struct master *m, uint32_t t)
 {
-    const struct dag *d = m->dag;
     return (master__events_per_task(&m->events) ? MSG_TASK_NOTIFY_START : 0) |
-           (d->child_first[t + 1] > d->child_first[t] ? MSG_TASK_RELEASES : 0) |
-           (master_holds_on_failure(m, t, m->sched.run[t].attempts) ? MSG_TASK_HOLD_ON_FAILURE : 0);
+           (task_releases(m, t) ? MSG_TASK_RELEASES : 0) |
+           (t >= m->dag->ntasks ? MSG_TASK_INDEXED : 0) |
+           (master_holds_on_failure(m, t, master__run(m, t)->attempts) ? MSG_TASK_HOLD_ON_FAILURE
+                                                                       : 0);
 }
 
 /* Task t's TASKS item as the master sends it (forwards packed in m's
@@ -82,8 +237,12 @@ static uint32_t master_task_flags(const struct master *m, uint32_t t)
 static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 {
     const struct dag *d = m->dag;
-    msg_task_from_dag(d, t, mt);
-    mt->attempt = m->sched.run[t].attempts;
+    if (t < d->ntasks)
+        msg_task_from_dag(d, t, mt);
+    else if (msg_task_from_instance(d, t, &m->sched.item_scratch, &m->sched.item_scratch_cap, mt) <
+             0)
+        return -1;
+    mt->attempt = master__run(m, t)->attempts;
     mt->flags = master_task_flags(m, t);
     mt->time_limit_ms = task_time_limit_ms(m, t);
     if (mt->nfwd &&
@@ -98,7 +257,7 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 static int master_hand_over(struct master *m, uint32_t t)
 {
     struct local_task lt = {.id = t,
-                            .attempt = m->sched.run[t].attempts,
+                            .attempt = master__run(m, t)->attempts,
                             .flags = master_task_flags(m, t),
                             .time_limit_ms = task_time_limit_ms(m, t)};
     if (!local_link_send_task(m->link, &lt))
@@ -126,7 +285,9 @@ static void master_send_tasks(struct master *m, struct node *n)
  * goes at once, so that a message stays far below MSG_MAX_BYTES. */
 static int master_add_task(struct master *m, struct node *n, uint32_t t)
 {
-    if (m->link && n->rank == 0)
+    /* an instance's name and argv are made here: a message (the null
+     * executor's needs neither) */
+    if (m->link && n->rank == 0 && (t < m->dag->ntasks || m->cfg.null_executor))
         return master_hand_over(m, t);
     struct msg_task mt;
     if (master_task_item(m, t, &mt) < 0)
@@ -150,18 +311,25 @@ static int master_add_task(struct master *m, struct node *n, uint32_t t)
 static int master_assign(struct master *m, uint32_t t, int i)
 {
     struct node *n = &m->nodes.at[i];
-    m->sched.run[t].attempts++;
+    struct task_run *run = master__run(m, t);
+    run->attempts++;
     if (master_add_task(m, n, t) < 0) {
-        m->sched.run[t].attempts--;
+        run->attempts--;
         return -1;
     }
-    if (m->sched.run[t].attempts > 1)
+    if (run->attempts > 1)
         m->st.extra++;
-    if (m->sched.node_of)
+    run->state = TASK_RUNNING;
+    if (t >= m->dag->ntasks) {
+        struct live_task *l = master__live(m, t);
+        l->node_of = (uint32_t)i;
+        if (l->in_window)
+            ar_instance_started(m->sched.arrays, t);
+        l->in_window = false;
+    } else if (m->sched.node_of)
         m->sched.node_of[t] = (uint32_t)i;
-    m->sched.run[t].state = TASK_RUNNING;
-    monitor_node_changed(m->events.monitor, n->host, m->dag->cpus[t], m->dag->memory_mb[t],
-                         m->dag->gpus[t]);
+    monitor_node_changed(m->events.monitor, n->host, task_cpus(m, t), task_memory_mb(m, t),
+                         task_gpus(m, t));
     m->sched.inflight++;
     m->st.submitted++;
     master__status_sent(m, t);
@@ -183,6 +351,8 @@ static void master_look_ahead(void *ctx, uint32_t t)
 {
     const struct master *m = ctx;
     const struct dag *d = m->dag;
+    if (t >= d->ntasks)
+        return; /* an instance: its state is in the live table */
     __builtin_prefetch(&m->sched.run[t], 1);
     __builtin_prefetch(&d->child_first[t]);
     if (m->link && m->nodes.n == 1)
@@ -212,7 +382,10 @@ static void master_send_all(struct master *m)
 
 void master__dispatch(struct master *m)
 {
-    if (!master__dispatching(m) || rq_size(m->sched.ready) == 0)
+    if (!master__dispatching(m))
+        return;
+    master_take_instances(m);
+    if (rq_size(m->sched.ready) == 0)
         return;
     double left = m->clock.stop_mono > 0 ? m->clock.stop_mono - pmc_mono_s() : INFINITY;
     if (placement_dispatch(m->sched.place, m->sched.ready, &m->sched.demand, left, master_assign_cb,
@@ -264,18 +437,30 @@ void master__recall(struct master *m)
 
 /* ---- results ------------------------------------------------------------ */
 
+/* Plain task c lost a parent (a plain task, or a FAN_IN edge's array). */
+static void master_parent_done(struct master *m, uint32_t c)
+{
+    if (--m->sched.run[c].remaining == 0 && m->sched.run[c].state == TASK_WAITING &&
+        master_make_ready(m, c, false) < 0) {
+        log_fatal("Out of memory for the ready queue");
+        master__fail(m);
+    }
+}
+
+static void master_fan_in_done(void *ctx, dag_task_t c)
+{
+    master_parent_done(ctx, c);
+}
+
+/* Task t is done: its plain children lose a parent, and the arrays'
+ * counters move (their instances are handed out at the next dispatch). */
 static void master_release_children(struct master *m, uint32_t t)
 {
     const struct dag *d = m->dag;
-    for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++) {
-        uint32_t c = d->children[e];
-        if (--m->sched.run[c].remaining == 0 && m->sched.run[c].state == TASK_WAITING) {
-            if (master_make_ready(m, c, false) < 0) {
-                log_fatal("Out of memory for the ready queue");
-                master__fail(m);
-            }
-        }
-    }
+    if (t < d->ntasks)
+        for (uint32_t e = d->child_first[t]; e < d->child_first[t + 1]; e++)
+            master_parent_done(m, d->children[e]);
+    ar_task_done(m->sched.arrays, t, master_fan_in_done, m);
 }
 
 static int exit_code_of(int status)
@@ -293,27 +478,29 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
         log_error("Task %s exceeded its time limit of %g s", task_name(m, t),
                   task_time_limit_ms(m, t) / 1000.0);
     else if (r->exec_errno)
-        log_error("Task %s could not be started: %s: %s", task_name(m, t), d->arena + d->argv[t],
+        log_error("Task %s could not be started: %s: %s", task_name(m, t),
+                  d->arena + (t < d->ntasks ? d->argv[t] : master__array_of(m, t)->argv),
                   strerror(r->exec_errno));
     int code = io_failed ? 1 : exit_code_of(r->status);
     if (io_failed)
         log_error("Task %s failed due to collective I/O errors", task_name(m, t));
     else
         log_error("Task %s failed with exitcode %d", task_name(m, t), code);
-    master__events_ended(&m->events, d, t, WF_TASK_FAILURE, code);
-    uint32_t tries = d->tries[t] ? d->tries[t] : m->cfg.tries;
-    if (m->sched.run[t].attempts < tries && master__dispatching(m)) {
-        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t),
-                 m->sched.run[t].attempts + 1, tries);
+    master__events_ended(m, t, WF_TASK_FAILURE, code);
+    uint32_t tries = task_tries(m, t);
+    struct task_run *run = master__run(m, t);
+    if (run->attempts < tries && master__dispatching(m)) {
+        log_info("Retrying task %s (attempt %u of %u)", task_name(m, t), run->attempts + 1, tries);
         if (master_make_ready(m, t, false) < 0) {
             log_fatal("Out of memory for the ready queue");
             master__fail(m);
         }
         return;
     }
-    m->sched.run[t].state = TASK_FAILED;
+    run->state = TASK_FAILED;
     m->st.failed++;
     master__status_finished(m, t, true, code);
+    live_end(&m->sched, t);
     if (master__max_failures_hit(m))
         master__raise(m, PHASE_STOP);
 }
@@ -323,8 +510,9 @@ static void master_task_failed(struct master *m, uint32_t t, const struct msg_re
  * its priority, and this attempt does not count. */
 static void master_task_returned(struct master *m, uint32_t t)
 {
-    m->sched.run[t].attempts--;
-    if (m->sched.run[t].attempts >= 1)
+    struct task_run *run = master__run(m, t);
+    run->attempts--;
+    if (run->attempts >= 1)
         m->st.extra--;
     m->st.submitted--;
     if (master_make_ready(m, t, true) < 0) {
@@ -336,11 +524,12 @@ static void master_task_returned(struct master *m, uint32_t t)
 static void master_task_succeeded(struct master *m, uint32_t t)
 {
     log_debug("Task %s finished", task_name(m, t));
-    master__events_ended(&m->events, m->dag, t, WF_TASK_SUCCESS, 0);
-    m->sched.run[t].state = TASK_DONE;
+    master__events_ended(m, t, WF_TASK_SUCCESS, 0);
+    master__run(m, t)->state = TASK_DONE;
     m->st.succeeded++;
     master__status_finished(m, t, false, 0);
     master__rescue_done(&m->rescue, t);
+    live_end(&m->sched, t);
     master_release_children(m, t);
 }
 
@@ -364,8 +553,12 @@ static void master_resume_node(struct master *m, const struct node *n)
  * only where node_of is kept (not the null executor of an MPI run). */
 static bool master_running_on(const struct master *m, uint32_t t, uint32_t attempt, int i)
 {
-    return t < m->dag->ntasks && m->sched.run[t].state == TASK_RUNNING &&
-           attempt == m->sched.run[t].attempts &&
+    if (t >= m->dag->ntasks) {
+        const struct live_task *l = master__live(m, t);
+        return l && l->run.state == TASK_RUNNING && attempt == l->run.attempts &&
+               l->node_of == (uint32_t)i;
+    }
+    return m->sched.run[t].state == TASK_RUNNING && attempt == m->sched.run[t].attempts &&
            (!m->sched.node_of || m->sched.node_of[t] == (uint32_t)i);
 }
 
@@ -373,10 +566,10 @@ static bool master_running_on(const struct master *m, uint32_t t, uint32_t attem
  * resources leave the node's accounting. */
 static void master_task_off_node(struct master *m, int i, uint32_t t)
 {
-    const struct dag *d = m->dag;
-    placement_release(m->sched.place, i, d->cpus[t], d->memory_mb[t], d->gpus[t]);
-    monitor_node_changed(m->events.monitor, m->nodes.at[i].host, -(int64_t)d->cpus[t],
-                         -(int64_t)d->memory_mb[t], -(int64_t)d->gpus[t]);
+    uint32_t cpus = task_cpus(m, t), memory_mb = task_memory_mb(m, t), gpus = task_gpus(m, t);
+    placement_release(m->sched.place, i, cpus, memory_mb, gpus);
+    monitor_node_changed(m->events.monitor, m->nodes.at[i].host, -(int64_t)cpus,
+                         -(int64_t)memory_mb, -(int64_t)gpus);
     m->sched.inflight--;
 }
 
@@ -387,9 +580,9 @@ static void master_requeue_from(struct master *m, int i, uint32_t t)
 {
     struct node *n = &m->nodes.at[i];
     master_task_returned(m, t);
-    master__events_requeued(&m->events, t);
+    master__events_requeued(m, t);
     log_debug("Task %s requeued from rank %d (attempt %u not charged)", task_name(m, t), n->rank,
-              m->sched.run[t].attempts + 1);
+              master__run(m, t)->attempts + 1);
     if (n->requeued == n->requeued_cap) {
         uint32_t cap = n->requeued_cap ? 2 * n->requeued_cap : 16;
         uint32_t *ids = realloc(n->requeued_ids, sizeof *ids * cap);
@@ -429,7 +622,7 @@ static int master_apply_result(struct master *m, struct node *n, const struct ms
         master_requeue_from(m, i, t);
         return 0;
     }
-    master__events_executed(&m->events, m->dag, t, r->start);
+    master__events_executed(m, t, r->start);
     m->st.finished_attempts++;
     m->st.runtime += r->duration;
     if (m->st.first_start == 0 || r->start < m->st.first_start)
@@ -466,7 +659,7 @@ static int master_apply_started(struct master *m, int i, const struct msg_starte
                   m->nodes.at[i].rank, t, st->attempt);
         return -1;
     }
-    master__events_executed(&m->events, m->dag, t, st->start);
+    master__events_executed(m, t, st->start);
     return 0;
 }
 
@@ -562,9 +755,19 @@ void master__drain_local(struct master *m)
 int master__sched_create(struct master *m)
 {
     struct master_sched *s = &m->sched;
-    uint32_t n = m->dag->ntasks;
-    s->run = calloc(n, sizeof *s->run);              /* TASK_WAITING (0), no attempt */
-    s->ready = rq_create_sized(m->dag->priority, n); /* pushes never allocate */
+    const struct dag *d = m->dag;
+    uint32_t n = d->ntasks;
+    s->run = calloc(n ? n : 1, sizeof *s->run); /* TASK_WAITING (0), no attempt */
+    s->ready = rq_create_sized(d->priority, n); /* pushes of plain tasks never allocate */
+    size_t name_max = 0;
+    for (uint32_t a = 0; a < d->narrays; a++) {
+        size_t len = strlen(dag_array_name(d, a)) + 12; /* "[" 9 digits "]" NUL */
+        name_max = len > name_max ? len : name_max;
+    }
+    s->name_cap = name_max;
+    for (int k = 0; k < 4 && name_max; k++)
+        if (!(s->names[k] = malloc(name_max)))
+            return -1;
     /* the node of each attempt, for its result, for output found lost at
      * the end, and for a joined node's loss; the null executor of an MPI
      * run records nothing */
@@ -603,7 +806,10 @@ int master__sched_prepare(struct master *m)
                                            * 0.0004 s is 1 ms, not 0 (none) */
                                           .default_limit_ms =
                                               (uint32_t)ceil(m->cfg.task_time_limit * 1000.0),
-                                          .look_ahead = master_look_ahead};
+                                          .look_ahead = master_look_ahead,
+                                          .ncolumns = m->dag->ntasks,
+                                          .instance = master_instance_need,
+                                          .instance_ctx = m};
     return 0;
 }
 
@@ -631,6 +837,16 @@ uint32_t master__sched_take_back(struct master *m, int i)
         master_requeue_from(m, i, t);
         n++;
     }
+    /* then the live instances there (requeueing moves none of them) */
+    for (uint32_t k = 0; k < m->sched.live_cap; k++) {
+        const struct live_task *l = &m->sched.live[k];
+        if (id_map_get(&m->sched.live_of, l->id) != k ||
+            !master_running_on(m, l->id, l->run.attempts, i))
+            continue;
+        master_task_off_node(m, i, l->id);
+        master_requeue_from(m, i, l->id);
+        n++;
+    }
     return n;
 }
 
@@ -642,6 +858,16 @@ int master__check_capable(struct master *m)
         if (!master__done_before(m, t) &&
             placement_check_capable(m->sched.place, d->cpus[t], d->memory_mb[t], d->gpus[t],
                                     task_name(m, t), &err) < 0) {
+            log_fatal("FATAL ERROR: %s", err.text);
+            return -1;
+        }
+    }
+    for (uint32_t a = 0; a < d->narrays; a++) {
+        const struct dag_array *ar = &d->arrays[a];
+        char name[64];
+        snprintf(name, sizeof name, "%.40s[*]", dag_array_name(d, a));
+        if (placement_check_capable(m->sched.place, ar->cpus, ar->memory_mb, ar->gpus, name, &err) <
+            0) {
             log_fatal("FATAL ERROR: %s", err.text);
             return -1;
         }
@@ -663,5 +889,12 @@ void master__sched_free(struct master *m)
     free(s->run);
     free(s->node_of);
     free(s->fwd_scratch);
+    ar_destroy(s->arrays);
+    id_map_free(&s->live_of);
+    free(s->live);
+    free(s->live_free);
+    free(s->item_scratch);
+    for (int k = 0; k < 4; k++)
+        free(s->names[k]);
     *s = (struct master_sched){0};
 }

@@ -58,7 +58,7 @@ static uint32_t node_busy_cpus(const struct placement_node *n)
 static void snapshot_take(struct master *m, struct snapshot *s)
 {
     memset(s, 0, sizeof *s);
-    s->total = m->dag->ntasks;
+    s->total = m->dag->ntasks + (uint32_t)m->dag->ninstances;
     s->succeeded = m->st.succeeded;
     s->done_before = m->rescue.ndone_before;
     s->failed = m->st.failed;
@@ -194,27 +194,45 @@ static json_t *nodes_json(const struct master *m)
     return a;
 }
 
-/* The STATUS_SLOWEST attempts sent longest ago and not back yet: a
- * bounded insertion sort over the running tasks, oldest first. */
+/* The oldest running attempts so far: k of STATUS_SLOWEST, oldest first. */
+struct slowest {
+    uint32_t task[STATUS_SLOWEST];
+    float sent[STATUS_SLOWEST];
+    int k;
+};
+
+/* Offer running task t, sent at `sent`: a bounded insertion sort. */
+static void slowest_offer(struct slowest *s, uint32_t t, float sent)
+{
+    if (s->k == STATUS_SLOWEST && sent >= s->sent[s->k - 1])
+        return; /* younger than every one kept */
+    int i = s->k < STATUS_SLOWEST ? s->k++ : s->k - 1;
+    for (; i > 0 && s->sent[i - 1] > sent; i--) {
+        s->task[i] = s->task[i - 1];
+        s->sent[i] = s->sent[i - 1];
+    }
+    s->task[i] = t;
+    s->sent[i] = sent;
+}
+
+/* The STATUS_SLOWEST attempts sent longest ago and not back yet, over the
+ * running plain tasks and live instances. */
 static json_t *slowest_json(const struct master *m, double elapsed)
 {
-    uint32_t top[STATUS_SLOWEST];
-    int k = 0;
+    struct slowest s = {.k = 0};
     const float *sent = m->status.sent_at;
-    for (uint32_t t = 0; sent && t < m->dag->ntasks; t++) {
-        if (master__task_state(m, t) != TASK_RUNNING)
-            continue;
-        if (k == STATUS_SLOWEST && sent[t] >= sent[top[k - 1]])
-            continue; /* younger than every one kept */
-        int i = k < STATUS_SLOWEST ? k++ : k - 1;
-        for (; i > 0 && sent[top[i - 1]] > sent[t]; i--)
-            top[i] = top[i - 1];
-        top[i] = t;
+    for (uint32_t t = 0; sent && t < m->dag->ntasks; t++)
+        if (master__task_state(m, t) == TASK_RUNNING)
+            slowest_offer(&s, t, sent[t]);
+    for (uint32_t k = 0; sent && k < m->sched.live_cap; k++) {
+        const struct live_task *l = &m->sched.live[k];
+        if (master__live(m, l->id) == l && l->run.state == TASK_RUNNING)
+            slowest_offer(&s, l->id, l->sent_at);
     }
     json_t *a = json_array();
-    for (int i = 0; a && i < k; i++)
-        json_array_append_new(a, json_pack("{s:o, s:f}", "name", json_text(task_name(m, top[i])),
-                                           "seconds", elapsed - sent[top[i]]));
+    for (int i = 0; a && i < s.k; i++)
+        json_array_append_new(a, json_pack("{s:o, s:f}", "name", json_text(task_name(m, s.task[i])),
+                                           "seconds", elapsed - s.sent[i]));
     return a;
 }
 
@@ -224,9 +242,9 @@ static json_t *failures_json(const struct master *m, size_t first, size_t last)
     json_t *a = json_array();
     for (size_t i = first; a && i < last; i++) {
         const struct failed_task *f = &m->status.failures[i];
-        json_array_append_new(
-            a, json_pack("{s:o, s:i, s:i}", "name", json_text(task_name(m, f->task)), "exit_code",
-                         f->exit_code, "attempts", (int)master__task_attempts(m, f->task)));
+        json_array_append_new(a,
+                              json_pack("{s:o, s:i, s:i}", "name", json_text(task_name(m, f->task)),
+                                        "exit_code", f->exit_code, "attempts", (int)f->attempts));
     }
     return a;
 }
@@ -282,6 +300,12 @@ static json_t *attempts_json(const struct master *m)
     uint64_t hist[8] = {0}; /* 0..6 attempts, 7 = 7 or more */
     json_t *retried = json_array();
     size_t nretried = 0;
+    for (int a = 0; a < 8; a++) /* instances ended; those never started count below */
+        hist[a] += m->sched.inst_attempts[a];
+    uint64_t started = 0;
+    for (int a = 1; a < 8; a++)
+        started += m->sched.inst_attempts[a];
+    hist[0] += m->dag->ninstances - started;
     for (uint32_t t = 0; t < m->dag->ntasks; t++) {
         uint32_t a = master__task_attempts(m, t);
         hist[a < 7 ? a : 7]++;
@@ -403,8 +427,13 @@ int master__status_init(struct master *m)
 
 void master__status_sent(struct master *m, uint32_t t)
 {
-    if (m->status.sent_at)
-        m->status.sent_at[t] = (float)(pmc_mono_s() - m->clock.start_mono);
+    if (!m->status.sent_at)
+        return;
+    float at = (float)(pmc_mono_s() - m->clock.start_mono);
+    if (t < m->dag->ntasks)
+        m->status.sent_at[t] = at;
+    else
+        master__live(m, t)->sent_at = at;
 }
 
 void master__status_finished(struct master *m, uint32_t t, bool failed, int exit_code)
@@ -412,13 +441,14 @@ void master__status_finished(struct master *m, uint32_t t, bool failed, int exit
     struct master_status *st = &m->status;
     if (!st->tracking)
         return;
-    progress_finished(&st->prog, t);
+    if (t < m->dag->ntasks) /* the critical path counts plain tasks */
+        progress_finished(&st->prog, t);
     if (!failed)
         return;
     if (pmc_grow((void **)&st->failures, &st->failures_cap, st->nfailures + 1,
                  sizeof *st->failures) < 0)
         return; /* the lists are informative; the counts stay right */
-    st->failures[st->nfailures++] = (struct failed_task){t, exit_code};
+    st->failures[st->nfailures++] = (struct failed_task){t, exit_code, master__task_attempts(m, t)};
 }
 
 void master__status_tick(struct master *m)

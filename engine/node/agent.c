@@ -210,8 +210,10 @@ static void agent_take_local(struct agent *a)
     struct local_task lt;
     bool any = false;
     while (a->outbox.link && local_link_take_task(a->outbox.link, &lt)) {
-        struct msg_task t;
-        msg_task_from_dag(local_link_dag(a->outbox.link), lt.id, &t);
+        struct msg_task t = {.id = lt.id};
+        const struct dag *d = local_link_dag(a->outbox.link);
+        if (!dag_is_instance(d, lt.id)) /* an instance comes only to the null executor */
+            msg_task_from_dag(d, lt.id, &t);
         t.attempt = lt.attempt;
         t.flags = lt.flags;
         t.time_limit_ms = lt.time_limit_ms;

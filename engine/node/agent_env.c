@@ -1,6 +1,8 @@
 /* agent_env.c - a task's environment (COMPAT.md "Task environment"):
  * pmc-hybrid's environment without the variables it sets itself, plus
  *   PMC_TASK, PMC_MEMORY, PMC_CPUS, PMC_RANK, PMC_HOST_RANK (PMC's),
+ *   PMC_TASK_INDEX, an array instance's index (docs/task-arrays.md; a plain
+ *     task has none, even one inherited),
  *   PMC_AFFINITY, the CPU ids allotted to it, each one, comma-separated
  *     ("0,1,2,3", as PMC's worker writes it), for every task, bound to
  *     them with --set-affinity only (agent_task.c, agent_slot_bind()); a
@@ -39,8 +41,8 @@
 
 extern char **environ;
 
-static const char *const ours[] = {
-    "PMC_TASK=", "PMC_MEMORY=", "PMC_CPUS=", "PMC_RANK=", "PMC_HOST_RANK=", "PMC_AFFINITY="};
+static const char *const ours[] = {"PMC_TASK=",      "PMC_MEMORY=",   "PMC_CPUS=",      "PMC_RANK=",
+                                   "PMC_HOST_RANK=", "PMC_AFFINITY=", "PMC_TASK_INDEX="};
 static const char *const gpu_vars[] = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
                                        "ZE_AFFINITY_MASK", "PMC_GPUS", "HIP_VISIBLE_DEVICES"};
 #define NGPU_VARS (sizeof gpu_vars / sizeof gpu_vars[0])
@@ -233,7 +235,7 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
     size_t gpus = s->gpu.n ? gpus_format(a->cfg.gpus, s->gpu.ids, s->gpu.n, NULL, 0) : 0;
     if (pmc_grow((void **)&s->env.buf, &s->env.buf_cap, env_bytes(a, s, t, gpus), 1) < 0)
         return -1;
-    size_t nvars = a->env.base_env_n + 6 + NGPU_VARS + NTHREAD_VARS + s->fwd.npipes + 1;
+    size_t nvars = a->env.base_env_n + 7 + NGPU_VARS + NTHREAD_VARS + s->fwd.npipes + 1;
     if (pmc_grow((void **)&s->env.envp, &s->env.envp_cap, nvars, sizeof(char *)) < 0)
         return -1;
     memcpy(s->env.envp, a->env.base_env, a->env.base_env_n * sizeof(char *));
@@ -244,6 +246,8 @@ int agent__slot_env(struct agent *a, struct slot *s, const struct msg_task *t)
     put(&o, "PMC_CPUS", decimal(t->cpus, n));
     put(&o, "PMC_RANK", decimal(a->cfg.rank, n));
     put(&o, "PMC_HOST_RANK", decimal(a->cfg.host_rank, n));
+    if (t->flags & MSG_TASK_INDEXED)
+        put(&o, "PMC_TASK_INDEX", decimal(t->index, n));
     if (s->cpuid.held || s->cpuid.pending) {
         char *start = o.p;
         memcpy(o.p, "PMC_AFFINITY=", 13);

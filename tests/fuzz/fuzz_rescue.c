@@ -230,7 +230,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(done, 0, sizeof done);
     uint32_t ndone = 12345, ntorn = 12345;
     struct pmc_error err = {{0}};
-    int rc = rescue_read(path, dag, done, &ndone, &ntorn, &err);
+    int rc = rescue_read(path, dag, done, NULL, &ndone, &ntorn, &err);
 
     struct model m;
     model_run(data, size, &m);

@@ -185,7 +185,7 @@ class RescueTest : public TempDirTest
         pmc_error err{};
         r.ndone = 12345; // must be overwritten
         r.ntorn = 12345;
-        r.rc = rescue_read(path.c_str(), d, done.data(), &r.ndone, &r.ntorn, &err);
+        r.rc = rescue_read(path.c_str(), d, done.data(), nullptr, &r.ndone, &r.ntorn, &err);
         for (dag_task_t t = 0; t < d->ntasks; t++) {
             if (done[t])
                 r.names.insert(dag_task_name(d, t));
@@ -240,7 +240,7 @@ class RescueTest : public TempDirTest
     rescue_writer *open_writer(const std::set<std::string> &names, pmc_error *err)
     {
         auto done = done_set(names);
-        return rescue_writer_open(path_.c_str(), dag_.get(), done.data(), err);
+        return rescue_writer_open(path_.c_str(), dag_.get(), done.data(), nullptr, err);
     }
     // A writer that has written and synced "DONE a" (a flush: so its next
     // sync is not due for RESCUE_SYNC_USEC), and its stats then; NULL on
@@ -459,7 +459,7 @@ TEST_F(RescueTest, NeverReplacesADevice)
     EXPECT_EQ(rescue_check_writable("/dev/null", &err), -1);
     EXPECT_NE(std::string(err.text).find("/dev/null: not a regular file"), std::string::npos)
         << err.text;
-    EXPECT_EQ(rescue_writer_open("/dev/null", dag_.get(), nullptr, &err), nullptr);
+    EXPECT_EQ(rescue_writer_open("/dev/null", dag_.get(), nullptr, nullptr, &err), nullptr);
     EXPECT_NE(std::string(err.text).find("not a regular file"), std::string::npos) << err.text;
     struct stat st;
     ASSERT_EQ(stat("/dev/null", &st), 0);
@@ -506,7 +506,8 @@ TEST_F(RescueTest, NtornMayBeNull)
     std::vector<uint8_t> done(dag_->ntasks, 0);
     uint32_t ndone = 0;
     pmc_error err{};
-    ASSERT_EQ(rescue_read(path_.c_str(), dag_.get(), done.data(), &ndone, nullptr, &err), 0);
+    ASSERT_EQ(rescue_read(path_.c_str(), dag_.get(), done.data(), nullptr, &ndone, nullptr, &err),
+              0);
     EXPECT_EQ(ndone, 1u);
 }
 
@@ -580,7 +581,8 @@ TEST_F(RescueTest, CloseLockedAndReplaceHandTheLockOver)
     close(held);
     EXPECT_TRUE(lockable(path_));
     std::vector<uint8_t> none(dag_->ntasks, 0);
-    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), &held, &err), 0) << err.text;
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), nullptr, &held, &err), 0)
+        << err.text;
     ASSERT_GE(held, 0);
     EXPECT_FALSE(lockable(path_)) << "the replaced log is locked through the descriptor";
     close(held);
@@ -918,11 +920,13 @@ TEST_F(RescueTest, ReplaceWritesExactlyTheGivenSet)
     ASSERT_EQ(read_file(path_), "DONE a\nDONE task1\nDONE c\n");
     write_file(path_ + ".tmp", "stale from a crash");
     auto keep = done_set({"c", "a"});
-    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), keep.data(), nullptr, &err), 0) << err.text;
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), keep.data(), nullptr, nullptr, &err), 0)
+        << err.text;
     EXPECT_EQ(read_file(path_), "DONE a\nDONE c\n");
     EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     auto none = done_set({});
-    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), nullptr, &err), 0) << err.text;
+    ASSERT_EQ(rescue_replace(path_.c_str(), dag_.get(), none.data(), nullptr, nullptr, &err), 0)
+        << err.text;
     EXPECT_TRUE(fs::exists(path_));
     EXPECT_EQ(read_file(path_), "");
 }
@@ -942,9 +946,10 @@ TEST_F(RescueTest, ARewriteThatCannotFinishLeavesPathAlone)
         {
             FileSizeLimit limit(4096);
             if (replace) {
-                rc = rescue_replace(path_.c_str(), big.get(), done.data(), nullptr, &err);
+                rc = rescue_replace(path_.c_str(), big.get(), done.data(), nullptr, nullptr, &err);
             } else {
-                rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), done.data(), &err);
+                rescue_writer *w =
+                    rescue_writer_open(path_.c_str(), big.get(), done.data(), nullptr, &err);
                 rc = w ? 0 : -1;
                 rescue_writer_close(w);
             }
@@ -955,7 +960,7 @@ TEST_F(RescueTest, ARewriteThatCannotFinishLeavesPathAlone)
         EXPECT_FALSE(fs::exists(path_ + ".tmp"));
     }
     pmc_error err{};
-    EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), nullptr, &err), -1);
+    EXPECT_EQ(rescue_replace("/dev/null", big.get(), done.data(), nullptr, nullptr, &err), -1);
     EXPECT_STREQ(err.text, "/dev/null: not a regular file (the rescue log is replaced)");
 }
 
@@ -965,7 +970,7 @@ TEST_F(RescueTest, WriteErrorSetsFailedAndDropsLaterRecords)
     DagPtr big = make_dag(names);
     std::vector<uint8_t> none(big->ntasks, 0);
     pmc_error err{};
-    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), &err);
+    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), nullptr, &err);
     ASSERT_NE(w, nullptr) << err.text;
     std::string expect;
     int flushed;
@@ -990,7 +995,7 @@ TEST_F(RescueTest, WriteErrorSetsFailedAndDropsLaterRecords)
     EXPECT_EQ(read_file(path_), expect.substr(0, 100)) << "the limit cuts the tenth record";
     std::vector<uint8_t> done(big->ntasks, 0);
     uint32_t ndone = 0, ntorn = 0;
-    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), &ndone, &ntorn, &err), 0)
+    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), nullptr, &ndone, &ntorn, &err), 0)
         << err.text;
     EXPECT_EQ(ndone, 9u);
     EXPECT_EQ(ntorn, 1u);
@@ -1010,7 +1015,7 @@ TEST_F(RescueTest, StressMillionAppendsInOrder)
     DagPtr big = make_dag(names);
     std::vector<uint8_t> none(kTasks, 0);
     pmc_error err{};
-    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), &err);
+    rescue_writer *w = rescue_writer_open(path_.c_str(), big.get(), none.data(), nullptr, &err);
     ASSERT_NE(w, nullptr) << err.text;
 
     // A third thread polls the "any thread" calls while the writer works.
@@ -1062,7 +1067,7 @@ TEST_F(RescueTest, StressMillionAppendsInOrder)
     EXPECT_EQ(n, kAppends);
     std::vector<uint8_t> done(kTasks, 0);
     uint32_t ndone = 0, ntorn = 0;
-    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), &ndone, &ntorn, &err), 0)
+    ASSERT_EQ(rescue_read(path_.c_str(), big.get(), done.data(), nullptr, &ndone, &ntorn, &err), 0)
         << err.text;
     EXPECT_EQ(ndone, kTasks);
     EXPECT_EQ(ntorn, 0u);

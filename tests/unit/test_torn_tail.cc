@@ -148,7 +148,7 @@ class TornTailTest : public TempDirTest
         r.done.assign(dag_->ntasks, 0);
         r.ndone = r.ntorn = 12345; // must be overwritten
         pmc_error err{};
-        r.rc = rescue_read(p.c_str(), dag_.get(), r.done.data(), &r.ndone, &r.ntorn, &err);
+        r.rc = rescue_read(p.c_str(), dag_.get(), r.done.data(), nullptr, &r.ndone, &r.ntorn, &err);
         r.error = err.text;
         return r;
     }
@@ -211,7 +211,7 @@ class TornTailTest : public TempDirTest
         std::string p = path("writer.rescue");
         std::vector<uint8_t> none(dag_->ntasks, 0);
         pmc_error err{};
-        rescue_writer *w = rescue_writer_open(p.c_str(), dag_.get(), none.data(), &err);
+        rescue_writer *w = rescue_writer_open(p.c_str(), dag_.get(), none.data(), nullptr, &err);
         EXPECT_NE(w, nullptr) << err.text;
         if (!w)
             return "";
@@ -448,7 +448,7 @@ TEST_F(TornTailTest, RewriteAfterTornTailKeepsExactlyTheCompleteRecords)
         Read r = read(prefix);
         ASSERT_EQ(r.rc, 0) << "cut " << cut;
         pmc_error err{};
-        rescue_writer *w = rescue_writer_open(p.c_str(), dag_.get(), r.done.data(), &err);
+        rescue_writer *w = rescue_writer_open(p.c_str(), dag_.get(), r.done.data(), nullptr, &err);
         ASSERT_NE(w, nullptr) << err.text;
         ASSERT_EQ(rescue_writer_close(w), 0);
         std::string want;
@@ -499,7 +499,7 @@ TEST(TaskNameBytes, EveryAcceptedNameCanBeRecordedDone)
         write_file(rescue, records);
         std::vector<uint8_t> done(d->ntasks, 0);
         uint32_t ndone = 0, ntorn = 0;
-        int rc = rescue_read(rescue.c_str(), d.get(), done.data(), &ndone, &ntorn, &err);
+        int rc = rescue_read(rescue.c_str(), d.get(), done.data(), nullptr, &ndone, &ntorn, &err);
         if (rc != 0 || ndone != d->ntasks || ntorn != 0) {
             failures++;
             char what[16];
