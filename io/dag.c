@@ -1577,3 +1577,27 @@ uint32_t dag_task_forwards(const struct dag *dag, dag_task_t t, uint32_t *first)
     *first = dag->arrays[a].fwd_first;
     return dag->arrays[a].nfwd;
 }
+
+int dag_lookup_task(const struct dag *dag, const char *name, size_t len, dag_task_t *t)
+{
+    if (dag_lookup(dag, name, len, t) == 0)
+        return 0;
+    const char *open = len > 2 && name[len - 1] == ']' ? memrchr(name, '[', len) : NULL;
+    size_t digits = open ? len - (size_t)(open - name) - 2 : 0;
+    uint32_t a, index = 0;
+    if (!open || digits == 0 || digits > 9 || (digits > 1 && open[1] == '0'))
+        goto none;
+    for (size_t k = 1; k <= digits; k++) {
+        if (open[k] < '0' || open[k] > '9')
+            goto none;
+        index = index * 10 + (uint32_t)(open[k] - '0');
+    }
+    if (dag_array_lookup(dag, name, (size_t)(open - name), &a) < 0 ||
+        index < dag->arrays[a].first || index > dag->arrays[a].last)
+        goto none;
+    *t = dag_instance_id(dag, a, index);
+    return 0;
+none:
+    errno = ENOENT;
+    return -1;
+}

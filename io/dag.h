@@ -325,6 +325,12 @@ static inline bool dag_is_instance(const struct dag *dag, dag_task_t t)
  * search over the bases).  Thread-safe after dag_finish(). */
 int dag_instance_of(const struct dag *dag, dag_task_t t, uint32_t *a, uint32_t *index);
 
+/* Look up a task by name (len bytes): a plain task's name, else an
+ * instance's "a[i]" (i decimal, no leading zero, in a's range).  0 and the
+ * task id in *t, or -1 with errno ENOENT.  O(1) expected.  Thread-safe
+ * after dag_finish(). */
+int dag_lookup_task(const struct dag *dag, const char *name, size_t len, dag_task_t *t);
+
 /* The forwards (-f, -F) of task t, a plain task or an instance id (its
  * array's): dag->fwd[*first .. *first + n - 1]; returns n.  O(1) for a
  * plain task, O(log narrays) for an instance.  Thread-safe after

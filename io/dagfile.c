@@ -599,7 +599,7 @@ static int array_range(struct parser *p, struct range *r)
     if (r->first > r->last)
         return syntax(p, "task %.*s: reversed array range (first > last)", show(p->task_len), n);
     if (!p->arrays)
-        return syntax(p, "task %.*s: task arrays are not supported by the engine yet",
+        return syntax(p, "task %.*s: task arrays are not supported by this program",
                       show(p->task_len), n);
     r->name_len = (size_t)(open - n);
     return 1;

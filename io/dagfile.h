@@ -31,10 +31,10 @@ int dagfile_check_regular(const char *path, struct pmc_error *err);
 
 /* How to read a DAG file; NULL means all fields 0. */
 struct dagfile_options {
-    /* Accept task arrays (docs/task-arrays.md).  0 refuses
-     * their TASK line with "PATH:LINE: task NAME[..]: task arrays are not
-     * supported by the engine yet": what pmc-hybrid, which loads with
-     * dagfile_load(), gets until the engine runs arrays. */
+    /* Accept task arrays (docs/task-arrays.md).  0 refuses their TASK
+     * line with "PATH:LINE: task NAME[..]: task arrays are not supported
+     * by this program", for readers that handle plain tasks only
+     * (dagfile_load(): the DAG simulator's). */
     int arrays;
 };
 
@@ -42,7 +42,7 @@ struct dagfile_options {
  * owned by the caller.  NULL with err "PATH:LINE: ..." or "PATH: ..." (I/O,
  * cycles, no TASK, not a regular file).  Reentrant; may start and join a
  * scanning thread within the call for a large file.  Task arrays are
- * refused (struct dagfile_options). */
+ * refused (struct dagfile_options); pmc-hybrid reads them. */
 struct dag *dagfile_load(const char *path, struct pmc_error *err);
 
 /* dagfile_load() with options (opts may be NULL). */

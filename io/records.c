@@ -148,7 +148,13 @@ size_t records_format_task(char *buf, size_t size, const struct task_record *r)
         out_str(&o, ", ");
     }
     out_str(&o, "name=");
-    out_clean(&o, r->name, 1023);
+    const char *bracket = r->instance ? strrchr(r->name, '[') : NULL;
+    if (bracket) { /* "a[i]": the array's name cleaned, "[i]" whole */
+        size_t len = (size_t)(bracket - r->name);
+        out_clean(&o, r->name, len < 1010 ? len : 1010);
+        out_str(&o, bracket);
+    } else
+        out_clean(&o, r->name, 1023);
     out_str(&o, ", start=\"");
     out_iso_time(&o, r->start);
     out_str(&o, "\", duration=");

@@ -34,11 +34,12 @@ size_t records_iso_time(double t, char *buf, size_t size);
 
 struct task_record {
     const char *pegasus_id; /* "" or NULL: no id= field */
-    const char *name;
-    double start;    /* seconds since the epoch */
-    double duration; /* seconds */
-    int status;      /* raw wait status */
-    const char *app; /* argv[0] */
+    const char *name;       /* ']' and '"' become '_' (PMC's), but for an instance */
+    bool instance;          /* a task array's instance: name "a[i]" is printed whole */
+    double start;           /* seconds since the epoch */
+    double duration;        /* seconds */
+    int status;             /* raw wait status */
+    const char *app;        /* argv[0] */
     const char *hostname;
     int slot; /* the rank that ran the task */
     uint32_t cpus;

@@ -986,8 +986,8 @@ static void usage(FILE *f)
           "                           a placeholder for parse-only benchmarks)\n"
           "  -p, --priorities P       down (deeper tasks get lower -p), up, or none\n"
           "      --plain              no \"#@\" lines and no task options\n"
-          "      --arrays             sweep, mapreduce: write task arrays (pmc-dag reads\n"
-          "                           them; the engine does not run them yet)\n"
+          "      --arrays             sweep, mapreduce: write task arrays\n"
+          "                           (docs/task-arrays.md)\n"
           "  -o, --output FILE        write to FILE instead of stdout\n"
           "  -h, --help               show this help\n",
           f);

@@ -58,6 +58,8 @@ _Static_assert(DAG_MAX_TRIES <= UINT16_MAX, "task_run.attempts counts in 16 bits
  * enough that a run whose nodes all died does not hold its rescue log. */
 #define ALL_LOST_WAIT_TIMEOUTS 10
 #define IDLE_WAIT_US 500000
+/* Retried instances the summary can name (it lists this many tasks). */
+#define INSTANCES_RETRIED_LISTED 10000
 /* CPUs idle this long (s) while a node queues beyond its CPUs draw a
  * RECALL; longer than a node's RESULT_DELAY_MS, so results already on
  * their way do not draw one. */
@@ -175,6 +177,14 @@ struct master_clock {
     uint64_t run_cpu_ns; /* master_run()'s thread CPU, set as it returns */
 };
 
+/* A task that failed for good (status.failures) or an instance that was
+ * retried (sched.inst_retried). */
+struct failed_task {
+    uint32_t task;
+    int exit_code;
+    uint32_t attempts;
+};
+
 /* master_sched.c: the scheduling state. */
 struct master_sched {
     struct task_run *run;           /* per task */
@@ -205,7 +215,10 @@ struct master_sched {
     char *names[4]; /* task_name() of instances: a ring of buffers of name_cap */
     size_t name_cap;
     unsigned next_name;
-    uint64_t inst_attempts[8]; /* instances ended (done, failed) by attempts, 7 = 7+ */
+    uint64_t inst_attempts[8];        /* instances ended (done, failed) by attempts, 7 = 7+ */
+    struct failed_task *inst_retried; /* the first INSTANCES_RETRIED_LISTED of them retried
+                                         (exit_code unused) */
+    size_t ninst_retried;
 };
 
 /* master_sched.c writes, the end-of-run files read. */
@@ -267,12 +280,6 @@ struct master_forward {
 struct master_output {
     int fd[2];    /* 1 / 2 without; may be one descriptor; -1 once closed */
     bool gone[2]; /* no longer at its path as the merge began */
-};
-
-struct failed_task {
-    uint32_t task;
-    int exit_code;
-    uint32_t attempts;
 };
 
 /* master_status.c; all off (tracking false, NULL arrays) unless asked for. */

@@ -117,7 +117,7 @@ static bool master_merge_keeps(const char *name, size_t len, void *ctx)
 {
     const struct merge_keep *k = ctx;
     dag_task_t t;
-    if (dag_lookup(k->dag, name, len, &t) < 0)
+    if (dag_lookup_task(k->dag, name, len, &t) < 0)
         return true;
     return !bsearch(&t, k->node->requeued_ids, k->node->requeued, sizeof t, cmp_u32);
 }

@@ -81,6 +81,12 @@ static void live_end(struct master_sched *s, uint32_t t)
         return;
     uint32_t a = s->live[i].run.attempts;
     s->inst_attempts[a < 7 ? a : 7]++;
+    if (a > 1 && s->ninst_retried < INSTANCES_RETRIED_LISTED) {
+        if (!s->inst_retried) /* the list is informative: without memory it stays empty */
+            s->inst_retried = malloc(sizeof *s->inst_retried * INSTANCES_RETRIED_LISTED);
+        if (s->inst_retried)
+            s->inst_retried[s->ninst_retried++] = (struct failed_task){.task = t, .attempts = a};
+    }
     (void)id_map_remove(&s->live_of, t);
     s->live_free[s->nlive_free++] = i;
 }
@@ -894,6 +900,7 @@ void master__sched_free(struct master *m)
     free(s->live);
     free(s->live_free);
     free(s->item_scratch);
+    free(s->inst_retried);
     for (int k = 0; k < 4; k++)
         free(s->names[k]);
     *s = (struct master_sched){0};

@@ -297,15 +297,20 @@ static void write_json(const char *path, json_t *doc, bool *failed)
 
 static json_t *attempts_json(const struct master *m)
 {
+    const struct master_sched *sc = &m->sched;
     uint64_t hist[8] = {0}; /* 0..6 attempts, 7 = 7 or more */
     json_t *retried = json_array();
-    size_t nretried = 0;
-    for (int a = 0; a < 8; a++) /* instances ended; those never started count below */
-        hist[a] += m->sched.inst_attempts[a];
-    uint64_t started = 0;
-    for (int a = 1; a < 8; a++)
-        started += m->sched.inst_attempts[a];
-    hist[0] += m->dag->ninstances - started;
+    uint64_t nretried = 0, ended = 0;
+    for (int a = 1; a < 8; a++) { /* instances that ended; the others never started */
+        hist[a] += sc->inst_attempts[a];
+        ended += sc->inst_attempts[a];
+        nretried += a > 1 ? sc->inst_attempts[a] : 0;
+    }
+    hist[0] += m->dag->ninstances - ended;
+    for (size_t k = 0; k < sc->ninst_retried && k < SUMMARY_LIST_MAX; k++)
+        json_array_append_new(retried, json_pack("{s:o, s:i}", "name",
+                                                 json_text(task_name(m, sc->inst_retried[k].task)),
+                                                 "attempts", (int)sc->inst_retried[k].attempts));
     for (uint32_t t = 0; t < m->dag->ntasks; t++) {
         uint32_t a = master__task_attempts(m, t);
         hist[a < 7 ? a : 7]++;

@@ -40,6 +40,7 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
     const char *pegasus_id = name + strlen(name) + 1;
     *b = (struct taskio_block){.record = {.pegasus_id = pegasus_id,
                                           .name = name,
+                                          .instance = (s->flags & MSG_TASK_INDEXED) != 0,
                                           .start = s->start,
                                           .app = pegasus_id + strlen(pegasus_id) + 1,
                                           .hostname = a->cfg.hostname,

@@ -27,7 +27,7 @@
  *   6. Task arrays (docs/task-arrays.md) are parsed with them accepted
  *      (struct dagfile_options); the same input with arrays refused, as the
  *      engine reads it, gives the same DAG when there is no array, else the
- *      error "task arrays are not supported by the engine yet", and fails
+ *      error "task arrays are not supported by this program", and fails
  *      whenever the first parse fails.  Arrays are well formed (range,
  *      name found by dag_array_lookup(), no plain task named A or A[...],
  *      instance count, argv, forwards), array edges fit their kind and
@@ -529,7 +529,7 @@ static void check_refused(const uint8_t *data, size_t size, const struct dag *d1
     if (!d1 || d1->narrays) {
         FUZZ_CHECK(!d, "arrays refused, yet parsed a DAG the array parse %s",
                    d1 ? "found arrays in" : "refused");
-        FUZZ_CHECK(!d1 || strstr(e.text, "task arrays are not supported by the engine yet"),
+        FUZZ_CHECK(!d1 || strstr(e.text, "task arrays are not supported by this program"),
                    "arrays refused with '%s'", e.text);
         return;
     }

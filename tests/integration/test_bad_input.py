@@ -13,8 +13,8 @@ directory must be unchanged.
 
 DAG cases: duplicate task, EDGE to an unknown task, self edge, cycle, TASK
 without executable (with and without options), bad task option value
-(-c abc), unknown record (TASKX), empty DAG, a task array (the engine
-does not run them yet), %{INDEX} in a plain task.  Rescue cases: a DONE naming an
+(-c abc), unknown record (TASKX), empty DAG, a task array with a reversed
+range, %{INDEX} in a plain task.  Rescue cases: a DONE naming an
 unknown task, an unreadable rescue file (chmod 000; as root, which can read
 anything, the rescue path is a directory instead).  A rescue path
 that is not a rescue log (-r naming the DAG or an output file, -s -r and -o
@@ -47,7 +47,7 @@ DAG_CASES = [
     ("task-options-without-executable", "TASK D -c 2 -p 3\n", 4),
     ("bad-task-option-value", "TASK D -c abc /bin/touch {tmp}/ran.D\n", 4),
     ("unknown-record", "\nTASKX D /bin/touch {tmp}/ran.D\n", 5),
-    ("task-array", "TASK sim[0-9] /bin/touch {tmp}/ran.sim%{{INDEX}}\n", 4),
+    ("task-array-reversed", "TASK sim[9-0] /bin/touch {tmp}/ran.sim%{{INDEX}}\n", 4),
     ("index-token-in-plain-task", "TASK D /bin/touch {tmp}/ran.D%{{INDEX}}\n", 4),
 ]
 
@@ -124,8 +124,8 @@ class BadInput(pmcrun.TestCase):
                 where = ["bad.dag:%d" % line] if line else ["bad.dag"]
                 if name == "cycle":
                     where.append("cycle")
-                if name == "task-array":
-                    where.append("task arrays are not supported by the engine yet")
+                if name == "task-array-reversed":
+                    where.append("reversed array range")
                 self.check(self.refused(res, where, rescue=dag + ".rescue",
                                         rescue_bytes=OLD_RESCUE.encode()), res, name)
 

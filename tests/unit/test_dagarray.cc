@@ -125,6 +125,20 @@ TEST(DagArray, InstanceIdsFollowThePlainTasks)
     EXPECT_EQ(EINVAL, errno);
 }
 
+TEST(DagArray, LookupTaskFindsPlainTasksThenInstances)
+{
+    Dag r = parse("TASK job[3] /bin/true\nTASK a[5-7] /bin/true\n");
+    ASSERT_NE(nullptr, r.d) << r.error;
+    dag_task_t t;
+    auto find = [&](const std::string &n) {
+        return dag_lookup_task(r.d, n.data(), n.size(), &t) == 0 ? (int64_t)t : -1;
+    };
+    EXPECT_EQ(0, find("job[3]"));
+    EXPECT_EQ((int64_t)dag_instance_id(r.d, 0, 6), find("a[6]"));
+    for (const char *bad : {"a[4]", "a[8]", "a[06]", "a[]", "a[x]", "b[5]", "a[5", "a"})
+        EXPECT_EQ(-1, find(bad)) << bad;
+}
+
 TEST(DagArray, InstanceNameIsSnprintfLike)
 {
     Dag r = parse("TASK ab[7-12] /bin/true\n");
@@ -276,11 +290,11 @@ TEST(DagArray, TheEngineRefusesArraysNamingTheLine)
 {
     Dag r = parse("TASK a /x\nTASK sim[0-9] /y\n", false);
     EXPECT_EQ(nullptr, r.d);
-    EXPECT_EQ("a.dag:2: task sim[0-9]: task arrays are not supported by the engine yet", r.error);
+    EXPECT_EQ("a.dag:2: task sim[0-9]: task arrays are not supported by this program", r.error);
     pmc_error err{};
     const char text[] = "TASK sim[0-9] /y\n";
     EXPECT_EQ(nullptr, dagfile_parse(text, sizeof text - 1, "e.dag", &err));
-    EXPECT_STREQ("e.dag:1: task sim[0-9]: task arrays are not supported by the engine yet",
+    EXPECT_STREQ("e.dag:1: task sim[0-9]: task arrays are not supported by this program",
                  err.text);
 }
 

@@ -151,6 +151,20 @@ TEST_F(RecordsTest, TaskLineWithoutPegasusId)
     EXPECT_EQ(start.substr(0, 19), "2012-09-25T13:41:22") << start; // value: IsoTime tests
 }
 
+// A plain name's ']' and '"' become '_' (PMC's records); an instance's
+// "[i]" stays whole, its array's name cleaned as a plain one.
+TEST_F(RecordsTest, InstanceNameKeepsItsBrackets)
+{
+    struct task_record r = sample_task();
+    r.name = "job[3]";
+    EXPECT_EQ(format_task(r).rfind("[cluster-task name=job[3_, start=", 0), 0u);
+    r.instance = true;
+    r.name = "sim[42]";
+    EXPECT_EQ(format_task(r).rfind("[cluster-task name=sim[42], start=", 0), 0u);
+    r.name = "s\"m[7]";
+    EXPECT_EQ(format_task(r).rfind("[cluster-task name=s_m[7], start=", 0), 0u);
+}
+
 TEST_F(RecordsTest, TaskLineEmptyIdMeansNoIdField)
 {
     struct task_record r = sample_task();
