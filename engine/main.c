@@ -715,6 +715,15 @@ static int join_run_agent(struct options *o, struct rank_info *ri, struct join *
     return rc;
 }
 
+/* What tasks leave running when their first process ends is ours to reap
+ * (spawn.h), the host script's too. */
+static void adopt_orphans(void)
+{
+    if (spawn_adopt_orphans() < 0)
+        log_debug("Orphans of tasks go to PID 1: prctl(PR_SET_CHILD_SUBREAPER): %s",
+                  strerror(errno));
+}
+
 /* --join ACCESS: this process is one node agent of the master that wrote
  * ACCESS (docs/join.md); no MPI.  The host script runs first, then the
  * agent joins, so the master's heartbeats never wait for it.  The exit
@@ -723,11 +732,8 @@ static int join_run_agent(struct options *o, struct rank_info *ri, struct join *
 static int join_main(struct options *o, struct rank_info *ri)
 {
     struct pmc_error err;
-    log_set_level(PMC_LOG_INFO + o->verbosity);
     install_signal_handlers();
-    if (spawn_adopt_orphans() < 0)
-        log_debug("Orphans of tasks go to PID 1: prctl(PR_SET_CHILD_SUBREAPER): %s",
-                  strerror(errno));
+    adopt_orphans();
     pid_t script_pgid = 0;
     if (o->host_script &&
         hostscript_run(o->host_script, 0, &script_pgid, host_script_must_stop, &err) < 0) {
@@ -833,11 +839,7 @@ int main(int argc, char **argv)
     }
     signal_master = m;
     install_signal_handlers();
-    /* what tasks leave running when their first process ends is ours to
-     * reap (spawn.h), the host script's too */
-    if (spawn_adopt_orphans() < 0)
-        log_debug("Orphans of tasks go to PID 1: prctl(PR_SET_CHILD_SUBREAPER): %s",
-                  strerror(errno));
+    adopt_orphans();
     struct agent *a;
     pid_t script_pgid;
     if (setup_hosts(&o, &ri, &a, &script_pgid) < 0)

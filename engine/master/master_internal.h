@@ -81,7 +81,7 @@ struct task_run {
  * It exists from the moment the instance is handed out to its last
  * attempt's end (docs/task-arrays.md). */
 struct live_task {
-    uint32_t id;
+    uint32_t id; /* UINT32_MAX: a free slot */
     struct task_run run;
     uint32_t node_of;
     uint32_t seq;

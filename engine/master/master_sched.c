@@ -53,6 +53,10 @@ static int live_grow(struct master_sched *s)
     if (!free_slots)
         return -1;
     s->live_free = free_slots;
+    /* free slots hold the id UINT32_MAX, which no instance has: the scans
+     * over the slots (master__sched_take_back(), --status) pass them */
+    for (uint32_t i = old; i < cap; i++)
+        s->live[i] = (struct live_task){.id = UINT32_MAX};
     for (uint32_t i = cap; i-- > old;)
         s->live_free[s->nlive_free++] = i;
     s->live_cap = cap;
@@ -88,6 +92,7 @@ static void live_end(struct master_sched *s, uint32_t t)
             s->inst_retried[s->ninst_retried++] = (struct failed_task){.task = t, .attempts = a};
     }
     (void)id_map_remove(&s->live_of, t);
+    s->live[i].id = UINT32_MAX;
     s->live_free[s->nlive_free++] = i;
 }
 
@@ -846,8 +851,7 @@ uint32_t master__sched_take_back(struct master *m, int i)
     /* then the live instances there (requeueing moves none of them) */
     for (uint32_t k = 0; k < m->sched.live_cap; k++) {
         const struct live_task *l = &m->sched.live[k];
-        if (id_map_get(&m->sched.live_of, l->id) != k ||
-            !master_running_on(m, l->id, l->run.attempts, i))
+        if (l->id == UINT32_MAX || !master_running_on(m, l->id, l->run.attempts, i))
             continue;
         master_task_off_node(m, i, l->id);
         master_requeue_from(m, i, l->id);

@@ -226,7 +226,7 @@ static json_t *slowest_json(const struct master *m, double elapsed)
             slowest_offer(&s, t, sent[t]);
     for (uint32_t k = 0; sent && k < m->sched.live_cap; k++) {
         const struct live_task *l = &m->sched.live[k];
-        if (master__live(m, l->id) == l && l->run.state == TASK_RUNNING)
+        if (l->id != UINT32_MAX && l->run.state == TASK_RUNNING)
             slowest_offer(&s, l->id, l->sent_at);
     }
     json_t *a = json_array();
