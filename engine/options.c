@@ -49,6 +49,7 @@ enum {
     OPT_JOIN,
     OPT_MIN_HOSTS,
     OPT_NODE_TIMEOUT,
+    OPT_TASK_RECORDS,
 };
 
 static const struct option long_options[] = {
@@ -95,6 +96,7 @@ static const struct option long_options[] = {
     {"join", required_argument, NULL, OPT_JOIN},
     {"min-hosts", required_argument, NULL, OPT_MIN_HOSTS},
     {"node-timeout", required_argument, NULL, OPT_NODE_TIMEOUT},
+    {"task-records", required_argument, NULL, OPT_TASK_RECORDS},
     {NULL, 0, NULL, 0},
 };
 
@@ -138,6 +140,8 @@ const char *options_usage(void)
            "                           one wait for their task)\n"
            "      --threads N          the same as --launch-threads\n"
            "      --per-task-stdio     TASK.out.NNN / TASK.err.NNN files per attempt\n"
+           "      --task-records all|failed  [cluster-task] records of every attempt (all,\n"
+           "                           default) or of failed attempts only (failed)\n"
            "      --jobstate-log       write jobstate.log next to the DAG\n"
            "      --monitord-hack      write DAGFILE.dagman.out for pegasus-monitord\n"
            "      --no-resource-log    do not write DAGFILE.resource\n"
@@ -384,6 +388,11 @@ static int options_value(struct options *o, int c, const char *v, struct pmc_err
     case OPT_JOIN:
         o->join_path = v;
         return 0;
+    case OPT_TASK_RECORDS:
+        if (strcmp(v, "all") != 0 && strcmp(v, "failed") != 0)
+            return bad_value(err, "--task-records", v, "must be all or failed");
+        o->task_records_failed = v[0] == 'f';
+        return 0;
     case OPT_MIN_HOSTS:
         return parse_u32_range(v, 1, 1u << 20, &o->min_hosts) < 0
                    ? bad_value(err, "--min-hosts", v, "must be a whole number from 1 to 1048576")
@@ -477,9 +486,9 @@ static int options_check_join(const struct options *o, int argc, char **argv, st
                                "--min-hosts or --node-timeout (the master's options)");
     if (o->out_path || o->err_path || o->rescue_path || o->status_path || o->summary_json_path ||
         o->max_failures || o->tries != 1 || o->null_executor || o->per_task_stdio ||
-        o->jobstate_log || o->monitord_hack || o->task_time_limit)
+        o->jobstate_log || o->monitord_hack || o->task_time_limit || o->task_records_failed)
         return pmc_errorf(err, "--join: -o, -e, -r, -m, -t, --status, --summary-json, "
-                               "--null-executor, --per-task-stdio, "
+                               "--null-executor, --per-task-stdio, --task-records, "
                                "--jobstate-log, --monitord-hack and --task-time-limit are the "
                                "master's options (give them to pmc-hybrid --listen)");
     if (o->set_affinity && o->host_cpus)
@@ -529,8 +538,9 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
 
 int options_describe_run(const struct options *o, const char *dag_abs, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "dag %s\nnull-executor %d\nper-task-stdio %d\n", dag_abs,
-                     o->null_executor, o->per_task_stdio);
+    int n =
+        snprintf(buf, size, "dag %s\nnull-executor %d\nper-task-stdio %d\ntask-records-failed %d\n",
+                 dag_abs, o->null_executor, o->per_task_stdio, o->task_records_failed);
     return n < 0 || (size_t)n >= size ? -1 : n;
 }
 
@@ -560,7 +570,8 @@ int options_adopt_run(struct options *o, const char *text, size_t len, char *dag
     dag_buf[path_len] = '\0';
     p = nl + 1;
     if (adopt_flag(&p, end, "null-executor", &o->null_executor) < 0 ||
-        adopt_flag(&p, end, "per-task-stdio", &o->per_task_stdio) < 0 || p != end)
+        adopt_flag(&p, end, "per-task-stdio", &o->per_task_stdio) < 0 ||
+        adopt_flag(&p, end, "task-records-failed", &o->task_records_failed) < 0 || p != end)
         return pmc_errorf(err, "the master's description of the run is malformed (a master of "
                                "another version?)");
     o->dag_path = dag_buf;

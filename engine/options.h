@@ -58,6 +58,7 @@ struct options {
     const char *join_path;         /* --join ACCESS: this process is an agent of that master */
     uint32_t min_hosts;            /* --min-hosts: agents before dispatch starts, default 1 */
     double node_timeout;           /* --node-timeout: s of silence before a node is lost */
+    bool task_records_failed;      /* --task-records failed: no record of a successful attempt */
 };
 
 /* Parse argv into o.  Returns 0, or -1 with err naming the option and the
@@ -66,14 +67,14 @@ int options_parse(struct options *o, int argc, char **argv, struct pmc_error *er
 
 /* The master's options a joined agent adopts (docs/join.md), as text for
  * the join link's WELCOME: "dag PATH\nnull-executor 0|1\nper-task-stdio
- * 0|1\n", PATH the DAG's absolute path dag_abs (agents write their
+ * 0|1\ntask-records-failed 0|1\n", PATH the DAG's absolute path dag_abs (agents write their
  * DAG.out.N beside it).  Writes buf (size bytes, NUL-terminated); the
  * length, or -1 when it does not fit.  Pure. */
 int options_describe_run(const struct options *o, const char *dag_abs, char *buf, size_t size);
 
 /* An agent adopts the description text[0, len) (not NUL-terminated):
- * sets o->dag_path (copied into dag_buf, dag_size bytes), null_executor and
- * per_task_stdio.  0, or -1 with err when it is malformed.  Pure. */
+ * sets o->dag_path (copied into dag_buf, dag_size bytes), null_executor,
+ * per_task_stdio and task_records_failed.  0, or -1 with err when it is malformed.  Pure. */
 int options_adopt_run(struct options *o, const char *text, size_t len, char *dag_buf,
                       size_t dag_size, struct pmc_error *err);
 

@@ -228,12 +228,13 @@ int taskio_write_block(const struct taskio_block *b, int status, double duration
         r.status = TASK_IO_FAILED_STATUS;
     size_t nl = taskio_needs_newline(out_fd, out_size) ? 1 : 0;
     line[0] = '\n';
-    size_t len = nl + records_format_task(line + nl, sizeof line - nl, &r);
+    bool record = !b->failed_records_only || r.status != 0; /* --task-records failed */
+    size_t len = nl + (record ? records_format_task(line + nl, sizeof line - nl, &r) : 0);
     if (len >= sizeof line)
         len = sizeof line - 1;
     *out_len = *err_len = -1; /* not measured */
     if (b->task_out >= 0)     /* the capture files were not used */
-        return fdio_write_all(b->task_out, line, len) ? -1 : 0;
+        return record && fdio_write_all(b->task_out, line, len) ? -1 : 0;
     *out_len = out_size;
     *err_len = err_size;
     /* stderr first: a record in the file vouches for both blocks */

@@ -79,12 +79,16 @@ struct taskio_block {
     struct task_record record;     /* status and duration are set by the write */
     int out_fd, err_fd;            /* the task's capture files */
     int task_out;                  /* --per-task-stdio: its own .out file, else -1 */
+    bool failed_records_only;      /* --task-records failed: no record when status is 0 */
     struct taskio_file *out, *err; /* the rank's DAGFILE.out.R and .err.R */
 };
 
 /* Write the stderr block to b->err, then stdout and the cluster-task record
  * (on a line of its own) as one block of b->out, so a record vouches for
- * both; with task_out >= 0 only the record, there.  *out_len, *err_len:
+ * both; with task_out >= 0 only the record, there.  With
+ * failed_records_only a successful task (final status 0) writes no record:
+ * its output alone (and a newline after output that lacks one, so that the
+ * next block's record starts a line), nothing with task_out >= 0.  *out_len, *err_len:
  * the capture sizes (-1: unknown).  0; -1 with errno (output lost: fail
  * the task and the run); or TASKIO_CAPTURE_FULL: written, with status
  * TASK_IO_FAILED_STATUS if status was 0 (fail the task only).  How "full"

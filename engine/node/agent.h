@@ -38,6 +38,7 @@ struct agent_config {
     const char *dag_path;       /* output files are DAG_PATH.out.RANK / .err.RANK */
     bool null_executor;         /* complete every task at once without running it */
     bool per_task_stdio;        /* TASK.out.NNN / TASK.err.NNN in task_dir */
+    bool task_records_failed;   /* --task-records failed: no record of a successful attempt */
     const char *task_dir;       /* the DAG file's directory */
     bool set_affinity;          /* bind each task to PMC_CPUS PUs, export PMC_AFFINITY */
     bool keep_affinity;         /* --keep-affinity: bind within the inherited CPUs */

@@ -51,6 +51,7 @@ static void agent_output_block(struct agent *a, const struct slot *s, struct tas
                                .out_fd = s->io.out_fd,
                                .err_fd = s->io.err_fd,
                                .task_out = s->io.task_out,
+                               .failed_records_only = a->cfg.task_records_failed,
                                .out = &a->out,
                                .err = &a->err};
 }

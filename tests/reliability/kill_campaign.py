@@ -56,9 +56,18 @@ files that killed runs leave behind.  (One -o for all runs would not do:
 each run truncates -o at start, as PMC does, so a run killed after its
 merge loses that -o to the restart; see docs/reliability.md.)
 
+--arrays: the workflow is task arrays instead (relutil.ledger_array_dag():
+about N instances in five arrays joined by every edge form, fan-out,
+one-to-one, K-to-one, fan-in and barrier, and three plain tasks; each
+instance checks its PMC_TASK_INDEX and appends NAME[i] to the ledger); the
+rescue log may hold range records (DONE a[0-99], counted as their
+instances) and the same checks hold per instance, plus: every instance is
+DONE exactly once in the final rescue log.
+
 Usage:
   kill_campaign.py --bin build/pmc-hybrid [--tasks 100000] [--kills 100]
                    [--ranks 1|2] [--host-cpus 4] [--seed S] [--json OUT]
+                   [--arrays]
 Exit status 0 when every check holds and at least --min-kills kills were
 made, else 1 (each problem printed).  Python 3 standard library only.
 """
@@ -91,7 +100,10 @@ class Campaign:
         self.ledger = os.path.join(self.work, "ledger")
         self.rescue = self.dag + ".rescue"
         self.outs = []  # the -o file of each run
-        self.parents = relutil.ledger_dag(self.dag, args.tasks, self.ledger, seed=args.seed)
+        if args.arrays:
+            self.parents = relutil.ledger_array_dag(self.dag, args.tasks, self.ledger)
+        else:
+            self.parents = relutil.ledger_dag(self.dag, args.tasks, self.ledger, seed=args.seed)
         self.names = set(self.parents)
         self.slots = args.host_cpus * args.ranks
         self.bound = args.rerun_bound
@@ -105,7 +117,10 @@ class Campaign:
         self.rate = 1000.0  # tasks/s, refined as the campaign goes
         self.ledger_timeline = []  # (wall clock s, ledger size) of this run, as it grew
         self.merge_attempts = 0
-        self.rescue_full = sum(len("DONE %s\n" % t) for t in self.names)
+        # the log's size once every task is DONE; range records of arrays
+        # make it smaller, so there only -o's start says that the merge began
+        self.rescue_full = (float("inf") if args.arrays
+                            else sum(len("DONE %s\n" % t) for t in self.names))
 
     def argv(self):
         a = self.args
@@ -209,7 +224,7 @@ class Campaign:
             self.problem("kill %d: processes of the session survive SIGKILL" % len(self.kills))
         proc.wait()
         self.wait_dag_unlocked("kill %d (%s)" % (len(self.kills) + 1, kind))
-        snap = relutil.Rescue(self.rescue)
+        snap = self.read_rescue()
         ledger_start = self.ledger_pos  # where this run's entries begin
         started, self.ledger_pos = relutil.read_ledger(self.ledger, self.ledger_pos)
         self.check_snapshot(snap, started, "kill %d (%s)" % (len(self.kills) + 1, kind))
@@ -288,6 +303,9 @@ class Campaign:
                         return
                     time.sleep(0.002)
 
+    def read_rescue(self):
+        return relutil.Rescue(self.rescue, ranges=self.args.arrays)
+
     def check_snapshot(self, snap, started, where):
         if snap.bad:
             self.problem("%s: rescue log has bad lines %s" % (where, snap.bad[:3]))
@@ -349,7 +367,7 @@ class Campaign:
         self.finish(final, time.monotonic() - t_start)
 
     def finish(self, final_err, seconds):
-        snap = relutil.Rescue(self.rescue)
+        snap = self.read_rescue()
         started, self.ledger_pos = relutil.read_ledger(self.ledger, self.ledger_pos)
         self.check_snapshot(snap, started, "final run")
         if final_err is not None:
@@ -357,6 +375,9 @@ class Campaign:
             if missing or snap.torn:
                 self.problem("final rescue log: %d tasks not DONE (e.g. %s), torn %r"
                              % (len(missing), sorted(missing)[:3], snap.torn[:40]))
+            twice = len(snap.done) - len(snap.done_set)
+            if self.args.arrays and twice:
+                self.problem("final rescue log: %d DONE records of tasks DONE already" % twice)
             never = self.names - self.seen
             if never:
                 self.problem("%d tasks never ran (ledger), e.g. %s" % (len(never), sorted(never)[:3]))
@@ -403,7 +424,8 @@ class Campaign:
         summary = {
             "machine": relutil.machine(), "tasks": len(self.names), "ranks": self.args.ranks,
             "host_cpus": self.args.host_cpus, "slots": self.slots, "bound": self.bound,
-            "seed": self.args.seed, "kills": len(self.kills), "runs": self.runs,
+            "seed": self.args.seed, "arrays": self.args.arrays, "kills": len(self.kills),
+            "runs": self.runs,
             "kills_by_kind": {k: len(v) for k, v in sorted(by_kind.items())},
             "rewrite_kills_with_tmp_seen": sum(1 for k in self.kills
                                                if k["kind"] == "rewrite" and k["tmp_seen"]),
@@ -418,8 +440,8 @@ class Campaign:
             "ledger_entries": self.entries, "seconds": round(seconds, 1),
             "problems": len(self.problems),
         }
-        print("kill campaign: %d tasks, %d rank(s), --host-cpus %d (slots %d), seed %d"
-              % (summary["tasks"], self.args.ranks, self.args.host_cpus, self.slots,
+        print("kill campaign: %d tasks%s, %d rank(s), --host-cpus %d (slots %d), seed %d"
+              % (summary["tasks"], " (task arrays)" if self.args.arrays else "", self.args.ranks, self.args.host_cpus, self.slots,
                  self.args.seed))
         print("  kills survived: %d (%s) over %d runs in %.1f s"
               % (len(self.kills), ", ".join("%s %d" % kv for kv in
@@ -486,6 +508,8 @@ def main():
     p.add_argument("--merge-kills", type=int, default=2,
                    help="after the --kills kills, try this many kills during the final merge")
     p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--arrays", action="store_true",
+                   help="a workflow of task arrays (relutil.ledger_array_dag())")
     p.add_argument("--workdir", default=None, help="keep everything here")
     p.add_argument("--json", default=None, help="write the figures and the kill log here")
     p.add_argument("--max-seconds", type=int, default=3600)

@@ -16,6 +16,7 @@ Nothing here writes outside the directories the caller passes.
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -111,13 +112,28 @@ def clean_env(extra=None):
     return env
 
 
+RANGE_RE = re.compile(r"^(.+)\[(0|[1-9][0-9]*)-(0|[1-9][0-9]*)\]$")
+
+
+def expand_range(name):
+    """[name] for a task or an instance; NAME[A] .. NAME[B] for the range
+    record NAME[A-B] of a rescue log of a DAG with task arrays (no task
+    can be named so next to an array: docs/task-arrays.md)."""
+    m = RANGE_RE.match(name)
+    if not m or int(m.group(2)) > int(m.group(3)):
+        return [name]
+    return ["%s[%d]" % (m.group(1), i) for i in range(int(m.group(2)), int(m.group(3)) + 1)]
+
+
 class Rescue:
     """A rescue log as the contract reads it: `done` lists the names of the
-    complete records in order, `torn` is the unterminated last line (b""
-    when the file ends with a newline), `bad` lists (line, bytes) of
-    complete lines that are neither records, blank nor comments."""
+    complete records in order (with ranges=True a range record NAME[A-B]
+    counts as its instances, expand_range()), `torn` is the unterminated
+    last line (b"" when the file ends with a newline), `bad` lists (line,
+    bytes) of complete lines that are neither records, blank nor
+    comments."""
 
-    def __init__(self, path):
+    def __init__(self, path, ranges=False):
         self.path = path
         self.done, self.bad, self.torn = [], [], b""
         try:
@@ -133,7 +149,8 @@ class Rescue:
                 continue
             words = line.split()
             if len(words) == 2 and words[0] == b"DONE":
-                self.done.append(words[1].decode("utf-8", "replace"))
+                name = words[1].decode("utf-8", "replace")
+                self.done += expand_range(name) if ranges else [name]
             else:
                 self.bad.append((number, raw[:60]))
 
@@ -171,6 +188,39 @@ def ledger_dag(path, ntasks, ledger, width=50, extra_parent=0.3, seed=1, stdout=
         for child, ps in parents.items():
             for p in ps:
                 f.write("EDGE %s %s\n" % (p, child))
+    return parents
+
+
+def ledger_array_dag(path, ntasks, ledger):
+    """Write a DAG of about ntasks instances in task arrays, every edge
+    form once: start -> a[*] (fan-out), a[i] -> b[i] (one-to-one), b[i] ->
+    c[i/4] (K-to-one), c[*] -> mid (fan-in), mid -> d[*], d[*] -> e[*]
+    (barrier), e[*] -> end.  Each instance appends its name NAME[i] to
+    `ledger` (badenv-NAME[i] when PMC_TASK_INDEX is not its index) and
+    prints it.  Returns {name: [parents]} of every task and instance
+    (lists shared between the instances with the same parents)."""
+    n1 = max(4, ntasks * 3 // 10 // 4 * 4)
+    n2 = max(1, (ntasks - 2 * n1 - n1 // 4 - 3) // 2)
+    sizes = {"a": n1, "b": n1, "c": n1 // 4, "d": n2, "e": n2}
+    inst = {k: ["%s[%d]" % (k, i) for i in range(n)] for k, n in sizes.items()}
+    with open(path, "w") as f:
+        f.write("# ledger workflow of task arrays: %d instances and 3 tasks\n"
+                % sum(sizes.values()))
+        for name in ("start", "mid", "end"):
+            f.write("TASK %s /bin/sh -c \"echo %s >> %s; echo %s\"\n" % (name, name, ledger, name))
+        for k, n in sizes.items():
+            me = "%s[%%{INDEX}]" % k
+            f.write("TASK %s[0-%d] /bin/sh -c \"test x$PMC_TASK_INDEX = x%%{INDEX} && echo '%s' "
+                    ">> %s || echo 'badenv-%s' >> %s; echo '%s'\"\n"
+                    % (k, n - 1, me, ledger, me, ledger, me))
+        f.write("EDGE start a[*]\nEDGE a[i] b[i]\nEDGE b[i] c[i/4]\nEDGE c[*] mid\n"
+                "EDGE mid d[*]\nEDGE d[*] e[*]\nEDGE e[*] end\n")
+    parents = {"start": [], "mid": inst["c"], "end": inst["e"]}
+    parents.update({x: ["start"] for x in inst["a"]})
+    parents.update({b: [a] for a, b in zip(inst["a"], inst["b"])})
+    parents.update({c: inst["b"][4 * j:4 * j + 4] for j, c in enumerate(inst["c"])})
+    parents.update({x: ["mid"] for x in inst["d"]})
+    parents.update({x: inst["d"] for x in inst["e"]})
     return parents
 
 

@@ -590,6 +590,8 @@ TEST_F(OptionsTest, JoinLinkOptions)
     expect_rejected({"--join", "acc", "--listen", "b"}, {"--join", "--listen"});
     expect_rejected({"--join", "acc", "-o", "out"}, {"--join", "-o", "master's options"});
     expect_rejected({"--join", "acc", "--min-hosts", "2"}, {"--min-hosts"});
+    expect_rejected({"--join", "acc", "--task-records", "failed"},
+                    {"--join", "--task-records", "master's options"});
     expect_rejected({"--min-hosts", "2", "wf.dag"}, {"--min-hosts", "need --listen"});
     expect_rejected({"--listen", "a", "--min-hosts", "0", "wf.dag"}, {"--min-hosts"});
     expect_rejected({"--listen", "a", "--node-timeout", "0.05", "wf.dag"}, {"--node-timeout"});
@@ -604,28 +606,44 @@ TEST_F(OptionsTest, RunDescriptionRoundTrip)
     char text[256];
     int n = options_describe_run(&o_, "/data/run/wf.dag", text, sizeof text);
     ASSERT_GT(n, 0);
-    EXPECT_STREQ(text, "dag /data/run/wf.dag\nnull-executor 0\nper-task-stdio 1\n");
+    EXPECT_STREQ(text, "dag /data/run/wf.dag\nnull-executor 0\nper-task-stdio 1\n"
+                       "task-records-failed 0\n");
     EXPECT_EQ(options_describe_run(&o_, "/data/run/wf.dag", text, 20), -1) << "does not fit";
     ASSERT_EQ(parse({"--join", "acc"}), 0) << err();
     char dag[64];
     n = options_describe_run(&o_, "/data/run/wf.dag", text, sizeof text);
-    text[n - 2] = '1'; /* per-task-stdio 1 */
+    text[n - 2] = '1'; /* task-records-failed 1 */
     ASSERT_EQ(options_adopt_run(&o_, text, (size_t)n, dag, sizeof dag, &err_), 0) << err();
     EXPECT_STREQ(o_.dag_path, "/data/run/wf.dag");
-    EXPECT_TRUE(o_.per_task_stdio);
+    EXPECT_TRUE(o_.task_records_failed);
+    EXPECT_FALSE(o_.per_task_stdio);
     EXPECT_FALSE(o_.null_executor);
     for (const char *bad :
-         {"", "dag wf.dag\nnull-executor 0\nper-task-stdio 0\n",
-          "dag /a\nnull-executor 2\nper-task-stdio 0\n", "dag /a\nnull-executor 0\n",
-          "dag /a\nnull-executor 0\nper-task-stdio 0\nx"}) {
+         {"", "dag wf.dag\nnull-executor 0\nper-task-stdio 0\ntask-records-failed 0\n",
+          "dag /a\nnull-executor 2\nper-task-stdio 0\ntask-records-failed 0\n",
+          "dag /a\nnull-executor 0\nper-task-stdio 0\n",
+          "dag /a\nnull-executor 0\nper-task-stdio 0\ntask-records-failed 0\nx"}) {
         EXPECT_EQ(options_adopt_run(&o_, bad, strlen(bad), dag, sizeof dag, &err_), -1) << bad;
         EXPECT_NE(err().find("master's description"), std::string::npos) << err();
     }
-    std::string long_path =
-        "dag /" + std::string(100, 'x') + "\nnull-executor 0\nper-task-stdio 0\n";
+    std::string long_path = "dag /" + std::string(100, 'x') +
+                            "\nnull-executor 0\nper-task-stdio 0\ntask-records-failed 0\n";
     EXPECT_EQ(options_adopt_run(&o_, long_path.data(), long_path.size(), dag, sizeof dag, &err_),
               -1)
         << "a path longer than the buffer";
+}
+
+// --task-records all|failed: default all; anything else is refused.
+TEST_F(OptionsTest, TaskRecords)
+{
+    ASSERT_EQ(parse({"wf.dag"}), 0) << err();
+    EXPECT_FALSE(o_.task_records_failed);
+    ASSERT_EQ(parse({"--task-records", "failed", "wf.dag"}), 0) << err();
+    EXPECT_TRUE(o_.task_records_failed);
+    ASSERT_EQ(parse({"--task-records=all", "wf.dag"}), 0) << err();
+    EXPECT_FALSE(o_.task_records_failed);
+    expect_rejected({"--task-records", "none", "wf.dag"}, {"--task-records", "all or failed"});
+    expect_rejected({"--task-records", "", "wf.dag"}, {"--task-records"});
 }
 
 TEST_F(OptionsTest, HostMemoryBad)

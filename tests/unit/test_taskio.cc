@@ -733,6 +733,50 @@ TEST_F(TaskioTest, WriteBlockPerTaskStdioAppendsTheRecordOnly)
     taskio_file_close(&errf);
 }
 
+// --task-records failed (failed_records_only): a success writes its
+// output and stderr without a record, ending its output's last line so
+// that the next block's record starts one; a failure keeps its record.
+TEST_F(TaskioTest, WriteBlockFailedRecordsOnlyLeavesOutSuccesses)
+{
+    struct taskio_file outf, errf;
+    ASSERT_TRUE(open_output(&outf, dir_ + "/o"));
+    ASSERT_TRUE(open_output(&errf, dir_ + "/e"));
+    int o1 = capture_with("ok out"), e1 = capture_with("ok err\n");
+    int o2 = capture_with(""), e2 = capture_with("");
+    struct taskio_block ok = block_for("good", o1, e1, &outf, &errf);
+    struct taskio_block bad = block_for("bad", o2, e2, &outf, &errf);
+    ok.failed_records_only = bad.failed_records_only = true;
+    off_t out_len = 0, err_len = 0;
+    ASSERT_EQ(taskio_write_block(&ok, 0, 1.0, &out_len, &err_len), 0) << strerror(errno);
+    EXPECT_EQ(read_file(dir_ + "/o"), "ok out\n");
+    EXPECT_EQ(read_file(dir_ + "/e"), "ok err\n");
+    ASSERT_EQ(taskio_write_block(&bad, 1 << 8, 1.0, &out_len, &err_len), 0) << strerror(errno);
+    std::string out = read_file(dir_ + "/o");
+    EXPECT_EQ(out.rfind("ok out\n[cluster-task name=bad,", 0), 0u) << out;
+    EXPECT_EQ(out.find("name=good"), std::string::npos) << out;
+    taskio_file_close(&outf);
+    taskio_file_close(&errf);
+    for (int fd : {o1, e1, o2, e2})
+        close(fd);
+}
+
+// With --per-task-stdio too, a success leaves its own .out file as the
+// task wrote it.
+TEST_F(TaskioTest, WriteBlockFailedRecordsOnlyPerTaskStdio)
+{
+    int task_out = -1, task_err = -1;
+    struct pmc_error err = {};
+    ASSERT_EQ(taskio_open_per_task(dir_.c_str(), "t", &task_out, &task_err, &err), 0) << err.text;
+    ASSERT_TRUE(write_all(task_out, "own output"));
+    struct taskio_block b = block_for("t", -1, -1, nullptr, nullptr);
+    b.task_out = task_out;
+    b.failed_records_only = true;
+    off_t out_len = 0, err_len = 0;
+    ASSERT_EQ(taskio_write_block(&b, 0, 0.25, &out_len, &err_len), 0);
+    EXPECT_EQ(read_file(dir_ + "/t.out.000"), "own output");
+    EXPECT_EQ(taskio_close_per_task(&task_out, &task_err), 0);
+}
+
 // Four threads, started together, write 200 blocks each to the same
 // files: each block (a task's 3 lines of stdout and its record) comes out
 // whole, none lost, and the file's end is the bytes written.
