@@ -414,6 +414,7 @@ TEST(MsgWire, IndexedTaskRoundTrip)
     ASSERT_EQ(0, msg_begin(&b, MSG_TASKS));
     ASSERT_EQ(0, msg_add_task(&b, &t));
     Bytes m = take(&b);
+    msg_free(&b);
     msg_reader r;
     open_ok(&r, m, MSG_TASKS, 1);
     msg_task out;
