@@ -103,22 +103,17 @@ static struct placement_need master_instance_need(const void *ctx, uint32_t t)
     return (struct placement_need){a->cpus, a->memory_mb, a->gpus, a->time_limit_ms};
 }
 
-/* Task t's requests and options: its columns, or its array's record. */
-static uint32_t task_cpus(const struct master *m, uint32_t t)
+/* Task t's requests (CPUs, MB, GPUs, time limit): its columns, or its
+ * array's record. */
+static struct placement_need task_need(const struct master *m, uint32_t t)
 {
-    return t < m->dag->ntasks ? m->dag->cpus[t] : master__array_of(m, t)->cpus;
+    const struct dag *d = m->dag;
+    if (t >= d->ntasks)
+        return master_instance_need(m, t);
+    return (struct placement_need){d->cpus[t], d->memory_mb[t], d->gpus[t], d->time_limit_ms[t]};
 }
 
-static uint32_t task_memory_mb(const struct master *m, uint32_t t)
-{
-    return t < m->dag->ntasks ? m->dag->memory_mb[t] : master__array_of(m, t)->memory_mb;
-}
-
-static uint32_t task_gpus(const struct master *m, uint32_t t)
-{
-    return t < m->dag->ntasks ? m->dag->gpus[t] : master__array_of(m, t)->gpus;
-}
-
+/* Task t's options: its columns, or its array's record. */
 static int32_t task_priority(const struct master *m, uint32_t t)
 {
     return t < m->dag->ntasks ? m->dag->priority[t] : master__array_of(m, t)->priority;
@@ -234,18 +229,18 @@ static bool master_holds_on_failure(const struct master *m, uint32_t t, uint32_t
     return m->cfg.max_failures && attempt >= task_tries(m, t);
 }
 
-static uint32_t master_task_flags(const struct master *m, uint32_t t)
+/* The flags of attempt `attempt` of task t. */
+static uint32_t master_task_flags(const struct master *m, uint32_t t, uint32_t attempt)
 {
     return (master__events_per_task(&m->events) ? MSG_TASK_NOTIFY_START : 0) |
            (task_releases(m, t) ? MSG_TASK_RELEASES : 0) |
            (t >= m->dag->ntasks ? MSG_TASK_INDEXED : 0) |
-           (master_holds_on_failure(m, t, master__run(m, t)->attempts) ? MSG_TASK_HOLD_ON_FAILURE
-                                                                       : 0);
+           (master_holds_on_failure(m, t, attempt) ? MSG_TASK_HOLD_ON_FAILURE : 0);
 }
 
 /* Task t's TASKS item as the master sends it (forwards packed in m's
  * scratch buffer, valid until the next call).  0, or -1 with ENOMEM. */
-static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
+static int master_task_item(struct master *m, uint32_t t, uint32_t attempt, struct msg_task *mt)
 {
     const struct dag *d = m->dag;
     if (t < d->ntasks)
@@ -253,8 +248,8 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
     else if (msg_task_from_instance(d, t, &m->sched.item_scratch, &m->sched.item_scratch_cap, mt) <
              0)
         return -1;
-    mt->attempt = master__run(m, t)->attempts;
-    mt->flags = master_task_flags(m, t);
+    mt->attempt = attempt;
+    mt->flags = master_task_flags(m, t, attempt);
     mt->time_limit_ms = task_time_limit_ms(m, t);
     if (mt->nfwd &&
         msg_pack_forwards(d, t, &m->sched.fwd_scratch, &m->sched.fwd_scratch_cap, &mt->fwd_len) < 0)
@@ -265,11 +260,11 @@ static int master_task_item(struct master *m, uint32_t t, struct msg_task *mt)
 
 /* Rank 0's own node: the task goes through the link, no message
  * (local_link.h).  -1 (ENOBUFS) only on a broken sizing invariant. */
-static int master_hand_over(struct master *m, uint32_t t)
+static int master_hand_over(struct master *m, uint32_t t, uint32_t attempt)
 {
     struct local_task lt = {.id = t,
-                            .attempt = master__run(m, t)->attempts,
-                            .flags = master_task_flags(m, t),
+                            .attempt = attempt,
+                            .flags = master_task_flags(m, t, attempt),
                             .time_limit_ms = task_time_limit_ms(m, t)};
     if (!local_link_send_task(m->link, &lt))
         return -1;
@@ -294,14 +289,14 @@ static void master_send_tasks(struct master *m, struct node *n)
 
 /* Add task t to node n's TASKS message; one of MSG_SPLIT_BYTES or more
  * goes at once, so that a message stays far below MSG_MAX_BYTES. */
-static int master_add_task(struct master *m, struct node *n, uint32_t t)
+static int master_add_task(struct master *m, struct node *n, uint32_t t, uint32_t attempt)
 {
     /* an instance's name and argv are made here: a message (the null
      * executor's needs neither) */
     if (m->link && n->rank == 0 && (t < m->dag->ntasks || m->cfg.null_executor))
-        return master_hand_over(m, t);
+        return master_hand_over(m, t, attempt);
     struct msg_task mt;
-    if (master_task_item(m, t, &mt) < 0)
+    if (master_task_item(m, t, attempt, &mt) < 0)
         return -1;
     if (n->tasks.count == 0) {
         if (msg_begin(&n->tasks, MSG_TASKS) < 0)
@@ -324,7 +319,7 @@ static int master_assign(struct master *m, uint32_t t, int i)
     struct node *n = &m->nodes.at[i];
     struct task_run *run = master__run(m, t);
     run->attempts++;
-    if (master_add_task(m, n, t) < 0) {
+    if (master_add_task(m, n, t, run->attempts) < 0) {
         run->attempts--;
         return -1;
     }
@@ -341,8 +336,8 @@ static int master_assign(struct master *m, uint32_t t, int i)
         l->in_window = false;
     } else if (m->sched.node_of)
         m->sched.node_of[t] = (uint32_t)i;
-    monitor_node_changed(m->events.monitor, n->host, task_cpus(m, t), task_memory_mb(m, t),
-                         task_gpus(m, t));
+    struct placement_need need = task_need(m, t);
+    monitor_node_changed(m->events.monitor, n->host, need.cpus, need.memory_mb, need.gpus);
     m->sched.inflight++;
     m->st.submitted++;
     log_trace("Scheduling task %s", task_name(m, t));
@@ -578,10 +573,10 @@ static bool master_running_on(const struct master *m, uint32_t t, uint32_t attem
  * resources leave the node's accounting. */
 static void master_task_off_node(struct master *m, int i, uint32_t t)
 {
-    uint32_t cpus = task_cpus(m, t), memory_mb = task_memory_mb(m, t), gpus = task_gpus(m, t);
-    placement_release(m->sched.place, i, cpus, memory_mb, gpus);
-    monitor_node_changed(m->events.monitor, m->nodes.at[i].host, -(int64_t)cpus,
-                         -(int64_t)memory_mb, -(int64_t)gpus);
+    struct placement_need need = task_need(m, t);
+    placement_release(m->sched.place, i, need.cpus, need.memory_mb, need.gpus);
+    monitor_node_changed(m->events.monitor, m->nodes.at[i].host, -(int64_t)need.cpus,
+                         -(int64_t)need.memory_mb, -(int64_t)need.gpus);
     m->sched.inflight--;
 }
 
