@@ -44,6 +44,7 @@
 #include "io/dag.h"
 #include "io/log.h"
 #include "io/rescue.h"
+#include "log_capture.h"
 #include "testutil.h"
 
 namespace fs = std::filesystem;
@@ -69,33 +70,6 @@ template <size_t N> std::string bytes(const char (&s)[N])
 {
     return std::string(s, N - 1);
 }
-
-// The log goes to a non-blocking pipe for the life of the object.
-class LogCapture
-{
-  public:
-    LogCapture()
-    {
-        if (pipe2(fds_, O_CLOEXEC | O_NONBLOCK) != 0)
-            ADD_FAILURE() << "pipe2: " << strerror(errno);
-        fcntl(fds_[1], F_SETPIPE_SZ, 1 << 20);
-        log_set_fd(fds_[1]);
-    }
-    ~LogCapture()
-    {
-        log_set_fd(2);
-        close(fds_[0]);
-        close(fds_[1]);
-    }
-    // Everything logged since the last call.
-    std::string take()
-    {
-        return read_to_eof(fds_[0]);
-    }
-
-  private:
-    int fds_[2] = {-1, -1};
-};
 
 // RLIMIT_FSIZE lowered for the life of the object, SIGXFSZ ignored so that
 // writes past the limit fail with EFBIG instead of killing the process.

@@ -30,6 +30,7 @@
 #include "io/dagfile.h"
 #include "io/log.h"
 #include "io/rescue.h"
+#include "log_capture.h"
 #include "testutil.h"
 
 namespace
@@ -46,31 +47,6 @@ const char kDag[] = "TASK a /bin/true\n"
                     "TASK sim[0-99] ./sim %{INDEX}\n"
                     "TASK post[10-19] ./post %{INDEX}\n"
                     "EDGE sim[*] post[*]\n";
-
-// The log goes to a non-blocking pipe for the life of the object.
-class LogPipe
-{
-  public:
-    LogPipe()
-    {
-        EXPECT_EQ(pipe2(fds_, O_CLOEXEC | O_NONBLOCK), 0);
-        fcntl(fds_[1], F_SETPIPE_SZ, 1 << 20);
-        log_set_fd(fds_[1]);
-    }
-    ~LogPipe()
-    {
-        log_set_fd(2);
-        close(fds_[0]);
-        close(fds_[1]);
-    }
-    std::string take()
-    {
-        return read_to_eof(fds_[0]);
-    }
-
-  private:
-    int fds_[2] = {-1, -1};
-};
 
 // A done set by name: plain task names and instance names "sim[3]".
 using Names = std::set<std::string>;
@@ -213,7 +189,7 @@ class RescueArraysTest : public TempDirTest
 
     DagPtr dag_;
     std::string path_;
-    LogPipe log_;
+    LogCapture log_;
 };
 
 #ifdef PMC_TEST_TSAN
