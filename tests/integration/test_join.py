@@ -156,6 +156,38 @@ class JoinTest(pmcrun.TestCase):
             problems.append("the agent did not say it leaves:\n" + ends[0].describe())
         self.check(problems, res)
 
+    def leaves_on_its_own_problems(self, agent_extra, agent_env):
+        """One agent whose allocation ends 2-2.5 s in (agent_extra,
+        agent_env: its alarm counts whole seconds) leaves by itself, before
+        the work (3 s on both agents' 4 CPUs) is done; the other finishes
+        the run."""
+        dag = self.sleep_dag(40, "0.3")
+        master, acc = self.start_master(dag)
+        leaving = self.start_pmc(["--join", acc, "--host-cpus", "2", "--kill-grace", KILL_GRACE]
+                                 + agent_extra, env=agent_env)
+        other = self.start_agent(acc)
+        res, ends = self.finish_all(master, [leaving, other])
+        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag))
+        for e in ends:
+            if e.returncode != 0:
+                problems.append("agent: exit %s\n%s" % (e.returncode, e.describe()))
+        if "leaving the run" not in ends[0].stderr:
+            problems.append("the agent did not leave by itself:\n" + ends[0].describe())
+        left = self.summary().get("membership", {}).get("nodes_left")
+        if left != 1:
+            problems.append("summary: %r nodes left, expected 1" % left)
+        return problems, res
+
+    def test_agent_leaves_at_its_max_wall_time(self):
+        problems, res = self.leaves_on_its_own_problems(["--max-wall-time", "0.04"], {})
+        self.check(problems, res)
+
+    def test_agent_leaves_at_its_batch_jobs_end(self):
+        end = int(time.time()) + 4  # less --drain-margin 1.5: it leaves 2.5 s in
+        problems, res = self.leaves_on_its_own_problems(
+            ["--drain-margin", "1.5"], {"SLURM_JOB_ID": "1", "SLURM_JOB_END_TIME": str(end)})
+        self.check(problems, res)
+
     def test_late_agent_gets_work_at_once(self):
         dag = self.sleep_dag(40, "0.25")
         master, acc = self.start_master(dag)
