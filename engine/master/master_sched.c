@@ -131,7 +131,8 @@ static bool task_releases(const struct master *m, uint32_t t)
     const struct dag *d = m->dag;
     uint32_t first, a, index;
     if (t < d->ntasks)
-        return d->child_first[t + 1] > d->child_first[t] || dag_node_out_edges(d, t, &first) > 0;
+        return d->child_first[t + 1] > d->child_first[t] ||
+               (d->narray_edges && dag_node_out_edges(d, t, &first) > 0);
     (void)dag_instance_of(d, t, &a, &index);
     return dag_node_out_edges(d, DAG_NODE_ARRAY | a, &first) > 0;
 }

@@ -140,13 +140,9 @@ class JoinTest(pmcrun.TestCase):
             problems.append("the live agent: exit %s\n%s" % (ends[1].returncode, ends[1].describe()))
         self.check(problems, res)
 
-    def test_agent_leaves_on_sigterm(self):
-        dag = self.sleep_dag(30, "0.3")
-        master, acc = self.start_master(dag)
-        leaving = self.start_agent(acc)
-        other = self.start_agent(acc)
-        self.wait_done(dag, 4, master)
-        os.kill(leaving.pid, signal.SIGTERM)  # the agent only, not its tasks
+    def left_problems(self, dag, master, leaving, other):
+        """The run of master ends well with the agent `leaving` gone by its
+        own LEAVING (exit 0, said, counted as left) and `other` to the end."""
         res, ends = self.finish_all(master, [leaving, other])
         problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag))
         for e in ends:
@@ -154,7 +150,19 @@ class JoinTest(pmcrun.TestCase):
                 problems.append("agent: exit %s\n%s" % (e.returncode, e.describe()))
         if "leaving the run" not in ends[0].stderr:
             problems.append("the agent did not say it leaves:\n" + ends[0].describe())
-        self.check(problems, res)
+        left = self.summary().get("membership", {}).get("nodes_left")
+        if left != 1:
+            problems.append("summary: %r nodes left, expected 1" % left)
+        return problems, res
+
+    def test_agent_leaves_on_sigterm(self):
+        dag = self.sleep_dag(30, "0.3")
+        master, acc = self.start_master(dag)
+        leaving = self.start_agent(acc)
+        other = self.start_agent(acc)
+        self.wait_done(dag, 4, master)
+        os.kill(leaving.pid, signal.SIGTERM)  # the agent only, not its tasks
+        self.check(*self.left_problems(dag, master, leaving, other))
 
     def leaves_on_its_own_problems(self, agent_extra, agent_env):
         """One agent whose allocation ends 2-2.5 s in (agent_extra,
@@ -166,17 +174,7 @@ class JoinTest(pmcrun.TestCase):
         leaving = self.start_pmc(["--join", acc, "--host-cpus", "2", "--kill-grace", KILL_GRACE]
                                  + agent_extra, env=agent_env)
         other = self.start_agent(acc)
-        res, ends = self.finish_all(master, [leaving, other])
-        problems = pmcrun.success_problems(res, pmcrun.parse_dag(dag))
-        for e in ends:
-            if e.returncode != 0:
-                problems.append("agent: exit %s\n%s" % (e.returncode, e.describe()))
-        if "leaving the run" not in ends[0].stderr:
-            problems.append("the agent did not leave by itself:\n" + ends[0].describe())
-        left = self.summary().get("membership", {}).get("nodes_left")
-        if left != 1:
-            problems.append("summary: %r nodes left, expected 1" % left)
-        return problems, res
+        return self.left_problems(dag, master, leaving, other)
 
     def test_agent_leaves_at_its_max_wall_time(self):
         problems, res = self.leaves_on_its_own_problems(["--max-wall-time", "0.04"], {})
